@@ -1,0 +1,161 @@
+"""The ``assay`` command line. Plugins add sub-commands via ``register_commands``."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import click
+
+from .errors import AssayError
+from .kernel import Kernel
+
+
+def _kernel(ctx: click.Context) -> Kernel:
+    return ctx.ensure_object(dict)["kernel"]
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print one clear line to stderr and exit non-zero."""
+    click.echo(f"error: {message}", err=True)
+    sys.exit(code)
+
+
+class AssayGroup(click.Group):
+    """Runs every command with errors turned into one line, never a traceback."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except AssayError as exc:
+            hint = f" ({exc.hint})" if exc.hint else ""
+            fail(f"{exc.code}: {exc.message}{hint}")
+
+
+@click.group(cls=AssayGroup)
+@click.pass_context
+def cli(ctx: click.Context) -> None:
+    """assay: a plugin-based microkernel for data-analysis agents."""
+    ctx.ensure_object(dict)
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@click.pass_context
+def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
+    """List every plugin found: distribution, version, hooks and status."""
+    kernel = _kernel(ctx)
+    infos = kernel.plugins()
+    if as_json:
+        click.echo(json.dumps({"health": kernel.health(), "plugins": [i.to_dict() for i in infos]}, indent=2))
+        return
+    rows = [
+        (
+            i.name,
+            i.distribution or "-",
+            i.version or "-",
+            i.status if i.status != "failed" else f"failed: {i.error['code'] if i.error else ''}",
+            ", ".join(h.removeprefix("register_") for h in i.hooks) or "-",
+        )
+        for i in infos
+    ]
+    _table(("plugin", "distribution", "version", "status", "hooks"), rows)
+    for info in infos:
+        if info.error:
+            click.echo(f"  {info.name}: {info.error['message']}", err=True)
+
+
+@cli.command("tools")
+@click.option("--json", "as_json", is_flag=True, help="Print definitions with JSON Schemas.")
+@click.option("--format", "fmt", type=click.Choice(["assay", "openai", "mcp"]), default="assay",
+              help="Shape of the --json definitions.")
+@click.pass_context
+def tools_cmd(ctx: click.Context, as_json: bool, fmt: str) -> None:
+    """List the tools the model can call."""
+    kernel = _kernel(ctx)
+    tools = kernel.tools
+    if as_json:
+        if fmt == "openai":
+            defs = [t.to_openai() for t in tools.values()]
+        elif fmt == "mcp":
+            defs = [t.to_mcp() for t in tools.values()]
+        else:
+            defs = [
+                {"name": n, "plugin": kernel.provenance("tools", n), "description": t.description,
+                 "is_async": t.is_async, "parameters": t.parameters}
+                for n, t in tools.items()
+            ]
+        click.echo(json.dumps(defs, indent=2))
+        return
+    _table(("tool", "plugin", "description"),
+           [(n, kernel.provenance("tools", n) or "-", t.description.splitlines()[0]) for n, t in tools.items()])
+
+
+@cli.group("tool")
+def tool_group() -> None:
+    """Work with one tool."""
+
+
+@tool_group.command("call")
+@click.argument("name")
+@click.option("--args", "args_json", default="{}", help="Arguments as a JSON object.")
+@click.pass_context
+def tool_call_cmd(ctx: click.Context, name: str, args_json: str) -> None:
+    """Call tool NAME and print its result envelope as JSON."""
+    kernel = _kernel(ctx)
+    try:
+        arguments = json.loads(args_json)
+    except ValueError as exc:
+        fail(f"--args is not valid JSON: {exc}")
+    run = kernel.new_run()
+    try:
+        result = kernel.call_tool(name, arguments, run=run)
+    finally:
+        run.close()
+    click.echo(result.model_dump_json(indent=2))
+    if not result.success:
+        sys.exit(1)
+
+
+@cli.command("config")
+@click.pass_context
+def config_cmd(ctx: click.Context) -> None:
+    """Show the effective settings, secrets masked."""
+    kernel = _kernel(ctx)
+    kernel.start()
+    click.echo(json.dumps(kernel.settings.masked(), indent=2, default=str))
+
+
+def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+    widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
+    click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
+    for row in rows:
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
+
+
+def build_cli(kernel: Kernel) -> click.Group:
+    """The root group with every plugin's commands added (a plugin's name wins no clash)."""
+    for plugin, command in kernel.commands():
+        if command.name in cli.commands:
+            click.echo(f"warning: plugin {plugin!r} command {command.name!r} clashes with an existing one; ignored",
+                       err=True)
+            continue
+        cli.add_command(command)
+    return cli
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        kernel = Kernel()
+        group = build_cli(kernel)
+    except AssayError as exc:
+        fail(f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+    try:
+        group.main(args=argv, prog_name="assay", obj={"kernel": kernel}, standalone_mode=True)
+    finally:
+        kernel.close()
+
+
+if __name__ == "__main__":
+    main()

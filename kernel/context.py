@@ -1,0 +1,82 @@
+"""The run: what one agent task shares across its tool calls.
+
+A tool that declares a parameter annotated :class:`RunContext` receives the
+current run; the parameter is left out of the model-facing schema. The run
+carries its id, the artifact sink that captures evidence (or ``None``), and
+per-run state such as the sandbox session, closed when the run ends.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
+
+T = TypeVar("T")
+
+
+def new_run_id() -> str:
+    return "run_" + uuid.uuid4().hex[:16]
+
+
+@dataclass
+class RunContext:
+    """One run of an agent: id, evidence sink and run-scoped state."""
+
+    kernel: "Kernel | None" = None
+    run_id: str = field(default_factory=new_run_id)
+    artifacts: Any = None  # kernel.evidence.ArtifactSink, or None when nothing is captured
+    _scoped: dict[str, Any] = field(default_factory=dict, repr=False)
+    _closers: list[tuple[str, Callable[[Any], Any]]] = field(default_factory=list, repr=False)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def scoped(self, key: str, factory: Callable[[], T], close: Callable[[T], Any] | None = None) -> T:
+        """Return the run's ``key`` object, creating it with ``factory`` once.
+
+        ``close`` is called with it when the run is closed.
+        """
+        with self._lock:
+            if key in self._scoped:
+                return self._scoped[key]
+            value = factory()
+            self._scoped[key] = value
+            if close is not None:
+                self._closers.append((key, close))
+            return value
+
+    def peek(self, key: str) -> Any:
+        """The run's ``key`` object if it was created, else ``None``."""
+        return self._scoped.get(key)
+
+    def discard(self, key: str) -> None:
+        """Close and forget the run's ``key`` object (for a reset)."""
+        with self._lock:
+            value = self._scoped.pop(key, None)
+            closers = [c for c in self._closers if c[0] == key]
+            self._closers = [c for c in self._closers if c[0] != key]
+        for _, close in closers:
+            if value is not None:
+                close(value)
+
+    def close(self) -> None:
+        """Close every run-scoped object, newest first. Errors are logged, not raised."""
+        from .log import get_logger
+
+        with self._lock:
+            closers, self._closers = list(reversed(self._closers)), []
+            scoped, self._scoped = self._scoped, {}
+        for key, close in closers:
+            try:
+                close(scoped[key])
+            except Exception as exc:  # noqa: BLE001 - closing must reach every object
+                get_logger("assay.run").warning("run_close_failed", run_id=self.run_id, key=key, error=repr(exc))
+
+    def __enter__(self) -> "RunContext":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

@@ -1,0 +1,94 @@
+"""The hook specifications: a table of contents of assay.
+
+Every hook hands the plugin a ``register`` callback instead of asking for a
+return value, so the kernel validates each object, decides its name and
+records which plugin it came from. An implementation declares only the
+arguments it uses; new arguments can be added here without breaking plugins.
+"""
+
+from __future__ import annotations
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("assay")
+hookimpl = pluggy.HookimplMarker("assay")
+
+
+@hookspec
+def register_resource_types(register):
+    """Add resource types beyond database, tool, knowledge and pack.
+
+    ``register(name: str)``: a new lower-case type name.
+    """
+
+
+@hookspec
+def register_resources(register, settings):
+    """Add resources (databases, knowledge, packs) the model can be given.
+
+    ``register(resource: kernel.Resource)``; ``settings`` is the kernel's
+    :class:`kernel.Settings`, for plugins whose resources come from config.
+    """
+
+
+@hookspec
+def register_tools(register, settings):
+    """Add tools the model can call.
+
+    ``register(tool)`` takes a :class:`kernel.BaseTool`, or a plain function
+    (wrapped with :func:`kernel.tool`). Names must be unique across plugins.
+    """
+
+
+@hookspec
+def register_database_engines(register):
+    """Add SQL engines that datasource URLs can name.
+
+    ``register(engine)`` takes an object with ``name`` (the URL scheme family,
+    such as ``"sqlite"``) and ``schemes`` (URL schemes it accepts).
+    """
+
+
+@hookspec
+def register_sandbox_runtimes(register):
+    """Add sandbox runtimes (container engines or the local fallback).
+
+    ``register(runtime_cls)`` takes a :class:`kernel.sandbox.SandboxRuntime`
+    subclass with a unique ``name`` and an ``isolated`` flag.
+    """
+
+
+@hookspec
+def register_artifact_stores(register):
+    """Add places where evidence (artifact content) can be kept.
+
+    ``register(store_cls)`` takes a :class:`kernel.evidence.ContentStore`
+    subclass with a unique ``name``; ``ASSAY_ARTIFACT_STORE`` chooses one.
+    """
+
+
+@hookspec
+def register_report_renderers(register):
+    """Add renderers that turn a report document citing artifacts into output.
+
+    ``register(renderer)`` takes an object with ``name``, ``media_type`` and
+    ``render(document, reader) -> bytes``.
+    """
+
+
+@hookspec
+def register_models(register):
+    """Add model providers that drive the agent.
+
+    ``register(model_cls)`` takes a :class:`kernel.models.Model` subclass with a
+    unique ``model_id``.
+    """
+
+
+@hookspec
+def register_commands(cli):
+    """Add sub-commands to the ``assay`` command line.
+
+    ``cli`` is the root :class:`click.Group`; call ``cli.add_command(...)`` or
+    use ``@cli.command()``.
+    """

@@ -1,0 +1,347 @@
+"""The kernel: plugins, registries, resources and tool dispatch.
+
+A :class:`Kernel` owns everything it loads; several kernels can live in one
+process without sharing state. Start-up is lazy and idempotent: the first
+access to a registry loads the plugins.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any, Iterable
+
+from . import plugins as plugin_loading
+from .context import RunContext
+from .errors import (
+    PLUGIN_REGISTER_FAILED,
+    TOOL_ARGUMENTS_INVALID,
+    TOOL_EXECUTION_FAILED,
+    TOOL_NOT_FOUND,
+    AssayError,
+    PluginError,
+)
+from .log import configure_logging, get_logger
+from .plugins import PluginInfo
+from .registry import REGISTER_HOOKS, VALIDATORS, Registry
+from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
+from .results import ToolResult
+from .settings import Settings
+from .tools import ArgumentsInvalid, BaseTool
+
+log = get_logger("assay.kernel")
+
+HOST = "host"  # provenance of resources a host application attaches itself
+
+
+class Kernel:
+    """The assay microkernel.
+
+    ``load_entrypoints`` discovers plugins from installed packages;
+    ``plugins`` adds plugin objects or module paths directly (handy for host
+    applications and tests); ``settings`` defaults to the environment.
+    """
+
+    def __init__(
+        self,
+        *,
+        load_entrypoints: bool = True,
+        plugins: Iterable[Any] = (),
+        settings: Settings | None = None,
+    ) -> None:
+        self.settings = settings or Settings.from_env()
+        self._load_entrypoints = load_entrypoints
+        self._extra_plugins = list(plugins)
+        self._lock = threading.RLock()
+        self._started = False
+        self._pm = plugin_loading.new_plugin_manager()
+        self._plugin_objects: dict[str, Any] = {}
+        self._infos: dict[str, PluginInfo] = {}
+        self._registries: dict[str, Registry[Any]] = {kind: Registry(kind) for kind in VALIDATORS}
+        self._commands: list[tuple[str, Any]] | None = None
+        for builtin in BUILTIN_RESOURCE_TYPES:
+            self._registries["resource_types"].add(str(builtin), builtin, "kernel")
+
+    # --- start-up ---------------------------------------------------------
+
+    def start(self) -> "Kernel":
+        """Load plugins and run their register hooks. Safe to call again."""
+        if self._started:
+            return self
+        with self._lock:
+            if self._started:
+                return self
+            configure_logging(self.settings.log_level, self.settings.log_format)
+            self._load_plugins()
+            self._started = True
+        return self
+
+    def _load_plugins(self) -> None:
+        load = plugin_loading.parse_names(self.settings.load_plugins)
+        disable = plugin_loading.parse_names(self.settings.disable_plugins) or set()
+        candidates = plugin_loading.discover_entry_points() if self._load_entrypoints else []
+        candidates += [plugin_loading.candidate_for_object(p) for p in self._extra_plugins]
+        chosen, disabled = plugin_loading.select(candidates, load, disable)
+        for cand in disabled:
+            self._infos[cand.name] = PluginInfo(
+                cand.name, cand.module, cand.distribution, cand.version, cand.builtin, status="disabled"
+            )
+        for cand in chosen:
+            try:
+                obj, info = plugin_loading.import_plugin(self._pm, cand)
+            except PluginError as exc:
+                self._record_failure(
+                    PluginInfo(cand.name, cand.module, cand.distribution, cand.version, cand.builtin), exc
+                )
+                continue
+            self._plugin_objects[cand.name] = obj
+            self._infos[cand.name] = info
+        for hook_name, kind in REGISTER_HOOKS.items():
+            for name, obj in list(self._plugin_objects.items()):
+                self._run_register_hook(name, obj, hook_name, kind)
+
+    def _run_register_hook(self, plugin: str, obj: Any, hook_name: str, kind: str) -> None:
+        impls = plugin_loading.impls_of(self._pm, hook_name, obj)
+        if not impls:
+            return
+        registry = self._registries[kind]
+        validate = VALIDATORS[kind]
+
+        def register(item: Any) -> None:
+            name, value = validate(item)
+            if kind == "resources" and str(value.type) not in self._registries["resource_types"]:
+                raise TypeError(f"resource {name!r} has unknown type {value.type!r}")
+            registry.add(name, value, plugin)
+
+        available = {"register": register, "settings": self.settings, "kernel": self}
+        try:
+            for impl in impls:
+                plugin_loading.call_impl(impl, available)
+        except PluginError as exc:
+            if exc.code == "PLUGIN_NAME_CONFLICT":
+                raise  # two plugins claiming one name is always a start-up error
+            self._fail_plugin(plugin, exc)
+        except Exception as exc:  # noqa: BLE001 - a plugin's bug must not take the kernel down
+            self._fail_plugin(
+                plugin,
+                PluginError(
+                    PLUGIN_REGISTER_FAILED,
+                    f"plugin {plugin!r} failed in {hook_name}: {type(exc).__name__}: {exc}",
+                    "Its registrations were rolled back; fix the plugin or disable it.",
+                ),
+                cause=exc,
+            )
+
+    def _fail_plugin(self, plugin: str, error: PluginError, cause: BaseException | None = None) -> None:
+        """Roll back everything ``plugin`` registered and record why."""
+        for registry in self._registries.values():
+            registry.remove_plugin(plugin)
+        obj = self._plugin_objects.pop(plugin, None)
+        if obj is not None:
+            self._pm.unregister(obj)
+        self._record_failure(self._infos[plugin], error, cause)
+
+    def _record_failure(self, info: PluginInfo, error: PluginError, cause: BaseException | None = None) -> None:
+        info.status = "failed"
+        info.error = {"code": error.code, "message": error.message, "hint": error.hint}
+        self._infos[info.name] = info
+        log.error("plugin_failed", plugin=info.name, code=error.code, message=error.message)
+        if self.settings.strict_plugins:
+            raise error from (cause or error.__cause__)
+
+    # --- registries -------------------------------------------------------
+
+    def registry(self, kind: str) -> Registry[Any]:
+        """The registry of ``kind`` ("tools", "resources", "sandbox_runtimes", ...)."""
+        self.start()
+        return self._registries[kind]
+
+    @property
+    def tools(self) -> dict[str, BaseTool]:
+        return self.registry("tools").as_dict()
+
+    @property
+    def resources(self) -> dict[str, Resource]:
+        return self.registry("resources").as_dict()
+
+    def get_tool(self, name: str) -> BaseTool | None:
+        return self.registry("tools").get(name)
+
+    def provenance(self, kind: str, name: str) -> str | None:
+        """The plugin that registered ``name`` in ``kind``."""
+        entry = self.registry(kind).entry(name)
+        return entry.plugin if entry else None
+
+    def plugins(self) -> list[PluginInfo]:
+        """Every plugin found, with status, hooks and what it registered."""
+        self.start()
+        out = []
+        for name, info in self._infos.items():
+            info.registered = {
+                kind: reg.names_by(name) for kind, reg in self._registries.items() if reg.names_by(name)
+            }
+            out.append(info)
+        return sorted(out, key=lambda i: (not i.builtin, i.name))
+
+    def health(self) -> dict[str, Any]:
+        """A summary for ``assay plugins --json`` and host health checks."""
+        infos = self.plugins()
+        return {
+            "ok": all(i.status != "failed" for i in infos),
+            "plugins": {s: sum(i.status == s for i in infos) for s in ("loaded", "disabled", "failed")},
+            "counts": {kind: len(reg) for kind, reg in self._registries.items()},
+        }
+
+    def commands(self) -> list[tuple[str, Any]]:
+        """(plugin, click command) pairs from ``register_commands``; run once, lazily."""
+        self.start()
+        with self._lock:
+            if self._commands is None:
+                self._commands = self._collect_commands()
+        return self._commands
+
+    def _collect_commands(self) -> list[tuple[str, Any]]:
+        import click
+
+        collected: list[tuple[str, Any]] = []
+        for plugin, obj in list(self._plugin_objects.items()):
+            impls = plugin_loading.impls_of(self._pm, "register_commands", obj)
+            if not impls:
+                continue
+            staging = click.Group()
+            try:
+                for impl in impls:
+                    plugin_loading.call_impl(impl, {"cli": staging, "kernel": self})
+            except Exception as exc:  # noqa: BLE001
+                self._fail_plugin(
+                    plugin,
+                    PluginError(PLUGIN_REGISTER_FAILED, f"plugin {plugin!r} failed in register_commands: {exc}"),
+                    cause=exc,
+                )
+                continue
+            collected.extend((plugin, cmd) for cmd in staging.commands.values())
+        return collected
+
+    # --- resources and prompts -------------------------------------------
+
+    def attach(self, resource: Resource) -> Resource:
+        """Attach a resource from the host application (provenance ``host``)."""
+        name, value = VALIDATORS["resources"](resource)
+        self.registry("resources").add(name, value, HOST)
+        return resource
+
+    def detach(self, name: str) -> None:
+        reg = self.registry("resources")
+        entry = reg.entry(name)
+        if entry is None or entry.plugin != HOST:
+            raise KeyError(f"no host-attached resource {name!r}")
+        reg._entries.pop(name)
+
+    def system_prompt(self, resources: Iterable[Resource] | None = None, budget: PromptBudget | None = None) -> str:
+        """The model-facing description of the resources (default: all of them)."""
+        chosen = list(resources) if resources is not None else list(self.resources.values())
+        return build_resource_prompt(chosen, budget, heading="You can use these resources:")
+
+    # --- runs and tool calls ---------------------------------------------
+
+    def new_run(self, *, capture: bool = True, run_id: str | None = None) -> RunContext:
+        """A new run; with ``capture`` its artifact sink comes from the configured store."""
+        self.start()
+        run = RunContext(kernel=self) if run_id is None else RunContext(kernel=self, run_id=run_id)
+        if capture:
+            from .evidence import open_sink
+
+            run.artifacts = open_sink(self, run.run_id)
+        return run
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None) -> ToolResult:
+        """Validate and call a tool synchronously; always returns a :class:`ToolResult`."""
+        started = time.perf_counter()
+        tool, validated, failure = self._prepare(name, arguments)
+        if failure is None:
+            try:
+                value = tool.invoke(validated, run)
+            except Exception as exc:  # noqa: BLE001 - turned into an envelope below
+                return self._finish(name, _error_result(exc), started)
+            return self._finish(name, value, started)
+        return self._finish(name, failure, started)
+
+    async def acall_tool(
+        self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None
+    ) -> ToolResult:
+        """Validate and call a tool from async code; sync tools run off the event loop."""
+        started = time.perf_counter()
+        tool, validated, failure = self._prepare(name, arguments)
+        if failure is None:
+            try:
+                value = await tool.ainvoke(validated, run)
+            except Exception as exc:  # noqa: BLE001
+                return self._finish(name, _error_result(exc), started)
+            return self._finish(name, value, started)
+        return self._finish(name, failure, started)
+
+    def _prepare(self, name: str, arguments: Any) -> tuple[Any, Any, ToolResult | None]:
+        tool = self.get_tool(name) if self._started else self.registry("tools").get(name)
+        if tool is None:
+            return None, None, ToolResult.fail(
+                TOOL_NOT_FOUND, f"no tool named {name!r}", f"Available tools: {', '.join(sorted(self.tools)) or 'none'}."
+            )
+        if arguments is None:
+            arguments = {}
+        elif isinstance(arguments, str):
+            try:
+                arguments = json.loads(arguments) if arguments.strip() else {}
+            except ValueError as exc:
+                return tool, None, ToolResult.fail(
+                    TOOL_ARGUMENTS_INVALID, f"arguments are not valid JSON: {exc}", "Send a JSON object."
+                )
+        if not isinstance(arguments, dict):
+            return tool, None, ToolResult.fail(
+                TOOL_ARGUMENTS_INVALID, "arguments must be a JSON object", "Send a JSON object of named arguments.",
+                errors=[{"path": "", "message": f"expected an object, got {type(arguments).__name__}"}],
+            )
+        try:
+            return tool, tool.validate_arguments(arguments), None
+        except ArgumentsInvalid as exc:
+            return tool, None, ToolResult.fail(exc.code, exc.message, exc.hint, errors=exc.errors)
+
+    def _finish(self, name: str, value: Any, started: float) -> ToolResult:
+        result = value if isinstance(value, ToolResult) else ToolResult(success=True, data=value)
+        result.tool = name
+        result.elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+        log.info(
+            "tool_call",
+            tool=name,
+            plugin=self._registries["tools"].entry(name).plugin if name in self._registries["tools"] else None,
+            duration_ms=result.elapsed_ms,
+            outcome="ok" if result.success else result.error_code,
+        )
+        return result
+
+    def close(self) -> None:
+        """Release what plugins opened (connection pools, sandbox sessions)."""
+        for resource in self._registries["resources"].as_dict().values():
+            closer = getattr(resource, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("resource_close_failed", resource=resource.name, error=repr(exc))
+
+    def __enter__(self) -> "Kernel":
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _error_result(exc: Exception) -> ToolResult:
+    if isinstance(exc, AssayError):
+        return ToolResult.from_error(exc)
+    return ToolResult.fail(
+        TOOL_EXECUTION_FAILED,
+        f"{type(exc).__name__}: {exc}",
+        "The tool raised an error; check the arguments or the data it reads, then try again.",
+        metadata={"exception_type": type(exc).__name__},
+    )

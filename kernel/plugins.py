@@ -1,0 +1,163 @@
+"""Finding and loading plugins.
+
+Built-in plugins are entry points in the ``assay`` group of assay's own
+distribution, and load through exactly the same path as third-party ones.
+Controls: ``ASSAY_LOAD_PLUGINS`` ('' loads none, 'a,b' only those),
+``ASSAY_DISABLE_PLUGINS`` (a block-list), ``ASSAY_STRICT_PLUGINS=1`` (a
+failing plugin aborts start-up). By default a plugin that fails to import or
+to register is isolated: the failure is recorded and everything else works.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.metadata as md
+from dataclasses import asdict, dataclass, field
+from types import ModuleType
+from typing import Any, Iterable, Literal
+
+import pluggy
+
+from . import hookspecs
+from .errors import PLUGIN_IMPORT_FAILED, PLUGIN_UNKNOWN_HOOK, PluginError
+
+ENTRY_POINT_GROUP = "assay"
+OWN_DISTRIBUTION = "assay"
+
+Status = Literal["loaded", "disabled", "failed"]
+
+
+@dataclass
+class PluginInfo:
+    """What the kernel knows about one plugin, for ``assay plugins``."""
+
+    name: str
+    module: str
+    distribution: str | None = None
+    version: str | None = None
+    builtin: bool = False
+    status: Status = "loaded"
+    hooks: list[str] = field(default_factory=list)
+    registered: dict[str, list[str]] = field(default_factory=dict)
+    error: dict[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A plugin found but not yet imported: an entry point, or an object the host passed."""
+
+    name: str
+    module: str
+    distribution: str | None
+    version: str | None
+    loader: Any  # a zero-argument callable returning the plugin object
+
+    @property
+    def builtin(self) -> bool:
+        return self.distribution == OWN_DISTRIBUTION
+
+
+def parse_names(value: str | None) -> set[str] | None:
+    """'a, b' -> {'a', 'b'}; '' -> set(); None -> None (meaning: no restriction)."""
+    if value is None:
+        return None
+    return {part.strip() for part in value.split(",") if part.strip()}
+
+
+def discover_entry_points() -> list[Candidate]:
+    """Every entry point in the ``assay`` group, assay's own first, then by name."""
+    found: list[Candidate] = []
+    seen: set[tuple[str, str]] = set()
+    for ep in md.entry_points(group=ENTRY_POINT_GROUP):
+        dist = getattr(ep, "dist", None)
+        dist_name = dist.metadata["Name"] if dist is not None else None
+        key = (ep.name, ep.value)
+        if key in seen:  # the same distribution visible twice on sys.path
+            continue
+        seen.add(key)
+        found.append(
+            Candidate(
+                name=ep.name,
+                module=ep.value,
+                distribution=dist_name,
+                version=dist.version if dist is not None else None,
+                loader=ep.load,
+            )
+        )
+    found.sort(key=lambda c: (not c.builtin, c.name))
+    return found
+
+
+def candidate_for_object(obj: Any, name: str | None = None) -> Candidate:
+    """A host-supplied plugin: a module, a module path string, or any object with hook functions."""
+    if isinstance(obj, str):
+        module_name = obj
+        return Candidate(name or module_name.rsplit(".", 1)[-1], module_name, None, None,
+                         lambda: importlib.import_module(module_name))
+    module = obj.__name__ if isinstance(obj, ModuleType) else type(obj).__module__
+    plugin_name = name or getattr(obj, "__name__", None) or type(obj).__name__
+    return Candidate(plugin_name.rsplit(".", 1)[-1], module, None, None, lambda: obj)
+
+
+def new_plugin_manager() -> pluggy.PluginManager:
+    pm = pluggy.PluginManager("assay")
+    pm.add_hookspecs(hookspecs)
+    return pm
+
+
+def select(
+    candidates: Iterable[Candidate], load: set[str] | None, disable: set[str]
+) -> tuple[list[Candidate], list[Candidate]]:
+    """Split candidates into (to load, disabled) by name or distribution name."""
+    chosen, disabled = [], []
+    for cand in candidates:
+        keys = {cand.name, cand.distribution or ""}
+        if keys & disable or (load is not None and not keys & load):
+            disabled.append(cand)
+        else:
+            chosen.append(cand)
+    return chosen, disabled
+
+
+def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, PluginInfo]:
+    """Import and register one plugin with ``pm``. Raises :class:`PluginError` on failure."""
+    info = PluginInfo(cand.name, cand.module, cand.distribution, cand.version, cand.builtin)
+    try:
+        obj = cand.loader()
+    except Exception as exc:  # noqa: BLE001 - any import failure is isolated
+        raise PluginError(
+            PLUGIN_IMPORT_FAILED,
+            f"plugin {cand.name!r} ({cand.module}) failed to import: {type(exc).__name__}: {exc}",
+            "Reinstall or update the plugin's package, or disable it with ASSAY_DISABLE_PLUGINS.",
+        ) from exc
+    if pm.is_registered(obj) or pm.has_plugin(cand.name):
+        raise PluginError(PLUGIN_IMPORT_FAILED, f"plugin {cand.name!r} is listed twice")
+    pm.register(obj, name=cand.name)
+    unknown = [
+        caller.name
+        for caller in pm.get_hookcallers(obj) or []
+        if not caller.has_spec() and not any(i.optionalhook for i in caller.get_hookimpls() if i.plugin is obj)
+    ]
+    if unknown:
+        pm.unregister(obj)
+        raise PluginError(
+            PLUGIN_UNKNOWN_HOOK,
+            f"plugin {cand.name!r} implements unknown hook(s): {', '.join(sorted(unknown))}",
+            "Check the spelling against kernel/hookspecs.py.",
+        )
+    info.hooks = sorted(c.name for c in pm.get_hookcallers(obj) or [])
+    return obj, info
+
+
+def impls_of(pm: pluggy.PluginManager, hook_name: str, plugin: Any) -> list[Any]:
+    """The implementations of ``hook_name`` that ``plugin`` provides."""
+    caller = getattr(pm.hook, hook_name)
+    return [impl for impl in caller.get_hookimpls() if impl.plugin is plugin]
+
+
+def call_impl(impl: Any, available: dict[str, Any]) -> Any:
+    """Call one hook implementation with only the arguments it declares."""
+    return impl.function(*[available[name] for name in impl.argnames])

@@ -1,0 +1,135 @@
+"""Resources: one interface for everything the model can be given.
+
+A database, a tool, a knowledge base or a pack of them all answer the same two
+questions: how to describe yourself to the model (:meth:`Resource.get_prompt`)
+and how to do the work (:meth:`Resource.execute`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterable, Sequence
+
+
+class ResourceType(str):
+    """The kind of a resource. The four built-in kinds are class attributes;
+    plugins add more through the ``register_resource_types`` hook."""
+
+    DATABASE: ClassVar["ResourceType"]
+    TOOL: ClassVar["ResourceType"]
+    KNOWLEDGE: ClassVar["ResourceType"]
+    PACK: ClassVar["ResourceType"]
+
+    def __repr__(self) -> str:
+        return f"ResourceType({str.__str__(self)!r})"
+
+
+ResourceType.DATABASE = ResourceType("database")
+ResourceType.TOOL = ResourceType("tool")
+ResourceType.KNOWLEDGE = ResourceType("knowledge")
+ResourceType.PACK = ResourceType("pack")
+
+BUILTIN_RESOURCE_TYPES = (ResourceType.DATABASE, ResourceType.TOOL, ResourceType.KNOWLEDGE, ResourceType.PACK)
+
+
+@dataclass(frozen=True)
+class PromptBudget:
+    """How much a resource may say about itself in the system prompt."""
+
+    max_chars: int = 8_000
+
+
+class Resource:
+    """Base class of every resource.
+
+    Subclasses set ``name`` and ``type`` and implement :meth:`get_prompt` and
+    one of :meth:`execute` / :meth:`async_execute` (``is_async`` says which).
+    """
+
+    name: str = ""
+    type: ResourceType = ResourceType.KNOWLEDGE
+
+    @property
+    def is_async(self) -> bool:
+        return False
+
+    @property
+    def is_pack(self) -> bool:
+        return False
+
+    @property
+    def sub_resources(self) -> list["Resource"]:
+        return []
+
+    def get_prompt(self, budget: PromptBudget | None = None) -> str:
+        """Describe this resource to the model, within ``budget``."""
+        raise NotImplementedError
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        """Do the resource's work synchronously."""
+        raise NotImplementedError(f"resource {self.name!r} has no synchronous execute")
+
+    async def async_execute(self, *args: Any, **kwargs: Any) -> Any:
+        """Do the resource's work from async code (sync work runs off the loop)."""
+        return await asyncio.to_thread(self.execute, *args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.type}:{self.name}>"
+
+
+class ResourcePack(Resource):
+    """Several resources attached as one."""
+
+    type = ResourceType.PACK
+
+    def __init__(self, name: str, resources: Iterable[Resource], description: str = "") -> None:
+        self.name = name
+        self.description = description
+        self._resources = list(resources)
+
+    @property
+    def is_pack(self) -> bool:
+        return True
+
+    @property
+    def sub_resources(self) -> list[Resource]:
+        return list(self._resources)
+
+    def get_prompt(self, budget: PromptBudget | None = None) -> str:
+        return build_resource_prompt(self._resources, budget, heading=self.description)
+
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError(f"pack {self.name!r} is not executable; execute one of its resources")
+
+
+def flatten(resources: Iterable[Resource]) -> list[Resource]:
+    """Resources with packs expanded, depth first, in order."""
+    out: list[Resource] = []
+    for resource in resources:
+        out.append(resource)
+        if resource.is_pack:
+            out.extend(flatten(resource.sub_resources))
+    return out
+
+
+def build_resource_prompt(
+    resources: Sequence[Resource], budget: PromptBudget | None = None, heading: str = ""
+) -> str:
+    """The system-prompt section describing ``resources``.
+
+    The budget is shared: each resource gets what is left, and a resource that
+    does not fit is named with a note instead of being silently dropped.
+    """
+    budget = budget or PromptBudget()
+    parts: list[str] = [heading] if heading else []
+    remaining = budget.max_chars - len(heading)
+    for resource in resources:
+        if remaining <= 0:
+            parts.append(f"[{resource.type}:{resource.name}] (description omitted: prompt budget exhausted)")
+            continue
+        text = resource.get_prompt(PromptBudget(max_chars=remaining))
+        block = f"[{resource.type}:{resource.name}]\n{text}".rstrip()
+        parts.append(block)
+        remaining -= len(block)
+    return "\n\n".join(parts)

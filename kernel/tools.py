@@ -1,0 +1,231 @@
+"""Tools: functions the model can call, with validated arguments.
+
+:func:`tool` turns a Python function into a :class:`FunctionTool` whose JSON
+Schema comes from its signature. :class:`JsonSchemaTool` is for tools defined
+by a raw JSON Schema (for example proxied from another system). Both validate
+arguments before every call and report problems with their paths.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from typing import Any, Awaitable, Callable, overload
+
+from pydantic import ValidationError
+
+from .context import RunContext
+from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, AssayError
+from .function_schema import FunctionSchema, decode_json_strings, function_schema, is_async_callable, unwrap
+from .resources import PromptBudget, Resource, ResourceType
+
+_TOOL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$")
+
+
+class ArgumentsInvalid(AssayError):
+    """Arguments that do not match the tool's schema; ``errors`` lists each problem."""
+
+    code = TOOL_ARGUMENTS_INVALID
+
+    def __init__(self, tool: str, errors: list[dict[str, Any]]) -> None:
+        self.errors = errors
+        summary = "; ".join(f"{e['path'] or '(arguments)'}: {e['message']}" for e in errors[:5])
+        super().__init__(
+            message=f"invalid arguments for {tool}: {summary}",
+            hint="Fix the listed arguments to match the tool's parameters and call again.",
+        )
+
+
+class BaseTool(Resource):
+    """A resource the model calls with JSON arguments."""
+
+    type = ResourceType.TOOL
+    description: str = ""
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        """The JSON Schema of the arguments object."""
+        raise NotImplementedError
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> Any:
+        """Check ``arguments``; return what :meth:`invoke` takes, or raise :class:`ArgumentsInvalid`."""
+        raise NotImplementedError
+
+    def invoke(self, validated: Any, run: RunContext | None) -> Any:
+        """Run the tool synchronously on validated arguments."""
+        raise NotImplementedError
+
+    async def ainvoke(self, validated: Any, run: RunContext | None) -> Any:
+        """Run the tool from async code; sync tools run in a worker thread."""
+        return await asyncio.to_thread(self.invoke, validated, run)
+
+    def get_prompt(self, budget: PromptBudget | None = None) -> str:
+        text = f"{self.name}: {self.description}\nparameters: {json.dumps(self.parameters, sort_keys=True)}"
+        limit = (budget or PromptBudget()).max_chars
+        return text if len(text) <= limit else text[: max(0, limit - 20)] + " ... (truncated)"
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI function-calling definition."""
+        return {
+            "type": "function",
+            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+        }
+
+    def to_mcp(self) -> dict[str, Any]:
+        """The MCP ``tools/list`` entry."""
+        return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+
+
+class FunctionTool(BaseTool):
+    """A Python function (sync or async) exposed as a tool."""
+
+    def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+        target = unwrap(func)
+        self.func = func
+        self.name = _check_name(name or getattr(target, "__name__", ""))
+        self.schema: FunctionSchema = function_schema(func, description)
+        self.description = self.schema.description
+        self._is_async = is_async_callable(func)
+        self._validator = self.schema.model.__pydantic_validator__
+
+    @property
+    def is_async(self) -> bool:
+        return self._is_async
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.schema.json_schema
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        if self.schema.json_decodable:
+            arguments = decode_json_strings(arguments, self.schema.json_decodable)
+        try:
+            model = self._validator.validate_python(arguments)
+        except ValidationError as exc:
+            raise ArgumentsInvalid(self.name, _pydantic_problems(exc)) from None
+        return model.__dict__
+
+    def _bind(self, validated: dict[str, Any], run: RunContext | None) -> tuple[list[Any], dict[str, Any]]:
+        kwargs = dict(validated)
+        if self.schema.context_param:
+            kwargs[self.schema.context_param] = run if run is not None else RunContext()
+        args = [kwargs.pop(n) for n in self.schema.positional_only]
+        return args, kwargs
+
+    def invoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
+        if self._is_async:
+            raise AssayError(
+                TOOL_ASYNC_ONLY,
+                f"tool {self.name!r} is asynchronous and cannot be called through the sync channel",
+                "Call it with `await kernel.acall_tool(...)` from async code.",
+            )
+        args, kwargs = self._bind(validated, run)
+        return self.func(*args, **kwargs)
+
+    async def ainvoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
+        if self._is_async:
+            args, kwargs = self._bind(validated, run)
+            return await self.func(*args, **kwargs)
+        return await asyncio.to_thread(self.invoke, validated, run)
+
+    # The seed's direct-call surface: execute for sync, async_execute for async.
+    def execute(self, *args: Any, **kwargs: Any) -> Any:
+        if self._is_async:
+            raise ValueError("The function is asynchronous")
+        return self.func(*args, **kwargs)
+
+    async def async_execute(self, *args: Any, **kwargs: Any) -> Any:
+        if not self._is_async:
+            return await asyncio.to_thread(self.func, *args, **kwargs)
+        return await self.func(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.func(*args, **kwargs)
+
+
+class JsonSchemaTool(BaseTool):
+    """A tool defined by a raw JSON Schema and a handler taking the arguments dict.
+
+    The handler may be sync or async; it receives ``(arguments, run)``.
+    """
+
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        parameters: dict[str, Any],
+        handler: Callable[[dict[str, Any], RunContext | None], Any | Awaitable[Any]],
+    ) -> None:
+        import jsonschema
+
+        if not description or not description.strip():
+            raise ValueError("The description is required")
+        self.name = _check_name(name)
+        self.description = description.strip()
+        jsonschema.Draft202012Validator.check_schema(parameters)
+        self._parameters = parameters
+        self._validator = jsonschema.Draft202012Validator(parameters)
+        self.handler = handler
+        self._is_async = is_async_callable(handler)
+
+    @property
+    def is_async(self) -> bool:
+        return self._is_async
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self._parameters
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
+        problems = [
+            {"path": ".".join(str(p) for p in err.absolute_path), "message": err.message, "type": err.validator}
+            for err in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+        ]
+        if problems:
+            raise ArgumentsInvalid(self.name, problems)
+        return arguments
+
+    def invoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
+        if self._is_async:
+            raise AssayError(
+                TOOL_ASYNC_ONLY,
+                f"tool {self.name!r} is asynchronous and cannot be called through the sync channel",
+                "Call it with `await kernel.acall_tool(...)` from async code.",
+            )
+        return self.handler(validated, run)
+
+    async def ainvoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
+        if self._is_async:
+            return await self.handler(validated, run)  # type: ignore[misc]
+        return await asyncio.to_thread(self.handler, validated, run)
+
+
+@overload
+def tool(func: Callable[..., Any], /) -> FunctionTool: ...
+@overload
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+
+
+def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None):
+    """Make a :class:`FunctionTool` from a function: ``@tool`` or ``@tool(description=...)``.
+
+    Raises ``ValueError("The description is required")`` at decoration time
+    when there is neither ``description=`` nor a docstring.
+    """
+    if func is not None:
+        return FunctionTool(func, name=name, description=description)
+    return lambda f: FunctionTool(f, name=name, description=description)
+
+
+def _check_name(name: str) -> str:
+    if not _TOOL_NAME.match(name or ""):
+        raise ValueError(f"invalid tool name {name!r}: use letters, digits, '_', '.', '-' (max 64)")
+    return name
+
+
+def _pydantic_problems(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"path": ".".join(str(p) for p in err["loc"]), "message": err["msg"], "type": err["type"]}
+        for err in exc.errors(include_url=False, include_context=False, include_input=False)
+    ]

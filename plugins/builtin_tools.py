@@ -1,0 +1,51 @@
+"""Small built-in tools that need nothing but the kernel."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated
+
+from pydantic import Field
+
+from kernel import hookimpl, tool
+
+
+@tool
+def current_time(tz_offset_minutes: int = 0) -> str:
+    """The current date and time, as ISO 8601.
+
+    Args:
+        tz_offset_minutes: Offset from UTC in minutes, for example 480 for UTC+8.
+    """
+    from datetime import timedelta
+
+    return datetime.now(timezone(timedelta(minutes=tz_offset_minutes))).isoformat(timespec="seconds")
+
+
+@tool
+def arithmetic(
+    a: float,
+    b: float,
+    op: Annotated[str, Field(description="One of add, sub, mul, div.", pattern="^(add|sub|mul|div)$")],
+) -> float:
+    """Exact arithmetic on two numbers, so the model never does sums in its head.
+
+    Args:
+        a: The left operand.
+        b: The right operand.
+    """
+    if op == "add":
+        return a + b
+    if op == "sub":
+        return a - b
+    if op == "mul":
+        return a * b
+    if b == 0:
+        raise ZeroDivisionError("division by zero")
+    return a / b
+
+
+@hookimpl
+def register_tools(register):
+    register(current_time)
+    register(arithmetic)

@@ -1,0 +1,1 @@
+"""Sandbox runtimes: docker, podman, nerdctl and local, each a plugin."""

@@ -1,0 +1,33 @@
+"""Shared test fixtures.
+
+Tests that need a real service (PostgreSQL, MariaDB, podman, ...) call
+:func:`require`: on a developer machine a missing service skips the test with
+the reason; in CI (``CI`` set) it fails, so nothing is silently skipped there.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+IN_CI = bool(os.environ.get("CI"))
+
+
+def require(available: bool, what: str) -> None:
+    """Skip locally, fail in CI, when ``what`` is not available."""
+    if available:
+        return
+    if IN_CI:
+        pytest.fail(f"{what} is required in CI but is not available", pytrace=False)
+    pytest.skip(f"{what} is not available here")
+
+
+@pytest.fixture(autouse=True)
+def _isolated_assay_env(tmp_path_factory, monkeypatch):
+    """Every test gets its own ASSAY_HOME and no inherited plugin controls."""
+    home = tmp_path_factory.mktemp("assay-home")
+    monkeypatch.setenv("ASSAY_HOME", str(home))
+    for var in ("ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS", "ASSAY_STRICT_PLUGINS", "ASSAY_CONFIG"):
+        monkeypatch.delenv(var, raising=False)
+    yield
