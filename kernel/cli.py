@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from typing import Any
@@ -89,7 +90,8 @@ def tools_cmd(ctx: click.Context, as_json: bool, fmt: str) -> None:
         click.echo(json.dumps(defs, indent=2))
         return
     _table(("tool", "plugin", "description"),
-           [(n, kernel.provenance("tools", n) or "-", t.description.splitlines()[0]) for n, t in tools.items()])
+           [(n, kernel.provenance("tools", n) or "-", (t.description.splitlines() or [""])[0])
+            for n, t in tools.items()])
 
 
 @cli.group("tool")
@@ -102,20 +104,27 @@ def tool_group() -> None:
 @click.option("--args", "args_json", default="{}", help="Arguments as a JSON object.")
 @click.pass_context
 def tool_call_cmd(ctx: click.Context, name: str, args_json: str) -> None:
-    """Call tool NAME and print its result envelope as JSON."""
+    """Call tool NAME and print its result envelope as JSON.
+
+    On failure the envelope still goes to stdout, one line saying why goes to
+    stderr, and the exit status is 1.
+    """
     kernel = _kernel(ctx)
     try:
         arguments = json.loads(args_json)
     except ValueError as exc:
         fail(f"--args is not valid JSON: {exc}")
+    if not isinstance(arguments, dict):
+        fail(f"--args must be a JSON object, got {type(arguments).__name__}")
     run = kernel.new_run()
     try:
-        result = kernel.call_tool(name, arguments, run=run)
+        # The async channel serves both kinds: sync tools run in a worker thread.
+        result = asyncio.run(kernel.acall_tool(name, arguments, run=run))
     finally:
         run.close()
     click.echo(result.model_dump_json(indent=2))
     if not result.success:
-        sys.exit(1)
+        fail(f"{result.error_code}: {result.message}", code=1)
 
 
 @cli.command("config")
@@ -135,24 +144,36 @@ def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
 
 
 def build_cli(kernel: Kernel) -> click.Group:
-    """The root group with every plugin's commands added (a plugin's name wins no clash)."""
+    """A root group for ``kernel``: the built-in commands plus every plugin's.
+
+    A fresh group each time, so plugin commands never leak between kernels.
+    A plugin command whose name is taken is ignored with a warning.
+    """
+    group = AssayGroup(name="assay", commands=dict(cli.commands), callback=cli.callback, help=cli.help)
     for plugin, command in kernel.commands():
-        if command.name in cli.commands:
+        if command.name in group.commands:
             click.echo(f"warning: plugin {plugin!r} command {command.name!r} clashes with an existing one; ignored",
                        err=True)
             continue
-        cli.add_command(command)
-    return cli
+        group.add_command(command)
+    return group
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The console script. Every failure is one line on stderr and a non-zero exit."""
     try:
         kernel = Kernel()
         group = build_cli(kernel)
     except AssayError as exc:
         fail(f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
     try:
-        group.main(args=argv, prog_name="assay", obj={"kernel": kernel}, standalone_mode=True)
+        group.main(args=argv, prog_name="assay", obj={"kernel": kernel}, standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:  # usage errors: one line, no usage block
+        fail(exc.format_message().replace("\n", " "), code=exc.exit_code)
+    except click.exceptions.Abort:
+        fail("aborted", code=1)
     finally:
         kernel.close()
 

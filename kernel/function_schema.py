@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -45,8 +46,18 @@ def unwrap(func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def is_async_callable(func: Callable[..., Any]) -> bool:
-    target = unwrap(func)
-    return inspect.iscoroutinefunction(target) or inspect.iscoroutinefunction(getattr(target, "__call__", None))
+    """Whether calling ``func`` returns an awaitable, decided once.
+
+    Partials are unwrapped, but ``__wrapped__`` chains are not followed: a
+    sync decorator around an async function returns what the decorator
+    returns, so the outermost callable is what counts.
+    """
+    while isinstance(func, functools.partial):
+        func = func.func
+    if inspect.iscoroutinefunction(func):
+        return True
+    call = getattr(func, "__call__", None)
+    return not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
 
 
 def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
@@ -149,8 +160,12 @@ def _annotated_field(annotation: Any) -> FieldInfo | None:
 
 
 def _is_run_context(annotation: Any) -> bool:
-    if typing.get_origin(annotation) is typing.Annotated:
-        annotation = typing.get_args(annotation)[0]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Annotated:
+        return _is_run_context(typing.get_args(annotation)[0])
+    if origin in (typing.Union, types.UnionType):  # RunContext | None
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return len(args) == 1 and _is_run_context(args[0])
     return isinstance(annotation, type) and issubclass(annotation, RunContext)
 
 
@@ -160,7 +175,7 @@ def _accepts_plain_string(annotation: Any) -> bool:
     origin = typing.get_origin(annotation)
     if origin is typing.Annotated:
         return _accepts_plain_string(typing.get_args(annotation)[0])
-    if origin in (typing.Union, getattr(__import__("types"), "UnionType", None)):
+    if origin in (typing.Union, types.UnionType):
         return any(_accepts_plain_string(a) for a in typing.get_args(annotation) if a is not type(None))
     if origin is typing.Literal:
         return any(isinstance(a, str) for a in typing.get_args(annotation))

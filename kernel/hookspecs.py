@@ -3,7 +3,11 @@
 Every hook hands the plugin a ``register`` callback instead of asking for a
 return value, so the kernel validates each object, decides its name and
 records which plugin it came from. An implementation declares only the
-arguments it uses; new arguments can be added here without breaking plugins.
+arguments it uses (any of ``register``, ``settings`` - the kernel's
+:class:`kernel.Settings` - and ``kernel``); new arguments can be added here
+without breaking plugins. The kernel calls each hook one plugin at a time,
+so a plugin that fails is rolled back on its own (``register_commands`` runs
+only when the command line is built).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ hookimpl = pluggy.HookimplMarker("assay")
 
 
 @hookspec
-def register_resource_types(register):
+def register_resource_types(register, settings, kernel):
     """Add resource types beyond database, tool, knowledge and pack.
 
     ``register(name: str)``: a new lower-case type name.
@@ -23,7 +27,7 @@ def register_resource_types(register):
 
 
 @hookspec
-def register_resources(register, settings):
+def register_resources(register, settings, kernel):
     """Add resources (databases, knowledge, packs) the model can be given.
 
     ``register(resource: kernel.Resource)``; ``settings`` is the kernel's
@@ -32,7 +36,7 @@ def register_resources(register, settings):
 
 
 @hookspec
-def register_tools(register, settings):
+def register_tools(register, settings, kernel):
     """Add tools the model can call.
 
     ``register(tool)`` takes a :class:`kernel.BaseTool`, or a plain function
@@ -41,7 +45,7 @@ def register_tools(register, settings):
 
 
 @hookspec
-def register_database_engines(register):
+def register_database_engines(register, settings, kernel):
     """Add SQL engines that datasource URLs can name.
 
     ``register(engine)`` takes an object with ``name`` (the URL scheme family,
@@ -50,7 +54,7 @@ def register_database_engines(register):
 
 
 @hookspec
-def register_sandbox_runtimes(register):
+def register_sandbox_runtimes(register, settings, kernel):
     """Add sandbox runtimes (container engines or the local fallback).
 
     ``register(runtime_cls)`` takes a :class:`kernel.sandbox.SandboxRuntime`
@@ -59,7 +63,7 @@ def register_sandbox_runtimes(register):
 
 
 @hookspec
-def register_artifact_stores(register):
+def register_artifact_stores(register, settings, kernel):
     """Add places where evidence (artifact content) can be kept.
 
     ``register(store_cls)`` takes a :class:`kernel.evidence.ContentStore`
@@ -68,7 +72,7 @@ def register_artifact_stores(register):
 
 
 @hookspec
-def register_report_renderers(register):
+def register_report_renderers(register, settings, kernel):
     """Add renderers that turn a report document citing artifacts into output.
 
     ``register(renderer)`` takes an object with ``name``, ``media_type`` and
@@ -77,7 +81,7 @@ def register_report_renderers(register):
 
 
 @hookspec
-def register_models(register):
+def register_models(register, settings, kernel):
     """Add model providers that drive the agent.
 
     ``register(model_cls)`` takes a :class:`kernel.models.Model` subclass with a
@@ -86,7 +90,7 @@ def register_models(register):
 
 
 @hookspec
-def register_commands(cli):
+def register_commands(cli, kernel):
     """Add sub-commands to the ``assay`` command line.
 
     ``cli`` is the root :class:`click.Group`; call ``cli.add_command(...)`` or

@@ -17,12 +17,14 @@ from .context import RunContext
 from .errors import (
     PLUGIN_REGISTER_FAILED,
     TOOL_ARGUMENTS_INVALID,
+    TOOL_ASYNC_ONLY,
     TOOL_EXECUTION_FAILED,
     TOOL_NOT_FOUND,
     AssayError,
     PluginError,
 )
 from .log import configure_logging, get_logger
+from .log import enabled as log_enabled
 from .plugins import PluginInfo
 from .registry import REGISTER_HOOKS, VALIDATORS, Registry
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
@@ -32,6 +34,7 @@ from .tools import ArgumentsInvalid, BaseTool
 
 log = get_logger("assay.kernel")
 
+INFO = 20
 HOST = "host"  # provenance of resources a host application attaches itself
 
 
@@ -55,6 +58,10 @@ class Kernel:
         self._extra_plugins = list(plugins)
         self._lock = threading.RLock()
         self._started = False
+        self._reset()
+
+    def _reset(self) -> None:
+        """Fresh, empty plugin state (also after a start-up that failed)."""
         self._pm = plugin_loading.new_plugin_manager()
         self._plugin_objects: dict[str, Any] = {}
         self._infos: dict[str, PluginInfo] = {}
@@ -66,16 +73,28 @@ class Kernel:
     # --- start-up ---------------------------------------------------------
 
     def start(self) -> "Kernel":
-        """Load plugins and run their register hooks. Safe to call again."""
+        """Load plugins and run their register hooks. Safe to call again.
+
+        A start-up error (strict mode, or two plugins claiming one name)
+        leaves the kernel unstarted and empty; calling again retries.
+        """
         if self._started:
             return self
         with self._lock:
             if self._started:
                 return self
             configure_logging(self.settings.log_level, self.settings.log_format)
-            self._load_plugins()
+            try:
+                self._load_plugins()
+            except BaseException:
+                self._reset()
+                raise
             self._started = True
         return self
+
+    @property
+    def started(self) -> bool:
+        return self._started
 
     def _load_plugins(self) -> None:
         load = plugin_loading.parse_names(self.settings.load_plugins)
@@ -100,6 +119,7 @@ class Kernel:
         for hook_name, kind in REGISTER_HOOKS.items():
             for name, obj in list(self._plugin_objects.items()):
                 self._run_register_hook(name, obj, hook_name, kind)
+        log.debug("kernel_started", plugins=len(self._plugin_objects), tools=len(self._registries["tools"]))
 
     def _run_register_hook(self, plugin: str, obj: Any, hook_name: str, kind: str) -> None:
         impls = plugin_loading.impls_of(self._pm, hook_name, obj)
@@ -146,7 +166,7 @@ class Kernel:
         info.status = "failed"
         info.error = {"code": error.code, "message": error.message, "hint": error.hint}
         self._infos[info.name] = info
-        log.error("plugin_failed", plugin=info.name, code=error.code, message=error.message)
+        log.warning("plugin_failed", plugin=info.name, code=error.code, message=error.message)
         if self.settings.strict_plugins:
             raise error from (cause or error.__cause__)
 
@@ -167,6 +187,32 @@ class Kernel:
 
     def get_tool(self, name: str) -> BaseTool | None:
         return self.registry("tools").get(name)
+
+    def tool_definitions(self, fmt: str = "openai", names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """Tool definitions in ``"openai"`` (function calling) or ``"mcp"`` shape."""
+        tools = self.tools
+        chosen = [tools[n] for n in names] if names is not None else list(tools.values())
+        if fmt == "openai":
+            return [t.to_openai() for t in chosen]
+        if fmt == "mcp":
+            return [t.to_mcp() for t in chosen]
+        raise ValueError(f"unknown tool definition format {fmt!r}: use 'openai' or 'mcp'")
+
+    def model(self, model_id: str, **options: Any) -> Any:
+        """A new instance of the registered model ``model_id`` (see ``register_models``)."""
+        model_cls = self.registry("models").get(model_id)
+        if model_cls is None:
+            known = ", ".join(sorted(self.registry("models"))) or "none"
+            raise AssayError("MODEL_NOT_FOUND", f"no model named {model_id!r}", f"Registered models: {known}.")
+        return model_cls.from_settings(self, **options) if hasattr(model_cls, "from_settings") else model_cls(**options)
+
+    def renderer(self, name: str) -> Any:
+        """The registered report renderer ``name``."""
+        found = self.registry("report_renderers").get(name)
+        if found is None:
+            known = ", ".join(sorted(self.registry("report_renderers"))) or "none"
+            raise AssayError("RENDERER_NOT_FOUND", f"no report renderer named {name!r}", f"Registered: {known}.")
+        return found
 
     def provenance(self, kind: str, name: str) -> str | None:
         """The plugin that registered ``name`` in ``kind``."""
@@ -216,7 +262,11 @@ class Kernel:
             except Exception as exc:  # noqa: BLE001
                 self._fail_plugin(
                     plugin,
-                    PluginError(PLUGIN_REGISTER_FAILED, f"plugin {plugin!r} failed in register_commands: {exc}"),
+                    PluginError(
+                        PLUGIN_REGISTER_FAILED,
+                        f"plugin {plugin!r} failed in register_commands: {type(exc).__name__}: {exc}",
+                        "Its registrations were rolled back; fix the plugin or disable it.",
+                    ),
                     cause=exc,
                 )
                 continue
@@ -236,7 +286,7 @@ class Kernel:
         entry = reg.entry(name)
         if entry is None or entry.plugin != HOST:
             raise KeyError(f"no host-attached resource {name!r}")
-        reg._entries.pop(name)
+        reg.remove(name)
 
     def system_prompt(self, resources: Iterable[Resource] | None = None, budget: PromptBudget | None = None) -> str:
         """The model-facing description of the resources (default: all of them)."""
@@ -256,37 +306,50 @@ class Kernel:
         return run
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None) -> ToolResult:
-        """Validate and call a tool synchronously; always returns a :class:`ToolResult`."""
+        """Validate and call a tool synchronously; always returns a :class:`ToolResult`.
+
+        Raises :class:`AssayError` ``TOOL_ASYNC_ONLY`` (a mistake of the host,
+        not of the model) when the tool is asynchronous: use :meth:`acall_tool`.
+        """
         started = time.perf_counter()
         tool, validated, failure = self._prepare(name, arguments)
-        if failure is None:
-            try:
-                value = tool.invoke(validated, run)
-            except Exception as exc:  # noqa: BLE001 - turned into an envelope below
-                return self._finish(name, _error_result(exc), started)
-            return self._finish(name, value, started)
-        return self._finish(name, failure, started)
+        if failure is not None:
+            return self._finish(name, failure, started)
+        if tool.is_async:
+            raise AssayError(
+                TOOL_ASYNC_ONLY,
+                f"tool {name!r} is asynchronous and cannot be called through the sync channel",
+                "Call it with `await kernel.acall_tool(...)` from async code.",
+            )
+        try:
+            value = tool.invoke(validated, run)
+        except Exception as exc:  # noqa: BLE001 - turned into an envelope below
+            return self._finish(name, _error_result(exc), started)
+        return self._finish(name, value, started)
 
     async def acall_tool(
         self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None
     ) -> ToolResult:
-        """Validate and call a tool from async code; sync tools run off the event loop."""
+        """Validate and call a tool from async code; sync tools run in a worker thread."""
         started = time.perf_counter()
         tool, validated, failure = self._prepare(name, arguments)
-        if failure is None:
-            try:
-                value = await tool.ainvoke(validated, run)
-            except Exception as exc:  # noqa: BLE001
-                return self._finish(name, _error_result(exc), started)
-            return self._finish(name, value, started)
-        return self._finish(name, failure, started)
+        if failure is not None:
+            return self._finish(name, failure, started)
+        try:
+            value = await tool.ainvoke(validated, run)
+        except Exception as exc:  # noqa: BLE001
+            return self._finish(name, _error_result(exc), started)
+        return self._finish(name, value, started)
 
     def _prepare(self, name: str, arguments: Any) -> tuple[Any, Any, ToolResult | None]:
-        tool = self.get_tool(name) if self._started else self.registry("tools").get(name)
-        if tool is None:
+        if not self._started:
+            self.start()
+        entry = self._registries["tools"].entry(name)
+        if entry is None:
             return None, None, ToolResult.fail(
                 TOOL_NOT_FOUND, f"no tool named {name!r}", f"Available tools: {', '.join(sorted(self.tools)) or 'none'}."
             )
+        tool = entry.obj
         if arguments is None:
             arguments = {}
         elif isinstance(arguments, str):
@@ -294,7 +357,8 @@ class Kernel:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError as exc:
                 return tool, None, ToolResult.fail(
-                    TOOL_ARGUMENTS_INVALID, f"arguments are not valid JSON: {exc}", "Send a JSON object."
+                    TOOL_ARGUMENTS_INVALID, f"arguments are not valid JSON: {exc}", "Send a JSON object.",
+                    errors=[{"path": "", "message": f"not valid JSON: {exc}"}],
                 )
         if not isinstance(arguments, dict):
             return tool, None, ToolResult.fail(
@@ -310,13 +374,15 @@ class Kernel:
         result = value if isinstance(value, ToolResult) else ToolResult(success=True, data=value)
         result.tool = name
         result.elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
-        log.info(
-            "tool_call",
-            tool=name,
-            plugin=self._registries["tools"].entry(name).plugin if name in self._registries["tools"] else None,
-            duration_ms=result.elapsed_ms,
-            outcome="ok" if result.success else result.error_code,
-        )
+        if log_enabled(INFO):  # skip building the event when it would be filtered
+            entry = self._registries["tools"].entry(name)
+            log.info(
+                "tool_call",
+                tool=name,
+                plugin=entry.plugin if entry else None,
+                duration_ms=result.elapsed_ms,
+                outcome="ok" if result.success else result.error_code,
+            )
         return result
 
     def close(self) -> None:

@@ -1,38 +1,102 @@
-"""structlog set-up: JSON when not on a terminal, readable on a terminal."""
+"""Logging: structlog key/value events, JSON off a terminal, readable on one.
+
+Events go to the *current* ``sys.stderr`` when they are written (not the one
+seen at configuration time), so redirections and test capture see them and
+stdout stays clean for command output such as ``assay tools --json``.
+
+:func:`get_logger` returns a thin logger that compares the event's level with
+the configured one before doing any work: a filtered event (the tool-call log
+line at the default WARNING level) costs one integer comparison, which keeps
+tool dispatch cheap.
+"""
 
 from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
-import structlog
+_LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
-_configured: tuple[str, str] | None = None
+_state: dict[str, Any] = {"level": logging.WARNING, "key": None}
+
+
+class _StderrWriter:
+    """structlog's output end: one line per event on whatever sys.stderr is now."""
+
+    def _write(self, message: str) -> None:
+        stream = sys.stderr
+        stream.write(message + "\n")
+        stream.flush()
+
+    msg = debug = info = warning = warn = error = critical = exception = fatal = log = _write
+
+
+def level_number(level: str) -> int:
+    return _LEVELS.get(str(level).upper(), logging.WARNING)
 
 
 def configure_logging(level: str = "WARNING", fmt: str = "auto") -> None:
-    """Configure structlog once per (level, format); later calls with the same values are free."""
-    global _configured
-    key = (level.upper(), fmt)
-    if _configured == key:
+    """Configure structlog for the process (logging is process-wide by nature).
+
+    ``fmt``: ``"json"``, ``"console"``, or ``"auto"`` (console when stderr is
+    a terminal). Calling again with the same values does nothing.
+    """
+    key = (level_number(level), fmt)
+    if _state["key"] == key:
         return
-    numeric = logging.getLevelName(level.upper())
-    if not isinstance(numeric, int):
-        numeric = logging.WARNING
+    import structlog
+
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
-    renderer = structlog.dev.ConsoleRenderer() if use_console else structlog.processors.JSONRenderer()
+    renderer = structlog.dev.ConsoleRenderer(colors=False) if use_console else structlog.processors.JSONRenderer()
     structlog.configure(
         processors=[
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
+        wrapper_class=structlog.make_filtering_bound_logger(key[0]),
+        logger_factory=lambda *args: _StderrWriter(),
         cache_logger_on_first_use=False,
     )
-    _configured = key
+    _state["level"] = key[0]
+    _state["key"] = key
 
 
-def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
-    return structlog.get_logger(name)
+def enabled(level: int) -> bool:
+    """Whether an event at ``level`` (a logging.* number) would be written."""
+    return level >= _state["level"]
+
+
+class Logger:
+    """A named logger; events below the configured level cost almost nothing."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
+        if level < _state["level"]:
+            return
+        if _state["key"] is None:  # never configured: use the defaults, never stdout
+            configure_logging()
+        import structlog
+
+        getattr(structlog.get_logger(self.name), method)(event, logger=self.name, **fields)
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._emit(10, "debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._emit(20, "info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._emit(30, "warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._emit(40, "error", event, fields)
+
+
+def get_logger(name: str) -> Logger:
+    return Logger(name)

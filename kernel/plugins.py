@@ -19,7 +19,13 @@ from typing import Any, Iterable, Literal
 import pluggy
 
 from . import hookspecs
-from .errors import PLUGIN_IMPORT_FAILED, PLUGIN_UNKNOWN_HOOK, PluginError
+from .errors import (
+    PLUGIN_DUPLICATE,
+    PLUGIN_HOOK_INVALID,
+    PLUGIN_IMPORT_FAILED,
+    PLUGIN_UNKNOWN_HOOK,
+    PluginError,
+)
 
 ENTRY_POINT_GROUP = "assay"
 OWN_DISTRIBUTION = "assay"
@@ -54,6 +60,7 @@ class Candidate:
     distribution: str | None
     version: str | None
     loader: Any  # a zero-argument callable returning the plugin object
+    host: bool = False  # passed by the host application: not subject to the env controls
 
     @property
     def builtin(self) -> bool:
@@ -96,10 +103,10 @@ def candidate_for_object(obj: Any, name: str | None = None) -> Candidate:
     if isinstance(obj, str):
         module_name = obj
         return Candidate(name or module_name.rsplit(".", 1)[-1], module_name, None, None,
-                         lambda: importlib.import_module(module_name))
-    module = obj.__name__ if isinstance(obj, ModuleType) else type(obj).__module__
+                         lambda: importlib.import_module(module_name), host=True)
+    module = obj.__name__ if isinstance(obj, ModuleType) else getattr(obj, "__module__", type(obj).__module__)
     plugin_name = name or getattr(obj, "__name__", None) or type(obj).__name__
-    return Candidate(plugin_name.rsplit(".", 1)[-1], module, None, None, lambda: obj)
+    return Candidate(plugin_name.rsplit(".", 1)[-1], module, None, None, lambda: obj, host=True)
 
 
 def new_plugin_manager() -> pluggy.PluginManager:
@@ -111,9 +118,16 @@ def new_plugin_manager() -> pluggy.PluginManager:
 def select(
     candidates: Iterable[Candidate], load: set[str] | None, disable: set[str]
 ) -> tuple[list[Candidate], list[Candidate]]:
-    """Split candidates into (to load, disabled) by name or distribution name."""
+    """Split candidates into (to load, disabled) by name or distribution name.
+
+    Plugins the host passed explicitly always load: the controls are for
+    what was discovered from installed packages.
+    """
     chosen, disabled = [], []
     for cand in candidates:
+        if cand.host:
+            chosen.append(cand)
+            continue
         keys = {cand.name, cand.distribution or ""}
         if keys & disable or (load is not None and not keys & load):
             disabled.append(cand)
@@ -134,8 +148,19 @@ def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, Plugi
             "Reinstall or update the plugin's package, or disable it with ASSAY_DISABLE_PLUGINS.",
         ) from exc
     if pm.is_registered(obj) or pm.has_plugin(cand.name):
-        raise PluginError(PLUGIN_IMPORT_FAILED, f"plugin {cand.name!r} is listed twice")
-    pm.register(obj, name=cand.name)
+        raise PluginError(
+            PLUGIN_DUPLICATE,
+            f"plugin {cand.name!r} ({cand.module}) is listed twice",
+            "Two entry points (or a host plugin and an entry point) share this name or module.",
+        )
+    try:
+        pm.register(obj, name=cand.name)
+    except Exception as exc:  # pluggy.PluginValidationError: an impl's arguments do not match its spec
+        raise PluginError(
+            PLUGIN_HOOK_INVALID,
+            f"plugin {cand.name!r} has an invalid hook implementation: {exc}",
+            "A hook implementation may declare only the arguments its spec names (see docs/plugins.md).",
+        ) from exc
     unknown = [
         caller.name
         for caller in pm.get_hookcallers(obj) or []

@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from .errors import PLUGIN_NAME_CONFLICT, PluginError
+from .errors import PLUGIN_NAME_CONFLICT, PLUGIN_REGISTER_FAILED, PluginError
 
 T = TypeVar("T")
 _SIMPLE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -33,6 +33,12 @@ class Registry(Generic[T]):
 
     def add(self, name: str, obj: T, plugin: str) -> None:
         existing = self._entries.get(name)
+        if existing is not None and existing.plugin == plugin:
+            raise PluginError(
+                PLUGIN_REGISTER_FAILED,
+                f"plugin {plugin!r} registered {self.kind} {name!r} twice",
+                "Register each name once.",
+            )
         if existing is not None:
             raise PluginError(
                 PLUGIN_NAME_CONFLICT,
@@ -48,6 +54,10 @@ class Registry(Generic[T]):
         for name in names:
             del self._entries[name]
         return names
+
+    def remove(self, name: str) -> Entry[T] | None:
+        """Forget ``name``; return its entry, or None when it was not there."""
+        return self._entries.pop(name, None)
 
     def names_by(self, plugin: str) -> list[str]:
         return [n for n, e in self._entries.items() if e.plugin == plugin]
