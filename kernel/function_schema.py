@@ -85,15 +85,19 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
     if not final_description:
         raise ValueError("The description is required")
 
-    signature = inspect.signature(func)  # the partial's own signature: bound args are gone
-    hints = typing.get_type_hints(target, include_extras=True)
+    signature = inspect.signature(func)  # the partial's own signature: bound positionals are gone
+    bound_keywords = _partial_keywords(func)  # fixed by the host: not the model's to choose
+    hint_source = target if inspect.isfunction(target) or inspect.ismethod(target) else type(target).__call__
+    hints = typing.get_type_hints(hint_source, include_extras=True)
     fields: dict[str, Any] = {}
     context_param = None
     json_decodable: set[str] = set()
     positional_only: list[str] = []
     for name, param in signature.parameters.items():
+        if name in bound_keywords:
+            continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool functions cannot take *args or **kwargs ({name!r} in {target.__name__})")
+            raise TypeError(f"tool functions cannot take *args or **kwargs ({name!r} in {_name_of(target)})")
         annotation = hints.get(name, Any)
         if _is_run_context(annotation):
             context_param = name
@@ -107,7 +111,7 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
             json_decodable.add(name)
 
     model = create_model(  # type: ignore[call-overload]
-        f"{target.__name__}_arguments",
+        f"{_name_of(target)}_arguments",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
         **fields,
     )
@@ -124,6 +128,18 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
         json_decodable=frozenset(json_decodable),
         positional_only=tuple(positional_only),
     )
+
+
+def _partial_keywords(func: Any) -> set[str]:
+    names: set[str] = set()
+    while isinstance(func, functools.partial):
+        names.update(func.keywords)
+        func = func.func
+    return names
+
+
+def _name_of(target: Any) -> str:
+    return getattr(target, "__name__", None) or type(target).__name__
 
 
 def decode_json_strings(arguments: dict[str, Any], names: frozenset[str]) -> dict[str, Any]:

@@ -1,0 +1,1 @@
+"""Model providers: a deterministic scripted model and an OpenAI-compatible client."""

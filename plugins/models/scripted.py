@@ -1,0 +1,65 @@
+"""A deterministic scripted model, for tests and the demo.
+
+The script is a list of steps played in order, one per model turn. A step is
+``{"tool": name, "arguments": {...}}`` (one tool call),
+``{"tools": [{"tool": ..., "arguments": ...}, ...]}`` (several calls in one
+turn), ``{"text": "..."}`` (the final answer), or a callable taking the
+conversation so far (a list of :class:`kernel.models.Message`) and returning
+one of those: that is how a script uses an artifact id a previous tool
+returned. When the script runs out, the model answers with its last text.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any, Callable, Sequence, Union
+
+from kernel import hookimpl
+from kernel.models import Message, Model, ToolCall
+
+Step = Union[dict[str, Any], Callable[[list[Message]], dict[str, Any]]]
+
+
+class ScriptedModel(Model):
+    model_id = "scripted"
+
+    def __init__(self, steps: Sequence[Step] = (), *, script: str | Path | None = None) -> None:
+        if script is not None:
+            steps = json.loads(Path(script).read_text())
+        self.steps = list(steps)
+        self._position = 0
+        self._calls = 0
+        self._lock = threading.Lock()
+        self.seen: list[list[Message]] = []  # the conversation at each turn, for assertions
+
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        with self._lock:
+            self.seen.append(list(messages))
+            if self._position >= len(self.steps):
+                return Message(role="assistant", content="(script finished)")
+            step = self.steps[self._position]
+            self._position += 1
+        if callable(step):
+            step = step(list(messages))
+        return self._message(step)
+
+    def _message(self, step: dict[str, Any]) -> Message:
+        if "text" in step:
+            return Message(role="assistant", content=str(step["text"]))
+        calls = step["tools"] if "tools" in step else [step]
+        tool_calls = []
+        for call in calls:
+            if "tool" not in call:
+                raise ValueError(f"a script step needs 'text', 'tool' or 'tools', got {sorted(call)}")
+            self._calls += 1
+            tool_calls.append(
+                ToolCall(id=f"call_{self._calls}", name=call["tool"], arguments=call.get("arguments", {}))
+            )
+        return Message(role="assistant", content=step.get("content"), tool_calls=tool_calls)
+
+
+@hookimpl
+def register_models(register):
+    register(ScriptedModel)

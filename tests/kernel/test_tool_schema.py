@@ -1,0 +1,170 @@
+"""@tool: JSON Schema from signature, hints and docstrings."""
+
+from __future__ import annotations
+
+import functools
+from typing import Annotated, Literal
+
+import pytest
+from pydantic import Field
+
+from kernel import FunctionTool, RunContext, tool
+
+
+def test_schema_comes_from_signature_and_type_hints():
+    @tool
+    def search(query: str, limit: int = 10, tags: list[str] | None = None, mode: Literal["a", "b"] = "a") -> str:
+        """Search things."""
+        return query
+
+    schema = search.parameters
+    assert schema["type"] == "object"
+    assert schema["required"] == ["query"]
+    props = schema["properties"]
+    assert props["query"] == {"type": "string"}
+    assert props["limit"] == {"type": "integer", "default": 10}
+    assert props["mode"]["enum"] == ["a", "b"]
+    assert {"type": "array", "items": {"type": "string"}} in props["tags"]["anyOf"]
+    assert search.name == "search" and search.description == "Search things."
+
+
+def test_schema_forbids_additional_properties():
+    @tool
+    def f(x: int) -> int:
+        """Identity."""
+        return x
+
+    assert f.parameters["additionalProperties"] is False
+
+
+def test_google_docstring_parameter_descriptions():
+    @tool
+    def f(table: str, limit: int = 5) -> None:
+        """Read a table.
+
+        Args:
+            table: The table to read.
+            limit: At most this many rows.
+        """
+
+    props = f.parameters["properties"]
+    assert props["table"]["description"] == "The table to read."
+    assert props["limit"]["description"] == "At most this many rows."
+    assert f.description == "Read a table."
+
+
+def test_numpy_docstring_parameter_descriptions():
+    @tool
+    def f(table: str, limit: int = 5) -> None:
+        """Read a table.
+
+        Parameters
+        ----------
+        table : str
+            The table to read.
+        limit : int
+            At most this many rows.
+        """
+
+    props = f.parameters["properties"]
+    assert props["table"]["description"] == "The table to read."
+    assert props["limit"]["description"] == "At most this many rows."
+
+
+def test_sphinx_docstring_parameter_descriptions():
+    @tool
+    def f(table: str, limit: int = 5) -> None:
+        """Read a table.
+
+        :param table: The table to read.
+        :param limit: At most this many rows.
+        """
+
+    props = f.parameters["properties"]
+    assert props["table"]["description"] == "The table to read."
+    assert props["limit"]["description"] == "At most this many rows."
+
+
+def test_annotated_field_description_wins_over_docstring():
+    @tool
+    def f(x: Annotated[int, Field(description="From Field.", ge=0)], y: int = 1) -> int:
+        """Add.
+
+        Args:
+            x: From the docstring.
+            y: Second.
+        """
+        return x + y
+
+    props = f.parameters["properties"]
+    assert props["x"]["description"] == "From Field."
+    assert props["x"]["minimum"] == 0
+    assert props["y"]["description"] == "Second."
+
+
+def test_missing_description_raises_at_decoration_time():
+    with pytest.raises(ValueError, match="^The description is required$"):
+
+        @tool
+        def f(x: int) -> int:
+            return x
+
+
+def test_description_argument_replaces_missing_docstring():
+    @tool(description="Explicit.", name="renamed")
+    def f(x: int) -> int:
+        return x
+
+    assert (f.name, f.description) == ("renamed", "Explicit.")
+
+
+def test_run_context_parameter_is_hidden_from_schema():
+    @tool
+    def f(x: int, run: RunContext) -> str:
+        """Uses the run."""
+        return run.run_id
+
+    assert list(f.parameters["properties"]) == ["x"]
+    assert f.schema.context_param == "run"
+
+
+def test_optional_run_context_parameter_is_hidden_too():
+    @tool
+    def f(x: int, run: RunContext | None = None) -> int:
+        """Uses the run maybe."""
+        return x
+
+    assert list(f.parameters["properties"]) == ["x"]
+
+
+def test_is_async_is_decided_after_unwrapping_partials():
+    async def fetch(url: str, retries: int) -> str:
+        """Fetch."""
+        return url
+
+    def compute(a: int, b: int) -> int:
+        """Compute."""
+        return a + b
+
+    async_tool = FunctionTool(functools.partial(fetch, retries=3), name="fetch")
+    sync_tool = FunctionTool(functools.partial(functools.partial(compute, 1)), name="compute")
+    assert async_tool.is_async is True and sync_tool.is_async is False
+    assert list(async_tool.parameters["properties"]) == ["url"]  # the bound argument is gone
+    assert list(sync_tool.parameters["properties"]) == ["b"]
+
+
+def test_async_callable_object_is_async():
+    class Fetcher:
+        async def __call__(self, url: str) -> str:
+            return url
+
+    assert FunctionTool(Fetcher(), name="fetcher", description="Fetch.").is_async is True
+
+
+def test_var_args_are_rejected():
+    with pytest.raises(TypeError, match="\\*args"):
+
+        @tool
+        def f(*items: int) -> int:
+            """Sum."""
+            return sum(items)
