@@ -1,6 +1,35 @@
-"""Evidence store (being built: see issue 3)."""
+"""The evidence store: content-addressed artifacts, bounded previews, verified read-back.
 
+Tools capture what an execution returned with :func:`capture_sql_execution`,
+:func:`capture_python_execution` and :func:`capture_file`; the bytes go to a
+content store (a plugin) under their SHA-256 and a record goes to the
+catalog. :func:`read_artifact_result` reads a selected part back after
+checking the hash. See docs/evidence.md.
+"""
 
-def open_sink(kernel, run_id):
-    """The run's artifact sink. Not built yet: no sink, so captures return None."""
-    return None
+from .canonical import canonical_value, decode, dumps
+from .capture import (ArtifactSink, capture_file, capture_python_execution, capture_rows,
+                      capture_sql_execution)
+from .catalog import ArtifactCatalog
+from .errors import (ARTIFACT_CAPTURE_FAILED, ARTIFACT_DETAILS_LIMIT, ARTIFACT_FILE_MISSING,
+                     ARTIFACT_INTEGRITY_FAILED, ARTIFACT_NOT_FOUND, ARTIFACT_SELECTOR_INVALID,
+                     ArtifactCaptureFailed, ArtifactDetailsLimit, ArtifactError, ArtifactFileMissing,
+                     ArtifactIntegrityFailed, ArtifactNotFound, ArtifactSelectorInvalid)
+from .preview import render_preview
+from .readback import get_record, open_verified_content, read_artifact_result, resolve_catalog, verify
+from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
+from .settings import EvidenceSettings
+from .store import ContentStore
+from .stores import get_catalog, open_sink
+
+__all__ = [
+    "ARTIFACT_CAPTURE_FAILED", "ARTIFACT_DETAILS_LIMIT", "ARTIFACT_FILE_MISSING",
+    "ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_NOT_FOUND", "ARTIFACT_SELECTOR_INVALID",
+    "ArtifactCatalog", "ArtifactCaptureFailed", "ArtifactDetailsLimit", "ArtifactError",
+    "ArtifactFileMissing", "ArtifactIntegrityFailed", "ArtifactNotFound", "ArtifactRecord",
+    "ArtifactSelectorInvalid", "ArtifactSink", "ContentStore", "EvidenceSettings", "ProducedFile",
+    "SelectedResult", "Selectors", "canonical_value", "capture_file", "capture_python_execution",
+    "capture_rows", "capture_sql_execution", "decode", "dumps", "get_catalog", "get_record",
+    "open_sink", "open_verified_content", "read_artifact_result", "render_preview",
+    "resolve_catalog", "verify",
+]

@@ -1,0 +1,281 @@
+"""Capture: stream a result to a staged file, hash it, publish it, record it.
+
+Rows are turned into canonical JSON lines in batches sized to about 1 MiB,
+hashed and written as they come, so memory stays flat however many rows a
+result has. The content is fsynced before the store publishes it under its
+SHA-256, and the record is written only after that: a capture that dies
+half-way leaves nothing a reader can see.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from itertools import islice
+from pathlib import Path
+from typing import Any, BinaryIO, Iterable, Literal, Sequence
+
+from .canonical import canonical_value, dumps, rows_text
+from .catalog import ArtifactCatalog
+from .errors import ArtifactCaptureFailed
+from .preview import PreviewBuilder
+from .records import ArtifactRecord, ProducedFile, new_artifact_id, utcnow
+from .settings import EvidenceSettings
+
+TABULAR = "application/x-ndjson"
+PYTHON_DOC = "application/vnd.assay.python+json"
+_BATCH_TARGET = 1 << 20  # bytes of canonical text per write
+
+
+class ArtifactSink:
+    """Where one run's captures go: a catalog (and its content store) plus the run id."""
+
+    def __init__(self, catalog: ArtifactCatalog, run_id: str, settings: EvidenceSettings | None = None) -> None:
+        self.catalog = catalog
+        self.run_id = run_id
+        self.settings = settings or EvidenceSettings()
+
+    @property
+    def store(self):
+        return self.catalog.store
+
+    def records(self) -> list[ArtifactRecord]:
+        return self.catalog.list(self.run_id)
+
+    def __repr__(self) -> str:
+        return f"ArtifactSink(run_id={self.run_id!r}, store={self.store.name!r})"
+
+
+class _Staged:
+    """A staging file being written: hashed and sized as it grows."""
+
+    def __init__(self, sink: ArtifactSink) -> None:
+        self.store = sink.store
+        self.path, self.fh = self.store.new_temp()
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> None:
+        self.hash.update(data)
+        self.fh.write(data)
+        self.size += len(data)
+
+    def publish(self) -> tuple[str, int]:
+        self.fh.flush()
+        os.fsync(self.fh.fileno())
+        self.fh.close()
+        sha = self.hash.hexdigest()
+        self.store.commit(self.path, sha, self.size)
+        return sha, self.size
+
+    def discard(self) -> None:
+        try:
+            self.fh.close()
+        finally:
+            Path(self.path).unlink(missing_ok=True)
+
+
+def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
+    staged = _Staged(sink)
+    try:
+        out = fill(staged)
+        sha, size = staged.publish()
+    except BaseException:
+        staged.discard()
+        raise
+    return sha, size, out
+
+
+def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
+                preview: PreviewBuilder, max_bytes: int) -> tuple[int, bool]:
+    staged.write((dumps({"columns": columns}) + "\n").encode())
+    it = iter(rows)
+    count, batch_size = 0, 256
+    while True:
+        batch = list(islice(it, batch_size))
+        if not batch:
+            return count, True
+        text = rows_text(batch, columns)
+        if not preview.full:
+            preview.offer_text(text)
+        data = text.encode()
+        if staged.size + len(data) > max_bytes:
+            room = data[: max(0, max_bytes - staged.size)]
+            room = room[: room.rfind(b"\n") + 1]
+            staged.write(room)
+            return count + room.count(b"\n"), False
+        staged.write(data)
+        count += len(batch)
+        # aim each batch at about 1 MiB of text, whatever the row width
+        batch_size = max(1, min(8192, batch_size * _BATCH_TARGET // max(1, len(data))))
+
+
+def _guarded(what: str, fn):
+    try:
+        return fn()
+    except ArtifactCaptureFailed:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every failure becomes the one honest code
+        raise ArtifactCaptureFailed(what, exc) from exc
+
+
+def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
+                 status: str = "succeeded", column_types: Sequence[str] | None = None,
+                 provenance: dict[str, Any] | None = None) -> ArtifactRecord:
+    """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`)."""
+    cfg = sink.settings
+    cols = [str(c) for c in columns]
+    preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
+    sha, size, (count, complete) = _stage(
+        sink, lambda st: _write_rows(st, cols, rows, preview, cfg.max_bytes))
+    prev_rows, prev_truncated = preview.result(count)
+    prov = dict(provenance or {})
+    if not complete:
+        prov["incomplete_reason"] = (f"stopped at ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}; "
+                                     f"{count} rows kept, later rows were not read")
+    record = ArtifactRecord(
+        artifact_id=new_artifact_id(), kind=kind, status=status, run_id=sink.run_id,
+        created_at=utcnow(), row_count=count, columns=cols,
+        column_types=[str(t) for t in (column_types or [])], byte_size=size, sha256=sha,
+        content_uri=sink.store.uri(sha), media_type=TABULAR, preview=prev_rows,
+        preview_truncated=prev_truncated, complete=complete, provenance=prov,
+    )
+    sink.catalog.add(record)
+    return record
+
+
+def capture_sql_execution(
+    sink: ArtifactSink | None, *, columns: Sequence[str], rows: Iterable[Sequence[Any]], sql: str,
+    database: str, dialect: str, elapsed_ms: float, status: Literal["succeeded", "failed"] = "succeeded",
+    error: str | None = None, column_types: Sequence[str] | None = None,
+) -> ArtifactRecord | None:
+    """Keep a SQL result as evidence; ``None`` when the run captures nothing."""
+    if sink is None:
+        return None
+    provenance = {"sql": sql, "datasource": database, "dialect": dialect,
+                  "elapsed_ms": float(elapsed_ms), "error": error}
+    return _guarded("sql", lambda: capture_rows(
+        sink, kind="sql", columns=columns, rows=rows, status=status,
+        column_types=column_types, provenance=provenance))
+
+
+def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str, media_type: str,
+                 kind: str = "file", provenance: dict | None = None) -> ArtifactRecord | None:
+    """Keep a file (a chart, an export...) as evidence, byte for byte."""
+    if sink is None:
+        return None
+    return _guarded(kind, lambda: _capture_file(sink, data, name, media_type, kind, provenance))
+
+
+def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kind: str,
+                  provenance: dict | None) -> ArtifactRecord:
+    limit = sink.settings.max_bytes
+
+    def fill(st: _Staged) -> bool:
+        if isinstance(data, (bytes, bytearray, memoryview)):
+            blob = bytes(data)
+            st.write(blob[:limit])
+            return len(blob) <= limit
+        while True:
+            chunk = data.read(1 << 20)
+            if not chunk:
+                return True
+            if st.size + len(chunk) > limit:
+                st.write(chunk[: limit - st.size])
+                return False
+            st.write(chunk)
+
+    sha, size, complete = _stage(sink, fill)
+    prov = dict(provenance or {})
+    if not complete:
+        prov["incomplete_reason"] = f"file cut at ASSAY_ARTIFACT_MAX_BYTES={limit}"
+    record = ArtifactRecord(
+        artifact_id=new_artifact_id(), kind=kind, status="succeeded", run_id=sink.run_id,
+        created_at=utcnow(), row_count=None, byte_size=size, sha256=sha,
+        content_uri=sink.store.uri(sha), media_type=media_type, name=name,
+        complete=complete, provenance=prov,
+    )
+    sink.catalog.add(record)
+    return record
+
+
+def capture_python_execution(
+    sink: ArtifactSink | None, *, code: str, result: Any, result_set: bool, stdout: str, stderr: str,
+    files: Sequence[ProducedFile] = (), status: Literal["succeeded", "failed"], error: str | None = None,
+    elapsed_ms: float = 0.0, inputs: Sequence[str] = (),
+) -> ArtifactRecord | None:
+    """Keep a Python execution (result, output, produced files) as evidence."""
+    if sink is None:
+        return None
+    return _guarded("python", lambda: _capture_python(
+        sink, code, result, result_set, stdout, stderr, files, status, error, elapsed_ms, inputs))
+
+
+def _capture_python(sink, code, result, result_set, stdout, stderr, files, status, error,
+                    elapsed_ms, inputs) -> ArtifactRecord:
+    cfg = sink.settings
+    file_records = []
+    for f in files:
+        kind = f.kind or ("chart" if f.media_type.startswith("image/") else "file")
+        file_records.append(_capture_file(sink, f.data, f.name, f.media_type, kind,
+                                          {"produced_by": "python", "code": code}))
+    value = canonical_value(result) if result_set else None
+    doc = {
+        "result_set": bool(result_set), "result": value, "stdout": stdout, "stderr": stderr,
+        "files": [{"name": r.name, "media_type": r.media_type, "sha256": r.sha256,
+                   "byte_size": r.byte_size} for r in file_records],
+    }
+    text = dumps(doc) + "\n"
+    complete = True
+    if len(text.encode()) > cfg.max_bytes:
+        doc["result"] = None
+        doc["stdout"] = stdout[: cfg.max_bytes // 4]
+        doc["stderr"] = stderr[: cfg.max_bytes // 4]
+        text = dumps(doc) + "\n"
+        complete = False
+
+    def fill(st: _Staged) -> None:
+        st.write(text.encode())
+
+    sha, size, _ = _stage(sink, fill)
+    columns, preview, row_count, prev_truncated = _python_preview(value, result_set, cfg)
+    inline = value
+    if len(dumps(value).encode()) > cfg.preview_bytes:
+        inline, prev_truncated = None, True
+    prov: dict[str, Any] = {
+        "code": code, "elapsed_ms": float(elapsed_ms), "error": error, "inputs": list(inputs),
+        "result_set": bool(result_set), "files": [r.artifact_id for r in file_records],
+        "stdout_chars": len(stdout), "stderr_chars": len(stderr),
+    }
+    if not complete:
+        prov["incomplete_reason"] = f"result dropped: over ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}"
+    record = ArtifactRecord(
+        artifact_id=new_artifact_id(), kind="python", status=status, run_id=sink.run_id,
+        created_at=utcnow(), row_count=row_count, columns=columns, byte_size=size, sha256=sha,
+        content_uri=sink.store.uri(sha), media_type=PYTHON_DOC, preview=preview,
+        preview_truncated=prev_truncated, complete=complete, provenance=prov,
+        result=inline,
+    )
+    sink.catalog.add(record)
+    return record
+
+
+def _python_preview(value: Any, result_set: bool, cfg: EvidenceSettings):
+    """Columns, preview rows, row count and truncation for a Python result."""
+    if not result_set or not isinstance(value, list):
+        return [], [], None, False
+    columns: list[str] = []
+    if value and all(isinstance(v, dict) for v in value[: cfg.preview_rows]):
+        columns = list(value[0].keys())
+        rows = [[item.get(c) for c in columns] for item in value[: cfg.preview_rows]]
+    else:
+        rows = [v if isinstance(v, list) else [v] for v in value[: cfg.preview_rows]]
+    builder = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
+    for row in rows:
+        if builder.full:
+            break
+        builder.offer_line(dumps(row))
+    prev, truncated = builder.result(len(value))
+    return columns, prev, len(value), truncated
+
+

@@ -1,0 +1,90 @@
+"""Error codes of the evidence store, each an :class:`kernel.AssayError` subclass."""
+
+from __future__ import annotations
+
+from ..errors import AssayError
+
+ARTIFACT_NOT_FOUND = "ARTIFACT_NOT_FOUND"
+ARTIFACT_FILE_MISSING = "ARTIFACT_FILE_MISSING"
+ARTIFACT_INTEGRITY_FAILED = "ARTIFACT_INTEGRITY_FAILED"
+ARTIFACT_SELECTOR_INVALID = "ARTIFACT_SELECTOR_INVALID"
+ARTIFACT_CAPTURE_FAILED = "ARTIFACT_CAPTURE_FAILED"
+ARTIFACT_DETAILS_LIMIT = "ARTIFACT_DETAILS_LIMIT"
+ARTIFACT_STORE_UNKNOWN = "ARTIFACT_STORE_UNKNOWN"
+ARTIFACT_STORE_UNAVAILABLE = "ARTIFACT_STORE_UNAVAILABLE"
+
+
+class ArtifactError(AssayError):
+    """Base class of every evidence-store error."""
+
+    code = "ARTIFACT_ERROR"
+
+
+class ArtifactNotFound(ArtifactError):
+    code = ARTIFACT_NOT_FOUND
+
+    def __init__(self, artifact_id: str) -> None:
+        super().__init__(
+            message=f"no artifact {artifact_id!r} in the catalog",
+            hint="Use an artifact id returned by a tool call or listed by report_evidence_manifest.",
+            details={"artifact_id": artifact_id},
+        )
+
+
+class ArtifactFileMissing(ArtifactError):
+    code = ARTIFACT_FILE_MISSING
+
+    def __init__(self, artifact_id: str, sha256: str) -> None:
+        super().__init__(
+            message=f"artifact {artifact_id!r} is recorded but its content ({sha256[:12]}...) is gone",
+            hint="The evidence was deleted from the store; it cannot be read. Do not cite it.",
+            details={"artifact_id": artifact_id, "sha256": sha256},
+        )
+
+
+class ArtifactIntegrityFailed(ArtifactError):
+    code = ARTIFACT_INTEGRITY_FAILED
+
+    def __init__(self, artifact_id: str, expected: str, actual: str) -> None:
+        super().__init__(
+            message=f"artifact {artifact_id!r} content does not match its SHA-256 (expected "
+            f"{expected[:12]}..., found {actual[:12]}...)",
+            hint="The stored evidence was altered; it cannot be trusted. Do not cite it.",
+            details={"artifact_id": artifact_id, "expected_sha256": expected, "actual_sha256": actual},
+        )
+
+
+class ArtifactSelectorInvalid(ArtifactError):
+    code = ARTIFACT_SELECTOR_INVALID
+
+    def __init__(self, message: str) -> None:
+        super().__init__(
+            message=message,
+            hint="Selectors: field=<column>, rows=[start, stop], path=[row, column-or-key, ...]; "
+            "row indexes start at 0 and may be negative.",
+        )
+
+
+class ArtifactCaptureFailed(ArtifactError):
+    code = ARTIFACT_CAPTURE_FAILED
+
+    def __init__(self, what: str, cause: BaseException | str) -> None:
+        reason = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
+        already = "query" if what == "sql" else ("code" if what == "python" else "call")
+        super().__init__(
+            message=f"the {what} result could not be stored as evidence: {reason}",
+            hint=f"The {already} already ran; do not re-run it. Its result was not kept, so do not "
+            "cite it; report that the evidence could not be captured.",
+            details={"kind": what},
+        )
+
+
+class ArtifactDetailsLimit(ArtifactError):
+    code = ARTIFACT_DETAILS_LIMIT
+
+    def __init__(self, asked: int, limit: int) -> None:
+        super().__init__(
+            message=f"{asked} artifact ids asked for; at most {limit} per call",
+            hint=f"Split the ids into calls of at most {limit}.",
+            details={"asked": asked, "limit": limit},
+        )

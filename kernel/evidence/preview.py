@@ -1,0 +1,125 @@
+"""Bounded previews: at most 100 rows and 256 KiB, built from the first rows only.
+
+The cost of a preview does not depend on how many rows a result has: the
+builder stops looking once it is full, and rendering reads only the record.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .canonical import dumps, iter_lines
+
+_CLIP_MARK = "…"
+
+
+def clip_value(value: Any, limit: int) -> tuple[Any, bool]:
+    """``value`` with strings longer than ``limit`` characters cut (and whether anything was)."""
+    if isinstance(value, str):
+        if len(value) > limit:
+            return value[:limit] + _CLIP_MARK, True
+        return value, False
+    if isinstance(value, list):
+        out, clipped = [], False
+        for v in value:
+            c, was = clip_value(v, limit)
+            out.append(c)
+            clipped |= was
+        return out, clipped
+    if isinstance(value, dict):
+        out_d, clipped = {}, False
+        for k, v in value.items():
+            c, was = clip_value(v, limit)
+            out_d[k] = c
+            clipped |= was
+        return out_d, clipped
+    return value, False
+
+
+class PreviewBuilder:
+    """Collects the first rows of a capture within a row and byte budget."""
+
+    def __init__(self, max_rows: int, max_bytes: int) -> None:
+        self.max_rows = max_rows
+        self.max_bytes = max_bytes
+        self.rows: list[list[Any]] = []
+        self.used = 0
+        self.clipped = False
+        self.full = max_rows == 0
+
+    def offer_text(self, text: str) -> None:
+        """Offer canonical JSON lines (each ending in a newline)."""
+        for line in iter_lines(text):
+            if self.full:
+                return
+            self.offer_line(line)
+
+    def offer_line(self, line: str) -> None:
+        size = len(line.encode()) + 1
+        if self.used + size <= self.max_bytes:
+            self.rows.append(json.loads(line))
+            self.used += size
+        else:
+            if not self.rows:  # one row alone is over budget: keep it with its text cut
+                row = json.loads(line)
+                width = max(1, len(row) if isinstance(row, list) else 1)
+                limit = max(16, self.max_bytes // (4 * width))
+                while True:
+                    clipped, _ = clip_value(row, limit)
+                    size = len(dumps(clipped).encode()) + 1
+                    if size <= self.max_bytes or limit <= 16:
+                        break
+                    limit //= 2
+                if size <= self.max_bytes:
+                    self.rows.append(clipped if isinstance(clipped, list) else [clipped])
+                    self.used += size
+            self.clipped = True
+            self.full = True
+            return
+        if len(self.rows) >= self.max_rows:
+            self.full = True
+
+    def result(self, row_count: int) -> tuple[list[list[Any]], bool]:
+        rows = self.rows[:row_count]
+        return rows, self.clipped or len(rows) < row_count
+
+
+def render_preview(record: Any, max_rows: int = 50, max_chars: int = 8_000, cell_chars: int = 200) -> str:
+    """A markdown table of the record's first rows, for a tool's model-facing content.
+
+    States the total row count and the artifact id, and says when the table
+    shows only part of the result.
+    """
+    columns = list(record.columns)
+    rows = record.preview[:max_rows]
+    lines: list[str] = []
+    if columns:
+        lines.append("| " + " | ".join(_cell(c, cell_chars) for c in columns) + " |")
+        lines.append("|" + "---|" * len(columns))
+    used = sum(len(x) + 1 for x in lines)
+    shown = 0
+    for row in rows:
+        text = "| " + " | ".join(_cell(v, cell_chars) for v in row) + " |"
+        if used + len(text) + 1 > max_chars:
+            break
+        lines.append(text)
+        used += len(text) + 1
+        shown += 1
+    total = record.row_count
+    if total is None:
+        tail = f"artifact {record.artifact_id}"
+    elif shown < total:
+        tail = f"showing rows 1-{shown} of {total}; the full result is artifact {record.artifact_id}"
+    else:
+        tail = f"{total} rows; artifact {record.artifact_id}"
+    if not record.complete:
+        tail += " (INCOMPLETE: the capture stopped at the size limit)"
+    lines.append(tail)
+    return "\n".join(lines)
+
+
+def _cell(value: Any, limit: int) -> str:
+    text = value if isinstance(value, str) else ("NULL" if value is None else dumps(value))
+    text = text.replace("|", "\\|").replace("\n", " ")
+    return text if len(text) <= limit else text[: limit - 1] + _CLIP_MARK

@@ -1,0 +1,337 @@
+"""Reading evidence back: verify the SHA-256, then return the selected part under a budget.
+
+Reading never re-runs anything: it reads the stored bytes. A tabular artifact
+is read in one streaming pass that hashes every byte and keeps only the rows
+asked for, so memory stays bounded for any size.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .canonical import dumps
+from .capture import PYTHON_DOC, TABULAR
+from .catalog import ArtifactCatalog
+from .errors import (ArtifactFileMissing, ArtifactIntegrityFailed, ArtifactNotFound,
+                     ArtifactSelectorInvalid)
+from .preview import clip_value
+from .records import ArtifactRecord, SelectedResult, Selectors
+
+_CHUNK = 1 << 20
+
+
+def resolve_catalog(source: Any) -> ArtifactCatalog:
+    """The catalog behind a sink, a catalog, a run or a kernel."""
+    if isinstance(source, ArtifactCatalog):
+        return source
+    catalog = getattr(source, "catalog", None)
+    if isinstance(catalog, ArtifactCatalog):  # an ArtifactSink
+        return catalog
+    artifacts = getattr(source, "artifacts", None)
+    if artifacts is not None and isinstance(getattr(artifacts, "catalog", None), ArtifactCatalog):
+        return artifacts.catalog  # a RunContext with a sink
+    kernel = getattr(source, "kernel", None) if not hasattr(source, "registry") else source
+    if kernel is not None and hasattr(kernel, "registry"):
+        from .stores import get_catalog
+
+        return get_catalog(kernel)
+    raise TypeError(f"cannot find an artifact catalog in {type(source).__name__}")
+
+
+def get_record(source: Any, artifact_id: str) -> ArtifactRecord:
+    record = resolve_catalog(source).get(artifact_id)
+    if record is None:
+        raise ArtifactNotFound(artifact_id)
+    return record
+
+
+def _open(catalog: ArtifactCatalog, record: ArtifactRecord):
+    try:
+        return catalog.store.open_content(record.sha256)
+    except FileNotFoundError:
+        raise ArtifactFileMissing(record.artifact_id, record.sha256) from None
+
+
+def _check(record: ArtifactRecord, digest: str) -> None:
+    if digest != record.sha256:
+        raise ArtifactIntegrityFailed(record.artifact_id, record.sha256, digest)
+
+
+def verify(catalog: ArtifactCatalog, record: ArtifactRecord) -> None:
+    """Re-hash one artifact's content; raise when it is missing or altered."""
+    h = hashlib.sha256()
+    with _open(catalog, record) as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+    _check(record, h.hexdigest())
+
+
+def open_verified_content(source: Any, artifact_id: str) -> tuple[ArtifactRecord, bytes | Path]:
+    """The exact stored bytes (a local path when the store has one) after a hash check."""
+    catalog = resolve_catalog(source)
+    record = get_record(catalog, artifact_id)
+    path = catalog.store.local_path(record.sha256)
+    if path is not None:
+        verify(catalog, record)
+        return record, path
+    with _open(catalog, record) as fh:
+        data = fh.read()
+    _check(record, hashlib.sha256(data).hexdigest())
+    return record, data
+
+
+# --- selectors ---------------------------------------------------------------
+
+def parse_selectors(selectors: Selectors | dict | None) -> Selectors:
+    if selectors is None:
+        return Selectors()
+    if isinstance(selectors, Selectors):
+        return selectors
+    if isinstance(selectors, str):
+        try:
+            selectors = json.loads(selectors)
+        except ValueError:
+            raise ArtifactSelectorInvalid("selectors must be an object such as {\"rows\": [0, 10]}") from None
+    try:
+        return Selectors.model_validate(selectors)
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'selectors'}: {e['msg']}"
+                             for e in exc.errors(include_url=False))
+        raise ArtifactSelectorInvalid(f"invalid selectors: {problems}") from None
+
+
+def _path_steps(path: Any) -> list[int | str]:
+    if path is None:
+        return []
+    if isinstance(path, int):
+        return [path]
+    if isinstance(path, str):
+        path = [p for p in path.split(".") if p != ""]
+    steps: list[int | str] = []
+    for step in path:
+        if isinstance(step, str) and _is_int(step):
+            steps.append(int(step))
+        else:
+            steps.append(step)
+    return steps
+
+
+def _is_int(text: str) -> bool:
+    return text.lstrip("-").isdigit()
+
+
+def _range(spec: Any, total: int, what: str) -> tuple[int, int]:
+    """``[start, stop]`` or ``"a:b"`` resolved against ``total`` (negatives count from the end)."""
+    if isinstance(spec, str):
+        parts = spec.split(":")
+        if len(parts) != 2 or not all(p.strip() == "" or _is_int(p.strip()) for p in parts):
+            raise ArtifactSelectorInvalid(f"{what} {spec!r} is not a range like '10:20'")
+        spec = [int(p) if p.strip() else None for p in parts]
+    if not isinstance(spec, (list, tuple)) or len(spec) != 2:
+        raise ArtifactSelectorInvalid(f"{what} must be [start, stop]")
+    start, stop = spec
+    start = 0 if start is None else start
+    stop = total if stop is None else stop
+    if start < 0:
+        start += total
+    if stop < 0:
+        stop += total
+    start, stop = max(0, min(start, total)), max(0, min(stop, total))
+    if stop < start:
+        raise ArtifactSelectorInvalid(f"{what} {spec!r} is empty or reversed")
+    return start, stop
+
+
+def _index(i: int, total: int) -> int:
+    j = i + total if i < 0 else i
+    if not 0 <= j < total:
+        raise ArtifactSelectorInvalid(f"row {i} is out of range: the artifact has {total} rows "
+                                      f"(0..{total - 1}, or -1..-{total})")
+    return j
+
+
+def _step_into(value: Any, step: int | str, columns: list[str] | None = None) -> Any:
+    if isinstance(value, list):
+        if isinstance(step, str):
+            if columns is not None and step in columns:
+                return value[columns.index(step)]
+            raise ArtifactSelectorInvalid(f"{step!r} is not a column; columns: {columns or []}")
+        if not -len(value) <= step < len(value):
+            raise ArtifactSelectorInvalid(f"index {step} is out of range (length {len(value)})")
+        return value[step]
+    if isinstance(value, dict):
+        key = str(step)
+        if key not in value:
+            raise ArtifactSelectorInvalid(f"key {key!r} not found; keys: {sorted(value)[:20]}")
+        return value[key]
+    raise ArtifactSelectorInvalid(f"cannot step into a {type(value).__name__} with {step!r}")
+
+
+# --- reading -------------------------------------------------------------------
+
+def read_artifact_result(source: Any, artifact_id: str, selectors: Selectors | dict | None = None, *,
+                         max_rows: int = 100, max_chars: int = 20_000) -> SelectedResult:
+    """The selected part of an artifact, hash-verified, within ``max_rows``/``max_chars``."""
+    sel = parse_selectors(selectors)
+    catalog = resolve_catalog(source)
+    record = get_record(catalog, artifact_id)
+    if record.media_type == TABULAR:
+        return _read_tabular(catalog, record, sel, max_rows, max_chars)
+    if record.media_type == PYTHON_DOC:
+        return _read_python(catalog, record, sel, max_rows, max_chars)
+    return _read_file(catalog, record, sel, max_chars)
+
+
+def _base(record: ArtifactRecord, **fields: Any) -> SelectedResult:
+    return SelectedResult(artifact_id=record.artifact_id, kind=record.kind, status=record.status,
+                          sha256=record.sha256, complete=record.complete, **fields)
+
+
+def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int) -> SelectedResult:
+    total = record.row_count or 0
+    columns = list(record.columns)
+    steps = _path_steps(sel.path)
+    single: int | None = None
+    if steps:
+        first = steps.pop(0)
+        if isinstance(first, int):
+            single = _index(first, total)
+            start, stop = single, single + 1
+        elif isinstance(first, str) and ":" in first:
+            start, stop = _range(first, total, "path range")
+        else:
+            raise ArtifactSelectorInvalid(f"a path starts with a row index or range, not {first!r}")
+        if sel.rows is not None:
+            raise ArtifactSelectorInvalid("use either rows or a path that starts with rows, not both")
+    elif sel.rows is not None:
+        start, stop = _range(sel.rows, total, "rows")
+    else:
+        start, stop = 0, total
+    col_index = None
+    if sel.field is not None:
+        if sel.field not in columns:
+            raise ArtifactSelectorInvalid(f"no column {sel.field!r}; columns: {columns}")
+        col_index = columns.index(sel.field)
+    wanted = min(stop, start + max(0, max_rows))
+    lines, over = _scan_rows(catalog, record, start, wanted, max_chars)
+    rows = [json.loads(line) for line in lines]
+    if col_index is not None:
+        rows = [[r[col_index]] for r in rows]
+        columns = [sel.field]
+    if single is not None:
+        if not rows:
+            raise ArtifactSelectorInvalid(f"row {single} could not be read within max_chars={max_chars}")
+        if steps or col_index is not None:
+            value = rows[0][0] if col_index is not None else rows[0]
+            for step in steps:
+                value = _step_into(value, step, columns if value is rows[0] else None)
+            value, clipped = _clip_to(value, max_chars)
+            return _base(record, total_rows=total, columns=columns, start=single, value=value,
+                         truncated=clipped)
+    truncated = over or len(rows) < stop - start
+    if steps:  # a range then a column/key: project every row
+        rows = [[_step_into(r, steps[0], columns)] for r in rows]
+        columns = [str(steps[0])] if isinstance(steps[0], str) else columns
+    rows, clipped = _clip_rows(rows, max_chars)
+    note = "" if record.complete else "the artifact is INCOMPLETE: " + record.provenance.get(
+        "incomplete_reason", "capture stopped early")
+    return _base(record, total_rows=total, columns=columns, start=start, rows=rows,
+                 truncated=truncated or clipped, note=note)
+
+
+def _scan_rows(catalog, record, start: int, stop: int, max_chars: int) -> tuple[list[bytes], bool]:
+    """Hash the whole content and keep rows ``start..stop`` (line ``i + 1``) within the budget."""
+    lo, hi = start + 1, stop + 1
+    h = hashlib.sha256()
+    picked: list[bytes] = []
+    picked_chars, over = 0, False
+    line_no, carry = 0, b""
+    with _open(catalog, record) as fh:
+        while chunk := fh.read(_CHUNK):
+            h.update(chunk)
+            buf = carry + chunk if carry else chunk
+            n = buf.count(b"\n")
+            if not over and line_no < hi and line_no + n > lo:
+                parts = buf.split(b"\n")
+                carry = parts.pop()
+                for i, part in enumerate(parts):
+                    ln = line_no + i
+                    if lo <= ln < hi and not over:
+                        if picked and picked_chars + len(part) > max_chars:
+                            over = True
+                        else:
+                            picked.append(part)
+                            picked_chars += len(part)
+            else:
+                carry = buf[buf.rfind(b"\n") + 1:]
+            line_no += n
+    _check(record, h.hexdigest())
+    return picked, over
+
+
+def _clip_to(value: Any, max_chars: int) -> tuple[Any, bool]:
+    if len(dumps(value)) <= max_chars:
+        return value, False
+    limit = max(16, max_chars // 2)
+    while limit > 16:
+        clipped, _ = clip_value(value, limit)
+        if len(dumps(clipped)) <= max_chars:
+            return clipped, True
+        limit //= 2
+    return clip_value(value, 16)[0], True
+
+
+def _clip_rows(rows: list[Any], max_chars: int) -> tuple[list[Any], bool]:
+    if len(rows) == 1:
+        return [_clip_to(rows[0], max_chars)[0]], len(dumps(rows[0])) > max_chars
+    return rows, False
+
+
+def _read_python(catalog, record, sel: Selectors, max_rows: int, max_chars: int) -> SelectedResult:
+    with _open(catalog, record) as fh:
+        data = fh.read()
+    _check(record, hashlib.sha256(data).hexdigest())
+    doc = json.loads(data)
+    value = doc.get("result")
+    if not doc.get("result_set"):
+        return _base(record, value=None, note="the code did not set REPORT_RESULT (no result)")
+    steps = _path_steps(sel.path)
+    if isinstance(value, list):
+        total = len(value)
+        if steps and isinstance(steps[0], str) and ":" in steps[0]:
+            value = value[slice(*_range(steps.pop(0), total, "path range"))]
+        elif steps:
+            value = value[_index(int(steps.pop(0)), total)] if isinstance(steps[0], int) else value
+        elif sel.rows is not None:
+            start, stop = _range(sel.rows, total, "rows")
+            value = value[start:stop]
+    for step in steps:
+        value = _step_into(value, step)
+    if sel.field is not None:
+        if isinstance(value, list):
+            value = [_step_into(v, sel.field, record.columns or None) for v in value]
+        else:
+            value = _step_into(value, sel.field)
+    truncated = False
+    if isinstance(value, list) and len(value) > max_rows:
+        value, truncated = value[:max_rows], True
+    value, clipped = _clip_to(value, max_chars)
+    return _base(record, total_rows=record.row_count, columns=record.columns, value=value,
+                 truncated=truncated or clipped)
+
+
+def _read_file(catalog, record, sel: Selectors, max_chars: int) -> SelectedResult:
+    with _open(catalog, record) as fh:
+        data = fh.read()
+    _check(record, hashlib.sha256(data).hexdigest())
+    info = {"name": record.name, "media_type": record.media_type, "byte_size": record.byte_size}
+    if record.media_type.startswith("text/") or record.media_type.endswith("json"):
+        text = data.decode("utf-8", errors="replace")
+        info["text"] = text[:max_chars]
+        return _base(record, value=info, truncated=len(text) > max_chars)
+    return _base(record, value=info, note="binary content; cite the artifact id, it cannot be shown as text")

@@ -1,0 +1,118 @@
+"""The content store: where artifact bytes live, addressed by their SHA-256.
+
+A store plugin subclasses :class:`ContentStore`. Captures stream into a
+temporary file in :meth:`ContentStore.staging_dir` (always local, so hashing
+and fsync are local), then :meth:`commit` publishes it under its hash. Until
+``commit`` returns nothing refers to the bytes, so a process killed half-way
+leaves at most a ``.partial`` file that ``gc`` removes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import IO, Any, ClassVar, Iterator
+
+from .records import URI_PREFIX
+
+
+class ContentStore(ABC):
+    """Base class of artifact store plugins (``register_artifact_stores``)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, settings: Any) -> None:
+        self.settings = settings  # the kernel's Settings
+
+    # --- local working area (catalog and staging) ------------------------
+    @property
+    def root(self) -> Path:
+        """A local directory for this store's catalog and staging files."""
+        return Path(self.settings.home) / "artifacts"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / "catalog.sqlite"
+
+    @property
+    def staging_dir(self) -> Path:
+        return self.root / "tmp"
+
+    def new_temp(self) -> tuple[Path, IO[bytes]]:
+        """A fresh staging file, opened for writing."""
+        self.staging_dir.mkdir(parents=True, exist_ok=True)
+        path = self.staging_dir / f"{os.getpid()}-{uuid.uuid4().hex}.partial"
+        return path, open(path, "xb")
+
+    def clean_staging(self, older_than_s: float = 3600.0) -> list[Path]:
+        """Remove staging files of dead processes, or older than ``older_than_s``."""
+        removed = []
+        if not self.staging_dir.exists():
+            return removed
+        now = time.time()
+        for path in self.staging_dir.glob("*.partial"):
+            pid = path.name.split("-", 1)[0]
+            try:
+                stale = now - path.stat().st_mtime > older_than_s or not _pid_alive(int(pid))
+            except (ValueError, FileNotFoundError):
+                continue
+            if stale:
+                path.unlink(missing_ok=True)
+                removed.append(path)
+        return removed
+
+    def uri(self, sha256: str) -> str:
+        return URI_PREFIX + sha256
+
+    # --- content ----------------------------------------------------------
+    @abstractmethod
+    def commit(self, temp: Path, sha256: str, byte_size: int) -> None:
+        """Publish the staged file ``temp`` as ``sha256`` (atomically) and remove ``temp``.
+
+        Identical content is kept once: committing a hash that exists replaces
+        it with the same bytes or keeps the existing copy.
+        """
+
+    @abstractmethod
+    def open_content(self, sha256: str) -> IO[bytes]:
+        """A binary stream of the content; ``FileNotFoundError`` when it is gone."""
+
+    @abstractmethod
+    def exists(self, sha256: str) -> bool: ...
+
+    @abstractmethod
+    def delete(self, sha256: str) -> None: ...
+
+    @abstractmethod
+    def iter_content(self) -> Iterator[str]:
+        """Every content hash the store holds."""
+
+    def local_path(self, sha256: str) -> Path | None:
+        """A local file with the content, when the store has one (else ``None``)."""
+        return None
+
+    # --- shared records (optional) ---------------------------------------
+    def put_record(self, artifact_id: str, data: bytes) -> None:
+        """Keep a copy of a record where other workers can read it (shared stores)."""
+
+    def get_record(self, artifact_id: str) -> bytes | None:
+        """A record another worker kept with :meth:`put_record`, or ``None``."""
+        return None
+
+    def close(self) -> None:
+        """Release clients and connections."""
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -1,0 +1,1 @@
+"""Artifact content stores: local filesystem (default) and S3-compatible."""
