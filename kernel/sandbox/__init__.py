@@ -1,0 +1,85 @@
+"""The sandbox: hardened, fail-closed execution of untrusted code.
+
+Layers (as in the seed design):
+
+* control - :class:`SandboxManager`: sessions, locks, TTLs, reaper, clean-up;
+* execution - :class:`SandboxRuntime` plugins (``sandbox_runtimes/``) and
+  their sessions, built on the hardened :class:`ContainerSpec`;
+* display - :class:`ExecutionResult`, the same for every runtime;
+* user - :class:`SandboxSession`, from :func:`get_manager(kernel).open_session()`.
+
+Importing this package is cheap: engines' SDKs load inside runtime plugins.
+"""
+
+from .config import SandboxConfig, parse_size
+from .container import ContainerSession, ExecStream
+from .errors import (
+    SANDBOX_CONFIG_INVALID,
+    SANDBOX_EXEC_FAILED,
+    SANDBOX_FILE_NOT_FOUND,
+    SANDBOX_FILE_TOO_LARGE,
+    SANDBOX_IMAGE_MISSING,
+    SANDBOX_LANGUAGE_UNSUPPORTED,
+    SANDBOX_LOCAL_NOT_ALLOWED,
+    SANDBOX_OVERRIDE_REFUSED,
+    SANDBOX_PATH_INVALID,
+    SANDBOX_RUNTIME_UNAVAILABLE,
+    SANDBOX_SESSION_CLOSED,
+    SANDBOX_SESSION_LIMIT,
+    SANDBOX_SESSION_NOT_FOUND,
+    SANDBOX_START_FAILED,
+    SANDBOX_TIMEOUT,
+    SANDBOX_UNKNOWN_RUNTIME,
+    SandboxError,
+)
+from .manager import SandboxManager, close_all, get_manager, kernel_sandbox
+from .results import ExecutionResult, FileInfo, OutputCapture, ProbeResult, ProducedFile, SessionStatus
+from .runtime import ExecRequest, RuntimeSession, SandboxRuntime
+from .selection import LOCAL_WARNING, select_runtime
+from .session import SandboxSession
+from .spec import ContainerSpec, TmpfsMount, Ulimit, build_spec, check_overrides
+
+__all__ = [
+    "ContainerSession",
+    "ContainerSpec",
+    "ExecRequest",
+    "ExecStream",
+    "ExecutionResult",
+    "FileInfo",
+    "LOCAL_WARNING",
+    "OutputCapture",
+    "ProbeResult",
+    "ProducedFile",
+    "RuntimeSession",
+    "SANDBOX_CONFIG_INVALID",
+    "SANDBOX_EXEC_FAILED",
+    "SANDBOX_FILE_NOT_FOUND",
+    "SANDBOX_FILE_TOO_LARGE",
+    "SANDBOX_IMAGE_MISSING",
+    "SANDBOX_LANGUAGE_UNSUPPORTED",
+    "SANDBOX_LOCAL_NOT_ALLOWED",
+    "SANDBOX_OVERRIDE_REFUSED",
+    "SANDBOX_PATH_INVALID",
+    "SANDBOX_RUNTIME_UNAVAILABLE",
+    "SANDBOX_SESSION_CLOSED",
+    "SANDBOX_SESSION_LIMIT",
+    "SANDBOX_SESSION_NOT_FOUND",
+    "SANDBOX_START_FAILED",
+    "SANDBOX_TIMEOUT",
+    "SANDBOX_UNKNOWN_RUNTIME",
+    "SandboxConfig",
+    "SandboxError",
+    "SandboxManager",
+    "SandboxRuntime",
+    "SandboxSession",
+    "SessionStatus",
+    "TmpfsMount",
+    "Ulimit",
+    "build_spec",
+    "check_overrides",
+    "close_all",
+    "get_manager",
+    "kernel_sandbox",
+    "parse_size",
+    "select_runtime",
+]

@@ -1,0 +1,302 @@
+"""Shared behaviour of container sessions, on four small engine primitives.
+
+An engine (podman, docker, nerdctl) implements :meth:`ContainerSession._exec`
+(start a process in the running container and stream its output),
+:meth:`ContainerSession._put_archive`, :meth:`ContainerSession._hard_reset`
+and :meth:`ContainerSession._remove`. Everything else lives here, once:
+
+* the code runs under the in-container launcher (its own kill timer and
+  output caps, see :mod:`kernel.sandbox.launcher`);
+* the host caps stdout/stderr again while reading, and keeps its own
+  deadline (timeout + ``SANDBOX_HOST_GRACE``): past it the container's
+  processes are killed and the container restarted, so a launcher the code
+  managed to kill or stop cannot keep the work alive;
+* files go in as tar archives and come out through a checked helper that
+  refuses symlinks, ``..`` and anything outside the working directory.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import posixpath
+import secrets
+import tarfile
+import threading
+import time
+from abc import abstractmethod
+from typing import Iterator
+
+from kernel.log import get_logger
+
+from .errors import (
+    SANDBOX_EXEC_FAILED,
+    SANDBOX_FILE_NOT_FOUND,
+    SANDBOX_FILE_TOO_LARGE,
+    SANDBOX_PATH_INVALID,
+    SandboxError,
+)
+from .launcher import FILES_SOURCE, files_argv, launcher_argv, split_trailer
+from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
+from .runtime import ExecRequest, RuntimeSession
+from .spec import LANGUAGES, ContainerSpec, normalize_language
+
+log = get_logger("assay.sandbox")
+
+# Code longer than this goes in as a file instead of an argument (Linux caps
+# one argument at 128 KiB).
+MAX_INLINE_CODE = 96 * 1024
+# Room for the launcher's trailer (it lists produced files) beyond the stderr cap.
+TRAILER_ROOM = 256 * 1024
+HELPER_TIMEOUT_S = 30.0
+
+__all__ = ["ContainerSession", "ExecStream", "FILES_SOURCE"]
+
+
+class ExecStream:
+    """A running exec: iterate ``(fd, bytes)`` chunks (fd 1 or 2), then ask the exit code.
+
+    Engines subclass it. ``close`` must make a blocked iteration end soon.
+    """
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def exit_code(self) -> int | None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class ContainerSession(RuntimeSession):
+    """A long-lived hardened container; each execution is a fresh process in it."""
+
+    def __init__(self, runtime: str, spec: ContainerSpec, container_id: str, *, host_grace: float = 5.0) -> None:
+        self.runtime = runtime
+        self.host_grace = host_grace
+        self.spec = spec
+        self.id = container_id
+        self._destroyed = False
+        self._killing = threading.Event()
+
+    # --- engine primitives -------------------------------------------------
+
+    @abstractmethod
+    def _exec(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> ExecStream:
+        """Start ``argv`` in the container (no TTY, no stdin) and stream its output."""
+
+    @abstractmethod
+    def _put_archive(self, directory: str, data: bytes) -> None:
+        """Extract the tar ``data`` into ``directory`` inside the container."""
+
+    @abstractmethod
+    def _hard_reset(self) -> None:
+        """Kill every process in the container and start it again (tmpfs contents are lost)."""
+
+    @abstractmethod
+    def _remove(self) -> None:
+        """Force-remove the container."""
+
+    # --- execution ---------------------------------------------------------
+
+    def execute(self, request: ExecRequest) -> ExecutionResult:
+        lang = normalize_language(request.language)
+        nonce = secrets.token_hex(8)
+        program = self._program(lang, request.code, nonce)
+        argv = launcher_argv(
+            nonce, request.timeout_s, request.stdout_limit, request.stderr_limit, self.spec.workdir, program
+        )
+        env = {**self.spec.environment, **request.env}
+        out = OutputCapture(request.stdout_limit)
+        err = OutputCapture(request.stderr_limit + TRAILER_ROOM, tail=TRAILER_ROOM)
+        host_deadline_hit = threading.Event()
+        started = time.perf_counter()
+        try:
+            stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=env)
+        except SandboxError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - engine errors become one code
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: could not start the execution: {exc}",
+                               "The sandbox may have been removed; open a new session.") from None
+
+        def on_deadline() -> None:
+            host_deadline_hit.set()
+            log.warning("sandbox_host_deadline", runtime=self.runtime, container=self.id[:12])
+            try:
+                stream.close()
+            finally:
+                self._kill_quietly()
+
+        timer = threading.Timer(request.timeout_s + self.host_grace, on_deadline)
+        timer.daemon = True
+        timer.start()
+        try:
+            for fd, chunk in stream:
+                (out if fd == 1 else err).write(chunk)
+            exit_code = None if host_deadline_hit.is_set() else stream.exit_code()
+        except Exception as exc:  # noqa: BLE001
+            if not host_deadline_hit.is_set() and not self._destroyed:
+                raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: the execution stream failed: {exc}") from None
+            exit_code = None
+        finally:
+            timer.cancel()
+            stream.close()
+        duration_ms = (time.perf_counter() - started) * 1000
+        stderr_bytes, trailer = split_trailer(err.getvalue(), nonce)
+        if trailer is None and err.truncated:
+            _, trailer = split_trailer(err.tail(), nonce)
+        warnings: list[str] = []
+        if host_deadline_hit.is_set():
+            warnings.append(
+                "the in-sandbox timer did not end the work; the host killed and restarted the sandbox "
+                f"(its {self.spec.workdir} was reset)"
+            )
+            self._restart_after_kill()
+        elif trailer is None:
+            warnings.append("the sandbox launcher did not report (its output was bypassed or it was killed)")
+        result = ExecutionResult(
+            exit_code=exit_code if trailer is None else trailer.exit_code,
+            stdout=out.text(),
+            stderr=stderr_bytes[: request.stderr_limit].decode("utf-8", errors="replace"),
+            stdout_truncated=out.truncated or bool(trailer and trailer.stdout_truncated),
+            stderr_truncated=len(stderr_bytes) > request.stderr_limit or bool(trailer and trailer.stderr_truncated)
+            or (trailer is None and err.truncated),
+            timed_out=host_deadline_hit.is_set() or bool(trailer and trailer.timed_out),
+            oom_killed=bool(trailer and trailer.oom_killed),
+            duration_ms=round(duration_ms, 3),
+            files=[ProducedFile(path=p, size=s, modified=m) for p, s, m in (trailer.files if trailer else [])],
+            isolated=True,
+            runtime=self.runtime,
+            language=lang,
+            warnings=warnings,
+        )
+        if result.timed_out:
+            result.exit_code = None if host_deadline_hit.is_set() else result.exit_code
+        return result
+
+    def _program(self, lang: str, code: str, nonce: str) -> list[str]:
+        prefix = list(LANGUAGES[lang])
+        if len(code.encode("utf-8")) <= MAX_INLINE_CODE:
+            return [*prefix, code]
+        path = f"/tmp/.assay-code-{nonce}"
+        self._put_archive("/tmp", _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o400))
+        return [prefix[0], path]
+
+    def _kill_quietly(self) -> None:
+        if self._killing.is_set():
+            return
+        self._killing.set()
+        try:
+            self._hard_reset()
+        except Exception as exc:  # noqa: BLE001
+            log.error("sandbox_reset_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+        finally:
+            self._killing.clear()
+
+    def _restart_after_kill(self) -> None:
+        """Hook for engines whose hard reset is asynchronous; default: nothing to do."""
+
+    # --- helpers that run without the launcher --------------------------------
+
+    def _run_helper(self, argv: list[str], out_limit: int) -> tuple[int | None, bytes, bytes, bool]:
+        out = OutputCapture(out_limit)
+        err = OutputCapture(64 * 1024)
+        stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=self.spec.environment)
+        timer = threading.Timer(HELPER_TIMEOUT_S, stream.close)
+        timer.daemon = True
+        timer.start()
+        try:
+            for fd, chunk in stream:
+                (out if fd == 1 else err).write(chunk)
+            code = stream.exit_code()
+        finally:
+            timer.cancel()
+            stream.close()
+        return code, out.getvalue(), err.getvalue(), out.truncated
+
+    # --- files -----------------------------------------------------------------
+
+    def put_file(self, path: str, data: bytes, *, read_only: bool = False) -> None:
+        directory, name = posixpath.split(path)
+        rel_dir = posixpath.relpath(directory, self.spec.workdir)
+        # Read-only files belong to the keeper's uid: the code can read them but,
+        # in the sticky working directory, can neither change nor replace them.
+        owner = self.spec.user if read_only else self.spec.exec_user
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            if rel_dir != ".":
+                parts = rel_dir.split("/")
+                for i in range(1, len(parts) + 1):
+                    info = tarfile.TarInfo("/".join(parts[:i]))
+                    info.type = tarfile.DIRTYPE
+                    info.mode = 0o755
+                    _own(info, self.spec.exec_user)
+                    tar.addfile(info)
+            member = "/".join([*([] if rel_dir == "." else [rel_dir]), name])
+            info = tarfile.TarInfo(member)
+            info.size = len(data)
+            info.mode = 0o444 if read_only else 0o644
+            info.mtime = int(time.time())
+            _own(info, owner)
+            tar.addfile(info, io.BytesIO(data))
+        self._put_archive(self.spec.workdir, buf.getvalue())
+
+    def get_file(self, path: str, max_bytes: int) -> bytes:
+        code, out, err, truncated = self._run_helper(
+            files_argv("get", self.spec.workdir, path, str(max_bytes)), max_bytes + 1
+        )
+        return _file_result(path, code, out, err, truncated, max_bytes)
+
+    def list_files(self, path: str) -> list[FileInfo]:
+        code, out, err, _ = self._run_helper(files_argv("list", self.spec.workdir, path), 8 * 1024**2)
+        _file_result(path, code, b"", err, False, 0)
+        return [FileInfo(path=p, name=n, size=s, is_dir=d, modified=m) for p, n, s, d, m in json.loads(out or b"[]")]
+
+    # --- life cycle ---------------------------------------------------------------
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        try:
+            self._remove()
+        except Exception as exc:  # noqa: BLE001 - destroy never raises; the reaper retries
+            log.warning("sandbox_remove_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+
+
+def _own(info: tarfile.TarInfo, uid_gid: str) -> None:
+    uid, _, gid = uid_gid.partition(":")
+    info.uid, info.gid = int(uid), int(gid)
+    info.uname = info.gname = ""
+
+
+def _tar_one(name: str, data: bytes, owner: str, mode: int) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tar:
+        info = tarfile.TarInfo(name)
+        info.size = len(data)
+        info.mode = mode
+        _own(info, owner)
+        tar.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _file_result(path: str, code: int | None, out: bytes, err: bytes, truncated: bool, max_bytes: int) -> bytes:
+    if code == 0 and not truncated:
+        return out
+    if code == 2:
+        raise SandboxError(SANDBOX_FILE_NOT_FOUND, f"no file {path!r} in the sandbox")
+    if code == 3 or truncated:
+        raise SandboxError(
+            SANDBOX_FILE_TOO_LARGE,
+            f"{path!r} is larger than {max_bytes} bytes",
+            "Write a smaller file (or a summary of it) and download that.",
+        )
+    if code == 4:
+        raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is a symlink or resolves outside the working directory")
+    if code == 5:
+        raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is not a regular file")
+    raise SandboxError(
+        SANDBOX_EXEC_FAILED, f"file helper failed for {path!r} (exit {code}): {err.decode(errors='replace')[:500]}"
+    )

@@ -1,0 +1,244 @@
+"""The in-container launcher: the kill timer and the output caps, inside.
+
+Container runtimes exec ``python3 -S -c LAUNCHER_SOURCE ...`` instead of the
+code itself. The launcher runs the code in its own process group, forwards
+at most ``limit`` bytes of stdout and of stderr (draining and dropping the
+rest), and at the deadline SIGKILLs every process of the code's uid (the
+container's idle keeper runs as another uid, so it survives). It then scans
+the working directory for produced files and appends one trailer line,
+tagged with a per-execution nonce, to stderr: exit code, timed_out,
+oom_killed, truncation and files. The host strips the trailer.
+
+The host never trusts the launcher alone: it caps both streams again while
+reading and keeps its own deadline (see :mod:`kernel.sandbox.container`).
+Code can read the nonce (it runs as the same uid), so it could forge its
+*own* result trailer; that gains nothing the exit code would not.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+LAUNCHER_SOURCE = r'''
+import json, os, selectors, signal, sys, time
+nonce, timeout, out_lim, err_lim, workdir = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+argv = sys.argv[7:]
+def oom_count():
+    for p in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(p) as fh:
+                for line in fh:
+                    k, _, v = line.partition(" ")
+                    if k == "oom_kill":
+                        return int(v)
+        except (OSError, ValueError):
+            pass
+    return None
+def write_all(fd, data):
+    while data:
+        try:
+            n = os.write(fd, data)
+        except InterruptedError:
+            continue
+        data = data[n:]
+oom0 = oom_count()
+start_wall = time.time()
+start = time.monotonic()
+deadline = start + timeout
+r_out, w_out = os.pipe()
+r_err, w_err = os.pipe()
+r_sig, w_sig = os.pipe()
+os.set_blocking(w_sig, False)
+signal.set_wakeup_fd(w_sig)
+signal.signal(signal.SIGCHLD, lambda *a: None)
+pid = os.fork()
+if pid == 0:
+    try:
+        os.setpgid(0, 0)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        null = os.open("/dev/null", os.O_RDONLY)
+        os.dup2(null, 0); os.dup2(w_out, 1); os.dup2(w_err, 2)
+        os.closerange(3, 1 << 16)
+        os.execvp(argv[0], argv)
+    except BaseException as exc:
+        try:
+            os.write(2, ("cannot start %s: %s\n" % (argv[0], exc)).encode())
+        finally:
+            os._exit(127)
+os.close(w_out); os.close(w_err)
+sel = selectors.DefaultSelector()
+sel.register(r_out, selectors.EVENT_READ, (1, out_lim))
+sel.register(r_err, selectors.EVENT_READ, (2, err_lim))
+sel.register(r_sig, selectors.EVENT_READ, None)
+sent = {1: 0, 2: 0}
+total = {1: 0, 2: 0}
+status = None
+timed_out = False
+exited_at = None
+def reap():
+    global status
+    if status is None:
+        try:
+            got, st = os.waitpid(pid, os.WNOHANG)
+        except ChildProcessError:
+            got, st = pid, 0
+        if got == pid:
+            status = st
+def kill_group():
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except OSError:
+        pass
+while True:
+    now = time.monotonic()
+    if status is None and now >= deadline:
+        timed_out = True
+        try:
+            os.kill(-1, signal.SIGKILL)
+        except OSError:
+            pass
+        kill_group()
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 9
+        break
+    if status is not None:
+        if exited_at is None:
+            exited_at = now
+            kill_group()
+        if len(sel.get_map()) <= 1 or now - exited_at > 0.5:
+            break
+    wait = deadline - now if status is None else 0.05
+    for key, _ in sel.select(max(0.0, min(wait, 1.0))):
+        if key.data is None:
+            try:
+                os.read(r_sig, 4096)
+            except OSError:
+                pass
+            continue
+        fd_out, lim = key.data
+        try:
+            data = os.read(key.fd, 65536)
+        except InterruptedError:
+            continue
+        if not data:
+            sel.unregister(key.fd)
+            continue
+        total[fd_out] += len(data)
+        room = lim - sent[fd_out]
+        if room > 0:
+            piece = data[:room]
+            write_all(fd_out, piece)
+            sent[fd_out] += len(piece)
+    reap()
+duration = time.monotonic() - start
+code = os.waitstatus_to_exitcode(status) if status is not None else None
+signum = -code if code is not None and code < 0 else None
+exit_code = 128 + signum if signum else code
+oom1 = oom_count()
+oom = bool(signum == 9 and not timed_out and (oom0 is None or oom1 is None or oom1 > oom0))
+files = []
+try:
+    stack = [workdir]
+    while stack and len(files) < 500:
+        d = stack.pop()
+        with os.scandir(d) as it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                elif e.is_file(follow_symlinks=False) and st.st_mtime >= start_wall - 0.001:
+                    files.append([e.path, st.st_size, st.st_mtime])
+except OSError:
+    pass
+trailer = {"exit_code": exit_code, "timed_out": timed_out, "oom_killed": oom, "duration_s": duration,
+           "stdout_truncated": total[1] > out_lim, "stderr_truncated": total[2] > err_lim, "files": files}
+write_all(2, ("\x1eASSAY-%s:" % nonce).encode() + json.dumps(trailer).encode() + b"\n")
+sys.exit(exit_code if exit_code is not None and 0 <= exit_code < 256 else 1)
+'''
+
+# A helper for file operations, run the same way (python3 -S -c FILES_SOURCE op path ...).
+# Exit codes: 0 ok, 2 not found, 3 too large, 4 escapes the root or is a symlink, 5 not a file.
+FILES_SOURCE = r'''
+import json, os, stat, sys
+op, root, path = sys.argv[1], sys.argv[2], sys.argv[3]
+real = os.path.realpath(path)
+if real != path or not (real == root or real.startswith(root + "/")):
+    sys.stderr.write("path resolves outside %s or through a symlink\n" % root); sys.exit(4)
+try:
+    st = os.lstat(path)
+except FileNotFoundError:
+    sys.exit(2)
+if op == "get":
+    limit = int(sys.argv[4])
+    if not stat.S_ISREG(st.st_mode):
+        sys.exit(5)
+    if st.st_size > limit:
+        sys.stderr.write(str(st.st_size)); sys.exit(3)
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        sys.exit(3)
+    sys.stdout.buffer.write(data)
+elif op == "list":
+    out = []
+    if stat.S_ISDIR(st.st_mode):
+        for e in sorted(os.scandir(path), key=lambda e: e.name)[:10000]:
+            try:
+                s = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            out.append([e.path, e.name, s.st_size, stat.S_ISDIR(s.st_mode), s.st_mtime])
+    else:
+        out.append([path, os.path.basename(path), st.st_size, False, st.st_mtime])
+    sys.stdout.write(json.dumps(out))
+'''
+
+
+@dataclass
+class Trailer:
+    exit_code: int | None = None
+    timed_out: bool = False
+    oom_killed: bool = False
+    duration_s: float | None = None
+    stdout_truncated: bool = False
+    stderr_truncated: bool = False
+    files: list[list[Any]] = field(default_factory=list)
+
+
+def launcher_argv(
+    nonce: str, timeout_s: float, out_limit: int, err_limit: int, workdir: str, program: list[str]
+) -> list[str]:
+    """The argv that runs ``program`` under the launcher."""
+    return [
+        "python3", "-S", "-c", LAUNCHER_SOURCE,
+        nonce, f"{timeout_s:.3f}", str(out_limit), str(err_limit), workdir, "--", *program,
+    ]
+
+
+def files_argv(op: str, root: str, path: str, *extra: str) -> list[str]:
+    return ["python3", "-S", "-c", FILES_SOURCE, op, root, path, *extra]
+
+
+def split_trailer(stderr: bytes, nonce: str) -> tuple[bytes, Trailer | None]:
+    """Remove the launcher's trailer from ``stderr``; return it parsed (None if absent)."""
+    marker = f"\x1eASSAY-{nonce}:".encode()
+    at = stderr.rfind(marker)
+    if at < 0:
+        return stderr, None
+    line_end = stderr.find(b"\n", at)
+    raw = stderr[at + len(marker) : line_end if line_end >= 0 else len(stderr)]
+    try:
+        data = json.loads(raw)
+        trailer = Trailer(**{k: data[k] for k in Trailer.__dataclass_fields__ if k in data})
+    except (ValueError, TypeError):
+        return stderr[:at], None
+    return stderr[:at], trailer

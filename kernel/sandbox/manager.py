@@ -1,0 +1,453 @@
+"""The control layer: sessions, one lock each, TTLs, the reaper, clean-up.
+
+A :class:`SandboxManager` (one per :class:`~kernel.Kernel`, see
+:func:`get_manager`) selects the runtime (fail-closed, once, lazily), then
+connects, configures, executes in, reports on and disconnects sessions. Each
+session has its own lock, so executions in one session are serialised while
+sessions run in parallel. A background reaper closes sessions idle longer
+than ``SANDBOX_IDLE_TTL`` (300 s) or older than ``SANDBOX_MAX_LIFETIME``
+(3600 s), even if the caller forgets them, and removes orphaned containers
+left by dead processes. Everything is removed at exit and on SIGTERM/SIGINT.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import threading
+import time
+import uuid
+import weakref
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
+
+from kernel.log import get_logger
+
+from .config import SandboxConfig
+from .errors import (
+    SANDBOX_FILE_TOO_LARGE,
+    SANDBOX_OVERRIDE_REFUSED,
+    SANDBOX_SESSION_CLOSED,
+    SANDBOX_SESSION_LIMIT,
+    SANDBOX_SESSION_NOT_FOUND,
+    SandboxError,
+)
+from .labels import owner_labels
+from .paths import sandbox_path
+from .results import ExecutionResult, FileInfo, ProbeResult, SessionStatus
+from .runtime import ExecRequest, RuntimeSession, SandboxRuntime
+from .selection import LOCAL_WARNING, select_runtime
+from .spec import build_spec, check_overrides, normalize_language
+
+if TYPE_CHECKING:
+    from .session import SandboxSession
+
+log = get_logger("assay.sandbox")
+
+
+@dataclass
+class _Session:
+    id: str
+    language: str
+    runtime: RuntimeSession
+    timeout_s: float
+    env: dict[str, str]
+    created: float = field(default_factory=time.time)
+    last_used: float = field(default_factory=time.time)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    executions: int = 0
+    state: str = "idle"
+    closed: bool = False
+
+
+class SandboxManager:
+    """Sessions on one runtime, for one kernel (or one program)."""
+
+    def __init__(
+        self,
+        config: SandboxConfig | None = None,
+        runtimes: Mapping[str, type[SandboxRuntime]] | None = None,
+        *,
+        runtime: SandboxRuntime | None = None,
+    ) -> None:
+        self.config = config or SandboxConfig.from_env()
+        self._runtime_classes = dict(runtimes or {})
+        self._runtime = runtime
+        self.probes: list[ProbeResult] = []
+        self._sessions: dict[str, _Session] = {}
+        self._lock = threading.RLock()
+        self._closed = False
+        self._reaper: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._pool: list[RuntimeSession] = []
+        self._pool_lock = threading.Lock()
+        self._pool_filling = False
+        _MANAGERS.add(self)
+        _install_exit_handlers()
+
+    # --- runtime ---------------------------------------------------------------
+
+    @property
+    def runtime(self) -> SandboxRuntime:
+        """The selected runtime (selected on first use; fail-closed)."""
+        if self._runtime is not None and self._reaper is not None:
+            return self._runtime
+        with self._lock:
+            if self._closed:
+                raise SandboxError(SANDBOX_SESSION_CLOSED, "the sandbox manager is closed")
+            if self._runtime is None:
+                self._runtime, self.probes = select_runtime(self.config, self._runtime_classes)
+            if self._reaper is None:
+                self._start_up()
+        return self._runtime
+
+    @property
+    def isolated(self) -> bool:
+        return self.runtime.isolated
+
+    def _start_up(self) -> None:
+        assert self._runtime is not None
+        try:
+            removed = self._runtime.reap()
+            if removed:
+                log.info("sandbox_orphans_removed", runtime=self._runtime.name, count=len(removed))
+        except Exception as exc:  # noqa: BLE001 - a failed sweep must not block work
+            log.warning("sandbox_reap_failed", runtime=self._runtime.name, error=repr(exc))
+        self._reaper = threading.Thread(target=self._reap_loop, name="assay-sandbox-reaper", daemon=True)
+        self._reaper.start()
+        if self.config.pool_size > 0:
+            self._refill_pool()
+
+    # --- control layer: connect / configure / execute / disconnect / status / list
+
+    def connect(self, language: str = "python", **overrides: Any) -> str:
+        """Start a session; returns its id. ``overrides`` may only tighten limits."""
+        lang = normalize_language(language)
+        checked = check_overrides(self.config, overrides)
+        runtime = self.runtime
+        with self._lock:
+            open_count = sum(1 for s in self._sessions.values() if not s.closed)
+            if open_count >= self.config.max_sessions:
+                raise SandboxError(
+                    SANDBOX_SESSION_LIMIT, f"{open_count} sandbox sessions are open (SANDBOX_MAX_SESSIONS)",
+                    "Close sessions you no longer need.",
+                )
+        session_id = "sbx_" + uuid.uuid4().hex[:16]
+        rs = self._take_pooled() if (not checked and lang == "python") else None
+        if rs is None:
+            rs = self._create(session_id, lang, overrides)
+        if not runtime.isolated:
+            log.warning("sandbox_local_session", session=session_id, warning=LOCAL_WARNING)
+        timeout = float(checked.get("timeout", self.config.timeout))
+        rec = _Session(session_id, lang, rs, timeout, dict(checked.get("env", {})))
+        with self._lock:
+            self._sessions[session_id] = rec
+        log.info("sandbox_session_open", session=session_id, runtime=runtime.name, container=rs.id[:12])
+        if self.config.pool_size > 0:
+            self._refill_pool()
+        return session_id
+
+    def _create(self, session_id: str, language: str, overrides: dict[str, Any], *, pooled: bool = False) -> RuntimeSession:
+        runtime = self.runtime
+        labels = owner_labels(session_id, runtime.name, self.config.max_lifetime, pooled=pooled)
+        name = f"assay-{session_id.replace('_', '-')}"
+        spec = build_spec(self.config, language=language, name=name, labels=labels, overrides=overrides)
+        return runtime.create_session(spec)
+
+    def configure(self, session_id: str, *, timeout_s: float | None = None, env: dict[str, str] | None = None) -> SessionStatus:
+        """Change a session's default timeout or extra environment (within the limits)."""
+        rec = self._get(session_id)
+        update: dict[str, Any] = {}
+        if timeout_s is not None:
+            update["timeout"] = timeout_s
+        if env is not None:
+            update["env"] = env
+        checked = check_overrides(self.config, update)
+        with rec.lock:
+            if "timeout" in checked:
+                rec.timeout_s = float(checked["timeout"])
+            if "env" in checked:
+                rec.env = dict(checked["env"])
+            rec.last_used = time.time()
+        return self._status(rec)
+
+    def execute(
+        self, session_id: str, code: str, *, language: str | None = None, timeout_s: float | None = None
+    ) -> ExecutionResult:
+        """Run ``code`` in the session (a fresh process; files in the workdir persist)."""
+        rec = self._get(session_id)
+        lang = normalize_language(language or rec.language)
+        timeout = rec.timeout_s if timeout_s is None else float(timeout_s)
+        if not (0 < timeout <= self.config.timeout):
+            raise SandboxError(
+                SANDBOX_OVERRIDE_REFUSED,
+                f"timeout {timeout_s!r} s is outside (0, {self.config.timeout}] s",
+                "Raise SANDBOX_TIMEOUT on the host if longer executions are really needed.",
+            )
+        request = ExecRequest(
+            code=code, language=lang, timeout_s=timeout,
+            stdout_limit=self.config.output_limit, stderr_limit=self.config.output_limit, env=rec.env,
+        )
+        with self._locked(rec):
+            rec.state = "busy"
+            try:
+                result = rec.runtime.execute(request)
+            finally:
+                rec.state = "idle"
+                rec.executions += 1
+                rec.last_used = time.time()
+        result.session_id = rec.id
+        if not self.runtime.isolated:
+            result.isolated = False
+            if LOCAL_WARNING not in result.warnings:
+                result.warnings.insert(0, LOCAL_WARNING)
+        return result
+
+    def disconnect(self, session_id: str) -> None:
+        """Close the session and remove its sandbox. Unknown or closed ids are ignored."""
+        with self._lock:
+            rec = self._sessions.pop(session_id, None)
+        if rec is not None:
+            self._destroy(rec, "disconnect")
+
+    def status(self, session_id: str) -> SessionStatus:
+        return self._status(self._get(session_id))
+
+    def list(self) -> list[SessionStatus]:
+        with self._lock:
+            recs = list(self._sessions.values())
+        return [self._status(r) for r in recs]
+
+    # --- files -------------------------------------------------------------------
+
+    def put_file(self, session_id: str, path: str, data: bytes, *, read_only: bool = False) -> str:
+        rec = self._get(session_id)
+        if len(data) > self.config.max_file_size:
+            raise SandboxError(
+                SANDBOX_FILE_TOO_LARGE, f"{len(data)} bytes exceed the {self.config.max_file_size}-byte file limit",
+                "Upload a smaller file or a sample of it.",
+            )
+        full = sandbox_path(self.config.workdir, path)
+        with self._locked(rec):
+            rec.runtime.put_file(full, bytes(data), read_only=read_only)
+            rec.last_used = time.time()
+        return full
+
+    def get_file(self, session_id: str, path: str, max_bytes: int | None = None) -> bytes:
+        rec = self._get(session_id)
+        limit = self.config.max_file_size if max_bytes is None else min(int(max_bytes), self.config.max_file_size)
+        full = sandbox_path(self.config.workdir, path)
+        with self._locked(rec):
+            data = rec.runtime.get_file(full, limit)
+            rec.last_used = time.time()
+        return data
+
+    def list_files(self, session_id: str, path: str = "") -> list[FileInfo]:
+        rec = self._get(session_id)
+        full = sandbox_path(self.config.workdir, path or self.config.workdir, allow_root=True)
+        with self._locked(rec):
+            files = rec.runtime.list_files(full)
+            rec.last_used = time.time()
+        return files
+
+    # --- user layer -----------------------------------------------------------------
+
+    def open_session(self, language: str = "python", **overrides: Any) -> "SandboxSession":
+        """A :class:`SandboxSession` (the user layer) on a new sandbox."""
+        from .session import SandboxSession
+
+        return SandboxSession(self, self.connect(language, **overrides))
+
+    # --- reaping and clean-up ----------------------------------------------------------
+
+    def reap_expired(self, now: float | None = None) -> list[str]:
+        """Close sessions past their idle TTL or maximum lifetime; returns their ids."""
+        now = time.time() if now is None else now
+        expired = []
+        with self._lock:
+            for rec in list(self._sessions.values()):
+                too_old = now - rec.created >= self.config.max_lifetime
+                idle = now - rec.last_used >= self.config.idle_ttl and not rec.lock.locked()
+                if too_old or idle:
+                    self._sessions.pop(rec.id, None)
+                    expired.append((rec, "max lifetime" if too_old else "idle ttl"))
+        for rec, why in expired:
+            log.info("sandbox_session_expired", session=rec.id, reason=why)
+            self._destroy(rec, why)
+        return [r.id for r, _ in expired]
+
+    def _reap_loop(self) -> None:
+        while not self._stop.wait(self.config.reap_interval):
+            try:
+                self.reap_expired()
+                if self._runtime is not None:
+                    self._runtime.reap()
+            except Exception as exc:  # noqa: BLE001 - the reaper must keep running
+                log.warning("sandbox_reaper_error", error=repr(exc))
+
+    def close(self) -> None:
+        """Destroy every session and pooled sandbox; stop the reaper. Idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            recs = list(self._sessions.values())
+            self._sessions.clear()
+        self._stop.set()
+        for rec in recs:
+            self._destroy(rec, "manager closed")
+        with self._pool_lock:
+            pooled, self._pool = self._pool, []
+        for rs in pooled:
+            rs.destroy()
+        if self._runtime is not None:
+            try:
+                self._runtime.reap(only_mine=True)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("sandbox_final_reap_failed", error=repr(exc))
+            self._runtime.close()
+        _MANAGERS.discard(self)
+
+    def __enter__(self) -> "SandboxManager":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    # --- warm pool (off by default; each sandbox is handed out once) -------------------
+
+    def _take_pooled(self) -> RuntimeSession | None:
+        if self.config.pool_size <= 0:
+            return None
+        with self._pool_lock:
+            while self._pool:
+                rs = self._pool.pop(0)
+                if rs.alive():
+                    return rs
+                rs.destroy()
+        return None
+
+    def _refill_pool(self) -> None:
+        with self._pool_lock:
+            if self._pool_filling or self._closed:
+                return
+            self._pool_filling = True
+
+        def fill() -> None:
+            try:
+                while not self._closed:
+                    with self._pool_lock:
+                        if len(self._pool) >= self.config.pool_size:
+                            return
+                    rs = self._create("pool_" + uuid.uuid4().hex[:12], "python", {}, pooled=True)
+                    with self._pool_lock:
+                        if self._closed:
+                            rs.destroy()
+                            return
+                        self._pool.append(rs)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("sandbox_pool_fill_failed", error=repr(exc))
+            finally:
+                with self._pool_lock:
+                    self._pool_filling = False
+
+        threading.Thread(target=fill, name="assay-sandbox-pool", daemon=True).start()
+
+    # --- internals --------------------------------------------------------------------
+
+    def _get(self, session_id: str) -> _Session:
+        with self._lock:
+            rec = self._sessions.get(session_id)
+        if rec is None or rec.closed:
+            raise SandboxError(
+                SANDBOX_SESSION_NOT_FOUND, f"no open sandbox session {session_id!r}",
+                "It was closed or expired (idle TTL / maximum lifetime); open a new one.",
+            )
+        return rec
+
+    @contextmanager
+    def _locked(self, rec: _Session) -> Iterator[None]:
+        with rec.lock:
+            if rec.closed:
+                raise SandboxError(SANDBOX_SESSION_CLOSED, f"sandbox session {rec.id} was closed")
+            yield
+
+    def _destroy(self, rec: _Session, why: str) -> None:
+        rec.closed = True
+        rec.state = "closed"
+        rec.runtime.destroy()
+        log.info("sandbox_session_closed", session=rec.id, reason=why)
+
+    def _status(self, rec: _Session) -> SessionStatus:
+        def ts(t: float) -> datetime:
+            return datetime.fromtimestamp(t, tz=timezone.utc)
+
+        state = rec.state if not rec.closed else "closed"
+        if not rec.closed and not rec.runtime.alive() and state == "idle":
+            state = "broken"
+        return SessionStatus(
+            id=rec.id, runtime=self.runtime.name, isolated=self.runtime.isolated, language=rec.language,
+            state=state, container=rec.runtime.id, created_at=ts(rec.created), last_used_at=ts(rec.last_used),
+            expires_at=ts(rec.created + self.config.max_lifetime),
+            idle_expires_at=ts(rec.last_used + self.config.idle_ttl), executions=rec.executions,
+        )
+
+
+# --- process-wide clean-up -------------------------------------------------------------
+
+_MANAGERS: "weakref.WeakSet[SandboxManager]" = weakref.WeakSet()
+_HANDLERS_INSTALLED = False
+
+
+def close_all() -> None:
+    """Close every live manager (at exit and on SIGTERM/SIGINT)."""
+    for manager in list(_MANAGERS):
+        try:
+            manager.close()
+        except Exception as exc:  # noqa: BLE001
+            log.warning("sandbox_close_failed", error=repr(exc))
+
+
+def _install_exit_handlers() -> None:
+    global _HANDLERS_INSTALLED
+    if _HANDLERS_INSTALLED:
+        return
+    _HANDLERS_INSTALLED = True
+    atexit.register(close_all)
+    if threading.current_thread() is not threading.main_thread():
+        return
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        previous = signal.getsignal(signum)
+        if previous in (signal.SIG_IGN, signal.default_int_handler) or previous is None:
+            continue  # ignored, or KeyboardInterrupt -> atexit runs close_all
+
+        def handler(num: int, frame: Any, _previous: Any = previous) -> None:
+            close_all()
+            if callable(_previous):
+                _previous(num, frame)
+            else:
+                signal.signal(num, signal.SIG_DFL)
+                os.kill(os.getpid(), num)
+
+        signal.signal(signum, handler)
+
+
+_BY_KERNEL: "weakref.WeakKeyDictionary[Any, SandboxManager]" = weakref.WeakKeyDictionary()
+_BY_KERNEL_LOCK = threading.Lock()
+
+
+def get_manager(kernel: Any) -> SandboxManager:
+    """The kernel's sandbox manager, created on first use with its registered runtimes."""
+    with _BY_KERNEL_LOCK:
+        manager = _BY_KERNEL.get(kernel)
+        if manager is None or manager._closed:
+            runtimes = kernel.registry("sandbox_runtimes").as_dict()
+            manager = SandboxManager(SandboxConfig.from_env(), runtimes)
+            _BY_KERNEL[kernel] = manager
+        return manager
+
+
+kernel_sandbox = get_manager

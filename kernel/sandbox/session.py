@@ -1,0 +1,67 @@
+"""The user layer: the Python API the kernel's tools use.
+
+>>> with get_manager(kernel).open_session() as sb:      # doctest: +SKIP
+...     sb.put_file("data.csv", b"a,b\\n1,2\\n")
+...     result = sb.run_code("import pandas as pd; print(pd.read_csv('data.csv'))")
+...     png = sb.get_file("chart.png")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .results import ExecutionResult, FileInfo, SessionStatus
+
+if TYPE_CHECKING:
+    from .manager import SandboxManager
+
+
+class SandboxSession:
+    """One sandbox: a long-lived container whose working directory persists.
+
+    Each :meth:`run_code` is a fresh process. Not thread-safe to share
+    across runs; calls on one session are serialised by its lock anyway.
+    """
+
+    def __init__(self, manager: "SandboxManager", session_id: str) -> None:
+        self._manager = manager
+        self.id = session_id
+        self.runtime = manager.runtime.name
+        self.isolated = manager.runtime.isolated
+        self.workdir = manager.config.workdir
+
+    def run_code(self, code: str, *, language: str = "python", timeout_s: float | None = None) -> ExecutionResult:
+        """Run ``code``; timeouts and OOM kills are reported in the result, not raised."""
+        return self._manager.execute(self.id, code, language=language, timeout_s=timeout_s)
+
+    def put_file(self, path: str, data: bytes, *, read_only: bool = False) -> str:
+        """Upload ``data`` to ``path`` (relative to the working directory); returns the full path."""
+        return self._manager.put_file(self.id, path, data, read_only=read_only)
+
+    def get_file(self, path: str, max_bytes: int | None = None) -> bytes:
+        """Download a regular file from the working directory (symlinks and escapes are refused)."""
+        return self._manager.get_file(self.id, path, max_bytes)
+
+    def list_files(self, path: str = "/workspace") -> list[FileInfo]:
+        """Entries of a directory inside the working directory."""
+        return self._manager.list_files(self.id, path)
+
+    def configure(self, *, timeout_s: float | None = None, env: dict[str, str] | None = None) -> SessionStatus:
+        return self._manager.configure(self.id, timeout_s=timeout_s, env=env)
+
+    def status(self) -> SessionStatus:
+        return self._manager.status(self.id)
+
+    def close(self) -> None:
+        """Remove the sandbox. Safe to call twice."""
+        self._manager.disconnect(self.id)
+
+    def __enter__(self) -> "SandboxSession":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        iso = "isolated" if self.isolated else "NOT ISOLATED"
+        return f"<SandboxSession {self.id} on {self.runtime} ({iso})>"
