@@ -1,0 +1,230 @@
+"""Tool dispatch: validation, error envelopes, sync/async channels."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from kernel import AssayError, JsonSchemaTool, RunContext, ToolResult, hookimpl, tool
+from tests.kernel.conftest import bare_kernel
+
+
+class _Tools:
+    """A host plugin object carrying the tools under test."""
+
+    def __init__(self, *tools):
+        self.tools = tools
+        self.__name__ = "test_tools"
+
+    @hookimpl
+    def register_tools(self, register):
+        for t in self.tools:
+            register(t)
+
+
+def kernel_with(*tools):
+    return bare_kernel(_Tools(*tools))
+
+
+@tool
+def scale(values: list[float], factor: float = 1.0, label: str = "x") -> dict:
+    """Scale values.
+
+    Args:
+        values: Numbers to scale.
+        factor: Multiplier.
+        label: A name.
+    """
+    return {"label": label, "values": [v * factor for v in values]}
+
+
+@tool
+def explode(message: str) -> None:
+    """Always fails."""
+    raise KeyError(message)
+
+
+@tool
+async def slow_async(delay: float) -> str:
+    """Sleep then answer."""
+    await asyncio.sleep(delay)
+    return "done"
+
+
+def test_valid_call_returns_success_envelope():
+    result = kernel_with(scale).call_tool("scale", {"values": [1, 2], "factor": 3})
+    assert result.success and result.tool == "scale" and result.error_code is None
+    assert result.data == {"label": "x", "values": [3.0, 6.0]}
+    assert result.elapsed_ms is not None and result.elapsed_ms >= 0
+
+
+def test_invalid_arguments_give_error_code_and_paths_not_traceback():
+    result = kernel_with(scale).call_tool("scale", {"values": [1, "two"], "factor": "big", "extra": 1})
+    assert not result.success and result.error_code == "TOOL_ARGUMENTS_INVALID"
+    paths = {e["path"] for e in result.errors}
+    assert paths == {"values.1", "factor", "extra"}
+    assert "Traceback" not in result.for_model() and "values.1" in result.for_model()
+
+
+def test_missing_required_argument_is_reported_with_its_path():
+    result = kernel_with(scale).call_tool("scale", {})
+    assert result.error_code == "TOOL_ARGUMENTS_INVALID"
+    assert result.errors[0]["path"] == "values" and result.errors[0]["type"] == "missing"
+
+
+def test_arguments_must_be_an_object():
+    result = kernel_with(scale).call_tool("scale", "[1, 2]")
+    assert result.error_code == "TOOL_ARGUMENTS_INVALID" and result.errors[0]["path"] == ""
+
+
+def test_unknown_tool_gives_tool_not_found():
+    result = kernel_with(scale).call_tool("scael", {})
+    assert result.error_code == "TOOL_NOT_FOUND" and "scale" in result.hint
+
+
+def test_exception_in_tool_gives_execution_failed_with_type_and_message():
+    result = kernel_with(explode).call_tool("explode", {"message": "no such column"})
+    assert result.error_code == "TOOL_EXECUTION_FAILED"
+    assert result.message == "KeyError: 'no such column'"
+    assert result.metadata["exception_type"] == "KeyError"
+
+
+def test_assay_error_in_tool_keeps_its_code():
+    @tool
+    def picky() -> None:
+        """Fails with a code."""
+        raise AssayError("PICKY_FAILED", "nope", "try later")
+
+    result = kernel_with(picky).call_tool("picky")
+    assert (result.error_code, result.message, result.hint) == ("PICKY_FAILED", "nope", "try later")
+
+
+def test_json_encoded_strings_are_accepted_for_non_string_parameters():
+    result = kernel_with(scale).call_tool("scale", {"values": "[1, 2]", "factor": "2", "label": "[not decoded]"})
+    assert result.success, result
+    assert result.data == {"label": "[not decoded]", "values": [2.0, 4.0]}
+
+
+def test_whole_arguments_as_json_string_are_accepted():
+    result = kernel_with(scale).call_tool("scale", '{"values": [5]}')
+    assert result.success and result.data["values"] == [5.0]
+
+
+def test_tool_returning_tool_result_is_passed_through():
+    @tool
+    def rich() -> ToolResult:
+        """Rich result."""
+        return ToolResult.ok({"n": 1}, content="one row")
+
+    result = kernel_with(rich).call_tool("rich")
+    assert result.content == "one row" and result.tool == "rich"
+
+
+def test_run_context_is_injected():
+    @tool
+    def whoami(run: RunContext) -> str:
+        """The run id."""
+        return run.run_id
+
+    kernel = kernel_with(whoami)
+    run = RunContext(kernel=kernel)
+    assert kernel.call_tool("whoami", {}, run=run).data == run.run_id
+
+
+def test_async_tool_through_sync_channel_raises_clear_error():
+    kernel = kernel_with(slow_async)
+    with pytest.raises(AssayError) as caught:
+        kernel.call_tool("slow_async", {"delay": 0})
+    assert caught.value.code == "TOOL_ASYNC_ONLY" and "acall_tool" in caught.value.hint
+
+
+def test_async_tool_direct_execute_raises_clear_error():
+    with pytest.raises(ValueError, match="asynchronous"):
+        slow_async.execute(0)
+
+
+async def test_async_tool_through_async_channel():
+    result = await kernel_with(slow_async).acall_tool("slow_async", {"delay": 0})
+    assert result.success and result.data == "done"
+
+
+async def test_sync_tool_from_async_code_runs_off_the_event_loop():
+    loop_thread = threading.get_ident()
+    started, release = threading.Event(), threading.Event()
+
+    @tool
+    def blocking() -> int:
+        """Blocks until released, reporting its thread."""
+        started.set()
+        assert release.wait(5), "the event loop never got to run while the tool blocked"
+        return threading.get_ident()
+
+    kernel = kernel_with(blocking)
+    call = asyncio.ensure_future(kernel.acall_tool("blocking"))
+
+    async def releaser():
+        # Runs on the loop while the sync tool is blocked: impossible if the tool blocked the loop.
+        while not started.is_set():
+            await asyncio.sleep(0.001)
+        release.set()
+
+    await asyncio.wait_for(releaser(), 5)
+    result = await call
+    assert result.success and result.data != loop_thread
+
+
+def test_json_schema_tool_validates_with_jsonschema():
+    seen = []
+    proxied = JsonSchemaTool(
+        "remote_lookup",
+        "Look up a key remotely.",
+        {
+            "type": "object",
+            "properties": {"key": {"type": "string"}, "options": {"type": "object",
+                                                                  "properties": {"depth": {"type": "integer"}}}},
+            "required": ["key"],
+            "additionalProperties": False,
+        },
+        lambda args, run: seen.append(args) or {"found": args["key"]},
+    )
+    kernel = kernel_with(proxied)
+    assert kernel.call_tool("remote_lookup", {"key": "k"}).data == {"found": "k"}
+    bad = kernel.call_tool("remote_lookup", {"options": {"depth": "deep"}, "other": 1})
+    assert bad.error_code == "TOOL_ARGUMENTS_INVALID"
+    assert {e["path"] for e in bad.errors} == {"", "options.depth"}
+    assert len(seen) == 1
+
+
+def test_json_schema_tool_requires_description_and_valid_schema():
+    import jsonschema
+
+    with pytest.raises(ValueError, match="The description is required"):
+        JsonSchemaTool("t", "", {"type": "object"}, lambda a, r: None)
+    with pytest.raises(jsonschema.SchemaError):
+        JsonSchemaTool("t", "d", {"type": "no-such-type"}, lambda a, r: None)
+
+
+async def test_async_json_schema_tool():
+    async def handler(args, run):
+        return args["n"] + 1
+
+    t = JsonSchemaTool("inc", "Increment.", {"type": "object", "properties": {"n": {"type": "integer"}}}, handler)
+    kernel = kernel_with(t)
+    assert t.is_async and (await kernel.acall_tool("inc", {"n": 1})).data == 2
+
+
+def test_openai_export_shape():
+    definition = kernel_with(scale).tool_definitions("openai")[0]
+    assert definition["type"] == "function"
+    fn = definition["function"]
+    assert fn["name"] == "scale" and fn["description"].startswith("Scale values.")
+    assert fn["parameters"]["additionalProperties"] is False
+    assert fn["parameters"]["properties"]["values"]["description"] == "Numbers to scale."
+
+
+def test_mcp_export_shape():
+    definition = kernel_with(scale).tool_definitions("mcp")[0]
+    assert set(definition) == {"name", "description", "inputSchema"}
+    assert definition["inputSchema"]["required"] == ["values"]

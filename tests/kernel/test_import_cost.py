@@ -1,0 +1,30 @@
+"""`import kernel` stays light: heavy libraries load only inside the plugins that need them."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+HEAVY = ["docker", "podman", "sqlalchemy", "pyarrow", "pandas", "matplotlib"]
+
+
+def test_import_kernel_imports_no_heavy_library():
+    code = (
+        "import sys, json, kernel, kernel.cli, kernel.agent, kernel.models; "
+        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout) == []
+
+
+def test_starting_the_kernel_with_every_builtin_plugin_imports_no_heavy_library():
+    code = (
+        "import sys, json, kernel; k = kernel.Kernel(); k.start(); "
+        f"print(json.dumps({{m: [p.name for p in k.plugins() if p.status == 'loaded'] for m in {HEAVY!r} "
+        "if m in sys.modules}))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {}, "a plugin module imports a heavy library at import"

@@ -1,0 +1,75 @@
+"""Resources, packs and the system prompt built from them."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from kernel import PromptBudget, Resource, ResourcePack, ResourceType
+from tests.kernel.conftest import bare_kernel
+
+
+class Db(Resource):
+    type = ResourceType.DATABASE
+
+    def __init__(self, name: str, text: str = "") -> None:
+        self.name, self.text = name, text or f"database {name}: tables orders, customers"
+
+    def get_prompt(self, budget=None):
+        return self.text
+
+    def execute(self, sql: str) -> str:
+        return f"ran {sql} on {self.name}"
+
+
+def test_resource_pack_bundles_sub_resources():
+    pack = ResourcePack("warehouse", [Db("sales"), Db("hr")], description="The warehouse.")
+    assert pack.is_pack and pack.type == ResourceType.PACK
+    assert [r.name for r in pack.sub_resources] == ["sales", "hr"]
+    prompt = pack.get_prompt()
+    assert prompt.startswith("The warehouse.") and "[database:sales]" in prompt and "[database:hr]" in prompt
+    with pytest.raises(TypeError):
+        pack.execute()
+
+
+def test_system_prompt_is_built_from_attached_resources():
+    kernel = bare_kernel()
+    kernel.attach(Db("sales"))
+    kernel.attach(ResourcePack("docs", [Db("wiki", "how revenue is defined")]))
+    prompt = kernel.system_prompt()
+    assert prompt.startswith("You can use these resources:")
+    assert "[database:sales]\ndatabase sales: tables orders, customers" in prompt
+    assert "[pack:docs]" in prompt and "how revenue is defined" in prompt
+    assert kernel.provenance("resources", "sales") == "host"
+
+
+def test_system_prompt_budget_names_resources_that_did_not_fit():
+    kernel = bare_kernel()
+    kernel.attach(Db("big", "x" * 500))
+    kernel.attach(Db("late"))
+    prompt = kernel.system_prompt(budget=PromptBudget(max_chars=300))
+    assert "[database:late] (description omitted: prompt budget exhausted)" in prompt
+
+
+def test_detach_removes_only_host_resources():
+    kernel = bare_kernel()
+    kernel.attach(Db("sales"))
+    kernel.detach("sales")
+    assert "sales" not in kernel.resources
+    with pytest.raises(KeyError):
+        kernel.detach("sales")
+
+
+def test_attaching_a_taken_name_is_an_error():
+    from kernel import PluginError
+
+    kernel = bare_kernel()
+    kernel.attach(Db("sales"))
+    with pytest.raises(PluginError):
+        kernel.attach(Db("sales"))
+
+
+def test_resource_async_execute_runs_sync_execute():
+    assert asyncio.run(Db("s").async_execute("select 1")) == "ran select 1 on s"
+    assert Db("s").is_async is False

@@ -1,0 +1,109 @@
+"""Settings from the environment, `assay config` masking, structlog JSON tool-call logs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from pydantic import SecretStr
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from kernel import ConfigError, Settings, hookimpl, tool
+from kernel.cli import build_cli
+from tests.kernel.conftest import bare_kernel
+
+
+class WarehouseSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ASSAY_WAREHOUSE_")
+    url: str = "sqlite://"
+    password: SecretStr | None = None
+    api_key: str = ""
+    rows: int = 10
+
+
+class WarehousePlugin:
+    __name__ = "warehouse"
+
+    @hookimpl
+    def register_tools(self, settings):
+        settings.section("warehouse", WarehouseSettings)
+
+
+def test_settings_read_assay_environment(monkeypatch):
+    monkeypatch.setenv("ASSAY_DISABLE_PLUGINS", "x,y")
+    monkeypatch.setenv("ASSAY_STRICT_PLUGINS", "true")
+    s = Settings.from_env()
+    assert s.disable_plugins == "x,y" and s.strict_plugins is True
+
+
+def test_plugin_section_reads_its_prefix_and_config_file(monkeypatch, tmp_path):
+    config = tmp_path / "assay.toml"
+    config.write_text('[warehouse]\nrows = 7\nurl = "postgresql://file/db"\n')
+    monkeypatch.setenv("ASSAY_CONFIG", str(config))
+    monkeypatch.setenv("ASSAY_WAREHOUSE_URL", "postgresql://env/db")
+    section = Settings.from_env().section("warehouse", WarehouseSettings)
+    assert section.url == "postgresql://env/db"  # the environment beats the file
+    assert section.rows == 7
+
+
+def test_invalid_setting_is_a_config_error(monkeypatch):
+    monkeypatch.setenv("ASSAY_STRICT_PLUGINS", "perhaps")
+    with pytest.raises(ConfigError) as caught:
+        Settings.from_env()
+    assert "strict_plugins" in caught.value.message
+
+
+def test_assay_config_shows_effective_settings_with_secrets_masked(monkeypatch):
+    monkeypatch.setenv("ASSAY_WAREHOUSE_URL", "postgresql://analyst:hunter2@db.example/sales")
+    monkeypatch.setenv("ASSAY_WAREHOUSE_PASSWORD", "s3cret")
+    monkeypatch.setenv("ASSAY_WAREHOUSE_API_KEY", "sk-live-123")
+    kernel = bare_kernel(WarehousePlugin())
+    result = CliRunner().invoke(build_cli(kernel), ["config"], obj={"kernel": kernel})
+    assert result.exit_code == 0
+    shown = json.loads(result.output)
+    assert shown["warehouse"]["url"] == "postgresql://analyst:***@db.example/sales"
+    assert shown["warehouse"]["password"] == "***" and shown["warehouse"]["api_key"] == "***"
+    assert shown["kernel"]["strict_plugins"] is False
+    for secret in ("hunter2", "s3cret", "sk-live-123"):
+        assert secret not in result.output
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add."""
+    return a + b
+
+
+class AddPlugin:
+    __name__ = "adder"
+
+    @hookimpl
+    def register_tools(self, register):
+        register(add)
+
+
+def test_tool_calls_are_logged_as_json_with_tool_plugin_duration_outcome(capsys):
+    kernel = bare_kernel(AddPlugin(), log_level="INFO", log_format="json")
+    kernel.call_tool("add", {"a": 1, "b": 2})
+    kernel.call_tool("add", {"a": "x"})
+    err = capsys.readouterr().err
+    events = [json.loads(line) for line in err.splitlines() if '"tool_call"' in line]
+    assert [e["outcome"] for e in events] == ["ok", "TOOL_ARGUMENTS_INVALID"]
+    for event in events:
+        assert event["tool"] == "add" and event["plugin"] == "adder" and event["level"] == "info"
+        assert isinstance(event["duration_ms"], float)
+    assert capsys.readouterr().out == ""  # logs never pollute stdout
+
+
+def test_tool_call_logs_are_filtered_below_the_level(capsys):
+    kernel = bare_kernel(AddPlugin(), log_level="WARNING", log_format="json")
+    kernel.call_tool("add", {"a": 1, "b": 2})
+    assert "tool_call" not in capsys.readouterr().err
+
+
+def test_console_format_is_readable_not_json(capsys):
+    kernel = bare_kernel(AddPlugin(), log_level="INFO", log_format="console")
+    kernel.call_tool("add", {"a": 1, "b": 2})
+    line = [ln for ln in capsys.readouterr().err.splitlines() if "tool_call" in ln][0]
+    assert not line.startswith("{") and "tool=add" in line
