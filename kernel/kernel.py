@@ -166,9 +166,9 @@ class Kernel:
         info.status = "failed"
         info.error = {"code": error.code, "message": error.message, "hint": error.hint}
         self._infos[info.name] = info
-        log.warning("plugin_failed", plugin=info.name, code=error.code, message=error.message)
-        if self.settings.strict_plugins:
+        if self.settings.strict_plugins:  # raised, not logged: the caller reports it once
             raise error from (cause or error.__cause__)
+        log.warning("plugin_failed", plugin=info.name, code=error.code, message=error.message)
 
     # --- registries -------------------------------------------------------
 

@@ -1,0 +1,1 @@
+"""Deliberately broken assay plugins (see pyproject.toml)."""
