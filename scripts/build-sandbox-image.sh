@@ -36,7 +36,7 @@ image="${ASSAY_SANDBOX_IMAGE:-localhost/assay-sandbox-python:bookworm}"
 suite="${ASSAY_SANDBOX_SUITE:-bookworm}"
 mirror="${ASSAY_SANDBOX_MIRROR:-http://deb.debian.org/debian}"
 uid="${ASSAY_SANDBOX_UID:-10001}"
-packages="python3,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy,python3-tabulate,fonts-dejavu-core"
+packages="python3,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy,python3-tabulate,python3-cloudpickle,fonts-dejavu-core"
 if [ -n "${ASSAY_SANDBOX_PACKAGES:-}" ]; then
   packages="$packages,${ASSAY_SANDBOX_PACKAGES}"
 fi
@@ -59,7 +59,7 @@ fi
 
 # The cache key covers every input that changes the root filesystem,
 # including this script's own post-processing steps.
-recipe_version=1
+recipe_version=2
 key="$(printf '%s\n' "$recipe_version" "$suite" "$mirror" "$packages" "$uid" \
   | sha256sum | cut -c1-16)"
 tarball="$cache_dir/sandbox-rootfs-$suite-$key.tar"
@@ -97,11 +97,14 @@ if [ "$use_cache" = 0 ] || [ ! -s "$tarball" ]; then
   echo "sandbox:x:$uid:$uid:assay sandbox:/workspace:/bin/sh" >>"$rootfs/etc/passwd"
   echo "sandbox:x:$uid:" >>"$rootfs/etc/group"
   echo "sandbox:!:19000:0:99999:7:::" >>"$rootfs/etc/shadow"
-  install -d -m 0755 -o "$uid" -g "$uid" "$rootfs/workspace"
+  # Sticky and world-writable like /tmp: engines copy this directory's mode
+  # onto the tmpfs mounted over it, and sandboxes run code as other uids.
+  install -d -m 1777 -o 0 -g 0 "$rootfs/workspace"
 
   # Nothing in the image needs apt's state or documentation at run time.
   rm -rf "$rootfs"/var/cache/apt/archives/*.deb "$rootfs"/var/lib/apt/lists/* \
     "$rootfs"/usr/share/doc/* "$rootfs"/usr/share/man/* "$rootfs"/usr/share/info/* \
+    "$rootfs"/usr/share/locale/* \
     "$rootfs"/var/log/*.log "$rootfs"/tmp/* "$rootfs"/var/tmp/*
   # Leftover mount points debootstrap may have used must be empty in the tar.
   for d in proc sys dev/pts; do

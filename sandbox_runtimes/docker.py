@@ -1,0 +1,393 @@
+"""The docker sandbox runtime: the Docker Engine API through the Docker SDK.
+
+The engine is found at ``SANDBOX_DOCKER_HOST``, else ``DOCKER_HOST``, else
+the SDK's default socket. The probe is real: ``/_ping`` then ``/version``
+and ``/info`` over that endpoint, within ``SANDBOX_PROBE_TIMEOUT``.
+
+Every container is created from the kernel's hardened
+:class:`~kernel.sandbox.ContainerSpec` and nothing weaker: no network,
+memory with swap equal to it, a CPU quota, a pids limit, all capabilities
+dropped, no-new-privileges, a read-only root with size-limited tmpfs, a
+file-size ulimit, non-root users, an init process, no host mounts, only the
+spec's environment, the engine's default seccomp profile. Podman's
+Docker-compatible API is supported as an engine (it is how this runtime is
+tested): there, the extra writable tmpfs podman adds to read-only containers
+(``/run``, ``/var/tmp``) are covered with empty read-only ones.
+
+The ``docker`` package is imported only when the runtime is probed or used.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from typing import Any, Iterator
+
+from kernel import hookimpl
+from kernel.log import get_logger
+from kernel.sandbox import (
+    ContainerSession,
+    ContainerSpec,
+    ExecStream,
+    ProbeResult,
+    SandboxConfig,
+    SandboxError,
+    SandboxRuntime,
+)
+from kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
+from kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
+
+log = get_logger("assay.sandbox.docker")
+
+# Timeout (s) of ordinary API calls (create, start, inspect...); an exec's
+# output stream has no read timeout: the session's deadline closes it.
+API_TIMEOUT_S = 120
+# Podman refuses to start a container whose RLIMIT_NPROC it cannot set when
+# the API call brings its own ulimits (its configured defaults then do not
+# apply); this value is what podman's documented defaults use.
+DEFAULT_NPROC = 1024
+# Writable tmpfs podman adds to every read-only container unless told not to;
+# the Docker API cannot say "no", so they are covered with read-only ones.
+PODMAN_READ_ONLY_TMPFS = ("/run", "/var/tmp")
+IMAGE_HINT = (
+    "Build the image without a registry: `assay sandbox build-image` "
+    "(scripts/build-sandbox-image.sh), or set SANDBOX_IMAGE_PYTHON to an image the engine has."
+)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(getattr(exc, "explanation", None) or exc)
+    return " ".join(text.split())[:500]
+
+
+class _DockerExecStream(ExecStream):
+    """One exec's multiplexed output read straight off the API socket."""
+
+    def __init__(self, api: Any, exec_id: str, sock: Any) -> None:
+        self._api = api
+        self._exec_id = exec_id
+        self._sock = sock
+        # SocketIO wraps the real socket; shutting that down unblocks a reader.
+        self._raw = getattr(sock, "_sock", sock)
+        self._closed = threading.Event()
+        try:
+            self._raw.settimeout(None)
+        except OSError:
+            pass
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        from docker.utils.socket import frames_iter
+
+        try:
+            for fd, chunk in frames_iter(self._sock, False):
+                if fd in (1, 2) and chunk:
+                    yield fd, chunk
+        except (OSError, ValueError):
+            if not self._closed.is_set():
+                raise
+
+    def exit_code(self) -> int | None:
+        # The stream ends a moment before the engine records the exit code.
+        for _ in range(100):
+            try:
+                info = self._api.exec_inspect(self._exec_id)
+            except Exception:  # noqa: BLE001 - the container may be gone already
+                return None
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.01)
+        return None
+
+    def close(self) -> None:
+        if self._closed.is_set():
+            return
+        self._closed.set()
+        try:
+            self._raw.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+
+
+class DockerSession(ContainerSession):
+    """A hardened container on a Docker API engine."""
+
+    def __init__(self, runtime: "DockerRuntime", spec: ContainerSpec, container_id: str) -> None:
+        super().__init__(runtime.name, spec, container_id, host_grace=runtime.config.host_grace)
+        self._runtime = runtime
+
+    @property
+    def _api(self) -> Any:
+        return self._runtime.api()
+
+    def _exec(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> ExecStream:
+        created = self._api.exec_create(
+            self.id, argv, stdout=True, stderr=True, stdin=False, tty=False,
+            user=user, workdir=workdir, environment=dict(env),
+        )
+        sock = self._api.exec_start(created["Id"], socket=True)
+        return _DockerExecStream(self._api, created["Id"], sock)
+
+    def _put_archive(self, directory: str, data: bytes) -> None:
+        if not self._api.put_archive(self.id, directory, data):
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"docker: could not copy into {directory}")
+
+    def _hard_reset(self) -> None:
+        # SIGKILL every process (the init goes, and with it the whole pid
+        # namespace), then start the container again with fresh tmpfs.
+        try:
+            self._api.kill(self.id, signal="SIGKILL")
+        except Exception as exc:  # noqa: BLE001 - already stopped is fine
+            log.info("sandbox_kill_ignored", container=self.id[:12], error=_short(exc))
+        self._api.wait(self.id, timeout=30)
+        self._api.start(self.id)
+
+    def _remove(self) -> None:
+        self._api.remove_container(self.id, force=True, v=True)
+
+    def alive(self) -> bool:
+        try:
+            return bool(self._api.inspect_container(self.id)["State"]["Running"])
+        except Exception:  # noqa: BLE001
+            return False
+
+    def inspect(self) -> dict[str, Any]:
+        return self._api.inspect_container(self.id)
+
+
+class DockerRuntime(SandboxRuntime):
+    """Containers through the Docker Engine API (docker, or podman's compatible socket)."""
+
+    name = "docker"
+    isolated = True
+    description = "Docker Engine API via the Docker SDK (SANDBOX_DOCKER_HOST / DOCKER_HOST)"
+
+    def __init__(self, config: SandboxConfig) -> None:
+        super().__init__(config)
+        self._api: Any = None
+        self._lock = threading.Lock()
+        self._engine: str | None = None  # "docker" or "podman", from /version
+
+    # --- connection -------------------------------------------------------
+
+    @property
+    def endpoint(self) -> str:
+        return self.config.docker_host or os.environ.get("DOCKER_HOST") or "default (unix:///var/run/docker.sock)"
+
+    def api(self) -> Any:
+        """The SDK's low-level client, created on first use (imports ``docker`` then)."""
+        with self._lock:
+            if self._api is None:
+                import docker
+
+                if self.config.docker_host:
+                    client = docker.DockerClient(base_url=self.config.docker_host, timeout=API_TIMEOUT_S)
+                else:
+                    client = docker.from_env(timeout=API_TIMEOUT_S)
+                self._api = client.api
+            return self._api
+
+    def engine(self) -> str:
+        """``"podman"`` when the API is podman's compatibility layer, else ``"docker"``."""
+        if self._engine is None:
+            components = self.api().version().get("Components") or []
+            names = " ".join(str(c.get("Name", "")) for c in components).lower()
+            self._engine = "podman" if "podman" in names else "docker"
+        return self._engine
+
+    def probe(self) -> ProbeResult:
+        base = dict(runtime=self.name, isolated=True, endpoint=self.endpoint)
+        try:
+            import docker  # noqa: F401
+        except ImportError:
+            return ProbeResult(**base, available=False,
+                               detail="the Docker SDK is not installed (pip install 'assay[docker]')")
+        try:
+            api = self.api()
+            saved, api.timeout = api.timeout, self.config.probe_timeout
+            try:
+                if not api.ping():
+                    return ProbeResult(**base, available=False, detail=f"{self.endpoint}: ping did not answer OK")
+                version = api.version()
+                info = api.info()
+            finally:
+                api.timeout = saved
+        except Exception as exc:  # noqa: BLE001 - any failure is "not available", with the reason
+            self.close()
+            return ProbeResult(**base, available=False,
+                               detail=f"docker API at {self.endpoint} did not answer: {_short(exc)}")
+        components = version.get("Components") or []
+        self._engine = "podman" if any("podman" in str(c.get("Name", "")).lower() for c in components) else "docker"
+        runtimes = sorted((info.get("Runtimes") or {}).keys())
+        return ProbeResult(
+            **base,
+            available=True,
+            version=str(version.get("Version")),
+            detail=f"{self._engine} engine {version.get('Version')} (API {version.get('ApiVersion')})",
+            oci_runtime=info.get("DefaultRuntime"),
+            oci_runtimes=runtimes,
+            cgroup_version=str(info.get("CgroupVersion")) if info.get("CgroupVersion") else None,
+            info={
+                "engine": self._engine,
+                "os": info.get("OperatingSystem"),
+                "security_options": info.get("SecurityOptions") or [],
+                "memory_limit": info.get("MemoryLimit"),
+                "swap_limit": info.get("SwapLimit"),
+                "pids_limit": info.get("PidsLimit"),
+                "cpu_cfs_quota": info.get("CpuCfsQuota"),
+            },
+        )
+
+    # --- sessions -----------------------------------------------------------
+
+    def host_config_kwargs(self, spec: ContainerSpec) -> dict[str, Any]:
+        """The spec in the SDK's ``create_host_config`` terms (public for tests)."""
+        import docker
+
+        ulimits = [docker.types.Ulimit(name=u.name, soft=u.soft, hard=u.hard) for u in spec.ulimits]
+        if not any(u.name == "nproc" for u in spec.ulimits):
+            ulimits.append(docker.types.Ulimit(name="nproc", soft=DEFAULT_NPROC, hard=DEFAULT_NPROC))
+        tmpfs = spec.tmpfs_map()
+        if self.engine() == "podman":
+            for target in PODMAN_READ_ONLY_TMPFS:
+                tmpfs.setdefault(target, "ro,nosuid,nodev,noexec,size=4k,mode=755")
+        kwargs: dict[str, Any] = dict(
+            network_mode="none",
+            mem_limit=spec.memory_bytes,
+            memswap_limit=spec.memory_swap_bytes,
+            cpu_period=spec.cpu_period_us,
+            cpu_quota=spec.cpu_quota_us,
+            pids_limit=spec.pids_limit,
+            cap_drop=["ALL"],
+            security_opt=["no-new-privileges"],
+            read_only=True,
+            privileged=False,
+            tmpfs=tmpfs,
+            ulimits=ulimits,
+            init=True,
+            binds=[],
+            auto_remove=False,
+        )
+        if spec.oci_runtime:
+            kwargs["runtime"] = spec.oci_runtime
+        return kwargs
+
+    def create_session(self, spec: ContainerSpec) -> DockerSession:
+        import docker
+
+        spec.check()
+        api = self.api()
+        try:
+            host_config = api.create_host_config(**self.host_config_kwargs(spec))
+            created = api.create_container(
+                spec.image,
+                command=list(spec.command),
+                name=spec.name,
+                hostname=spec.hostname,
+                user=spec.user,
+                working_dir=spec.workdir,
+                environment=dict(spec.environment),
+                labels=dict(spec.labels),
+                host_config=host_config,
+                network_disabled=True,
+                stdin_open=False,
+                tty=False,
+            )
+        except docker.errors.ImageNotFound as exc:
+            raise SandboxError(SANDBOX_IMAGE_MISSING, f"docker: image {spec.image!r} is not present: {_short(exc)}",
+                               IMAGE_HINT) from None
+        except Exception as exc:  # noqa: BLE001
+            self._remove_quietly(spec.name)
+            raise SandboxError(SANDBOX_START_FAILED, f"docker: could not create the sandbox: {_short(exc)}",
+                               "Run `assay sandbox doctor` to check the engine.") from None
+        container_id = created["Id"]
+        try:
+            api.start(container_id)
+        except Exception as exc:  # noqa: BLE001
+            self._remove_quietly(container_id)
+            raise SandboxError(SANDBOX_START_FAILED, f"docker: could not start the sandbox: {_short(exc)}",
+                               "Run `assay sandbox doctor` to check the engine.") from None
+        log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
+        return DockerSession(self, spec, container_id)
+
+    def _remove_quietly(self, ref: str) -> None:
+        try:
+            self.api().remove_container(ref, force=True, v=True)
+        except Exception:  # noqa: BLE001 - nothing to remove is fine
+            pass
+
+    # --- housekeeping ---------------------------------------------------------
+
+    def reap(self, *, only_mine: bool = False) -> list[str]:
+        try:
+            found = self.api().containers(all=True, filters={"label": f"{LABEL}=1"})
+        except Exception as exc:  # noqa: BLE001 - the reaper retries later
+            log.warning("sandbox_reap_failed", runtime=self.name, error=_short(exc))
+            return []
+        removed = []
+        for item in found:
+            labels = item.get("Labels") or {}
+            if only_mine:
+                reason = "owner exiting" if owned_by_me(labels) and labels.get(RUNTIME) == self.name else None
+            else:
+                reason = orphan_reason(labels)
+            if not reason:
+                continue
+            try:
+                self.api().remove_container(item["Id"], force=True, v=True)
+            except Exception as exc:  # noqa: BLE001
+                log.warning("sandbox_reap_remove_failed", container=item["Id"][:12], error=_short(exc))
+                continue
+            log.info("sandbox_reaped", runtime=self.name, container=item["Id"][:12], reason=reason)
+            removed.append(item["Id"])
+        return removed
+
+    def image_present(self, image: str) -> bool | None:
+        import docker
+
+        try:
+            self.api().inspect_image(image)
+            return True
+        except docker.errors.ImageNotFound:
+            return False
+        except Exception:  # noqa: BLE001
+            return None
+
+    def enforced_limits(self) -> dict[str, bool | str]:
+        try:
+            info = self.api().info()
+        except Exception as exc:  # noqa: BLE001
+            return {"error": _short(exc)}
+        security = " ".join(info.get("SecurityOptions") or [])
+        runtimes = info.get("Runtimes") or {}
+        return {
+            "network none": True,
+            "memory (swap = memory)": bool(info.get("MemoryLimit")) and bool(info.get("SwapLimit")),
+            "cpu quota": bool(info.get("CpuCfsQuota")),
+            "pids limit": bool(info.get("PidsLimit")),
+            "capabilities dropped": True,
+            "no-new-privileges": True,
+            "read-only root + sized tmpfs": True,
+            "file-size ulimit": True,
+            "seccomp (engine default)": "seccomp" in security,
+            "gVisor (runsc)": "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)" if "runsc" in runtimes else False,
+        }
+
+    def close(self) -> None:
+        with self._lock:
+            if self._api is not None:
+                try:
+                    self._api.close()
+                except Exception:  # noqa: BLE001
+                    pass
+                self._api = None
+
+
+@hookimpl
+def register_sandbox_runtimes(register):
+    register(DockerRuntime)
