@@ -1,0 +1,1 @@
+"""Report renderers: documents whose numbers and tables are read from cited artifacts."""
