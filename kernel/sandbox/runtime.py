@@ -108,6 +108,11 @@ class SandboxRuntime(ABC):
         ``SANDBOX_RUNTIME_UNAVAILABLE``.
         """
 
+    def doctor(self) -> ProbeResult:
+        """A slower, detailed probe for ``assay sandbox doctor``: version, OCI runtime,
+        cgroup version (default: :meth:`probe`)."""
+        return self.probe()
+
     @abstractmethod
     def create_session(self, spec: ContainerSpec) -> RuntimeSession:
         """Create and start one hardened sandbox from ``spec`` (already checked).

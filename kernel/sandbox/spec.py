@@ -23,6 +23,7 @@ from .config import SandboxConfig
 from .errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, SandboxError
 
 CPU_PERIOD_US = 100_000
+NPROC_BACKSTOP = 1024
 
 # Overrides that would weaken the sandbox. Asking for any of them is refused,
 # whatever the value, so a caller cannot probe for a loophole.
@@ -318,6 +319,9 @@ def build_spec(
         ulimits=(
             Ulimit("fsize", cfg.max_file_size, cfg.max_file_size),
             Ulimit("nofile", config.open_files, config.open_files),
+            # Per-uid, host-wide: a backstop only; the pids cgroup is the real limit. Engines
+            # replace all default ulimits once one is given, so nproc must be explicit.
+            Ulimit("nproc", NPROC_BACKSTOP, NPROC_BACKSTOP),
             Ulimit("core", 0, 0),
         ),
         max_file_size=cfg.max_file_size,

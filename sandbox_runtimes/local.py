@@ -1,0 +1,312 @@
+"""The local runtime: a subprocess on this host. NOT ISOLATED.
+
+Only used when ``SANDBOX_ALLOW_LOCAL_RUNTIME=1`` (explicitly with
+``SANDBOX_RUNTIME=local``, or as the last resort of detection). What it does
+do: a fresh temporary directory per session as the working directory, an
+environment built from the allow-list only (never the host's), rlimits
+(address space, CPU seconds, file size, processes, open files, no core
+dumps), its own process group killed on timeout, output capped while
+streaming, and a loud warning in the log and in every result
+(``isolated: false``). What it cannot do: stop the code from reading the
+host's files, using the network, or leaving processes that start their own
+session behind.
+"""
+
+from __future__ import annotations
+
+import os
+import selectors
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Any
+
+from kernel import hookimpl
+from kernel.log import get_logger
+from kernel.sandbox import (
+    LOCAL_WARNING,
+    SANDBOX_EXEC_FAILED,
+    SANDBOX_FILE_NOT_FOUND,
+    SANDBOX_FILE_TOO_LARGE,
+    SANDBOX_PATH_INVALID,
+    ContainerSpec,
+    ExecRequest,
+    ExecutionResult,
+    FileInfo,
+    OutputCapture,
+    ProbeResult,
+    ProducedFile,
+    RuntimeSession,
+    SandboxError,
+    SandboxRuntime,
+)
+from kernel.sandbox.spec import normalize_language
+
+log = get_logger("assay.sandbox.local")
+
+
+class LocalRuntime(SandboxRuntime):
+    """Subprocesses with rlimits in a temp dir. Not a security boundary."""
+
+    name = "local"
+    isolated = False
+    description = "host subprocess with rlimits (NOT isolated)"
+
+    def probe(self) -> ProbeResult:
+        ok = os.name == "posix"
+        return ProbeResult(
+            runtime=self.name, available=ok, isolated=False,
+            version=f"python {sys.version.split()[0]}",
+            detail="local subprocess runtime (NOT isolated)" if ok else "needs a POSIX host for rlimits",
+        )
+
+    def create_session(self, spec: ContainerSpec) -> "LocalSession":
+        spec.check()
+        log.warning("sandbox_local_runtime", warning=LOCAL_WARNING)
+        return LocalSession(spec)
+
+    def enforced_limits(self) -> dict[str, bool | str]:
+        return {
+            "network none": False, "memory limit": "RLIMIT_AS (address space, not RSS)",
+            "cpu quota": "RLIMIT_CPU (seconds, not a share)", "pids limit": "RLIMIT_NPROC (per user)",
+            "read-only rootfs": False, "file-size limit": True, "non-root": os.getuid() != 0,
+            "host files hidden": False, "environment allow-list": True,
+        }
+
+
+class LocalSession(RuntimeSession):
+    def __init__(self, spec: ContainerSpec) -> None:
+        self.spec = spec
+        self.root = tempfile.mkdtemp(prefix="assay-sbx-")
+        os.makedirs(os.path.join(self.root, ".tmp"), exist_ok=True)
+        self.id = self.root
+        self._destroyed = False
+        self._procs: set[int] = set()
+
+    # --- paths ---------------------------------------------------------------------
+
+    def _host_path(self, path: str) -> str:
+        """Map a ``/workspace/...`` path to the temp dir, refusing escapes."""
+        rel = os.path.relpath(path, self.spec.workdir)
+        if rel.startswith(".."):
+            raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is outside the working directory")
+        return os.path.normpath(os.path.join(self.root, rel))
+
+    def _sandbox_path(self, host: str) -> str:
+        rel = os.path.relpath(host, self.root)
+        return self.spec.workdir if rel == "." else f"{self.spec.workdir}/{rel}"
+
+    def _checked(self, path: str) -> str:
+        host = self._host_path(path)
+        real = os.path.realpath(host)
+        if real != host or not (real == self.root or real.startswith(self.root + os.sep)):
+            raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is a symlink or resolves outside the working directory")
+        return host
+
+    # --- execution -------------------------------------------------------------------
+
+    def _env(self, request: ExecRequest) -> dict[str, str]:
+        env = {**self.spec.environment, **request.env}
+        tmp = os.path.join(self.root, ".tmp")
+        env.update(HOME=tmp, TMPDIR=tmp, MPLCONFIGDIR=os.path.join(tmp, ".matplotlib"))
+        return env
+
+    def _program(self, language: str, code: str) -> list[str]:
+        if language == "python":
+            return [sys.executable, "-E", "-s", "-c", code]
+        return ["/bin/sh", "-c", code]
+
+    def _limits(self, timeout_s: float):
+        spec = self.spec
+        nproc = _user_process_count() + spec.pids_limit
+
+        def apply() -> None:
+            import resource
+
+            def setl(which: int, value: int) -> None:
+                soft, hard = resource.getrlimit(which)
+                if hard != resource.RLIM_INFINITY:
+                    value = min(value, hard)
+                resource.setrlimit(which, (value, value))
+
+            setl(resource.RLIMIT_AS, spec.memory_bytes + 256 * 1024**2)  # interpreter mappings
+            setl(resource.RLIMIT_CPU, int(timeout_s) + 1)
+            setl(resource.RLIMIT_FSIZE, spec.max_file_size)
+            setl(resource.RLIMIT_NPROC, nproc)
+            setl(resource.RLIMIT_NOFILE, 256)
+            setl(resource.RLIMIT_CORE, 0)
+
+        return apply
+
+    def execute(self, request: ExecRequest) -> ExecutionResult:
+        lang = normalize_language(request.language)
+        out, err = OutputCapture(request.stdout_limit), OutputCapture(request.stderr_limit)
+        started_wall = time.time()
+        started = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                self._program(lang, request.code), cwd=self.root, env=self._env(request),
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                start_new_session=True, preexec_fn=self._limits(request.timeout_s), close_fds=True,
+            )
+        except OSError as exc:
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"local runtime could not start the code: {exc}") from None
+        self._procs.add(proc.pid)
+        timed_out = False
+        deadline = started + request.timeout_s
+        sel = selectors.DefaultSelector()
+        sel.register(proc.stdout, selectors.EVENT_READ, out)
+        sel.register(proc.stderr, selectors.EVENT_READ, err)
+        exited_at = None
+        try:
+            while True:
+                now = time.perf_counter()
+                if proc.poll() is None and now >= deadline:
+                    timed_out = True
+                    _killpg(proc.pid)
+                    proc.wait()
+                    break
+                if proc.poll() is not None:
+                    exited_at = exited_at or now
+                    _killpg(proc.pid)  # stragglers left in the group
+                    if not sel.get_map() or now - exited_at > 0.25:
+                        break
+                if not sel.get_map():
+                    try:
+                        proc.wait(timeout=max(0.0, min(deadline - now, 0.1)))
+                    except subprocess.TimeoutExpired:
+                        pass
+                    continue
+                for key, _ in sel.select(timeout=max(0.0, min(deadline - now, 0.1))):
+                    data = os.read(key.fileobj.fileno(), 65536)
+                    if not data:
+                        sel.unregister(key.fileobj)
+                    else:
+                        key.data.write(data)
+        finally:
+            sel.close()
+            proc.stdout.close()
+            proc.stderr.close()
+            self._procs.discard(proc.pid)
+        code = proc.returncode
+        exit_code = 128 - code if code is not None and code < 0 else code
+        stderr = err.text()
+        oom = bool(not timed_out and code != 0 and "MemoryError" in stderr[-2000:])
+        return ExecutionResult(
+            exit_code=None if timed_out else exit_code, stdout=out.text(), stderr=stderr,
+            stdout_truncated=out.truncated, stderr_truncated=err.truncated, timed_out=timed_out,
+            oom_killed=oom, duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            files=self._produced(started_wall), isolated=False, runtime="local", language=lang,
+            warnings=[LOCAL_WARNING],
+        )
+
+    def _produced(self, since: float) -> list[ProducedFile]:
+        found = []
+        for dirpath, dirnames, filenames in os.walk(self.root):
+            dirnames[:] = [d for d in dirnames if not (dirpath == self.root and d == ".tmp")]
+            for name in filenames:
+                full = os.path.join(dirpath, name)
+                try:
+                    st = os.lstat(full)
+                except OSError:
+                    continue
+                if stat.S_ISREG(st.st_mode) and st.st_mtime >= since - 0.001:
+                    found.append(ProducedFile(path=self._sandbox_path(full), size=st.st_size, modified=st.st_mtime))
+                if len(found) >= 500:
+                    return found
+        return found
+
+    # --- files --------------------------------------------------------------------------
+
+    def put_file(self, path: str, data: bytes, *, read_only: bool = False) -> None:
+        host = self._host_path(path)
+        parent = os.path.dirname(host)
+        os.makedirs(parent, exist_ok=True)
+        if os.path.realpath(parent) != parent:
+            raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} goes through a symlink")
+        flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+        fd = os.open(host, flags, 0o644)
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        if read_only:
+            os.chmod(host, 0o444)
+
+    def get_file(self, path: str, max_bytes: int) -> bytes:
+        host = self._checked(path)
+        try:
+            st = os.lstat(host)
+        except FileNotFoundError:
+            raise SandboxError(SANDBOX_FILE_NOT_FOUND, f"no file {path!r} in the sandbox") from None
+        if not stat.S_ISREG(st.st_mode):
+            raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is not a regular file")
+        if st.st_size > max_bytes:
+            raise SandboxError(SANDBOX_FILE_TOO_LARGE, f"{path!r} is larger than {max_bytes} bytes")
+        fd = os.open(host, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+        if len(data) > max_bytes:
+            raise SandboxError(SANDBOX_FILE_TOO_LARGE, f"{path!r} is larger than {max_bytes} bytes")
+        return data
+
+    def list_files(self, path: str) -> list[FileInfo]:
+        host = self._checked(path)
+        try:
+            st = os.lstat(host)
+        except FileNotFoundError:
+            raise SandboxError(SANDBOX_FILE_NOT_FOUND, f"no file {path!r} in the sandbox") from None
+        if not stat.S_ISDIR(st.st_mode):
+            return [FileInfo(path=path, name=os.path.basename(path), size=st.st_size, is_dir=False,
+                             modified=st.st_mtime)]
+        out = []
+        for entry in sorted(os.scandir(host), key=lambda e: e.name):
+            if host == self.root and entry.name == ".tmp":
+                continue
+            s = entry.stat(follow_symlinks=False)
+            out.append(FileInfo(path=self._sandbox_path(entry.path), name=entry.name, size=s.st_size,
+                                is_dir=stat.S_ISDIR(s.st_mode), modified=s.st_mtime))
+        return out
+
+    # --- life cycle ----------------------------------------------------------------------
+
+    def alive(self) -> bool:
+        return not self._destroyed and os.path.isdir(self.root)
+
+    def destroy(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        for pid in list(self._procs):
+            _killpg(pid)
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def inspect(self) -> dict[str, Any]:
+        return {"root": self.root, "isolated": False}
+
+
+def _killpg(pgid: int) -> None:
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _user_process_count() -> int:
+    uid = os.getuid()
+    count = 0
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+@hookimpl
+def register_sandbox_runtimes(register):
+    register(LocalRuntime)

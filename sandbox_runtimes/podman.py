@@ -1,0 +1,419 @@
+"""The podman runtime: podman-py against a podman API socket.
+
+``SANDBOX_PODMAN_SOCKET`` names a socket (``unix:///run/podman/podman.sock``
+or a path). Without it, the runtime uses the system socket when it answers,
+else starts ``podman system service`` itself on a per-user socket under the
+temp directory (shared by assay processes, guarded by a file lock; the
+service exits by itself after ``PODMAN_SERVICE_IDLE_S`` without clients, so
+nothing outlives a killed owner for long).
+
+The container is created from the hardened spec by posting a libpod
+SpecGenerator directly (podman-py's ``containers.create`` cannot express
+nosuid/nodev tmpfs options); execution, timeouts and files come from
+:class:`kernel.sandbox.ContainerSession`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+from kernel import hookimpl
+from kernel.log import get_logger
+from kernel.sandbox import (
+    SANDBOX_IMAGE_MISSING,
+    SANDBOX_START_FAILED,
+    ContainerSession,
+    ContainerSpec,
+    ExecStream,
+    ProbeResult,
+    SandboxError,
+    SandboxRuntime,
+)
+from kernel.sandbox import labels as sandbox_labels
+
+log = get_logger("assay.sandbox.podman")
+
+SYSTEM_SOCKET = "/run/podman/podman.sock"
+PODMAN_SERVICE_IDLE_S = 600
+API_VERSION = "4.0.0"  # the oldest libpod API we speak; podman 4 and 5 both serve it
+
+
+def _socket_url(value: str) -> str:
+    if value.startswith(("unix://", "http+unix://", "tcp://", "http://")):
+        return value
+    return "unix://" + value
+
+
+def _own_socket_path() -> Path:
+    return Path(tempfile.gettempdir()) / f"assay-podman-{os.getuid()}" / "podman.sock"
+
+
+class PodmanRuntime(SandboxRuntime):
+    """Containers through the podman API (podman-py)."""
+
+    name = "podman"
+    isolated = True
+    description = "podman via its REST API (podman-py)"
+
+    def __init__(self, config) -> None:
+        super().__init__(config)
+        self._client: Any = None
+        self._url: str | None = None
+        self._info: dict[str, Any] | None = None
+
+    # --- connection ----------------------------------------------------------------
+
+    def _connect(self) -> Any:
+        if self._client is not None:
+            return self._client
+        from podman import PodmanClient  # heavy import: only when the runtime is used
+
+        url = self._find_socket()
+        self._client = PodmanClient(base_url=url, version=API_VERSION, timeout=60, max_pool_size=32)
+        self._url = url
+        return self._client
+
+    def _find_socket(self) -> str:
+        if self.config.podman_socket:
+            return _socket_url(self.config.podman_socket)
+        if os.getuid() == 0 and _pings(SYSTEM_SOCKET, self.config.probe_timeout):
+            return _socket_url(SYSTEM_SOCKET)
+        xdg = os.environ.get("XDG_RUNTIME_DIR")
+        if xdg and _pings(f"{xdg}/podman/podman.sock", self.config.probe_timeout):
+            return _socket_url(f"{xdg}/podman/podman.sock")
+        return _socket_url(str(self._start_service()))
+
+    def _start_service(self) -> Path:
+        sock = _own_socket_path()
+        sock.parent.mkdir(mode=0o700, exist_ok=True)
+        with open(sock.parent / "lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if _pings(str(sock), 1.0):
+                return sock
+            binary = shutil.which("podman")
+            if binary is None:
+                raise RuntimeError("the podman binary is not on PATH and SANDBOX_PODMAN_SOCKET is not set")
+            sock.unlink(missing_ok=True)
+            logf = open(sock.parent / "service.log", "ab")
+            subprocess.Popen(
+                [binary, "system", "service", f"--time={PODMAN_SERVICE_IDLE_S}", f"unix://{sock}"],
+                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, close_fds=True,
+            )
+            logf.close()
+            deadline = time.monotonic() + self.config.probe_timeout
+            while time.monotonic() < deadline:
+                if _pings(str(sock), 0.5):
+                    log.info("podman_service_started", socket=str(sock))
+                    return sock
+                time.sleep(0.03)
+        raise RuntimeError(f"started `podman system service` on {sock} but it did not answer in time")
+
+    # --- SandboxRuntime ----------------------------------------------------------------
+
+    def probe(self) -> ProbeResult:
+        # A real ping over the API socket; the version comes from its headers
+        # (podman's /version runs conmon and runc and can take seconds).
+        try:
+            client = self._connect()
+            resp = client.api.get("/_ping", timeout=self.config.probe_timeout)
+            resp.raise_for_status()
+        except Exception as exc:  # noqa: BLE001 - any failure is "not available"
+            return ProbeResult(runtime=self.name, available=False, detail=f"podman API did not answer: {exc}",
+                               endpoint=self._url)
+        version = resp.headers.get("Libpod-Api-Version")
+        return ProbeResult(runtime=self.name, available=True, version=version,
+                           detail=f"podman {version} answered on {self._url}", endpoint=self._url)
+
+    def doctor(self) -> ProbeResult:
+        probe = self.probe()
+        if not probe.available:
+            return probe
+        try:
+            info = self._connect().api.get("/info", timeout=max(30.0, self.config.probe_timeout)).json()
+        except Exception as exc:  # noqa: BLE001
+            probe.info["error"] = f"podman info failed: {exc}"
+            return probe
+        self._info = info
+        host = info.get("host", {})
+        security = host.get("security", {})
+        probe.oci_runtime = (host.get("ociRuntime") or {}).get("name")
+        probe.cgroup_version = host.get("cgroupVersion")
+        probe.oci_runtimes = sorted({probe.oci_runtime or "", *(["runsc"] if shutil.which("runsc") else [])} - {""})
+        probe.info = {"rootless": security.get("rootless"), "seccomp": security.get("seccompEnabled"),
+                      "cgroup_manager": host.get("cgroupManager"), "kernel": host.get("kernel")}
+        return probe
+
+    def create_session(self, spec: ContainerSpec) -> "PodmanSession":
+        spec.check()
+        api = self._connect().api
+        body = spec_generator(spec)
+        resp = api.post("/containers/create", data=json.dumps(body), headers={"Content-Type": "application/json"})
+        if resp.status_code >= 400:
+            message = _error_text(resp)
+            if resp.status_code == 404 or "image not known" in message or "no such image" in message.lower():
+                raise SandboxError(
+                    SANDBOX_IMAGE_MISSING, f"podman has no image {spec.image!r}: {message}",
+                    "Build it with `assay sandbox build-image` (no registry is needed) or set SANDBOX_IMAGE_PYTHON.",
+                )
+            raise SandboxError(SANDBOX_START_FAILED, f"podman could not create the sandbox: {message}")
+        cid = resp.json()["Id"]
+        start = api.post(f"/containers/{cid}/start")
+        if start.status_code >= 400:
+            message = _error_text(start)
+            _quiet_remove(api, cid)
+            raise SandboxError(SANDBOX_START_FAILED, f"podman could not start the sandbox: {message}")
+        return PodmanSession(self, spec, cid)
+
+    def reap(self, *, only_mine: bool = False) -> list[str]:
+        api = self._connect().api
+        resp = api.get("/containers/json", params={"all": "true",
+                                                    "filters": json.dumps({"label": [f"{sandbox_labels.LABEL}=1"]})})
+        resp.raise_for_status()
+        removed = []
+        for item in resp.json() or []:
+            labels = item.get("Labels") or {}
+            if only_mine:
+                if not sandbox_labels.owned_by_me(labels):
+                    continue
+                reason = "owner exiting"
+            else:
+                reason = sandbox_labels.orphan_reason(labels)
+                if reason is None:
+                    continue
+            cid = item.get("Id")
+            _quiet_remove(api, cid)
+            log.info("sandbox_container_reaped", container=cid[:12], reason=reason)
+            removed.append(cid)
+        return removed
+
+    def image_present(self, image: str) -> bool | None:
+        try:
+            return self._connect().api.get(f"/images/{image}/exists").status_code == 204
+        except Exception:  # noqa: BLE001
+            return None
+
+    def enforced_limits(self) -> dict[str, bool | str]:
+        info = self._info or {}
+        host = info.get("host", {})
+        cgroup = host.get("cgroupVersion")
+        controllers = _cgroup_controllers(cgroup)
+        return {
+            "network none": True,
+            "memory limit": "memory" in controllers,
+            "swap = memory": "memory" in controllers and _swap_accounting(cgroup),
+            "cpu quota": "cpu" in controllers,
+            "pids limit": "pids" in controllers,
+            "read-only rootfs, tmpfs sizes, cap-drop ALL, no-new-privileges, non-root, init": True,
+            "file-size ulimit": True,
+            "seccomp (engine default)": bool(host.get("security", {}).get("seccompEnabled")),
+            "gVisor runsc available": bool(shutil.which("runsc")),
+        }
+
+    def close(self) -> None:
+        if self._client is not None:
+            try:
+                self._client.close()
+            except Exception:  # noqa: BLE001
+                pass
+            self._client = None
+
+
+class _PodmanExec(ExecStream):
+    def __init__(self, api: Any, exec_id: str, response: Any) -> None:
+        self._api = api
+        self._exec_id = exec_id
+        self._response = response
+        self._closed = False
+
+    def __iter__(self) -> Iterator[tuple[int, bytes]]:
+        raw = self._response.raw
+        while not self._closed:
+            header = _read_exact(raw, 8)
+            if len(header) < 8:
+                return
+            size = int.from_bytes(header[4:8], "big")
+            if size == 0:
+                continue
+            data = _read_exact(raw, size)
+            if not data:
+                return
+            yield (2 if header[0] == 2 else 1), data
+
+    def exit_code(self) -> int | None:
+        for _ in range(50):
+            info = self._api.get(f"/exec/{self._exec_id}/json").json()
+            if not info.get("Running"):
+                return info.get("ExitCode")
+            time.sleep(0.01)
+        return None
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            try:
+                self._response.close()
+            except Exception:  # noqa: BLE001
+                pass
+
+
+class PodmanSession(ContainerSession):
+    """One hardened podman container."""
+
+    def __init__(self, runtime: PodmanRuntime, spec: ContainerSpec, container_id: str) -> None:
+        super().__init__("podman", spec, container_id, host_grace=runtime.config.host_grace)
+        self._rt = runtime
+        self._api = runtime._connect().api
+
+    def _exec(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> ExecStream:
+        body = {"AttachStdout": True, "AttachStderr": True, "AttachStdin": False, "Tty": False,
+                "Cmd": argv, "Env": [f"{k}={v}" for k, v in env.items()], "User": user, "WorkingDir": workdir,
+                "Privileged": False}
+        resp = self._api.post(f"/containers/{self.id}/exec", data=json.dumps(body),
+                              headers={"Content-Type": "application/json"})
+        if resp.status_code >= 400:
+            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec failed: {_error_text(resp)}",
+                               "The sandbox may have expired or been removed; open a new session.")
+        exec_id = resp.json()["Id"]
+        start = self._api.post(f"/exec/{exec_id}/start", data=json.dumps({"Detach": False, "Tty": False}),
+                               headers={"Content-Type": "application/json"}, stream=True)
+        if start.status_code >= 400:
+            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec start failed: {_error_text(start)}")
+        return _PodmanExec(self._api, exec_id, start)
+
+    def _put_archive(self, directory: str, data: bytes) -> None:
+        resp = self._api.put(f"/containers/{self.id}/archive", params={"path": directory}, data=data)
+        if resp.status_code >= 400:
+            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman could not copy into the sandbox: {_error_text(resp)}")
+
+    def _hard_reset(self) -> None:
+        # SIGKILL every process (the container's init included), then start it again.
+        self._api.post(f"/containers/{self.id}/kill", params={"signal": "KILL"})
+        for _ in range(100):
+            state = self._api.get(f"/containers/{self.id}/json").json().get("State", {})
+            if not state.get("Running"):
+                break
+            time.sleep(0.02)
+        self._api.post(f"/containers/{self.id}/start")
+
+    def _remove(self) -> None:
+        _quiet_remove(self._api, self.id)
+
+    def alive(self) -> bool:
+        try:
+            resp = self._api.get(f"/containers/{self.id}/json")
+            return resp.status_code == 200 and bool(resp.json().get("State", {}).get("Running"))
+        except Exception:  # noqa: BLE001
+            return False
+
+    def inspect(self) -> dict[str, Any]:
+        resp = self._api.get(f"/containers/{self.id}/json")
+        resp.raise_for_status()
+        return resp.json()
+
+
+def spec_generator(spec: ContainerSpec) -> dict[str, Any]:
+    """The libpod SpecGenerator for ``spec`` (nothing weaker, nothing extra)."""
+    body: dict[str, Any] = {
+        "name": spec.name,
+        "hostname": spec.hostname,
+        "image": spec.image,
+        "command": list(spec.command),
+        "user": spec.user,
+        "work_dir": spec.workdir,
+        "env": dict(spec.environment),
+        "labels": dict(spec.labels),
+        "netns": {"nsmode": "none"},
+        "resource_limits": {
+            "memory": {"limit": spec.memory_bytes, "swap": spec.memory_swap_bytes},
+            "cpu": {"quota": spec.cpu_quota_us, "period": spec.cpu_period_us},
+            "pids": {"limit": spec.pids_limit},
+        },
+        "cap_drop": list(spec.cap_drop),
+        "no_new_privileges": True,
+        "read_only_filesystem": True,
+        "init": True,
+        "privileged": False,
+        "mounts": [
+            {"destination": t.target, "type": "tmpfs", "source": "tmpfs", "options": t.options.split(",")}
+            for t in spec.tmpfs
+        ],
+        "r_limits": [{"type": u.name, "soft": u.soft, "hard": u.hard} for u in spec.ulimits],
+        "stop_timeout": 1,
+        "remove": False,
+    }
+    if spec.oci_runtime:
+        body["oci_runtime"] = spec.oci_runtime
+    return body
+
+
+def _pings(path: str, timeout: float) -> bool:
+    import socket
+
+    if not os.path.exists(path):
+        return False
+    try:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
+            s.settimeout(timeout)
+            s.connect(path)
+            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: d\r\n\r\n")
+            head = s.recv(64)
+            return head.startswith(b"HTTP/1.") and b" 200" in head
+    except OSError:
+        return False
+
+
+def _read_exact(raw: Any, n: int) -> bytes:
+    buf = b""
+    while len(buf) < n:
+        try:
+            piece = raw.read(n - len(buf))
+        except Exception:  # noqa: BLE001 - a closed/killed stream ends the iteration
+            return buf
+        if not piece:
+            return buf
+        buf += piece
+    return buf
+
+
+def _error_text(resp: Any) -> str:
+    try:
+        data = resp.json()
+        return str(data.get("message") or data.get("cause") or data)
+    except Exception:  # noqa: BLE001
+        return f"HTTP {resp.status_code}: {resp.text[:300]}"
+
+
+def _quiet_remove(api: Any, cid: str) -> None:
+    try:
+        api.delete(f"/containers/{cid}", params={"force": "true", "timeout": "0", "v": "true"})
+    except Exception as exc:  # noqa: BLE001
+        log.warning("podman_remove_failed", container=cid[:12], error=repr(exc))
+
+
+def _cgroup_controllers(version: str | None) -> set[str]:
+    if version == "v2":
+        try:
+            return set(Path("/sys/fs/cgroup/cgroup.controllers").read_text().split())
+        except OSError:
+            return set()
+    root = Path("/sys/fs/cgroup")
+    return {c for c in ("memory", "cpu", "pids") if (root / c).exists()}
+
+
+def _swap_accounting(version: str | None) -> bool:
+    if version == "v2":
+        return True
+    return Path("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists()
+
+
+@hookimpl
+def register_sandbox_runtimes(register):
+    register(PodmanRuntime)
