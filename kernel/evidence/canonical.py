@@ -3,7 +3,8 @@
 Rules (documented in docs/evidence.md):
 
 * ``None`` -> ``null``; ``bool`` -> ``true``/``false``; ``int`` -> a JSON integer of any size.
-* finite ``float`` -> its shortest round-trip repr (``0.1``, ``1.0``, ``-0.0``, ``1e+100``);
+* finite ``float`` -> the shortest digits that round-trip, as orjson writes them
+  (``0.1``, ``1.0``, ``-0.0``, ``1e+16``, ``0.00001``, ``1e-7``);
   NaN and infinities -> ``{"$float": "NaN" | "Infinity" | "-Infinity"}``.
 * ``Decimal``: integral values -> a JSON integer (``Decimal("15.00")`` == ``15``, as
   PostgreSQL's ``sum(bigint)`` and SQLite's ``sum(integer)`` agree); others ->
@@ -19,7 +20,7 @@ Rules (documented in docs/evidence.md):
   objects with string keys in sorted order.
 * anything else -> ``{"$repr": "<repr>"}`` (never silently dropped).
 
-Text is UTF-8 with no ASCII escaping, compact separators, no trailing spaces.
+Text is UTF-8 (control characters escaped), compact separators, object keys sorted.
 """
 
 from __future__ import annotations
@@ -27,11 +28,15 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
-import json
+import dataclasses
 import math
 import uuid
 from collections.abc import Mapping
+from functools import partial
+from itertools import chain
 from typing import Any, Iterator, Sequence
+
+import orjson
 
 TAGS = ("$float", "$decimal", "$duration", "$bytes", "$repr")
 
@@ -92,6 +97,8 @@ def _fallback(o: Any) -> Any:
         return sorted((canonical_value(v) for v in o), key=dumps)
     if isinstance(o, Mapping):
         return {str(k): v for k, v in o.items()}
+    if dataclasses.is_dataclass(o) and not isinstance(o, type):
+        return dataclasses.asdict(o)
     item = getattr(o, "item", None)  # numpy / pandas scalars
     if callable(item) and getattr(o, "ndim", None) == 0:
         return item()
@@ -111,11 +118,20 @@ def _float(f: float) -> Any:
     return {"$float": "NaN" if f != f else ("Infinity" if f > 0 else "-Infinity")}
 
 
+_INT64 = (-(1 << 63), (1 << 64) - 1)
+
+
 def canonical_value(value: Any) -> Any:
-    """``value`` as plain JSON-able Python (dicts, lists, str, int, finite float, bool, None)."""
+    """``value`` as plain JSON-able Python (dicts, lists, str, int, finite float, bool, None).
+
+    Integers beyond 64 bits become ``orjson.Fragment`` digits so they are still
+    written as JSON integers.
+    """
     t = type(value)
-    if value is None or t is str or t is int or t is bool:
+    if value is None or t is str or t is bool:
         return value
+    if t is int:
+        return value if _INT64[0] <= value <= _INT64[1] else orjson.Fragment(str(value).encode())
     if t is float:
         return _float(value)
     if t is list or t is tuple:
@@ -125,7 +141,7 @@ def canonical_value(value: Any) -> Any:
     if isinstance(value, bool):
         return bool(value)
     if isinstance(value, int):
-        return int(value)
+        return canonical_value(int(value))
     if isinstance(value, float):
         return _float(float(value))
     if isinstance(value, str):
@@ -133,57 +149,90 @@ def canonical_value(value: Any) -> Any:
     return canonical_value(_fallback(value))
 
 
-def _encoder(item_sep: str) -> json.JSONEncoder:
-    return json.JSONEncoder(
-        ensure_ascii=False, allow_nan=False, sort_keys=True, check_circular=False,
-        separators=(item_sep, ":"), default=_fallback,
-    )
+# orjson does the writing: compact, UTF-8, keys sorted. Dates, times and
+# dataclasses are passed to _fallback so their spelling is ours, not the
+# library's. It writes NaN and infinities as null, which the fast path
+# detects by counting nulls against the Nones it was given.
+_OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_row_bytes = partial(orjson.dumps, default=_fallback, option=_OPTS | orjson.OPT_APPEND_NEWLINE)
+_batch_bytes = partial(orjson.dumps, default=_fallback, option=_OPTS)
+_SEQUENCES = {tuple, list}
+# Column value types that orjson cannot turn into a NaN/Infinity "null".
+_NO_NAN = {type(None), int, str, bool, decimal.Decimal, dt.date, dt.datetime, dt.time,
+           dt.timedelta, uuid.UUID, bytes, bytearray, memoryview}
+_NUMBERS = {type(None), int, float, bool}
 
 
-_ENC = _encoder(",")
-# Rows of a batch are encoded in one C call with a separator holding a raw
-# control character; JSON escapes every control character inside strings, so
-# "],\x1e[" can only be a boundary between arrays (checked by counting).
-_MARK = "\x1e"
-_BATCH = _encoder("," + _MARK)
-_BOUNDARY = "]," + _MARK + "["
+def dumps_bytes(value: Any) -> bytes:
+    """The canonical JSON of ``value``, as UTF-8 bytes."""
+    return orjson.dumps(canonical_value(value), option=_OPTS)
 
 
 def dumps(value: Any) -> str:
     """The canonical JSON text of ``value``."""
-    try:
-        return _ENC.encode(value)
-    except (ValueError, TypeError):
-        return _ENC.encode(canonical_value(value))
+    return dumps_bytes(value).decode()
 
 
-def row_line(row: Any, columns: Sequence[str] = ()) -> str:
-    """One row as a canonical JSON array (no newline)."""
+def row_line(row: Any, columns: Sequence[str] = ()) -> bytes:
+    """One row as a canonical JSON array, newline-terminated."""
     if isinstance(row, Mapping):
         row = [row.get(c) for c in columns]
     elif not isinstance(row, (list, tuple)):
         row = list(row)
-    return dumps(row)
+    return orjson.dumps(canonical_value(row), option=_OPTS | orjson.OPT_APPEND_NEWLINE)
 
 
-def rows_text(batch: list[Any], columns: Sequence[str] = ()) -> str:
-    """Rows as canonical JSON lines, each ending in a newline.
+def rows_bytes(batch: list[Any], columns: Sequence[str] = ()) -> bytes:
+    """Rows as canonical JSON lines (UTF-8, each ending in a newline).
 
-    The fast path encodes the whole batch in one call of the C encoder and
-    cuts it at row boundaries; a batch it cannot cut safely (nested arrays, a
-    NaN, odd row types) is encoded row by row.
+    Fast path: one orjson call for the whole batch, cut at the row
+    boundaries. It is used only when it provably wrote the canonical form:
+    rows are tuples or lists of one length, the cut found exactly one
+    boundary per row, and no value could have been a NaN or infinity written
+    as ``null`` (checked per column with C-level passes: value types, and the
+    sum of float columns is finite). Anything else is redone row by row.
     """
     if not batch:
-        return ""
-    try:
-        text = _BATCH.encode(batch)
-    except (ValueError, TypeError):
-        text = None
-    if text is not None and text.startswith("[["):
-        body = text[1:-1]
-        if body.count(_BOUNDARY) == len(batch) - 1:
-            return body.replace(_BOUNDARY, "]\n[").replace(_MARK, "") + "\n"
-    return "".join(row_line(r, columns) + "\n" for r in batch)
+        return b""
+    if set(map(type, batch)) <= _SEQUENCES and len(set(map(len, batch))) == 1:
+        try:
+            data = _batch_bytes(batch)
+        except (TypeError, ValueError):
+            data = None
+        if data is not None and (b"null" not in data or _no_nan(batch)):
+            body = data[1:-1]
+            if len(batch) == 1:
+                return body + b"\n"
+            if body.count(b"],[") == len(batch) - 1:
+                return body.replace(b"],[", b"]\n[") + b"\n"
+    return b"".join(row_line(r, columns) for r in batch)
+
+
+def _no_nan(batch: list[Any]) -> bool:
+    """True when no value of ``batch`` can be a non-finite float (conservative).
+
+    Per column, cheapest test first: a numeric column sums to a finite
+    number; a text column joins; anything else must hold only types that
+    orjson never writes as ``null``.
+    """
+    width = len(batch[0])
+    flat = list(chain.from_iterable(batch))
+    for j in range(width):
+        col = flat[j::width]
+        try:
+            if math.isfinite(sum(filter(None, col))):
+                continue
+            return False
+        except (TypeError, OverflowError, ValueError, ArithmeticError):
+            pass
+        try:
+            "".join(filter(None, col))
+            continue
+        except TypeError:
+            pass
+        if not set(map(type, col)) <= _NO_NAN:
+            return False
+    return True
 
 
 def decode(value: Any) -> Any:
@@ -205,11 +254,12 @@ def decode(value: Any) -> Any:
     return value
 
 
-def iter_lines(text: str) -> Iterator[str]:
+def iter_lines(data: bytes) -> Iterator[bytes]:
+    """The newline-terminated lines of ``data``, without their newlines, lazily."""
     start = 0
     while True:
-        end = text.find("\n", start)
+        end = data.find(b"\n", start)
         if end < 0:
             return
-        yield text[start:end]
+        yield data[start:end]
         start = end + 1

@@ -15,7 +15,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Literal, Sequence
 
-from .canonical import canonical_value, dumps, rows_text
+from .canonical import canonical_value, dumps_bytes, rows_bytes
 from .catalog import ArtifactCatalog
 from .errors import ArtifactCaptureFailed
 from .preview import PreviewBuilder
@@ -88,17 +88,16 @@ def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
 
 def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
                 preview: PreviewBuilder, max_bytes: int) -> tuple[int, bool]:
-    staged.write((dumps({"columns": columns}) + "\n").encode())
+    staged.write(dumps_bytes({"columns": columns}) + b"\n")
     it = iter(rows)
     count, batch_size = 0, 256
     while True:
         batch = list(islice(it, batch_size))
         if not batch:
             return count, True
-        text = rows_text(batch, columns)
+        data = rows_bytes(batch, columns)
         if not preview.full:
-            preview.offer_text(text)
-        data = text.encode()
+            preview.offer_lines(data)
         if staged.size + len(data) > max_bytes:
             room = data[: max(0, max_bytes - staged.size)]
             room = room[: room.rfind(b"\n") + 1]
@@ -225,22 +224,22 @@ def _capture_python(sink, code, result, result_set, stdout, stderr, files, statu
         "files": [{"name": r.name, "media_type": r.media_type, "sha256": r.sha256,
                    "byte_size": r.byte_size} for r in file_records],
     }
-    text = dumps(doc) + "\n"
+    content = dumps_bytes(doc) + b"\n"
     complete = True
-    if len(text.encode()) > cfg.max_bytes:
+    if len(content) > cfg.max_bytes:
         doc["result"] = None
         doc["stdout"] = stdout[: cfg.max_bytes // 4]
         doc["stderr"] = stderr[: cfg.max_bytes // 4]
-        text = dumps(doc) + "\n"
+        content = dumps_bytes(doc) + b"\n"
         complete = False
 
     def fill(st: _Staged) -> None:
-        st.write(text.encode())
+        st.write(content)
 
     sha, size, _ = _stage(sink, fill)
     columns, preview, row_count, prev_truncated = _python_preview(value, result_set, cfg)
     inline = value
-    if len(dumps(value).encode()) > cfg.preview_bytes:
+    if len(dumps_bytes(value)) > cfg.preview_bytes:
         inline, prev_truncated = None, True
     prov: dict[str, Any] = {
         "code": code, "elapsed_ms": float(elapsed_ms), "error": error, "inputs": list(inputs),
@@ -274,7 +273,7 @@ def _python_preview(value: Any, result_set: bool, cfg: EvidenceSettings):
     for row in rows:
         if builder.full:
             break
-        builder.offer_line(dumps(row))
+        builder.offer_line(dumps_bytes(row))
     prev, truncated = builder.result(len(value))
     return columns, prev, len(value), truncated
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .canonical import dumps, iter_lines
+from .canonical import dumps, dumps_bytes, iter_lines
 
 _CLIP_MARK = "…"
 
@@ -48,15 +48,15 @@ class PreviewBuilder:
         self.clipped = False
         self.full = max_rows == 0
 
-    def offer_text(self, text: str) -> None:
-        """Offer canonical JSON lines (each ending in a newline)."""
-        for line in iter_lines(text):
+    def offer_lines(self, data: bytes) -> None:
+        """Offer canonical JSON lines (UTF-8, each ending in a newline)."""
+        for line in iter_lines(data):
             if self.full:
                 return
             self.offer_line(line)
 
-    def offer_line(self, line: str) -> None:
-        size = len(line.encode()) + 1
+    def offer_line(self, line: bytes) -> None:
+        size = len(line) + 1
         if self.used + size <= self.max_bytes:
             self.rows.append(json.loads(line))
             self.used += size
@@ -67,7 +67,7 @@ class PreviewBuilder:
                 limit = max(16, self.max_bytes // (4 * width))
                 while True:
                     clipped, _ = clip_value(row, limit)
-                    size = len(dumps(clipped).encode()) + 1
+                    size = len(dumps_bytes(clipped)) + 1
                     if size <= self.max_bytes or limit <= 16:
                         break
                     limit //= 2
