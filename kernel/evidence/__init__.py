@@ -15,6 +15,7 @@ from .errors import (ARTIFACT_CAPTURE_FAILED, ARTIFACT_DETAILS_LIMIT, ARTIFACT_F
                      ARTIFACT_INTEGRITY_FAILED, ARTIFACT_NOT_FOUND, ARTIFACT_SELECTOR_INVALID,
                      ArtifactCaptureFailed, ArtifactDetailsLimit, ArtifactError, ArtifactFileMissing,
                      ArtifactIntegrityFailed, ArtifactNotFound, ArtifactSelectorInvalid)
+from .manifest import artifact_details, evidence_manifest, manifest_entry
 from .preview import render_preview
 from .readback import get_record, open_verified_content, read_artifact_result, resolve_catalog, verify
 from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
@@ -25,6 +26,7 @@ from .stores import get_catalog, open_sink
 __all__ = [
     "ARTIFACT_CAPTURE_FAILED", "ARTIFACT_DETAILS_LIMIT", "ARTIFACT_FILE_MISSING",
     "ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_NOT_FOUND", "ARTIFACT_SELECTOR_INVALID",
+    "artifact_details", "evidence_manifest", "manifest_entry",
     "ArtifactCatalog", "ArtifactCaptureFailed", "ArtifactDetailsLimit", "ArtifactError",
     "ArtifactFileMissing", "ArtifactIntegrityFailed", "ArtifactNotFound", "ArtifactRecord",
     "ArtifactSelectorInvalid", "ArtifactSink", "ContentStore", "EvidenceSettings", "ProducedFile",

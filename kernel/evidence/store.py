@@ -90,6 +90,10 @@ class ContentStore(ABC):
     def iter_content(self) -> Iterator[str]:
         """Every content hash the store holds."""
 
+    def modified_at(self, sha256: str) -> float | None:
+        """When the content was last written (epoch seconds), for gc's grace period."""
+        return None
+
     def local_path(self, sha256: str) -> Path | None:
         """A local file with the content, when the store has one (else ``None``)."""
         return None

@@ -57,6 +57,12 @@ class LocalContentStore(ContentStore):
                     if len(f.name) == 64:
                         yield f.name
 
+    def modified_at(self, sha256: str) -> float | None:
+        try:
+            return self._path(sha256).stat().st_mtime
+        except FileNotFoundError:
+            return None
+
     def local_path(self, sha256: str) -> Path | None:
         return self._path(sha256)
 
