@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .models import Message, Model
+from .messages import Message
+from .models import Model
 from .resources import Resource
 from .results import ToolResult
 

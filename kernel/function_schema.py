@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import sys
 import types
 import typing
 from dataclasses import dataclass
@@ -73,6 +74,22 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
     return summary, params
 
 
+def check_function(func: Callable[..., Any], description: str | None = None) -> None:
+    """The cheap checks :func:`tool` makes at decoration time (the schema itself is built lazily).
+
+    Raises ``ValueError("The description is required")`` when neither
+    ``description`` nor a docstring is given, and ``TypeError`` for
+    ``*args``/``**kwargs``.
+    """
+    target = unwrap(func)
+    if not (description or "").strip() and not (inspect.getdoc(target) or "").strip():
+        raise ValueError("The description is required")
+    bound_keywords = _partial_keywords(func)
+    for name, param in inspect.signature(func).parameters.items():
+        if name not in bound_keywords and param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            raise TypeError(f"tool functions cannot take *args or **kwargs ({name!r} in {_name_of(target)})")
+
+
 def function_schema(func: Callable[..., Any], description: str | None = None) -> FunctionSchema:
     """Build the :class:`FunctionSchema` for ``func``.
 
@@ -88,7 +105,7 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
     signature = inspect.signature(func)  # the partial's own signature: bound positionals are gone
     bound_keywords = _partial_keywords(func)  # fixed by the host: not the model's to choose
     hint_source = target if inspect.isfunction(target) or inspect.ismethod(target) else type(target).__call__
-    hints = typing.get_type_hints(hint_source, include_extras=True)
+    hints = typing.get_type_hints(hint_source, localns=_ModuleNamespace(hint_source), include_extras=True)
     fields: dict[str, Any] = {}
     context_param = None
     json_decodable: set[str] = set()
@@ -128,6 +145,24 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
         json_decodable=frozenset(json_decodable),
         positional_only=tuple(positional_only),
     )
+
+
+class _ModuleNamespace(dict):
+    """Names for resolving string annotations: the function's module, including
+    names its module-level ``__getattr__`` (PEP 562) provides lazily. This lets
+    a plugin keep a heavy annotation type out of its import path."""
+
+    def __init__(self, func: Any) -> None:
+        super().__init__()
+        self._module = sys.modules.get(getattr(func, "__module__", None) or "")
+
+    def __missing__(self, name: str) -> Any:
+        if self._module is not None and hasattr(self._module, "__getattr__"):
+            try:
+                return getattr(self._module, name)
+            except AttributeError:
+                pass
+        raise KeyError(name)
 
 
 def _partial_keywords(func: Any) -> set[str]:

@@ -128,10 +128,14 @@ class Kernel:
         registry = self._registries[kind]
         validate = VALIDATORS[kind]
 
+        strict = self.settings.strict_plugins
+
         def register(item: Any) -> None:
             name, value = validate(item)
             if kind == "resources" and str(value.type) not in self._registries["resource_types"]:
                 raise TypeError(f"resource {name!r} has unknown type {value.type!r}")
+            if strict and kind == "tools":
+                value.prepare()  # strict mode builds every schema now; by default on first use
             registry.add(name, value, plugin)
 
         available = {"register": register, "settings": self.settings, "kernel": self}

@@ -18,7 +18,7 @@ from typing import Any
 
 _LEVELS = {"DEBUG": 10, "INFO": 20, "WARNING": 30, "ERROR": 40, "CRITICAL": 50}
 
-_state: dict[str, Any] = {"level": logging.WARNING, "key": None}
+_state: dict[str, Any] = {"level": logging.WARNING, "key": None, "applied": None}
 
 
 class _StderrWriter:
@@ -37,16 +37,24 @@ def level_number(level: str) -> int:
 
 
 def configure_logging(level: str = "WARNING", fmt: str = "auto") -> None:
-    """Configure structlog for the process (logging is process-wide by nature).
+    """Set the process's log level and format (logging is process-wide by nature).
 
     ``fmt``: ``"json"``, ``"console"``, or ``"auto"`` (console when stderr is
-    a terminal). Calling again with the same values does nothing.
+    a terminal). structlog itself is imported and configured only when the
+    first event at an enabled level is written, so a quiet start-up never
+    pays for it.
     """
     key = (level_number(level), fmt)
     if _state["key"] == key:
         return
+    _state["level"], _state["key"], _state["applied"] = key[0], key, None
+
+
+def _apply() -> None:
+    """Configure structlog for the current (level, format), once per change."""
     import structlog
 
+    level, fmt = _state["key"] or (logging.WARNING, "auto")
     use_console = fmt == "console" or (fmt == "auto" and sys.stderr.isatty())
     renderer = structlog.dev.ConsoleRenderer(colors=False) if use_console else structlog.processors.JSONRenderer()
     structlog.configure(
@@ -55,12 +63,11 @@ def configure_logging(level: str = "WARNING", fmt: str = "auto") -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(key[0]),
+        wrapper_class=structlog.make_filtering_bound_logger(level),
         logger_factory=lambda *args: _StderrWriter(),
         cache_logger_on_first_use=False,
     )
-    _state["level"] = key[0]
-    _state["key"] = key
+    _state["applied"] = _state["key"]
 
 
 def enabled(level: int) -> bool:
@@ -79,8 +86,10 @@ class Logger:
     def _emit(self, level: int, method: str, event: str, fields: dict[str, Any]) -> None:
         if level < _state["level"]:
             return
-        if _state["key"] is None:  # never configured: use the defaults, never stdout
+        if _state["key"] is None:  # never configured: the defaults (never structlog's stdout)
             configure_logging()
+        if _state["applied"] != _state["key"]:
+            _apply()
         import structlog
 
         getattr(structlog.get_logger(self.name), method)(event, logger=self.name, **fields)

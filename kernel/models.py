@@ -1,5 +1,7 @@
 """Models: what drives the agent, behind one small interface.
 
+(``Message``, ``ToolCall`` and ``Usage`` are importable from here too.)
+
 A model provider is a :class:`Model` subclass registered through the
 ``register_models`` hook. It turns a conversation (a list of
 :class:`Message`) plus tool definitions (OpenAI function-calling shape) into
@@ -9,51 +11,22 @@ the next assistant :class:`Message`: final text, or tool calls.
 from __future__ import annotations
 
 import asyncio
-import json
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, Field
+if TYPE_CHECKING:
+    from .messages import Message, ToolCall, Usage
 
-Role = Literal["system", "user", "assistant", "tool"]
-
-
-class ToolCall(BaseModel):
-    """One call the model asks for; ``arguments`` as the model sent them."""
-
-    id: str
-    name: str
-    arguments: dict[str, Any] | str = Field(default_factory=dict)
-
-    def arguments_json(self) -> str:
-        return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
+_LAZY = {"Message", "ToolCall", "Usage", "Role"}
 
 
-class Message(BaseModel):
-    """One turn of the conversation, in the chat-completions vocabulary."""
+def __getattr__(name: str) -> Any:
+    # The pydantic message types live in kernel.messages and load on first use,
+    # so a model plugin's module imports without building them.
+    if name in _LAZY:
+        from . import messages
 
-    role: Role
-    content: str | None = None
-    tool_calls: list[ToolCall] = Field(default_factory=list)
-    tool_call_id: str | None = None  # on role="tool": the call this answers
-    name: str | None = None  # on role="tool": the tool's name
-
-    def to_openai(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role, "content": self.content}
-        if self.tool_calls:
-            out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
-                for c in self.tool_calls
-            ]
-        if self.tool_call_id is not None:
-            out["tool_call_id"] = self.tool_call_id
-        if self.name is not None and self.role == "tool":
-            out["name"] = self.name
-        return out
-
-
-class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
+        return getattr(messages, name)
+    raise AttributeError(f"module 'kernel.models' has no attribute {name!r}")
 
 
 class Model:

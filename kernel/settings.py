@@ -24,6 +24,9 @@ S = TypeVar("S", bound=BaseSettings)
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?P<tail>@)")
 
 
+_SECRET_WORDS = ("password", "secret", "token", "credential")
+
+
 def mask_url(text: str) -> str:
     """Replace any password in ``scheme://user:password@host`` forms with ``***``."""
     return _URL_PASSWORD.sub(lambda m: f"{m['head']}***{m['tail']}", text)
@@ -49,10 +52,12 @@ class Settings(BaseSettings):
     log_format: str = Field(default="auto", description="'json', 'console', or 'auto' (console on a terminal).")
 
     _sections: dict[str, BaseSettings]
+    _declared: dict[str, str]
     _file_data: dict[str, Any]
 
     def model_post_init(self, __context: Any) -> None:
         self._sections = {}
+        self._declared = {}
         self._file_data = _read_config_file(self.config)
 
     @classmethod
@@ -88,12 +93,26 @@ class Settings(BaseSettings):
         self._sections[name] = instance
         return instance
 
+    def declare_section(self, name: str, model_path: str) -> None:
+        """Name a plugin's section without loading it: ``"package.module:ModelClass"``.
+
+        Lets a plugin keep its settings class out of start-up while ``assay
+        config`` (:meth:`masked`) still shows the section.
+        """
+        self._declared[name] = model_path
+
     def sections(self) -> dict[str, BaseSettings]:
         """Every section asked for so far, by name."""
         return dict(self._sections)
 
     def masked(self) -> dict[str, Any]:
-        """The effective settings, kernel and sections, with secrets masked."""
+        """The effective settings, kernel and sections (declared ones too), with secrets masked."""
+        for name, path in sorted(self._declared.items()):
+            if name not in self._sections:
+                import importlib
+
+                module, _, attr = path.partition(":")
+                self.section(name, getattr(importlib.import_module(module), attr))
         out: dict[str, Any] = {"kernel": _masked_dump(self)}
         for name, section in sorted(self._sections.items()):
             out[name] = _masked_dump(section)
@@ -127,7 +146,7 @@ def _read_config_file(path: Any) -> dict[str, Any]:
 def _masked_dump(model: BaseSettings) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in model.model_dump().items():
-        if isinstance(value, SecretStr) or "password" in key or "secret" in key or key.endswith("_key"):
+        if isinstance(value, SecretStr) or any(word in key for word in _SECRET_WORDS) or key.endswith("_key"):
             out[key] = "***" if value else value
         elif isinstance(value, str):
             out[key] = mask_url(value)

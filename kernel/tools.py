@@ -11,13 +11,21 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import threading
 from typing import Any, Awaitable, Callable, overload
 
 from pydantic import ValidationError
 
 from .context import RunContext
 from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, AssayError
-from .function_schema import FunctionSchema, decode_json_strings, function_schema, is_async_callable, unwrap
+from .function_schema import (
+    FunctionSchema,
+    check_function,
+    decode_json_strings,
+    function_schema,
+    is_async_callable,
+    unwrap,
+)
 from .resources import PromptBudget, Resource, ResourceType
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$")
@@ -52,6 +60,9 @@ class BaseTool(Resource):
         """Check ``arguments``; return what :meth:`invoke` takes, or raise :class:`ArgumentsInvalid`."""
         raise NotImplementedError
 
+    def prepare(self) -> None:
+        """Build whatever is built lazily (schemas), so problems surface now."""
+
     def invoke(self, validated: Any, run: RunContext | None) -> Any:
         """Run the tool synchronously on validated arguments."""
         raise NotImplementedError
@@ -78,16 +89,39 @@ class BaseTool(Resource):
 
 
 class FunctionTool(BaseTool):
-    """A Python function (sync or async) exposed as a tool."""
+    """A Python function (sync or async) exposed as a tool.
+
+    Construction makes only the cheap checks (name, description present, no
+    ``*args``, sync or async); the pydantic model and JSON Schema are built on
+    first use, so plugin modules full of tools import fast.
+    """
 
     def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
         target = unwrap(func)
         self.func = func
         self.name = _check_name(name or getattr(target, "__name__", ""))
-        self.schema: FunctionSchema = function_schema(func, description)
-        self.description = self.schema.description
+        check_function(func, description)
+        self._description = description
         self._is_async = is_async_callable(func)
-        self._validator = self.schema.model.__pydantic_validator__
+        self._schema: FunctionSchema | None = None
+        self._schema_lock = threading.Lock()
+
+    @property
+    def schema(self) -> FunctionSchema:
+        if self._schema is None:
+            with self._schema_lock:
+                if self._schema is None:
+                    built = function_schema(self.func, self._description)
+                    self._validator = built.model.__pydantic_validator__
+                    self._schema = built
+        return self._schema
+
+    def prepare(self) -> None:
+        self.schema  # noqa: B018 - build now, so problems surface at registration
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return self.schema.description
 
     @property
     def is_async(self) -> bool:
@@ -98,8 +132,9 @@ class FunctionTool(BaseTool):
         return self.schema.json_schema
 
     def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
-        if self.schema.json_decodable:
-            arguments = decode_json_strings(arguments, self.schema.json_decodable)
+        schema = self._schema or self.schema
+        if schema.json_decodable:
+            arguments = decode_json_strings(arguments, schema.json_decodable)
         try:
             model = self._validator.validate_python(arguments)
         except ValidationError as exc:
@@ -107,10 +142,11 @@ class FunctionTool(BaseTool):
         return model.__dict__
 
     def _bind(self, validated: dict[str, Any], run: RunContext | None) -> tuple[list[Any], dict[str, Any]]:
+        schema = self._schema or self.schema
         kwargs = dict(validated)
-        if self.schema.context_param:
-            kwargs[self.schema.context_param] = run if run is not None else RunContext()
-        args = [kwargs.pop(n) for n in self.schema.positional_only]
+        if schema.context_param:
+            kwargs[schema.context_param] = run if run is not None else RunContext()
+        args = [kwargs.pop(n) for n in schema.positional_only] if schema.positional_only else []
         return args, kwargs
 
     def invoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:

@@ -12,34 +12,30 @@ and ``MODEL_RESPONSE_INVALID`` (a body that is not a chat completion).
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
-from typing import Any
-
-from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from typing import TYPE_CHECKING, Any
 
 from kernel import AssayError, hookimpl
-from kernel.models import Message, Model, ToolCall, Usage
+from kernel.models import Model
+
+if TYPE_CHECKING:
+    from kernel.models import Message
+
+    from .openai_settings import OpenAISettings
 
 MODEL_REQUEST_FAILED = "MODEL_REQUEST_FAILED"
 MODEL_RESPONSE_INVALID = "MODEL_RESPONSE_INVALID"
-
-
-class OpenAISettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ASSAY_OPENAI_", extra="ignore")
-
-    base_url: str = Field(default="https://api.openai.com/v1", description="Server root, ending before /chat.")
-    api_key: SecretStr | None = Field(default=None, description="Bearer token; omitted when unset.")
-    model: str = Field(default="gpt-4o-mini", description="The model name sent to the server.")
-    timeout_s: float = Field(default=60.0, description="Per-request timeout in seconds.")
-    temperature: float | None = Field(default=0.0, description="Sampling temperature; unset sends none.")
 
 
 class OpenAICompatibleModel(Model):
     model_id = "openai_compatible"
 
     def __init__(self, settings: OpenAISettings | None = None, **overrides: Any) -> None:
+        from pydantic import SecretStr
+
+        from kernel.models import Usage
+
+        from .openai_settings import OpenAISettings
+
         base = settings or OpenAISettings()
         self.settings = base.model_copy(update=overrides) if overrides else base
         if isinstance(self.settings.api_key, str):
@@ -48,6 +44,8 @@ class OpenAICompatibleModel(Model):
 
     @classmethod
     def from_settings(cls, kernel: Any, **options: Any) -> "OpenAICompatibleModel":
+        from .openai_settings import OpenAISettings
+
         return cls(kernel.settings.section("openai", OpenAISettings), **options)
 
     def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
@@ -60,6 +58,9 @@ class OpenAICompatibleModel(Model):
         return body
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        import urllib.error
+        import urllib.request
+
         url = self.settings.base_url.rstrip("/") + "/chat/completions"
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self.settings.api_key is not None:
@@ -86,6 +87,8 @@ class OpenAICompatibleModel(Model):
         return self.parse_response(payload)
 
     def parse_response(self, payload: dict[str, Any]) -> Message:
+        from kernel.models import Message, ToolCall, Usage
+
         try:
             choice = payload["choices"][0]["message"]
         except (KeyError, IndexError, TypeError):
@@ -119,5 +122,5 @@ def _error_text(body: str) -> str:
 
 @hookimpl
 def register_models(register, settings):
-    settings.section("openai", OpenAISettings)  # read now so `assay config` shows it (masked)
+    settings.declare_section("openai", "plugins.models.openai_settings:OpenAISettings")  # for `assay config`
     register(OpenAICompatibleModel)

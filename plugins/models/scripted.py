@@ -14,12 +14,15 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
 from kernel import hookimpl
-from kernel.models import Message, Model, ToolCall
+from kernel.models import Model
 
-Step = Union[dict[str, Any], Callable[[list[Message]], dict[str, Any]]]
+if TYPE_CHECKING:
+    from kernel.models import Message
+
+Step = Union[dict[str, Any], Callable[[list["Message"]], dict[str, Any]]]
 
 
 class ScriptedModel(Model):
@@ -35,6 +38,8 @@ class ScriptedModel(Model):
         self.seen: list[list[Message]] = []  # the conversation at each turn, for assertions
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+        from kernel.models import Message
+
         with self._lock:
             self.seen.append(list(messages))
             if self._position >= len(self.steps):
@@ -46,6 +51,8 @@ class ScriptedModel(Model):
         return self._message(step)
 
     def _message(self, step: dict[str, Any]) -> Message:
+        from kernel.models import Message, ToolCall
+
         if "text" in step:
             return Message(role="assistant", content=str(step["text"]))
         calls = step["tools"] if "tools" in step else [step]

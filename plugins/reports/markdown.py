@@ -10,11 +10,22 @@ a report with a made-up value.
 from __future__ import annotations
 
 import string
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kernel import AssayError, RunContext, ToolResult, hookimpl, tool
 
-from .document import Citation, HeadingBlock, ImageBlock, NumberBlock, ReportDocument, TableBlock, TextBlock
+if TYPE_CHECKING:
+    from .document import ReportDocument
+
+
+def __getattr__(name: str) -> Any:
+    # The document models load on first use (the tool's schema resolves its
+    # "ReportDocument" annotation through here), keeping start-up fast.
+    if name == "ReportDocument":
+        from .document import ReportDocument
+
+        return ReportDocument
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
 
@@ -25,11 +36,13 @@ class MarkdownRenderer:
 
     def render(self, document: Any, reader: Any) -> bytes:
         """``reader``: an artifact sink, catalog, run or kernel (what read_artifact_result takes)."""
+        from .document import ReportDocument
+
         return _Render(ReportDocument.coerce(document), reader).run().encode("utf-8")
 
 
 class _Render:
-    def __init__(self, doc: ReportDocument, reader: Any) -> None:
+    def __init__(self, doc: Any, reader: Any) -> None:
         self.doc, self.reader = doc, reader
         self.sources: dict[str, int] = {}  # artifact id -> footnote number
         self.records: dict[str, Any] = {}
@@ -51,6 +64,8 @@ class _Render:
         return "\n\n".join(parts) + "\n"
 
     def block(self, block: Any) -> str:
+        from .document import Citation, HeadingBlock, ImageBlock, NumberBlock, TableBlock, TextBlock
+
         if isinstance(block, HeadingBlock):
             return "#" * block.level + " " + _escape_line(block.text)
         if isinstance(block, TextBlock):
@@ -65,7 +80,7 @@ class _Render:
             return f"![{_escape_line(block.caption)}]({record.content_uri}){self.mark(block.artifact_id)}"
         raise AssayError(REPORT_CITATION_INVALID, f"unknown block {block!r}")
 
-    def text(self, block: TextBlock) -> str:
+    def text(self, block: Any) -> str:
         names = {field for _, field, _, _ in string.Formatter().parse(block.text) if field}
         missing = names - set(block.cite)
         if missing:
@@ -74,7 +89,7 @@ class _Render:
         values = {name: self.value(block.cite[name]) for name in names}
         return block.text.format(**values)
 
-    def value(self, citation: Citation) -> str:
+    def value(self, citation: Any) -> str:
         from kernel.evidence import read_artifact_result
 
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
@@ -82,7 +97,7 @@ class _Render:
         text = format(value, citation.format) if citation.format and value is not None else _plain(value)
         return f"{text}{self.mark(citation.artifact_id)}"
 
-    def table(self, block: TableBlock) -> str:
+    def table(self, block: Any) -> str:
         from kernel.evidence import read_artifact_result
 
         selected = read_artifact_result(self.reader, block.artifact_id, {"rows": [0, block.max_rows]},
