@@ -117,6 +117,19 @@ class ArtifactCatalog:
         for (data,) in self._conn().execute(sql, args):
             yield ArtifactRecord.model_validate_json(data)
 
+    def import_shared(self, run_id: str | None = None) -> int:
+        """Copy records other workers kept in a shared store into this catalog."""
+        ids = self.store.shared_record_ids(run_id)
+        if not ids:
+            return 0
+        conn = self._conn()
+        known = {a for (a,) in conn.execute("SELECT artifact_id FROM artifacts")}
+        added = 0
+        for artifact_id in ids:
+            if artifact_id not in known and self.get(artifact_id) is not None:
+                added += 1
+        return added
+
     def count(self, run_id: str | None = None) -> int:
         if run_id is None:
             return self._conn().execute("SELECT count(*) FROM artifacts").fetchone()[0]

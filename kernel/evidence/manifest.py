@@ -35,6 +35,7 @@ def manifest_entry(record: ArtifactRecord, max_columns: int = 20) -> dict[str, A
 
 def evidence_manifest(catalog: ArtifactCatalog, run_id: str | None, max_chars: int = 12_000) -> dict[str, Any]:
     """One entry per artifact of ``run_id`` (all runs when ``None``) within ``max_chars``."""
+    catalog.import_shared(run_id)  # records other workers kept in a shared store
     entries: list[dict[str, Any]] = []
     used, total = 0, 0
     for record in catalog.iter(run_id):

@@ -106,6 +106,10 @@ class ContentStore(ABC):
         """A record another worker kept with :meth:`put_record`, or ``None``."""
         return None
 
+    def shared_record_ids(self, run_id: str | None = None) -> list[str]:
+        """Ids of records kept with :meth:`put_record` (of one run, or all)."""
+        return []
+
     def close(self) -> None:
         """Release clients and connections."""
 
