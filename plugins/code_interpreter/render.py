@@ -1,0 +1,78 @@
+"""The model-facing text of a code_interpreter call: bounded, and explicit about what is missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .frame import Frame, Stream
+
+NO_RESULT = "no REPORT_RESULT was assigned; printed output is not a result (the artifact's result is None)"
+
+
+def clip(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to about ``limit`` characters, keeping its start and its end."""
+    if len(text) <= limit:
+        return text, False
+    head = limit * 3 // 4
+    tail = limit - head
+    return f"{text[:head]}\n... [{len(text) - head - tail:,} characters not shown] ...\n{text[-tail:]}", True
+
+
+def stream_block(label: str, stream: Stream, full: str, limit: int, artifact_id: str | None) -> str:
+    if not full:
+        return ""
+    shown, clipped = clip(full, limit)
+    notes = []
+    if stream.truncated:
+        notes.append(f"{stream.total_chars:,} characters printed; {stream.omitted_chars:,} in the middle were "
+                      "dropped even from the artifact (output truncated)")
+    elif clipped:
+        where = f"artifact {artifact_id}" if artifact_id else "the tool's data"
+        notes.append(f"{len(full):,} characters; preview only, full text in {where}")
+    head = f"{label}" + (f" ({'; '.join(notes)})" if notes else "") + ":"
+    return f"{head}\n{shown.rstrip()}"
+
+
+def result_block(frame: Frame, value_text: str, limit: int, artifact_id: str | None) -> str:
+    if not frame.result_set:
+        return NO_RESULT + "."
+    shown, clipped = clip(value_text, limit)
+    where = f" (preview; the full value is in artifact {artifact_id})" if clipped and artifact_id else ""
+    return f"REPORT_RESULT{where}: {shown}"
+
+
+def produced_lines(charts: list[dict[str, Any]], files: list[dict[str, Any]], skipped: list[str]) -> list[str]:
+    lines = []
+    for c in charts:
+        size = f"{c['width']}x{c['height']} " if c.get("width") else ""
+        lines.append(f"chart: {c['artifact_id'] or '(not captured)'} {c['name']} ({size}PNG, {c['size']:,} bytes)")
+    for f in files:
+        lines.append(f"file: {f['artifact_id'] or '(not captured)'} out/{f['name']} ({f['size']:,} bytes)")
+    lines.extend(f"not captured: {s}" for s in skipped)
+    return lines
+
+
+def state_lines(frame: Frame | None, state_lost: bool) -> list[str]:
+    lines = []
+    if state_lost:
+        lines.append("warning: the sandbox was reset since the last call; earlier variables and files are gone")
+    if frame is None:
+        return lines
+    if frame.restore_error:
+        lines.append(f"warning: {frame.restore_error}")
+    if frame.not_persisted:
+        parts = [f"{p.get('name')} ({p.get('type')}: {p.get('reason')})" for p in frame.not_persisted[:10]]
+        more = f" and {len(frame.not_persisted) - 10} more" if len(frame.not_persisted) > 10 else ""
+        lines.append("not persisted for the next call: " + "; ".join(parts) + more)
+    if frame.state_error:
+        lines.append(f"warning: {frame.state_error}")
+    return lines
+
+
+def error_text(error: dict[str, Any]) -> str:
+    """``Type: message`` and the traceback lines of the user's code."""
+    head = f"{error.get('type', 'Error')}: {error.get('message', '')}".rstrip(": ")
+    tb = [str(line) for line in (error.get("traceback") or [])][-30:]
+    if tb:
+        head += "\nTraceback (your code only, most recent call last):\n" + "\n".join(tb)
+    return head

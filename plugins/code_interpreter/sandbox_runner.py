@@ -1,0 +1,786 @@
+"""The code interpreter's runner: executed INSIDE the sandbox, never imported by the host.
+
+Each ``code_interpreter`` call is one fresh ``python3`` process in the run's
+long-lived sandbox container. This module turns that process into one
+notebook cell:
+
+1. verify the SHA-256 of every listed input file (nothing runs on a mismatch);
+2. restore the namespace saved by the previous call (``state.pkl``);
+3. run the cell with ``exec`` while ``sys.stdout``/``sys.stderr`` go to
+   bounded in-memory captures and matplotlib draws with Agg;
+4. save open figures as PNG, list new files under ``/workspace/out``;
+5. save the namespace again (what cannot be pickled is skipped and named);
+6. print ONE frame - a marker line with the call's nonce, then a JSON object -
+   to the real stdout, or write it to a file when it is too big for stdout.
+
+It uses the standard library only; pandas, matplotlib and cloudpickle are
+imported when the cell needs them. The host treats the frame as untrusted
+data: the cell runs in this process and could forge it.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import builtins
+import hashlib
+import io
+import json
+import linecache
+import os
+import pickle
+import sys
+import time
+import traceback
+import types
+
+WORKDIR = "/workspace"  # the process's working directory, set by main()
+ASSAY_DIR = STATE_PATH = CHARTS_DIR = FRAME_PATH = INPUTS_DIR = OUT_DIR = ""
+
+
+def set_workdir(workdir: str) -> None:
+    global WORKDIR, ASSAY_DIR, STATE_PATH, CHARTS_DIR, FRAME_PATH, INPUTS_DIR, OUT_DIR
+    WORKDIR = workdir.rstrip("/")
+    ASSAY_DIR = WORKDIR + "/.assay"
+    STATE_PATH = ASSAY_DIR + "/state.pkl"
+    CHARTS_DIR = ASSAY_DIR + "/charts"
+    FRAME_PATH = ASSAY_DIR + "/frame.json"
+    INPUTS_DIR = WORKDIR + "/inputs"
+    OUT_DIR = WORKDIR + "/out"
+
+
+set_workdir(WORKDIR)
+CELL = "<cell>"
+FRAME_MARK = "\x1eASSAY-FRAME "
+HELPERS = ("load_artifact", "list_artifacts")
+NOT_STATE = frozenset(HELPERS) | {"REPORT_RESULT", "__builtins__", "__name__", "__doc__", "__loader__",
+                                  "__spec__", "__package__", "__file__", "__cached__"}
+
+
+# --- bounded output capture ---------------------------------------------------
+
+
+class Capture(io.TextIOBase):
+    """A text stream keeping the first ``limit`` and the last ``tail`` characters.
+
+    The first ``tee`` characters are also written through to ``fd`` so that a
+    killed process still leaves its early output in the sandbox's stdout.
+    """
+
+    def __init__(self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"):
+        self.limit, self.tail_limit, self.tee_left, self.fd, self.name = limit, tail, tee, fd, name
+        self.head: list[str] = []
+        self.head_len = 0
+        self.tail: list[str] = []
+        self.tail_len = 0
+        self.total = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return False
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return "utf-8"
+
+    def write(self, s: str) -> int:
+        if not isinstance(s, str):
+            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        n = len(s)
+        self.total += n
+        if self.tee_left > 0 and self.fd is not None:
+            piece = s[: self.tee_left]
+            self.tee_left -= len(piece)
+            try:
+                os.write(self.fd, piece.encode("utf-8", "backslashreplace"))
+            except OSError:
+                self.tee_left = 0
+        room = self.limit - self.head_len
+        if room > 0:
+            self.head.append(s[:room])
+            self.head_len += min(room, n)
+            s = s[room:]
+        if s and self.tail_limit > 0:
+            self.tail.append(s)
+            self.tail_len += len(s)
+            if self.tail_len > 4 * self.tail_limit:
+                joined = "".join(self.tail)[-self.tail_limit :]
+                self.tail, self.tail_len = [joined], len(joined)
+        return n
+
+    def flush(self) -> None:
+        pass
+
+    def report(self) -> dict:
+        head = "".join(self.head)
+        tail = "".join(self.tail)[-self.tail_limit :] if self.tail_limit else ""
+        omitted = self.total - len(head) - len(tail)
+        return {"head": _clean(head), "tail": _clean(tail), "total_chars": self.total, "omitted_chars": omitted}
+
+
+def _clean(text: str) -> str:
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+# --- inputs -------------------------------------------------------------------
+
+
+def _sha256(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def verify_inputs(inputs: list) -> dict | None:
+    """Check every listed input against its expected SHA-256; the first problem, or None."""
+    for item in inputs:
+        path = os.path.join(WORKDIR, item["path"])
+        if not os.path.exists(path):
+            return {"code": "ARTIFACT_FILE_MISSING", "artifact_id": item["id"],
+                    "message": f"input {item['id']!r} is not in the sandbox at {path}"}
+        actual = _sha256(path)
+        if actual != item["sha256"]:
+            return {"code": "ARTIFACT_INTEGRITY_FAILED", "artifact_id": item["id"],
+                    "message": f"input {item['id']!r} in the sandbox does not match its SHA-256 (expected "
+                               f"{item['sha256'][:12]}..., found {actual[:12]}...)"}
+    return None
+
+
+def _meta(artifact_id: str) -> dict:
+    import re
+
+    path = os.path.join(INPUTS_DIR, re.sub(r"[^A-Za-z0-9._-]+", "_", str(artifact_id)) + ".meta.json")
+    try:
+        return _meta_file(path)
+    except FileNotFoundError:
+        raise KeyError(
+            f"artifact {artifact_id!r} is not in this session; pass it in the tool's `inputs` list"
+        ) from None
+
+
+def _meta_file(path: str) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def list_artifacts() -> list:
+    """The artifacts placed in this session: id, kind, name, rows, columns."""
+    out = []
+    if os.path.isdir(INPUTS_DIR):
+        for entry in sorted(os.listdir(INPUTS_DIR)):
+            if entry.endswith(".meta.json"):
+                m = _meta_file(os.path.join(INPUTS_DIR, entry))
+                out.append({k: m.get(k) for k in ("id", "kind", "name", "row_count", "columns", "path")})
+    return out
+
+
+def load_artifact(artifact_id: str, *, raw: bool = False):
+    """An input artifact: a pandas DataFrame for tabular ones, the JSON value otherwise.
+
+    ``raw=True`` returns the stored bytes unchanged (charts, files).
+    """
+    meta = _meta(artifact_id)
+    path = os.path.join(WORKDIR, meta["path"])
+    if raw:
+        with open(path, "rb") as fh:
+            return fh.read()
+    if meta.get("tabular"):
+        return read_table(path, meta.get("columns") or [])
+    with open(path, "rb") as fh:
+        data = fh.read()
+    media = meta.get("media_type") or ""
+    if media == "application/vnd.assay.python+json":
+        return _decode(json.loads(data).get("result"))
+    if media.endswith("json"):
+        return _decode(json.loads(data))
+    if media.startswith("text/") or media in ("application/csv",):
+        return data.decode("utf-8", "replace")
+    return data
+
+
+_TAGS = ("$float", "$decimal", "$duration", "$bytes", "$repr")
+
+
+def _decode(value):
+    """Undo the evidence store's tags: $float -> float, $decimal -> float, $bytes -> bytes..."""
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (key, inner), = value.items()
+            if key in ("$float", "$decimal") and isinstance(inner, str):
+                return float(inner.replace("Infinity", "inf"))
+            if key == "$bytes" and isinstance(inner, str):
+                return base64.b64decode(inner)
+            if key == "$duration" and isinstance(inner, str) and inner.startswith("PT"):
+                import datetime
+
+                return datetime.timedelta(seconds=float(inner[2:-1]))
+        return {k: _decode(v) for k, v in value.items()}
+    return value
+
+
+def read_table(path: str, columns: list):
+    """Canonical JSON Lines (optional header object, then one array per row) -> DataFrame.
+
+    The fast path hands the body to pandas' C CSV parser: a canonical row
+    ``[1,"a",2.5,true,null]`` is CSV once its brackets are cut, as long as no
+    string holds an escape, a bracket or a brace, and no string spells a JSON
+    literal. Anything else takes the exact path (``json.loads``), which is
+    slower but handles every value.
+    """
+    import pandas as pd
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if data.startswith(b"{"):
+        end = data.find(b"\n")
+        header = json.loads(data[: end if end >= 0 else len(data)])
+        columns = list(header.get("columns") or columns)
+        data = data[end + 1 :] if end >= 0 else b""
+    if not data.strip():
+        return pd.DataFrame({c: [] for c in columns}, columns=columns)
+    frame = _fast_table(pd, data, columns)
+    if frame is None:
+        frame = _exact_table(pd, data, columns)
+    return frame
+
+
+_LITERAL_STRINGS = (b'"null"', b'"true"', b'"false"', b'"NaN"', b'"nan"', b'"NA"', b'""')
+
+
+def _fast_table(pd, data: bytes, columns: list):
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if (
+        b"\\" in data
+        or b"{" in data
+        or data.count(b"[") != lines
+        or data.count(b"]") != lines
+        or any(lit in data for lit in _LITERAL_STRINGS)
+        or b"\r" in data
+    ):
+        return None
+    # Which columns hold strings is decided from the first rows (a column typed
+    # by SQL holds one kind of value; numbers or nulls elsewhere are checked below).
+    head = data[: 1 << 16]
+    cut = head.rfind(b"\n")
+    sample_rows = json.loads(b"[" + head[:cut].replace(b"\n", b",") + b"]") if cut > 0 else [json.loads(data)]
+    text_cols = set()
+    for row in sample_rows:
+        if len(row) != len(columns):
+            return None
+        for i, v in enumerate(row):
+            if isinstance(v, str):
+                text_cols.add(columns[i])
+            elif isinstance(v, (list, dict)):
+                return None
+    body = data.replace(b"\n[", b"\n")
+    body = body[1:] if body.startswith(b"[") else body
+    body = body.replace(b"]\n", b"\n")
+    if body.endswith(b"]"):
+        body = body[:-1]
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(body), header=None, names=columns, quotechar='"', doublequote=False,
+            na_values=["null"], keep_default_na=False, true_values=["true"], false_values=["false"],
+            dtype={c: object for c in text_cols}, engine="c", low_memory=False,
+        )
+    except Exception:  # noqa: BLE001 - the exact path decides
+        return None
+    if len(frame) != lines:
+        return None
+    for col in frame.columns:
+        if col not in text_cols and frame[col].dtype == object:
+            return None  # a value that was not a number, bool or null: take the exact path
+    return frame
+
+
+def _exact_table(pd, data: bytes, columns: list):
+    rows = json.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
+    if any(isinstance(v, dict) for r in rows[:1000] for v in r) or b'{"$' in data:
+        rows = [[_decode(v) if isinstance(v, (dict, list)) else v for v in r] for r in rows]
+    cols = list(zip(*rows)) if rows else [() for _ in columns]
+    if rows and len(cols) != len(columns):
+        return pd.DataFrame.from_records(rows, columns=columns)
+    return pd.DataFrame({c: list(v) for c, v in zip(columns, cols)}, columns=columns)
+
+
+# --- matplotlib -------------------------------------------------------------
+
+
+class _Charts:
+    """Saves figures as PNG: each figure passed to ``show()`` or open at the end of the cell."""
+
+    def __init__(self) -> None:
+        self.saved: list[dict] = []
+        self.count = 0
+        self.original_savefig = None  # Figure.savefig before patch()
+
+    def save_figure(self, fig) -> None:
+        self.count += 1
+        path = os.path.join(CHARTS_DIR, f"figure-{self.count}.png")
+        (self.original_savefig or type(fig).savefig)(fig, path, format="png")
+        width, height = _png_size(path)
+        self.saved.append({"path": os.path.relpath(path, WORKDIR), "name": f"figure-{self.count}.png", "size": os.path.getsize(path),
+                           "width": width, "height": height, "figure": getattr(fig, "number", None)})
+
+    def save_open(self) -> None:
+        plt = sys.modules.get("matplotlib.pyplot")
+        if plt is None:
+            return
+        for num in list(plt.get_fignums()):
+            fig = plt.figure(num)
+            try:
+                self.save_figure(fig)
+            except Exception as exc:  # noqa: BLE001 - one bad figure must not lose the cell
+                sys.stderr.write(f"figure {num} could not be saved: {type(exc).__name__}: {exc}\n")
+        plt.close("all")
+
+    def patch(self, plt) -> None:
+        charts = self
+
+        def show(*args, **kwargs):
+            for num in list(plt.get_fignums()):
+                charts.save_figure(plt.figure(num))
+            plt.close("all")
+
+        plt.show = show
+        from matplotlib.figure import Figure
+
+        original = self.original_savefig = Figure.savefig
+
+        def savefig(fig, fname, *args, **kwargs):
+            out = original(fig, fname, *args, **kwargs)
+            # A PNG saved anywhere is a chart; one under /workspace/out is a chart file already.
+            if isinstance(fname, (str, os.PathLike)):
+                path = os.path.abspath(os.fspath(fname))
+                fmt = (kwargs.get("format") or os.path.splitext(path)[1][1:] or "png").lower()
+                if fmt == "png" and os.path.exists(path) and not path.startswith(OUT_DIR + "/"):
+                    charts.count += 1
+                    target = os.path.join(CHARTS_DIR, f"figure-{charts.count}.png")
+                    with open(path, "rb") as src, open(target, "wb") as dst:
+                        dst.write(src.read())
+                    w, h = _png_size(target)
+                    charts.saved.append({"path": os.path.relpath(target, WORKDIR), "name": os.path.basename(path),
+                                         "size": os.path.getsize(target), "width": w, "height": h})
+                # The figure is saved: do not save it again at the end of the cell.
+                if plt.fignum_exists(getattr(fig, "number", -1)):
+                    plt.close(fig)
+            return out
+
+        Figure.savefig = savefig
+
+
+class _PyplotHook:
+    """Patches ``matplotlib.pyplot`` when the cell imports it (never imported otherwise)."""
+
+    def __init__(self, charts: _Charts) -> None:
+        self.charts = charts
+
+    def find_spec(self, name, path=None, target=None):
+        if name != "matplotlib.pyplot":
+            return None
+        import importlib.machinery
+
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        if spec is None or spec.loader is None:
+            return spec
+        loader, charts = spec.loader, self.charts
+
+        class Loader:
+            def create_module(self, spec):
+                return loader.create_module(spec)
+
+            def exec_module(self, module):
+                loader.exec_module(module)
+                charts.patch(module)
+
+        spec.loader = Loader()
+        return spec
+
+
+def _png_size(path: str) -> tuple:
+    with open(path, "rb") as fh:
+        head = fh.read(24)
+    if head[:8] != b"\x89PNG\r\n\x1a\n":
+        return (None, None)
+    return (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
+
+
+# --- state ------------------------------------------------------------------
+
+
+def restore_state(ns: dict) -> str | None:
+    """Load the previous call's namespace into ``ns``; an explanation if it failed."""
+    try:
+        with open(STATE_PATH, "rb") as fh:
+            blob = fh.read()
+    except FileNotFoundError:
+        return None
+    try:
+        state = pickle.loads(blob)
+    except Exception as exc:  # noqa: BLE001
+        return f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
+    problems = []
+    for name, module in state.get("modules", {}).items():
+        try:
+            ns[name] = _lazy_import(module)
+            LAZY_NAMES[id(ns[name])] = module
+        except Exception as exc:  # noqa: BLE001
+            problems.append(f"{name} (import {module}: {exc})")
+    ns.update(state.get("values", {}))
+    return ("could not re-import: " + ", ".join(problems)) if problems else None
+
+
+LAZY_NAMES: dict = {}  # id(module) -> name, for modules restored lazily
+
+
+def _lazy_import(name: str):
+    """The module ``name``, loaded on first use: a cell that does not touch ``pd`` does not pay for pandas."""
+    if name in sys.modules:
+        return sys.modules[name]
+    import importlib.util
+
+    spec = importlib.util.find_spec(name)
+    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
+        __import__(name)
+        return sys.modules[name]
+    loader = importlib.util.LazyLoader(spec.loader)
+    spec.loader = loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    loader.exec_module(module)
+    return module
+
+
+def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
+    """Pickle the namespace; the names left out (with reasons) and a state-level error."""
+    modules, values, skipped = {}, {}, []
+    for name, value in ns.items():
+        if name in NOT_STATE or (name.startswith("__") and name.endswith("__")):
+            continue
+        if isinstance(value, types.ModuleType):
+            # (a lazy module must not be loaded just to learn its name)
+            modules[name] = LAZY_NAMES.get(id(value)) or value.__name__
+        else:
+            values[name] = value
+    state = {"modules": modules, "values": values}
+    dumps = _plain_dumps
+    try:
+        blob = dumps(state)  # plain pickle first: loading it later needs no cloudpickle import
+    except Exception:  # noqa: BLE001
+        dumps = _pickler()
+        try:
+            blob = dumps(state)
+        except Exception:  # noqa: BLE001 - find the culprits one by one
+            blob = None
+    if blob is None or len(blob) > max_bytes:
+        sizes = {}
+        for name, value in list(values.items()):
+            try:
+                sizes[name] = len(dumps(value))
+            except Exception as exc:  # noqa: BLE001
+                skipped.append({"name": name, "type": _type_name(value),
+                                "reason": f"cannot be pickled: {type(exc).__name__}: {str(exc)[:200]}"})
+                del values[name]
+        total = sum(sizes.values())
+        for name in sorted(sizes, key=sizes.get, reverse=True):
+            if total <= max_bytes * 0.95:
+                break
+            skipped.append({"name": name, "type": _type_name(values[name]),
+                            "reason": f"too large to keep ({sizes[name]:,} bytes; state limit {max_bytes:,})"})
+            total -= sizes[name]
+            del values[name]
+        try:
+            blob = dumps({"modules": modules, "values": values})
+        except Exception as exc:  # noqa: BLE001 - shared references can still fail together
+            return skipped, f"the state could not be pickled: {type(exc).__name__}: {exc}"
+    tmp = STATE_PATH + ".tmp"
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(blob)
+        os.replace(tmp, STATE_PATH)
+    except OSError as exc:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        return skipped, f"the state could not be written ({exc.strerror or exc}); the previous state is kept"
+    return skipped, None
+
+
+def _plain_dumps(obj) -> bytes:
+    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _pickler():
+    try:
+        import cloudpickle  # pickles functions and classes defined in cells by value
+    except ImportError:
+        return _plain_dumps
+    return lambda obj: cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _type_name(value) -> str:
+    t = type(value)
+    return t.__name__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
+
+
+# --- results ----------------------------------------------------------------
+
+
+def jsonable(value, depth: int = 0):
+    """REPORT_RESULT as plain JSON data (the host applies the canonical form on top).
+
+    DataFrames become lists of row objects (a non-default index becomes
+    columns), Series become objects, numpy values become Python values.
+    """
+    if depth > 100:
+        raise ValueError("REPORT_RESULT is nested more than 100 levels deep")
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if value != value:
+            return {"$float": "NaN"}
+        if value in (float("inf"), float("-inf")):
+            return {"$float": "Infinity" if value > 0 else "-Infinity"}
+        return value
+    if isinstance(value, dict):
+        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v, depth + 1) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((jsonable(v, depth + 1) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    mod = type(value).__module__.split(".")[0]
+    if mod == "pandas":
+        return _pandas_jsonable(value, depth)
+    if mod == "numpy":
+        if getattr(value, "ndim", None) == 0:
+            return jsonable(value.item(), depth + 1)
+        return jsonable(value.tolist(), depth + 1)
+    import datetime
+    import decimal
+    import uuid
+
+    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
+        return value.isoformat()
+    if isinstance(value, datetime.timedelta):
+        return {"$duration": f"PT{value.total_seconds()!r}S"}
+    if isinstance(value, decimal.Decimal):
+        return {"$decimal": format(value.normalize(), "f")} if value.is_finite() else {"$decimal": str(value)}
+    if isinstance(value, uuid.UUID):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
+    raise TypeError(f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form; convert it "
+                    "(for example to a dict, list, number or string)")
+
+
+def _pandas_jsonable(value, depth: int):
+    import pandas as pd
+
+    if value is pd.NaT or value is getattr(pd, "NA", object()):
+        return None
+    if isinstance(value, pd.DataFrame):
+        frame = value
+        if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0 or frame.index.step != 1:
+            frame = frame.reset_index()
+        frame = frame.astype(object).where(frame.notna(), None)
+        return [{str(k): jsonable(v, depth + 1) for k, v in row.items()} for row in frame.to_dict("records")]
+    if isinstance(value, pd.Series):
+        return {str(k): jsonable(None if _isna(v) else v, depth + 1) for k, v in value.items()}
+    if isinstance(value, pd.Timestamp):
+        return value.isoformat()
+    if isinstance(value, pd.Timedelta):
+        return jsonable(value.to_pytimedelta(), depth + 1)
+    if isinstance(value, pd.Index):
+        return jsonable(value.tolist(), depth + 1)
+    raise TypeError(f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form")
+
+
+def _isna(v) -> bool:
+    try:
+        import pandas as pd
+
+        return bool(pd.isna(v)) if not isinstance(v, (list, tuple, dict)) else False
+    except (TypeError, ValueError):
+        return False
+
+
+# --- the cell ---------------------------------------------------------------
+
+
+def _compile(code: str):
+    """The cell's code objects: the body, and the last expression (shown like a notebook)."""
+    tree = ast.parse(code, CELL, "exec")
+    last = None
+    if tree.body and isinstance(tree.body[-1], ast.Expr):
+        last = ast.Expression(tree.body.pop().value)
+    body = compile(tree, CELL, "exec")
+    return body, (compile(last, CELL, "eval") if last is not None else None)
+
+
+def _error(exc: BaseException) -> dict:
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == CELL]
+    lines = []
+    for f in frames:
+        lines.append(f'  line {f.lineno}, in {f.name}')
+        if f.line:
+            lines.append(f"    {f.line.strip()}")
+    if isinstance(exc, SyntaxError) and exc.filename == CELL:
+        lines.append(f"  line {exc.lineno}")
+        if exc.text:
+            lines.append(f"    {exc.text.strip()}")
+            if exc.offset:
+                indent = len(exc.text) - len(exc.text.lstrip())
+                lines.append("    " + " " * max(0, exc.offset - 1 - indent) + "^")
+    message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    return {"type": type(exc).__name__, "message": str(exc) if not isinstance(exc, SyntaxError) else exc.msg,
+            "traceback": lines, "summary": message, "line": frames[-1].lineno if frames else getattr(exc, "lineno", None)}
+
+
+def _listing(root: str) -> dict:
+    out = {}
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            path = os.path.join(dirpath, name)
+            try:
+                st = os.stat(path)
+            except OSError:
+                continue
+            out[path] = (st.st_size, st.st_mtime_ns)
+    return out
+
+
+def run(req: dict, real_fd: int) -> dict:
+    started = time.perf_counter()
+    os.makedirs(CHARTS_DIR, exist_ok=True)
+    os.makedirs(OUT_DIR, exist_ok=True)
+    for old in os.listdir(CHARTS_DIR):
+        os.unlink(os.path.join(CHARTS_DIR, old))
+    frame: dict = {"v": 1, "nonce": req["nonce"]}
+    problem = verify_inputs(req.get("inputs", []))
+    if problem is not None:
+        frame.update(status="input_failed", error=problem)
+        return frame
+    os.chdir(WORKDIR)
+    before = _listing(OUT_DIR)
+    module = types.ModuleType("__main__")
+    ns = module.__dict__
+    ns["__builtins__"] = builtins
+    state_found = os.path.exists(STATE_PATH)
+    restore_error = restore_state(ns) if state_found else None
+    if not state_found and req.get("expect_state"):
+        restore_error = "the saved notebook state is gone (the sandbox's files were reset); starting empty"
+    ns.pop("REPORT_RESULT", None)
+    ns["load_artifact"] = load_artifact
+    ns["list_artifacts"] = list_artifacts
+    code = req["code"]
+    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
+    charts = _Charts()
+    sys.meta_path.insert(0, _PyplotHook(charts))
+    if "matplotlib.pyplot" in sys.modules:
+        charts.patch(sys.modules["matplotlib.pyplot"])
+    limits = req["limits"]
+    out = Capture(limits["capture_chars"], limits["tail_chars"], limits["tee_chars"], real_fd, "<stdout>")
+    err = Capture(limits["capture_chars"], limits["tail_chars"], 0, None, "<stderr>")
+    saved_main = sys.modules.get("__main__")
+    sys.modules["__main__"] = module
+    old_out, old_err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = out, err
+    error = None
+    cell_started = time.perf_counter()
+    try:
+        body, last = _compile(code)
+        exec(body, ns)
+        if last is not None:
+            shown = eval(last, ns)
+            if shown is not None:
+                print(repr(shown))
+    except BaseException as exc:  # noqa: BLE001 - the cell's failure is the result
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        error = _error(exc)
+    cell_ms = (time.perf_counter() - cell_started) * 1000
+    try:
+        charts.save_open()
+    except Exception as exc:  # noqa: BLE001
+        err.write(f"figures could not be saved: {type(exc).__name__}: {exc}\n")
+    sys.stdout, sys.stderr = old_out, old_err
+    if saved_main is not None:
+        sys.modules["__main__"] = saved_main
+    result_set = "REPORT_RESULT" in ns
+    frame["result_set"] = result_set
+    if result_set:
+        try:
+            frame["result"] = jsonable(ns["REPORT_RESULT"])
+        except (TypeError, ValueError, RecursionError) as exc:
+            frame["result_error"] = str(exc)
+            frame["result"] = None
+    after = _listing(OUT_DIR)
+    frame["files"] = [
+        {"path": os.path.relpath(p, WORKDIR), "name": os.path.relpath(p, OUT_DIR), "size": s}
+        for p, (s, m) in sorted(after.items()) if before.get(p) != (s, m)
+    ]
+    frame["charts"] = charts.saved
+    not_persisted, state_error = save_state(ns, limits["max_state_bytes"])
+    frame.update(
+        status="failed" if error else "succeeded",
+        error=error,
+        stdout=out.report(),
+        stderr=err.report(),
+        not_persisted=not_persisted,
+        state_error=state_error,
+        restore_error=restore_error,
+        state_found=state_found,
+        cell_ms=round(cell_ms, 3),
+        runner_ms=round((time.perf_counter() - started) * 1000, 3),
+    )
+    _inline_small_files(frame, limits["inline_bytes"])
+    return frame
+
+
+def _inline_small_files(frame: dict, budget: int) -> None:
+    """Carry small charts and files in the frame itself (saves the host a download per file)."""
+    for item in frame["charts"] + frame["files"]:
+        if item["size"] <= budget:
+            try:
+                with open(os.path.join(WORKDIR, item["path"]), "rb") as fh:
+                    data = fh.read(budget + 1)
+            except OSError:
+                continue
+            if len(data) == item["size"]:
+                item["data_b64"] = base64.b64encode(data).decode("ascii")
+                budget -= len(data)
+
+
+def emit(frame: dict, real_fd: int, max_inline: int) -> None:
+    text = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
+    if len(text) > max_inline:
+        # Too big for the sandbox's stdout limit: leave it in a file the host downloads.
+        for item in frame.get("charts", []) + frame.get("files", []):
+            item.pop("data_b64", None)
+        with open(FRAME_PATH, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")))
+        text = json.dumps({"v": 1, "nonce": frame["nonce"], "frame_file": os.path.relpath(FRAME_PATH, WORKDIR)})
+    os.write(real_fd, ("\n" + FRAME_MARK + frame["nonce"] + "\n" + text + "\n").encode("ascii"))
+
+
+def main(request: str) -> None:
+    if request.startswith("@"):
+        with open(request[1:], encoding="utf-8") as fh:
+            request = fh.read()
+    req = json.loads(request)
+    set_workdir(os.getcwd())
+    real_fd = sys.stdout.fileno()
+    try:
+        frame = run(req, real_fd)
+    except BaseException as exc:  # noqa: BLE001 - a runner failure is reported, not hidden
+        frame = {"v": 1, "nonce": req["nonce"], "status": "runner_failed",
+                 "error": {"type": type(exc).__name__, "message": str(exc),
+                           "traceback": traceback.format_exc().splitlines()[-12:]}}
+    emit(frame, real_fd, req["limits"]["frame_chars"])

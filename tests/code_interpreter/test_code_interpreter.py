@@ -1,0 +1,335 @@
+"""code_interpreter against a real sandbox (podman with the built image; some also on local)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+
+import pytest
+
+from tests.code_interpreter.conftest import capture_query
+
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+
+
+def _content(kernel_or_run, artifact_id: str) -> bytes:
+    from pathlib import Path
+
+    from kernel.evidence import open_verified_content
+
+    _, content = open_verified_content(kernel_or_run, artifact_id)
+    return Path(content).read_bytes() if isinstance(content, (str, Path)) else content
+
+
+def _record(sink, artifact_id: str):
+    from kernel.evidence import get_record
+
+    return get_record(sink, artifact_id)
+
+
+# --- results over evidence ---------------------------------------------------------
+
+
+def test_pandas_aggregation_over_sql_artifact_equals_sql(call, run, sales_db):
+    record = capture_query(run.artifacts, sales_db, "SELECT store, amount, refunded, promo FROM sales")
+    code = (
+        "df = load_artifact(%r)\n"
+        "promo = df[df.promo == 1]\n"
+        "rate = promo.groupby('store').refunded.mean()\n"
+        "REPORT_RESULT = {s: float(v) for s, v in rate.items()}\n" % record.artifact_id
+    )
+    result = call(code, inputs=[record.artifact_id])
+    assert result.success, result.for_model()
+    expected = dict(sales_db.execute(
+        "SELECT store, AVG(refunded * 1.0) FROM sales WHERE promo = 1 GROUP BY store").fetchall())
+    assert result.data["result"] == pytest.approx(expected, rel=1e-12)
+    assert set(result.data["result"]) == {"north", "south", "east", "west"}
+    python = _record(run.artifacts, result.data["artifact_id"])
+    assert python.kind == "python" and python.status == "succeeded"
+    assert python.provenance["inputs"] == [record.artifact_id]
+    assert python.result == result.data["result"]
+
+
+def test_load_artifact_returns_typed_dataframe(call, run, sales_db):
+    record = capture_query(run.artifacts, sales_db, "SELECT id, store, amount, refunded FROM sales ORDER BY id")
+    code = (
+        "df = load_artifact(%r)\n"
+        "REPORT_RESULT = {'rows': len(df), 'cols': list(df.columns), 'dtypes': [str(t) for t in df.dtypes],\n"
+        "                 'first': df.iloc[0].tolist(), 'amount_sum': float(df.amount.sum())}\n" % record.artifact_id
+    )
+    result = call(code, inputs=[record.artifact_id])
+    assert result.success, result.for_model()
+    got = result.data["result"]
+    assert got["rows"] == 600 and got["cols"] == ["id", "store", "amount", "refunded"]
+    assert got["dtypes"] == ["int64", "object", "float64", "int64"]
+    first = sales_db.execute("SELECT id, store, amount, refunded FROM sales ORDER BY id LIMIT 1").fetchone()
+    assert got["first"] == list(first)
+    total = sales_db.execute("SELECT SUM(amount) FROM sales").fetchone()[0]
+    assert got["amount_sum"] == pytest.approx(total, rel=1e-12)
+
+
+def test_dataframe_report_result_becomes_canonical_records(call):
+    code = (
+        "import pandas as pd, numpy as np\n"
+        "REPORT_RESULT = pd.DataFrame({'store': ['a', 'b'], 'rate': [0.25, np.nan], 'n': np.array([3, 4])})\n"
+    )
+    result = call(code)
+    assert result.success, result.for_model()
+    assert result.data["result"] == [
+        {"n": 3, "rate": 0.25, "store": "a"},
+        {"n": 4, "rate": {"$float": "NaN"}, "store": "b"},
+    ]
+
+
+def test_missing_report_result_is_none_and_said_so(call, run):
+    result = call("import json\nprint(json.dumps([1, 2]))")
+    assert result.success
+    assert result.data["result_set"] is False and result.data["result"] is None
+    assert "no REPORT_RESULT was assigned; printed output is not a result" in result.content
+    record = _record(run.artifacts, result.data["artifact_id"])
+    assert record.result is None and record.provenance["result_set"] is False
+
+
+@pytest.mark.parametrize("value", ["[]", "0", "None"])
+def test_assigned_empty_values_are_results(call, run, value):
+    result = call(f"REPORT_RESULT = {value}")
+    assert result.success
+    assert result.data["result_set"] is True
+    assert result.data["result"] == json.loads({"None": "null"}.get(value, value))
+    assert "no REPORT_RESULT" not in result.content
+    assert _record(run.artifacts, result.data["artifact_id"]).provenance["result_set"] is True
+
+
+def test_report_result_is_per_call(call):
+    assert call("REPORT_RESULT = 5").data["result"] == 5
+    second = call("y = 1")
+    assert second.data["result_set"] is False
+
+
+def test_unserialisable_report_result_fails_honestly(call):
+    result = call("import threading\nREPORT_RESULT = threading.Lock()")
+    assert not result.success
+    assert result.error_code == "PYTHON_RESULT_INVALID"
+    assert "lock" in result.message.lower()
+
+
+# --- display layer -------------------------------------------------------------------
+
+
+def test_plot_comes_back_as_valid_png_chart(call, run):
+    code = (
+        "import matplotlib.pyplot as plt\n"
+        "fig, ax = plt.subplots(figsize=(5, 3), dpi=100)\n"
+        "ax.bar(['a', 'b'], [3, 5])\n"
+        "plt.show()\n"
+    )
+    result = call(code)
+    assert result.success, result.for_model()
+    charts = [a for a in result.artifacts if a.kind == "chart"]
+    assert len(charts) == 1
+    data = _content(run.artifacts, charts[0].artifact_id)
+    assert data[:8] == PNG_SIGNATURE
+    assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (500, 300)
+    import io
+
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(io.BytesIO(data), format="png")  # a real decode
+    assert pixels.shape[:2] == (300, 500)
+    assert _record(run.artifacts, charts[0].artifact_id).media_type == "image/png"
+
+
+def test_savefig_and_out_files_become_artifacts(call, run):
+    code = (
+        "import matplotlib.pyplot as plt, os\n"
+        "plt.plot([1, 2, 3])\n"
+        "plt.savefig('/workspace/out/line.png')\n"
+        "with open('/workspace/out/summary.csv', 'w') as fh:\n"
+        "    fh.write('a,b\\n1,2\\n')\n"
+    )
+    result = call(code)
+    assert result.success, result.for_model()
+    by_name = {a.name: a for a in result.artifacts if a.kind in ("chart", "file")}
+    assert set(by_name) == {"line.png", "summary.csv"}, result.content
+    assert by_name["line.png"].kind == "chart"
+    assert _content(run.artifacts, by_name["summary.csv"].artifact_id) == b"a,b\n1,2\n"
+    assert _content(run.artifacts, by_name["line.png"].artifact_id)[:8] == PNG_SIGNATURE
+
+
+def test_huge_stdout_is_bounded_and_flagged(call, run):
+    result = call("for i in range(400_000):\n    print('line', i)\nREPORT_RESULT = 1")
+    assert result.success, result.for_model()
+    assert result.data["stdout_truncated"] is True
+    assert len(result.content) < 12_000
+    assert "output truncated" in result.content
+    assert "line 0\n" in result.content and "line 399999" in result.content
+    doc = json.loads(_content(run.artifacts, result.data["artifact_id"]))
+    assert doc["stdout"].startswith("line 0\nline 1\n")
+    assert doc["stdout"].rstrip().endswith("line 399999")
+    assert len(doc["stdout"]) < 2_000_000
+
+
+# --- notebook state ----------------------------------------------------------------------
+
+
+def test_state_persists_across_two_calls_in_a_run(call):
+    first = call("import pandas as pd\nx = 41\ndef bump(v):\n    return v + 1\n"
+                 "frame = pd.DataFrame({'a': [1, 2]})\nopen('notes.txt', 'w').write('kept')")
+    assert first.success, first.for_model()
+    second = call("REPORT_RESULT = [bump(x), int(frame.a.sum()), open('notes.txt').read(), pd.__name__]")
+    assert second.success, second.for_model()
+    assert second.data["result"] == [42, 3, "kept", "pandas"]
+
+
+def test_two_runs_do_not_see_each_others_variables_or_files(podman_kernel, call, run):
+    assert call("secret = 'run-a'\nopen('/workspace/a.txt', 'w').write('a')").success
+    other = podman_kernel.new_run()
+    try:
+        seen = call("import os\nREPORT_RESULT = ['secret' in globals(), os.path.exists('/workspace/a.txt')]",
+                    target=other)
+        assert seen.success, seen.for_model()
+        assert seen.data["result"] == [False, False]
+    finally:
+        other.close()
+    assert call("REPORT_RESULT = secret").data["result"] == "run-a"
+
+
+def test_reset_discards_variables_and_files(call):
+    assert call("kept = 1\nopen('f.txt', 'w').write('x')").success
+    fresh = call("import os\nREPORT_RESULT = ['kept' in globals(), os.path.exists('f.txt')]", reset=True)
+    assert fresh.data["result"] == [False, False]
+
+
+def test_unpicklable_variables_are_listed_not_persisted(call):
+    result = call("import threading\nlock = threading.Lock()\ngen = (i for i in range(3))\nn = 7")
+    assert result.success
+    skipped = {item["name"] for item in result.data["not_persisted"]}
+    assert skipped == {"lock", "gen"}
+    assert "not persisted for the next call: " in result.content
+    after = call("REPORT_RESULT = [n, 'lock' in globals()]")
+    assert after.data["result"] == [7, False]
+
+
+# --- failures -------------------------------------------------------------------------------
+
+
+def test_timeout_kills_the_code_and_keeps_the_last_state(call, run):
+    assert call("x = 1").success
+    result = call("x = 2\nimport time\nwhile True:\n    time.sleep(0.05)", timeout_s=2)
+    assert not result.success
+    assert result.error_code == "PYTHON_TIMEOUT"
+    assert "killed" in result.message
+    assert "last finished call" in result.hint
+    record = _record(run.artifacts, result.artifacts[0].artifact_id)
+    assert record.status == "failed" and record.kind == "python"
+    assert call("REPORT_RESULT = x").data["result"] == 1
+
+
+def test_exception_reports_type_message_and_user_frames_only(call, run):
+    result = call("def ratio(a, b):\n    return a / b\n\nvalue = 3\nratio(value, 0)")
+    assert not result.success
+    assert result.error_code == "PYTHON_EXECUTION_FAILED"
+    assert result.message.startswith("ZeroDivisionError: division by zero")
+    assert "line 5, in <module>" in result.message and "line 2, in ratio" in result.message
+    assert "return a / b" in result.message
+    assert "assay_ci_runner" not in result.message and "File " not in result.message
+    record = _record(run.artifacts, result.artifacts[0].artifact_id)
+    assert record.status == "failed" and "ZeroDivisionError" in record.provenance["error"]
+    assert call("REPORT_RESULT = value").data["result"] == 3  # assigned before the error: kept
+
+
+def test_syntax_error_is_an_execution_failure(call):
+    result = call("x = (1,\nprint(x)")
+    assert result.error_code == "PYTHON_EXECUTION_FAILED"
+    assert result.message.startswith("SyntaxError")
+
+
+def test_input_altered_on_disk_fails_before_running(call, run, sales_db):
+    from kernel.evidence import open_verified_content
+
+    record = capture_query(run.artifacts, sales_db, "SELECT store, amount FROM sales")
+    _, path = open_verified_content(run.artifacts, record.artifact_id)
+    os.chmod(path, 0o644)
+    data = bytearray(open(path, "rb").read())
+    data[-3:-2] = b"9" if data[-3:-2] != b"9" else b"8"
+    open(path, "wb").write(bytes(data))
+    result = call("open('ran.txt', 'w').write('yes')", inputs=[record.artifact_id])
+    assert not result.success
+    assert result.error_code == "ARTIFACT_INTEGRITY_FAILED"
+    check = call("import os\nREPORT_RESULT = os.path.exists('ran.txt')")
+    assert check.data["result"] is False
+
+
+def test_unknown_input_fails_before_running(call):
+    result = call("open('ran.txt', 'w').write('yes')", inputs=["art_does_not_exist"])
+    assert result.error_code == "ARTIFACT_NOT_FOUND"
+    assert call("import os\nREPORT_RESULT = os.path.exists('ran.txt')").data["result"] is False
+
+
+def test_inputs_are_read_only_inside_the_sandbox(call, run, sales_db):
+    record = capture_query(run.artifacts, sales_db, "SELECT store FROM sales LIMIT 3")
+    code = (
+        "import glob\npath = glob.glob('/workspace/inputs/*.jsonl')[0]\n"
+        "try:\n    open(path, 'a').write('x')\n    REPORT_RESULT = 'writable'\n"
+        "except OSError as exc:\n    REPORT_RESULT = type(exc).__name__\n"
+    )
+    result = call(code, inputs=[record.artifact_id])
+    assert result.data["result"] == "PermissionError"
+    again = call("REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id])
+    assert again.data["result"] == 3
+
+
+# --- both runtimes ---------------------------------------------------------------------------
+
+
+def test_state_and_result_work_on_every_runtime(any_kernel):
+    run = any_kernel.new_run()
+    try:
+        assert any_kernel.call_tool("code_interpreter", {"code": "base = 20"}, run=run).success
+        result = any_kernel.call_tool("code_interpreter", {"code": "REPORT_RESULT = {'v': base + 1}"}, run=run)
+        assert result.success, result.for_model()
+        assert result.data["result"] == {"v": 21}
+        assert result.metadata["isolated"] is (result.metadata["runtime"] != "local")
+    finally:
+        run.close()
+
+
+# --- no sandbox ---------------------------------------------------------------------------------
+
+
+def test_no_container_runtime_and_no_allow_flag_runs_nothing(monkeypatch, tmp_path):
+    from kernel import Kernel, Settings
+
+    monkeypatch.delenv("SANDBOX_RUNTIME", raising=False)
+    monkeypatch.delenv("SANDBOX_ALLOW_LOCAL_RUNTIME", raising=False)
+    monkeypatch.setenv("ASSAY_DISABLE_PLUGINS", "docker,podman,nerdctl")  # a host with no container engine
+    kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
+    run = kernel.new_run()
+    try:
+        marker = tmp_path / "ran.txt"
+        result = kernel.call_tool("code_interpreter", {"code": f"open({str(marker)!r}, 'w').write('x')"}, run=run)
+        assert not result.success
+        assert result.error_code == "SANDBOX_UNAVAILABLE"
+        assert result.metadata["cause"] == "SANDBOX_RUNTIME_UNAVAILABLE"
+        assert "no isolating sandbox runtime answered" in result.message
+        assert "SANDBOX_ALLOW_LOCAL_RUNTIME=1" in result.hint and "Nothing was run" in result.hint
+        assert not marker.exists()
+        assert run.artifacts is None or run.artifacts.records() == []
+    finally:
+        run.close()
+
+
+def test_local_runtime_named_without_allow_flag_is_refused(monkeypatch, tmp_path):
+    from kernel import Kernel, Settings
+
+    monkeypatch.setenv("SANDBOX_RUNTIME", "local")
+    monkeypatch.delenv("SANDBOX_ALLOW_LOCAL_RUNTIME", raising=False)
+    kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
+    run = kernel.new_run()
+    try:
+        result = kernel.call_tool("code_interpreter", {"code": "x = 1"}, run=run)
+        assert result.error_code == "SANDBOX_UNAVAILABLE"
+        assert result.metadata["cause"] == "SANDBOX_LOCAL_NOT_ALLOWED"
+    finally:
+        run.close()
