@@ -145,7 +145,7 @@ class LocalSession(RuntimeSession):
     def execute(self, request: ExecRequest) -> ExecutionResult:
         lang = normalize_language(request.language)
         out, err = OutputCapture(request.stdout_limit), OutputCapture(request.stderr_limit)
-        started_wall = time.time()
+        before = self._scan()
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
@@ -200,12 +200,12 @@ class LocalSession(RuntimeSession):
             exit_code=None if timed_out else exit_code, stdout=out.text(), stderr=stderr,
             stdout_truncated=out.truncated, stderr_truncated=err.truncated, timed_out=timed_out,
             oom_killed=oom, duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            files=self._produced(started_wall), isolated=False, runtime="local", language=lang,
+            files=self._produced(before), isolated=False, runtime="local", language=lang,
             warnings=[LOCAL_WARNING],
         )
 
-    def _produced(self, since: float) -> list[ProducedFile]:
-        found = []
+    def _scan(self) -> dict[str, tuple[int, int]]:
+        found: dict[str, tuple[int, int]] = {}
         for dirpath, dirnames, filenames in os.walk(self.root):
             dirnames[:] = [d for d in dirnames if not (dirpath == self.root and d == ".tmp")]
             for name in filenames:
@@ -214,11 +214,18 @@ class LocalSession(RuntimeSession):
                     st = os.lstat(full)
                 except OSError:
                     continue
-                if stat.S_ISREG(st.st_mode) and st.st_mtime >= since - 0.001:
-                    found.append(ProducedFile(path=self._sandbox_path(full), size=st.st_size, modified=st.st_mtime))
-                if len(found) >= 500:
-                    return found
+                if stat.S_ISREG(st.st_mode):
+                    found[full] = (st.st_mtime_ns, st.st_size)
+            if len(found) >= 5000:
+                break
         return found
+
+    def _produced(self, before: dict[str, tuple[int, int]]) -> list[ProducedFile]:
+        after = self._scan()
+        return [
+            ProducedFile(path=self._sandbox_path(p), size=size, modified=mtime / 1e9)
+            for p, (mtime, size) in after.items() if before.get(p) != (mtime, size)
+        ][:500]
 
     # --- files --------------------------------------------------------------------------
 

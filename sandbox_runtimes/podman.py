@@ -38,6 +38,7 @@ from kernel.sandbox import (
     SandboxRuntime,
 )
 from kernel.sandbox import labels as sandbox_labels
+from kernel.sandbox.spec import verify_inspect
 
 log = get_logger("assay.sandbox.podman")
 
@@ -165,6 +166,14 @@ class PodmanRuntime(SandboxRuntime):
                 )
             raise SandboxError(SANDBOX_START_FAILED, f"podman could not create the sandbox: {message}")
         cid = resp.json()["Id"]
+        # Engines drop settings silently (podman ignores an unknown OCI runtime):
+        # refuse a container that is not what the spec asked for.
+        problems = verify_inspect(spec, api.get(f"/containers/{cid}/json").json())
+        if problems:
+            _quiet_remove(api, cid)
+            raise SandboxError(SANDBOX_START_FAILED,
+                               "podman did not apply the hardened spec: " + "; ".join(problems),
+                               "Check the engine's version and settings (assay sandbox doctor).")
         start = api.post(f"/containers/{cid}/start")
         if start.status_code >= 400:
             message = _error_text(start)

@@ -52,6 +52,10 @@ HELPER_TIMEOUT_S = 30.0
 
 __all__ = ["ContainerSession", "ExecStream", "FILES_SOURCE"]
 
+# Run as the code's uid: kill(-1) reaches every process that uid owns except
+# this one and the namespace's init; the keeper (another uid) is untouched.
+_KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+
 
 class ExecStream:
     """A running exec: iterate ``(fd, bytes)`` chunks (fd 1 or 2), then ask the exit code.
@@ -120,13 +124,18 @@ class ContainerSession(RuntimeSession):
             raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: could not start the execution: {exc}",
                                "The sandbox may have been removed; open a new session.") from None
 
+        reset_done = threading.Event()
+
         def on_deadline() -> None:
+            # The in-container timer should have fired long ago: the launcher was
+            # killed, stopped or starved. Kill the code's processes from outside;
+            # if even that cannot run, kill and restart the whole container.
             host_deadline_hit.set()
             log.warning("sandbox_host_deadline", runtime=self.runtime, container=self.id[:12])
-            try:
-                stream.close()
-            finally:
+            if not self._kill_code_processes():
+                reset_done.set()
                 self._kill_quietly()
+            stream.close()
 
         timer = threading.Timer(request.timeout_s + self.host_grace, on_deadline)
         timer.daemon = True
@@ -148,13 +157,18 @@ class ContainerSession(RuntimeSession):
             _, trailer = split_trailer(err.tail(), nonce)
         warnings: list[str] = []
         if host_deadline_hit.is_set():
-            warnings.append(
-                "the in-sandbox timer did not end the work; the host killed and restarted the sandbox "
-                f"(its {self.spec.workdir} was reset)"
-            )
-            self._restart_after_kill()
+            if reset_done.is_set():
+                warnings.append(
+                    "the in-sandbox timer did not end the work; the host killed and restarted the sandbox "
+                    f"(its {self.spec.workdir} was reset)"
+                )
+            else:
+                warnings.append("the in-sandbox timer did not end the work; the host killed it")
         elif trailer is None:
-            warnings.append("the sandbox launcher did not report (its output was bypassed or it was killed)")
+            # The launcher died (or was bypassed): its children may live on. Kill them.
+            self._kill_code_processes()
+            warnings.append("the sandbox launcher did not report (it was killed or bypassed); "
+                            "the code's processes were killed")
         result = ExecutionResult(
             exit_code=exit_code if trailer is None else trailer.exit_code,
             stdout=out.text(),
@@ -180,7 +194,7 @@ class ContainerSession(RuntimeSession):
         if len(code.encode("utf-8")) <= MAX_INLINE_CODE:
             return [*prefix, code]
         path = f"/tmp/.assay-code-{nonce}"
-        self._put_archive("/tmp", _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o400))
+        self._put_archive("/tmp", _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444))
         return [prefix[0], path]
 
     def _kill_quietly(self) -> None:
@@ -194,16 +208,27 @@ class ContainerSession(RuntimeSession):
         finally:
             self._killing.clear()
 
-    def _restart_after_kill(self) -> None:
-        """Hook for engines whose hard reset is asynchronous; default: nothing to do."""
+    def _kill_code_processes(self) -> bool:
+        """SIGKILL every process of the code's uid (the keeper runs as another uid).
+
+        Returns False when the kill could not be run (e.g. the engine is wedged).
+        """
+        try:
+            code, _, _, _ = self._run_helper(["python3", "-S", "-c", _KILL_ALL], 4096, timeout_s=10.0)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("sandbox_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+            return False
+        return code == 0
 
     # --- helpers that run without the launcher --------------------------------
 
-    def _run_helper(self, argv: list[str], out_limit: int) -> tuple[int | None, bytes, bytes, bool]:
+    def _run_helper(
+        self, argv: list[str], out_limit: int, *, timeout_s: float = HELPER_TIMEOUT_S
+    ) -> tuple[int | None, bytes, bytes, bool]:
         out = OutputCapture(out_limit)
         err = OutputCapture(64 * 1024)
         stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=self.spec.environment)
-        timer = threading.Timer(HELPER_TIMEOUT_S, stream.close)
+        timer = threading.Timer(timeout_s, stream.close)
         timer.daemon = True
         timer.start()
         try:
@@ -220,8 +245,10 @@ class ContainerSession(RuntimeSession):
     def put_file(self, path: str, data: bytes, *, read_only: bool = False) -> None:
         directory, name = posixpath.split(path)
         rel_dir = posixpath.relpath(directory, self.spec.workdir)
-        # Read-only files belong to the keeper's uid: the code can read them but,
-        # in the sticky working directory, can neither change nor replace them.
+        # Read-only files belong to the keeper's uid (podman chowns every copied file
+        # to the container's user anyway): the code can read them but, in the sticky
+        # working directory, can neither change nor replace them. Writable uploads
+        # are mode 0666 so the code may change them whoever owns them.
         owner = self.spec.user if read_only else self.spec.exec_user
         buf = io.BytesIO()
         with tarfile.open(fileobj=buf, mode="w") as tar:
@@ -230,13 +257,14 @@ class ContainerSession(RuntimeSession):
                 for i in range(1, len(parts) + 1):
                     info = tarfile.TarInfo("/".join(parts[:i]))
                     info.type = tarfile.DIRTYPE
-                    info.mode = 0o755
+                    info.mode = 0o777  # engines may chown to the keeper; the code must still write
+                    info.mtime = int(time.time())
                     _own(info, self.spec.exec_user)
                     tar.addfile(info)
             member = "/".join([*([] if rel_dir == "." else [rel_dir]), name])
             info = tarfile.TarInfo(member)
             info.size = len(data)
-            info.mode = 0o444 if read_only else 0o644
+            info.mode = 0o444 if read_only else 0o666
             info.mtime = int(time.time())
             _own(info, owner)
             tar.addfile(info, io.BytesIO(data))

@@ -43,8 +43,28 @@ def write_all(fd, data):
         except InterruptedError:
             continue
         data = data[n:]
+def scan():
+    found = {}
+    stack = [workdir]
+    while stack and len(found) < 5000:
+        d = stack.pop()
+        try:
+            it = os.scandir(d)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                try:
+                    st = e.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if e.is_dir(follow_symlinks=False):
+                    stack.append(e.path)
+                elif e.is_file(follow_symlinks=False):
+                    found[e.path] = (st.st_mtime_ns, st.st_size)
+    return found
+before = scan()
 oom0 = oom_count()
-start_wall = time.time()
 start = time.monotonic()
 deadline = start + timeout
 r_out, w_out = os.pipe()
@@ -141,23 +161,8 @@ signum = -code if code is not None and code < 0 else None
 exit_code = 128 + signum if signum else code
 oom1 = oom_count()
 oom = bool(signum == 9 and not timed_out and (oom0 is None or oom1 is None or oom1 > oom0))
-files = []
-try:
-    stack = [workdir]
-    while stack and len(files) < 500:
-        d = stack.pop()
-        with os.scandir(d) as it:
-            for e in it:
-                try:
-                    st = e.stat(follow_symlinks=False)
-                except OSError:
-                    continue
-                if e.is_dir(follow_symlinks=False):
-                    stack.append(e.path)
-                elif e.is_file(follow_symlinks=False) and st.st_mtime >= start_wall - 0.001:
-                    files.append([e.path, st.st_size, st.st_mtime])
-except OSError:
-    pass
+after = scan()
+files = [[p, v[1], v[0] / 1e9] for p, v in after.items() if before.get(p) != v][:500]
 trailer = {"exit_code": exit_code, "timed_out": timed_out, "oom_killed": oom, "duration_s": duration,
            "stdout_truncated": total[1] > out_lim, "stderr_truncated": total[2] > err_lim, "files": files}
 write_all(2, ("\x1eASSAY-%s:" % nonce).encode() + json.dumps(trailer).encode() + b"\n")

@@ -216,6 +216,10 @@ class SandboxManager:
     def status(self, session_id: str) -> SessionStatus:
         return self._status(self._get(session_id))
 
+    def inspect(self, session_id: str) -> dict[str, Any]:
+        """The engine's own view of the session's sandbox (e.g. ``podman inspect``)."""
+        return self._get(session_id).runtime.inspect()
+
     def list(self) -> list[SessionStatus]:
         with self._lock:
             recs = list(self._sessions.values())

@@ -333,3 +333,42 @@ def build_spec(
 
 def with_timeout(spec: ContainerSpec, timeout_s: float) -> ContainerSpec:
     return replace(spec, timeout_s=timeout_s)
+
+
+def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:
+    """Compare an engine's Docker-compatible inspect output with ``spec``.
+
+    Engines have been known to drop settings silently (podman's API ignores an
+    unknown OCI runtime, for one); a runtime calls this right after creating a
+    container and refuses the container when anything is missing.
+    """
+    hc = info.get("HostConfig") or {}
+    cfg = info.get("Config") or {}
+    problems = []
+    if hc.get("NetworkMode") not in ("none",):
+        problems.append(f"network mode is {hc.get('NetworkMode')!r}, not 'none'")
+    if hc.get("Memory") != spec.memory_bytes or hc.get("MemorySwap") != spec.memory_swap_bytes:
+        problems.append(f"memory {hc.get('Memory')}/{hc.get('MemorySwap')} is not {spec.memory_bytes}/{spec.memory_swap_bytes}")
+    if hc.get("CpuQuota") != spec.cpu_quota_us or hc.get("CpusetCpus"):
+        problems.append("the CPU quota is missing (or a cpuset was set)")
+    if hc.get("PidsLimit") != spec.pids_limit:
+        problems.append(f"pids limit is {hc.get('PidsLimit')}, not {spec.pids_limit}")
+    if hc.get("CapAdd") or hc.get("Privileged"):
+        problems.append("capabilities were added or the container is privileged")
+    if not any("no-new-privileges" in str(o) for o in hc.get("SecurityOpt") or []):
+        problems.append("no-new-privileges is not set")
+    if any("unconfined" in str(o) for o in hc.get("SecurityOpt") or []):
+        problems.append("a security profile is unconfined")
+    if hc.get("ReadonlyRootfs") is not True:
+        problems.append("the root filesystem is writable")
+    if hc.get("Init") is not True:
+        problems.append("there is no init process")
+    if hc.get("Binds") or any(m.get("Type") in ("bind", "volume") for m in info.get("Mounts") or []):
+        problems.append("the container has host mounts")
+    if str(cfg.get("User")) != spec.user:
+        problems.append(f"user is {cfg.get('User')!r}, not {spec.user!r}")
+    if spec.oci_runtime:
+        actual = info.get("OCIRuntime") or hc.get("Runtime")
+        if actual != spec.oci_runtime:
+            problems.append(f"OCI runtime is {actual!r}, not the requested {spec.oci_runtime!r}")
+    return problems

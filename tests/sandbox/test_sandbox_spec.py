@@ -1,0 +1,117 @@
+"""The hardened spec: what every container gets, and refusal of weakening."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from kernel.sandbox import (
+    SANDBOX_LANGUAGE_UNSUPPORTED,
+    SANDBOX_OVERRIDE_REFUSED,
+    SandboxConfig,
+    SandboxError,
+    build_spec,
+)
+from kernel.sandbox.labels import owner_labels
+from kernel.sandbox.paths import sandbox_path
+
+
+def _spec(**overrides):
+    config = SandboxConfig.from_env()
+    return build_spec(config, language="python", name="assay-test", labels=owner_labels("s", "podman", 60),
+                      overrides=overrides)
+
+
+def test_default_spec_is_hardened():
+    s = _spec()
+    assert s.network_disabled and s.cap_drop == ("ALL",) and not s.cap_add
+    assert s.no_new_privileges and s.read_only_rootfs and s.init and not s.privileged
+    assert s.seccomp == "default" and s.host_mounts == ()
+    assert s.memory_bytes == s.memory_swap_bytes == 256 * 1024**2
+    assert (s.cpu_quota_us, s.cpu_period_us) == (50_000, 100_000)
+    assert s.pids_limit == 10
+    assert {t.target for t in s.tmpfs} == {"/workspace", "/tmp"}
+    assert all(t.size_bytes > 0 and "nosuid" in t.options and "nodev" in t.options for t in s.tmpfs)
+    assert {u.name: u.hard for u in s.ulimits}["fsize"] == 10 * 1024**2
+    assert s.user != s.exec_user and not s.user.startswith("0") and not s.exec_user.startswith("0:")
+    assert s.oci_runtime is None  # gVisor only when asked for
+
+
+def test_cli_args_carry_every_flag_and_no_weak_one():
+    args = _spec().cli_run_args()
+    joined = " ".join(args)
+    for flag in ("--network none", "--cap-drop ALL", "--security-opt no-new-privileges", "--read-only",
+                 "--init", "--pids-limit 10", "--cpu-quota 50000", "--memory-swap 268435456"):
+        assert flag in joined
+    for bad in ("--privileged", "--cap-add", "-v ", "--volume", "--mount", "--network host", "--pid host", "unconfined", "--cpuset"):
+        assert bad not in joined
+
+
+@pytest.mark.parametrize(
+    "override",
+    [{"privileged": True}, {"cap_add": ["SYS_ADMIN"]}, {"network_mode": "host"}, {"network": "bridge"},
+     {"volumes": {"/": {"bind": "/host"}}}, {"binds": ["/etc:/etc"]}, {"mounts": []},
+     {"security_opt": ["seccomp=unconfined"]}, {"user": "0:0"}, {"pid_mode": "host"}, {"devices": ["/dev/kmsg"]}],
+)
+def test_weakening_overrides_are_refused(override):
+    with pytest.raises(SandboxError) as err:
+        _spec(**override)
+    assert err.value.code == SANDBOX_OVERRIDE_REFUSED
+
+
+def test_limits_can_only_tighten():
+    assert _spec(memory_limit="64m").memory_bytes == 64 * 1024**2
+    assert _spec(max_processes=5).pids_limit == 5
+    for key, value in (("memory_limit", "1g"), ("cpu_limit", 4), ("max_processes", 1000), ("timeout", 9999)):
+        with pytest.raises(SandboxError) as err:
+            _spec(**{key: value})
+        assert err.value.code == SANDBOX_OVERRIDE_REFUSED
+
+
+@pytest.mark.parametrize(
+    "field,value",
+    [("network_disabled", False), ("cap_add", ("NET_ADMIN",)), ("cap_drop", ()), ("no_new_privileges", False),
+     ("read_only_rootfs", False), ("init", False), ("privileged", True), ("seccomp", "unconfined"),
+     ("host_mounts", ("/etc",)), ("user", "0:0"), ("memory_swap_bytes", 0), ("pids_limit", 0),
+     ("extra", {"Binds": ["/:/host"]}), ("environment", {"LD_PRELOAD": "/x.so"})],
+)
+def test_check_refuses_a_spec_weakened_after_construction(field, value):
+    weakened = dataclasses.replace(_spec(), **{field: value})
+    with pytest.raises(SandboxError) as err:
+        weakened.check()
+    assert err.value.code == SANDBOX_OVERRIDE_REFUSED
+
+
+def test_host_environment_never_enters_unless_allow_listed(monkeypatch):
+    monkeypatch.setenv("ASSAY_TEST_SECRET", "hunter2")
+    monkeypatch.setenv("ASSAY_TEST_SHARED", "ok")
+    assert "ASSAY_TEST_SECRET" not in _spec().environment
+    monkeypatch.setenv("SANDBOX_ENV_ALLOW", "ASSAY_TEST_SHARED")
+    env = _spec().environment
+    assert env["ASSAY_TEST_SHARED"] == "ok" and "ASSAY_TEST_SECRET" not in env
+
+
+def test_thread_counts_follow_the_cpu_quota():
+    env = _spec().environment
+    assert env["OMP_NUM_THREADS"] == env["OPENBLAS_NUM_THREADS"] == env["MKL_NUM_THREADS"] == "1"
+
+
+def test_unknown_language_has_a_code():
+    config = SandboxConfig.from_env()
+    with pytest.raises(SandboxError) as err:
+        build_spec(config, language="cobol", name="x", labels={})
+    assert err.value.code == SANDBOX_LANGUAGE_UNSUPPORTED
+
+
+@pytest.mark.parametrize("bad", ["../etc/passwd", "/etc/passwd", "a/../../x", "/workspace/../etc", "", "a\x00b",
+                                 "/workspacex/y"])
+def test_paths_outside_the_workdir_are_refused(bad):
+    with pytest.raises(SandboxError) as err:
+        sandbox_path("/workspace", bad)
+    assert err.value.code == "SANDBOX_PATH_INVALID"
+
+
+def test_paths_inside_the_workdir_are_normalised():
+    assert sandbox_path("/workspace", "a/./b.txt") == "/workspace/a/b.txt"
+    assert sandbox_path("/workspace", "/workspace/c") == "/workspace/c"
