@@ -79,7 +79,12 @@ class ArtifactCatalog:
             (record.artifact_id, record.run_id, record.kind, record.status,
              record.created_at.isoformat(), record.sha256, record.byte_size, record.row_count, data),
         ))
-        self.store.put_record(record.artifact_id, data.encode())
+        try:
+            self.store.put_record(record.artifact_id, data.encode())
+        except BaseException:
+            # a record only some workers can see would be a half-kept artifact
+            _retry(lambda: conn.execute("DELETE FROM artifacts WHERE artifact_id = ?", (record.artifact_id,)))
+            raise
 
     def get(self, artifact_id: str) -> ArtifactRecord | None:
         row = self._conn().execute(
