@@ -78,24 +78,39 @@ def discover_entry_points() -> list[Candidate]:
     """Every entry point in the ``assay`` group, assay's own first, then by name."""
     found: list[Candidate] = []
     seen: set[tuple[str, str]] = set()
+    names: dict[int, tuple[str | None, str | None]] = {}
     for ep in md.entry_points(group=ENTRY_POINT_GROUP):
         dist = getattr(ep, "dist", None)
-        dist_name = dist.metadata["Name"] if dist is not None else None
         key = (ep.name, ep.value)
         if key in seen:  # the same distribution visible twice on sys.path
             continue
         seen.add(key)
-        found.append(
-            Candidate(
-                name=ep.name,
-                module=ep.value,
-                distribution=dist_name,
-                version=dist.version if dist is not None else None,
-                loader=ep.load,
-            )
-        )
+        if id(dist) not in names:
+            names[id(dist)] = _name_and_version(dist)
+        dist_name, version = names[id(dist)]
+        found.append(Candidate(name=ep.name, module=ep.value, distribution=dist_name, version=version,
+                               loader=ep.load))
     found.sort(key=lambda c: (not c.builtin, c.name))
     return found
+
+
+def _name_and_version(dist: Any) -> tuple[str | None, str | None]:
+    """Name and Version from the METADATA header lines: the email parser behind
+    ``dist.metadata`` costs about a millisecond per call, and start-up is budgeted."""
+    if dist is None:
+        return None, None
+    name = version = None
+    text = dist.read_text("METADATA") or dist.read_text("PKG-INFO") or ""
+    for line in text.splitlines():
+        if not line.strip():
+            break  # end of the header block
+        if line.startswith("Name:"):
+            name = line[5:].strip()
+        elif line.startswith("Version:"):
+            version = line[8:].strip()
+        if name and version:
+            return name, version
+    return name or dist.metadata["Name"], version or dist.version
 
 
 def candidate_for_object(obj: Any, name: str | None = None) -> Candidate:

@@ -168,3 +168,69 @@ def test_var_args_are_rejected():
         def f(*items: int) -> int:
             """Sum."""
             return sum(items)
+
+
+def test_schema_is_built_on_first_use_not_at_decoration():
+    @tool
+    def later(x: "NotDefinedAnywhere") -> int:  # noqa: F821 - resolved lazily, so decoration succeeds
+        """Uses an annotation that cannot be resolved."""
+        return 1
+
+    assert later._schema is None
+    with pytest.raises(NameError):
+        later.parameters
+
+
+def test_strict_mode_builds_tool_schemas_at_registration():
+    import types
+
+    from kernel import PluginError, hookimpl
+    from tests.kernel.conftest import bare_kernel, plugin_info
+
+    @tool
+    def broken(x: "NotDefinedAnywhere") -> int:  # noqa: F821
+        """Broken annotation."""
+        return 1
+
+    plugin = types.ModuleType("lazy_plugin")
+    plugin.register_tools = hookimpl(lambda register: register(broken))
+    lenient = bare_kernel(plugin)
+    assert "broken" in lenient.tools  # default: found on first use
+    with pytest.raises(PluginError) as caught:
+        bare_kernel(plugin, strict_plugins=True).start()
+    assert "NotDefinedAnywhere" in caught.value.message
+    assert plugin_info(lenient, "lazy_plugin").status == "loaded"
+
+
+def test_annotations_resolve_through_a_lazy_module_getattr():
+    import sys
+    import types
+
+    module = types.ModuleType("lazy_annotations_mod")
+    source = '''
+from __future__ import annotations
+from kernel import tool
+
+def __getattr__(name):
+    if name == "Point":
+        from pydantic import BaseModel
+        class Point(BaseModel):
+            x: int
+            y: int
+        globals()["Point"] = Point
+        return Point
+    raise AttributeError(name)
+
+@tool
+def plot(point: Point) -> int:
+    """Plot a point."""
+    return point.x + point.y
+'''
+    sys.modules[module.__name__] = module
+    try:
+        exec(source, module.__dict__)
+        assert "Point" not in module.__dict__  # not built at import
+        assert module.plot.parameters["properties"]["point"]["$ref"] == "#/$defs/Point"
+        assert module.plot.validate_arguments({"point": {"x": 1, "y": 2}})["point"].y == 2
+    finally:
+        del sys.modules[module.__name__]
