@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.metadata as md
+import re
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
 from typing import Any, Iterable, Literal
@@ -68,10 +69,18 @@ class Candidate:
 
 
 def parse_names(value: str | None) -> set[str] | None:
-    """'a, b' -> {'a', 'b'}; '' -> set(); None -> None (meaning: no restriction)."""
+    """'a, b' -> {'a', 'b'}; '' -> set(); None -> None (meaning: no restriction).
+
+    Names are normalized like distribution names (case, '-', '_' and '.'
+    are equivalent), so ``assay_hello`` matches the distribution ``assay-hello``.
+    """
     if value is None:
         return None
-    return {part.strip() for part in value.split(",") if part.strip()}
+    return {normalize(part) for part in value.split(",") if part.strip()}
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name.strip()).lower()
 
 
 def discover_entry_points() -> list[Candidate]:
@@ -143,7 +152,7 @@ def select(
         if cand.host:
             chosen.append(cand)
             continue
-        keys = {cand.name, cand.distribution or ""}
+        keys = {normalize(cand.name), normalize(cand.distribution or "")}
         if keys & disable or (load is not None and not keys & load):
             disabled.append(cand)
         else:

@@ -47,6 +47,8 @@ def test_load_plugins_accepts_distribution_names(make_dist, monkeypatch):
     make_dist("acme-tools", {"a": TOOL_PLUGIN.format(name="tool_a"), "b": TOOL_PLUGIN.format(name="tool_b")})
     monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "acme-tools")
     assert sorted(Kernel().tools) == ["tool_a", "tool_b"]
+    monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "Acme_Tools")  # normalized like distribution names
+    assert sorted(Kernel().tools) == ["tool_a", "tool_b"]
 
 
 def test_disable_plugins_blocks_listed_plugins(make_dist, monkeypatch, only):
