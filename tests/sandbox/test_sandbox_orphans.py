@@ -1,0 +1,109 @@
+"""No leaks: a SIGKILLed owner's containers are reaped at the next start-up; SIGTERM cleans up."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.sandbox.conftest import podman_container_exists
+
+pytestmark = pytest.mark.podman
+
+HOLDER = Path(__file__).with_name("holder.py")
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _start_holder(count: int = 2) -> tuple[subprocess.Popen, list[str]]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen([sys.executable, str(HOLDER), str(count)], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    line = proc.stdout.readline()
+    ids = line.split()
+    assert len(ids) == count, f"holder did not start its sessions: {line!r}"
+    return proc, ids
+
+
+def test_sigkilled_owner_leaves_no_orphans_after_the_next_start(podman_runtime):
+    from kernel.sandbox import SandboxConfig, SandboxManager
+
+    proc, ids = _start_holder(2)
+    assert all(podman_container_exists(c) for c in ids)
+    proc.kill()
+    proc.wait()
+    assert all(podman_container_exists(c) for c in ids), "SIGKILL cannot clean up; the reaper must"
+    manager = SandboxManager(SandboxConfig.from_env(runtime="podman"), runtime=podman_runtime)
+    try:
+        manager.runtime  # start-up: selection + the orphan sweep
+        assert not any(podman_container_exists(c) for c in ids), "orphans survived the start-up reaper"
+    finally:
+        manager.close()
+
+
+def test_sigterm_removes_the_owners_containers(podman_runtime):
+    proc, ids = _start_holder(1)
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGTERM
+    assert not any(podman_container_exists(c) for c in ids)
+
+
+def test_sigint_removes_the_owners_containers(podman_runtime):
+    proc, ids = _start_holder(1)
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=30)
+    assert not any(podman_container_exists(c) for c in ids)
+
+
+def test_reaper_spares_live_owners_and_removes_expired_containers(podman_manager, podman_runtime):
+    from kernel.sandbox.labels import EXPIRES, orphan_reason
+
+    live = podman_manager.open_session()
+    cid = live.status().container
+    try:
+        labels = podman_manager.inspect(live.id)["Config"]["Labels"]
+        assert orphan_reason(labels) is None
+        assert orphan_reason({**labels, EXPIRES: str(time.time() - 1)}) == "expired"
+        assert orphan_reason({**labels, "assay.sandbox.owner-start": "1"}) == "owner gone (pid reused)"
+        podman_runtime.reap()
+        assert podman_container_exists(cid)
+    finally:
+        live.close()
+    assert not podman_container_exists(cid)
+
+
+def test_closing_a_session_removes_its_container(podman_manager):
+    sb = podman_manager.open_session()
+    cid = sb.status().container
+    assert podman_container_exists(cid)
+    sb.close()
+    assert not podman_container_exists(cid)
+
+
+def test_warm_pool_hands_each_container_out_once(podman_runtime):
+    from kernel.sandbox import SandboxConfig, SandboxManager
+
+    manager = SandboxManager(SandboxConfig.from_env(runtime="podman", pool_size=1), runtime=podman_runtime)
+    try:
+        manager.runtime
+        deadline = time.monotonic() + 20
+        while not manager._pool and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pooled = manager._pool[0].id
+        first = manager.open_session()
+        assert first.status().container == pooled
+        assert first.run_code("print(1)").stdout == "1\n"
+        second = manager.open_session()
+        assert second.status().container != pooled
+        first.close()
+        assert not podman_container_exists(pooled), "a used pooled container must be destroyed, not reused"
+        third = manager.open_session()
+        assert third.status().container != pooled
+    finally:
+        manager.close()
+    assert manager._pool == []
