@@ -1,0 +1,94 @@
+"""The SQL plugin: databases as resources, and the read-only ``sql_query`` tool.
+
+Engines: SQLite, DuckDB, PostgreSQL (psycopg 3) and MySQL/MariaDB (pymysql),
+through SQLAlchemy 2 pools. This module stays light: SQLAlchemy, sqlglot and
+the drivers load only when a datasource is first used.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel import hookimpl
+from kernel.log import get_logger
+from kernel.settings import mask_url
+
+log = get_logger("assay.sql")
+
+__all__ = ["DatabaseResource", "SqlSettings", "open_datasource"]
+
+
+def __getattr__(name: str) -> Any:  # lazy public names
+    if name == "DatabaseResource":
+        from .resource import DatabaseResource
+
+        return DatabaseResource
+    if name == "SqlSettings":
+        from .settings import SqlSettings
+
+        return SqlSettings
+    raise AttributeError(name)
+
+
+def sql_settings(settings: Any) -> Any:
+    from .settings import SqlSettings
+
+    return settings.section("sql", SqlSettings)
+
+
+def kernel_engines(kernel: Any) -> list[Any]:
+    """Engines registered through ``register_database_engines`` (built-ins first)."""
+    from .engines import BUILTIN_ENGINES
+
+    registries = getattr(kernel, "_registries", None) or {}
+    registry = registries.get("database_engines")
+    extra = [e for _, e in registry.items()] if registry is not None else []
+    return list(BUILTIN_ENGINES) + [e for e in extra if e not in BUILTIN_ENGINES]
+
+
+def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = None, config: Any = None) -> Any:
+    """A :class:`DatabaseResource` for ``url`` with the kernel's SQL settings and engines."""
+    from .resource import DatabaseResource
+
+    sql = sql_settings(settings or kernel.settings) if (settings or kernel) else None
+    engines = kernel_engines(kernel) if kernel is not None else None
+    return DatabaseResource(name, url, settings=sql, config=config, engines=engines)
+
+
+@hookimpl
+def register_database_engines(register):
+    from .engines import BUILTIN_ENGINES
+
+    for engine in BUILTIN_ENGINES:
+        register(engine)
+
+
+@hookimpl
+def register_tools(register, settings, kernel):
+    from .tools import Datasources, build_tools
+
+    sources = Datasources(kernel, sql_settings(settings))
+    for tool in build_tools(sources):
+        register(tool)
+
+
+@hookimpl
+def register_resources(register, settings, kernel):
+    from .errors import SqlError
+
+    sql = sql_settings(settings)
+    for name, config in sql.databases.items():
+        try:
+            resource = open_datasource(name, config.url, kernel=kernel, settings=settings, config=config)
+        except SqlError as exc:
+            # One bad datasource must not take the tools (or the other datasources) down.
+            log.error("sql_datasource_invalid", datasource=name, code=exc.code, message=mask_url(exc.message))
+            continue
+        register(resource)
+
+
+@hookimpl
+def register_commands(cli):
+    from .cli import add_commands
+
+    add_commands(cli)

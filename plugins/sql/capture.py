@@ -1,0 +1,64 @@
+"""The one place the SQL plugin hands results to the evidence store.
+
+``kernel.evidence.capture_sql_execution`` (see /contracts) streams the rows
+into a content-addressed artifact. A capture that fails is reported as
+ARTIFACT_CAPTURE_FAILED: the query ran, no snapshot was saved.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kernel.log import get_logger
+from kernel.settings import mask_url
+
+from .errors import ARTIFACT_CAPTURE_FAILED, SqlError
+
+log = get_logger("assay.sql")
+
+CAPTURE_HINT = "The query already ran; do not re-run it. No snapshot was saved, so its numbers cannot be cited."
+
+
+def _capture_fn() -> Any:
+    from kernel import evidence
+
+    fn = getattr(evidence, "capture_sql_execution", None)
+    if fn is None:
+        raise RuntimeError("this build of the evidence store has no capture_sql_execution")
+    return fn
+
+
+def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any, elapsed_ms: float,
+            column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None) -> Any:
+    """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED."""
+    if sink is None:
+        return None
+    try:
+        return _capture_fn()(
+            sink,
+            columns=columns,
+            rows=rows,
+            sql=sql,
+            database=resource.name,
+            dialect=resource.dialect,
+            elapsed_ms=round(elapsed_ms, 3),
+            status=status,
+            error=error,
+            column_types=column_types,
+        )
+    except Exception as exc:  # noqa: BLE001 - any failure here is a capture failure
+        if getattr(exc, "code", None) == ARTIFACT_CAPTURE_FAILED:
+            message = getattr(exc, "message", str(exc))
+        else:
+            message = f"{type(exc).__name__}: {exc}"
+        raise SqlError(ARTIFACT_CAPTURE_FAILED, mask_url(message), CAPTURE_HINT) from None
+
+
+def capture_failure(sink: Any, *, resource: Any, sql: str, error: SqlError, elapsed_ms: float) -> Any:
+    """Record a failed, timed-out or cancelled attempt; never raises (the query's own error wins)."""
+    try:
+        return capture(sink, resource=resource, sql=sql, columns=[], rows=[], elapsed_ms=elapsed_ms,
+                       status="failed", error=f"{error.code}: {error.message}")
+    except SqlError as exc:
+        log.warning("sql_failure_capture_failed", datasource=resource.name, error=exc.message)
+        return None

@@ -1,0 +1,216 @@
+"""A database the model can be given: a :class:`kernel.Resource` of type ``database``."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Iterable
+
+from kernel import PromptBudget, Resource, ResourceType
+from kernel.log import get_logger
+from kernel.settings import mask_url
+
+from .engines import BUILTIN_ENGINES, SqlEngine
+from .errors import SQL_DATASOURCE_INVALID, SQL_TABLE_NOT_FOUND, SqlError
+from .execution import Attempt, Executor, QueryResult
+from .guard import check_read_only
+from .schema import TableInfo, render_schema
+from .settings import DatasourceConfig, SqlSettings
+
+log = get_logger("assay.sql")
+
+INTROSPECTION_TIMEOUT_S = 15.0
+
+
+def find_engine(url: Any, engines: Iterable[SqlEngine] = BUILTIN_ENGINES) -> SqlEngine:
+    scheme = url.drivername.lower()
+    for engine in engines:
+        if scheme in engine.schemes:
+            return engine
+    known = sorted({s for e in engines for s in e.schemes})
+    raise SqlError(
+        SQL_DATASOURCE_INVALID,
+        f"no SQL engine handles URLs of scheme {scheme!r}",
+        f"Use one of: {', '.join(known)}.",
+    )
+
+
+class DatabaseResource(Resource):
+    """One datasource: a read-only, time-limited, pooled connection to a database.
+
+    ``query`` checks the SQL (one read-only statement), runs it with a time
+    limit that cancels it on the server, and returns the fetched rows.
+    Connections open lazily on first use; ``close`` releases them.
+    """
+
+    type = ResourceType.DATABASE
+
+    def __init__(
+        self,
+        name: str,
+        url: str,
+        *,
+        settings: SqlSettings | None = None,
+        config: DatasourceConfig | None = None,
+        engines: Iterable[SqlEngine] | None = None,
+        description: str = "",
+    ) -> None:
+        from sqlalchemy.engine import make_url
+        from sqlalchemy.exc import ArgumentError
+
+        self.name = name
+        self.settings = settings or SqlSettings()
+        self.config = config or DatasourceConfig(url=url)
+        self.description = description or self.config.description
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise SqlError(
+                SQL_DATASOURCE_INVALID,
+                f"datasource {name!r}: not a database URL: {mask_url(url)!r}",
+                "Write it as scheme://user@host:port/database, sqlite:///path.db or duckdb:///path.duckdb.",
+            ) from None
+        self.engine = find_engine(parsed, engines or BUILTIN_ENGINES)
+        self._url = self.engine.normalize_url(parsed)
+        self.dialect: str = self.engine.dialect_for(parsed)
+        self.url: str = self._url.render_as_string(hide_password=True)  # safe to show anywhere
+        self._executor: Executor | None = None
+        self._lock = threading.Lock()
+        self._schema: list[TableInfo] | None = None
+
+    # --- limits -----------------------------------------------------------
+
+    @property
+    def default_timeout_s(self) -> float:
+        return min(self.config.timeout_s or self.settings.default_timeout_s, self.max_timeout_s)
+
+    @property
+    def max_timeout_s(self) -> float:
+        return self.config.max_timeout_s or self.settings.max_timeout_s
+
+    def effective_timeout(self, timeout_s: float | None) -> float:
+        """A call may lower the limit, never raise it past the maximum."""
+        if timeout_s is None or timeout_s <= 0:
+            return self.default_timeout_s
+        return min(float(timeout_s), self.max_timeout_s)
+
+    # --- running SQL ------------------------------------------------------
+
+    def executor(self) -> Executor:
+        with self._lock:
+            if self._executor is None:
+                size = self.config.pool_size or self.settings.pool_size
+                try:
+                    pool = self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
+                except SqlError:
+                    raise
+                except Exception as exc:  # noqa: BLE001
+                    from .errors import SQL_DATASOURCE_UNAVAILABLE
+
+                    raise SqlError(
+                        SQL_DATASOURCE_UNAVAILABLE,
+                        f"cannot open datasource {self.name!r} ({self.url}): {mask_url(str(exc))}",
+                        "Check the URL and that the database exists and is reachable.",
+                    ) from None
+                self._executor = Executor(
+                    self.name, self.engine, pool, cancel_grace_s=self.settings.cancel_grace_s,
+                    backstop_margin_s=self.settings.backstop_margin_s, max_result_rows=self.settings.max_result_rows,
+                )
+            return self._executor
+
+    def check(self, sql: str) -> None:
+        """Raise SQL_READ_ONLY_REQUIRED unless ``sql`` is exactly one read-only statement."""
+        check_read_only(sql, self.dialect)
+
+    def new_attempt(self, timeout_s: float | None = None) -> Attempt:
+        return Attempt(timeout_s=self.effective_timeout(timeout_s))
+
+    def query(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None,
+              check: bool = True) -> QueryResult:
+        """Check and run one read-only statement; rows come back fetched.
+
+        ``check=False`` skips the parser (tests use it to prove the database
+        itself refuses writes); the connection stays read-only either way.
+        """
+        if check:
+            self.check(sql)
+        attempt = attempt or self.new_attempt(timeout_s)
+        return self.executor().run(sql, attempt)
+
+    async def aquery(self, sql: str, *, timeout_s: float | None = None, check: bool = True) -> QueryResult:
+        """:meth:`query` off the event loop; cancelling the task cancels the statement the same way."""
+        if check:
+            self.check(sql)
+        attempt = self.new_attempt(timeout_s)
+        return await run_cancellable(lambda: self.query(sql, attempt=attempt, check=False), attempt,
+                                     grace_s=self.settings.cancel_grace_s)
+
+    def execute(self, sql: str, timeout_s: float | None = None) -> QueryResult:
+        return self.query(sql, timeout_s=timeout_s)
+
+    async def async_execute(self, sql: str, timeout_s: float | None = None) -> QueryResult:
+        return await self.aquery(sql, timeout_s=timeout_s)
+
+    def _fetch(self, sql: str, params: Any) -> list[tuple]:
+        attempt = Attempt(timeout_s=INTROSPECTION_TIMEOUT_S)
+        return self.executor().run(sql, attempt, params).rows
+
+    # --- schema -----------------------------------------------------------
+
+    def tables(self, refresh: bool = False) -> list[TableInfo]:
+        """Every table and view with columns, keys and row estimates (cached)."""
+        if self._schema is None or refresh:
+            self._schema = self.engine.introspect(self._fetch, self.config.schemas)
+        return self._schema
+
+    def table(self, name: str) -> TableInfo:
+        wanted = name.strip().strip('"`[]').lower()
+        tables = self.tables()
+        for table in tables:
+            if table.name.lower() == wanted:
+                return table
+        for table in tables:  # "public.orders" or "main.orders" for a table shown bare
+            if table.name.lower() == wanted.split(".", 1)[-1] and "." in wanted:
+                return table
+        close = [t.name for t in tables if wanted in t.name.lower() or t.name.lower() in wanted][:10]
+        raise SqlError(
+            SQL_TABLE_NOT_FOUND,
+            f"datasource {self.name!r} has no table {name!r}",
+            ("Did you mean: " + ", ".join(close) + "? " if close else "") + "Call list_tables to see every table.",
+        )
+
+    def get_prompt(self, budget: PromptBudget | None = None) -> str:
+        limit = min((budget or PromptBudget()).max_chars, self.settings.schema_prompt_chars)
+        header = f"{self.dialect} database {self.name!r}" + (f": {self.description}" if self.description else "")
+        header += "\nQuery it with sql_query (one read-only SELECT). Tables:"
+        try:
+            tables = self.tables()
+        except SqlError as exc:
+            return f"{header}\n(schema unavailable: {exc.code}: {exc.message})"[:limit]
+        return render_schema(header, tables, limit)
+
+    def close(self) -> None:
+        with self._lock:
+            executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.close()
+
+    def __repr__(self) -> str:
+        return f"<DatabaseResource {self.name} {self.url}>"
+
+
+async def run_cancellable(call: Any, attempt: Attempt, *, grace_s: float) -> Any:
+    """Run blocking ``call`` in a thread; if the awaiting task is cancelled, cancel the statement too.
+
+    The cancellation waits (bounded) for the statement's fate to be known, then
+    re-raises :class:`asyncio.CancelledError`; ``attempt`` keeps the outcome.
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        attempt.request_cancel()
+        done, _ = await asyncio.wait({task}, timeout=grace_s + 6.0)
+        if task in done and not task.cancelled():
+            task.exception()  # retrieved: the SQL_QUERY_CANCELLED error is on the attempt's path
+        raise

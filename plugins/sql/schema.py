@@ -1,0 +1,93 @@
+"""Schema descriptions: what a datasource holds, and how it reads in a prompt."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ColumnInfo(BaseModel):
+    name: str
+    type: str = ""
+    nullable: bool = True
+    primary_key: bool = False
+
+
+class ForeignKey(BaseModel):
+    columns: list[str]
+    ref_table: str
+    ref_columns: list[str] = Field(default_factory=list)
+
+
+class TableInfo(BaseModel):
+    """One table or view: columns, keys and a row estimate (None when unknown)."""
+
+    name: str
+    kind: str = "table"  # or "view"
+    columns: list[ColumnInfo] = Field(default_factory=list)
+    foreign_keys: list[ForeignKey] = Field(default_factory=list)
+    row_estimate: int | None = None
+
+    def primary_key(self) -> list[str]:
+        return [c.name for c in self.columns if c.primary_key]
+
+    def summary_line(self) -> str:
+        rows = f"~{self.row_estimate:,} rows" if self.row_estimate is not None and self.row_estimate >= 0 else "rows unknown"
+        kind = "view, " if self.kind == "view" else ""
+        return f"{self.name} ({kind}{rows}, {len(self.columns)} columns)"
+
+    def render(self) -> str:
+        """A compact block: header line, one line per column, key lines."""
+        lines = [self.summary_line()]
+        for col in self.columns:
+            flags = []
+            if col.primary_key:
+                flags.append("PK")
+            if not col.nullable and not col.primary_key:
+                flags.append("NOT NULL")
+            lines.append(f"  {col.name} {col.type}{(' ' + ' '.join(flags)) if flags else ''}".rstrip())
+        for fk in self.foreign_keys:
+            ref = f"{fk.ref_table}({', '.join(fk.ref_columns)})" if fk.ref_columns else fk.ref_table
+            lines.append(f"  FK ({', '.join(fk.columns)}) -> {ref}")
+        return "\n".join(lines)
+
+
+def render_schema(header: str, tables: list[TableInfo], max_chars: int) -> str:
+    """The schema under ``max_chars``: full tables while they fit, then names only, then a count.
+
+    A cut always ends with a note naming ``list_tables`` / ``describe_table``.
+    """
+    parts = [header]
+    used = len(header)
+    note_room = 160
+    shown_full = 0
+    for table in tables:
+        block = table.render()
+        if used + len(block) + 1 + note_room > max_chars:
+            break
+        parts.append(block)
+        used += len(block) + 1
+        shown_full += 1
+    rest = tables[shown_full:]
+    if not rest:
+        return "\n".join(parts)
+    named: list[str] = []
+    for table in rest:
+        line = table.summary_line()
+        if used + len(line) + 2 + note_room > max_chars:
+            break
+        named.append(line)
+        used += len(line) + 2
+    if named:
+        parts.append("Also (columns not shown): " + "; ".join(named))
+    hidden = len(rest) - len(named)
+    note = (
+        f"(schema cut to fit the prompt: {shown_full} of {len(tables)} tables shown in full"
+        + (f", {hidden} not named" if hidden else "")
+        + "; call list_tables and describe_table for the rest)"
+    )
+    parts.append(note)
+    text = "\n".join(parts)
+    if len(text) > max_chars:  # a tiny budget: keep the note, drop the middle
+        text = text[: max(0, max_chars - len(note) - 1)] + "\n" + note
+        text = text[-max_chars:] if len(text) > max_chars else text
+    return text

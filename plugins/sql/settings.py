@@ -1,0 +1,101 @@
+"""Settings of the SQL plugin: section ``[sql]`` of the config file, ``ASSAY_SQL_*`` variables.
+
+Datasources are named URLs. ``ASSAY_SQL_DATABASES`` takes a JSON object
+(``{"retail": "sqlite:///retail.db"}``), ``name=URL`` pairs separated by
+``;`` or whitespace, or one bare URL (named after its database). The config
+file may give a table per datasource with its own limits::
+
+    [sql]
+    default_timeout_s = 30
+
+    [sql.databases.retail]
+    url = "postgresql://analyst@db.internal/retail"
+    timeout_s = 10
+    pool_size = 4
+
+    [sql.databases]
+    scratch = "sqlite:///scratch.db"
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Annotated, Any
+
+from pydantic import BaseModel, Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+_NAME_OK = re.compile(r"[^a-z0-9_-]+")
+
+
+class DatasourceConfig(BaseModel):
+    """One datasource: a URL and optional per-datasource limits."""
+
+    url: str
+    timeout_s: float | None = Field(default=None, gt=0, description="Default time limit for this datasource.")
+    max_timeout_s: float | None = Field(default=None, gt=0, description="Ceiling a call may not raise past.")
+    pool_size: int | None = Field(default=None, ge=1, le=64)
+    schemas: list[str] | None = Field(default=None, description="Schemas to describe (default: all user schemas).")
+    description: str = ""
+
+
+class SqlSettings(BaseSettings):
+    """Options of the SQL plugin."""
+
+    model_config = SettingsConfigDict(env_prefix="ASSAY_SQL_", extra="ignore")
+
+    databases: Annotated[dict[str, DatasourceConfig], NoDecode] = Field(default_factory=dict)
+    default_timeout_s: float = Field(default=30.0, gt=0)
+    max_timeout_s: float = Field(default=300.0, gt=0)
+    pool_size: int = Field(default=4, ge=1, le=64, description="Connections per datasource.")
+    pool_timeout_s: float = Field(default=10.0, gt=0, description="Wait for a free connection.")
+    cancel_grace_s: float = Field(default=2.0, gt=0, description="Wait for confirmation after cancelling.")
+    backstop_margin_s: float = Field(default=1.0, ge=0, description="Server-side limit = time limit + this.")
+    max_result_rows: int = Field(default=1_000_000, ge=1, description="Larger results are refused.")
+    preview_rows: int = Field(default=50, ge=1)
+    preview_chars: int = Field(default=20_000, ge=200)
+    schema_prompt_chars: int = Field(default=6_000, ge=200, description="Budget for one schema in a prompt.")
+
+    @field_validator("databases", mode="before")
+    @classmethod
+    def _parse_databases(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = parse_databases(value)
+        if isinstance(value, dict):
+            return {name: ({"url": v} if isinstance(v, str) else v) for name, v in value.items()}
+        return value
+
+
+def parse_databases(text: str) -> dict[str, str]:
+    """``'{"a": "url"}'``, ``'a=url;b=url'`` or a bare URL -> {name: url}."""
+    text = text.strip()
+    if not text:
+        return {}
+    if text.startswith("{"):
+        loaded = json.loads(text)
+        if not isinstance(loaded, dict):
+            raise ValueError("ASSAY_SQL_DATABASES JSON must be an object of name -> URL")
+        return loaded
+    out: dict[str, str] = {}
+    for part in re.split(r"[;\s]+", text):
+        if not part:
+            continue
+        name, sep, url = part.partition("=")
+        if sep and "://" not in name:
+            out[name.strip()] = url.strip()
+        else:
+            out[name_for_url(part)] = part
+    return out
+
+
+def name_for_url(url: str) -> str:
+    """A datasource name derived from a URL: the database or file stem."""
+    tail = url.split("?", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    tail = tail.rsplit(".", 1)[0] if "." in tail else tail
+    name = _NAME_OK.sub("_", tail.lower()).strip("_")
+    if not name or name in {"memory"}:
+        name = url.split(":", 1)[0].split("+", 1)[0].lower()
+    if not name[0].isalpha():
+        name = "db_" + name
+    return name[:64]

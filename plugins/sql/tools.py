@@ -1,0 +1,222 @@
+"""The tools: ``sql_query``, ``list_tables`` and ``describe_table``.
+
+``sql_query`` captures the full result as an artifact first, then shows the
+model a bounded Markdown preview. Failures are results with stable codes,
+and a failed, timed-out or cancelled attempt is recorded as a failed artifact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any, Callable
+
+from pydantic import Field
+
+from kernel import FunctionTool, RunContext, ToolResult
+from kernel.log import get_logger
+
+from .capture import capture, capture_failure
+from .errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
+from .execution import QueryResult
+from .preview import markdown_table
+from .resource import DatabaseResource, run_cancellable
+from .settings import SqlSettings
+
+log = get_logger("assay.sql")
+
+
+class Datasources:
+    """The databases a kernel holds (from settings, the CLI, other plugins or the host)."""
+
+    def __init__(self, kernel: Any, settings: SqlSettings) -> None:
+        self.kernel = kernel
+        self.settings = settings
+
+    def all(self, run: RunContext | None = None) -> dict[str, DatabaseResource]:
+        kernel = self.kernel or (run.kernel if run is not None else None)
+        if kernel is None:
+            return {}
+        return {n: r for n, r in kernel.resources.items() if isinstance(r, DatabaseResource)}
+
+    def resolve(self, name: str | None, run: RunContext | None = None) -> DatabaseResource:
+        found = self.all(run)
+        if name:
+            if name in found:
+                return found[name]
+            raise SqlError(
+                SQL_DATASOURCE_NOT_FOUND,
+                f"no datasource named {name!r}",
+                f"Available datasources: {', '.join(sorted(found)) or 'none'}.",
+            )
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if not found:
+            raise SqlError(
+                SQL_DATASOURCE_NOT_FOUND,
+                "no datasource is configured",
+                "Set ASSAY_SQL_DATABASES, add [sql.databases] to the config file, or pass --db URL.",
+            )
+        raise SqlError(
+            SQL_DATASOURCE_REQUIRED,
+            f"{len(found)} datasources exist and none was chosen",
+            f"Pass datasource= one of: {', '.join(sorted(found))}.",
+        )
+
+
+# --- sql_query ---------------------------------------------------------------
+
+
+def success_result(resource: DatabaseResource, result: QueryResult, record: Any, settings: SqlSettings) -> ToolResult:
+    """The model-facing result of a finished query (the artifact is already captured)."""
+    n = result.row_count
+    artifact_id = getattr(record, "artifact_id", None)
+    evidence = f"artifact {artifact_id}" if artifact_id else "no artifact (this run keeps no evidence)"
+    head = f"{n:,} row{'s' if n != 1 else ''} from {resource.name} in {result.elapsed_ms:.0f} ms; {evidence}."
+    if n == 0:
+        content = f"no rows matched the query ({resource.name}, {result.elapsed_ms:.0f} ms; {evidence}).\n"
+        content += "columns: " + ", ".join(result.columns)
+        shown = 0
+    else:
+        table, shown = markdown_table(result.columns, result.rows, max_rows=settings.preview_rows,
+                                      max_chars=settings.preview_chars)
+        content = head + "\n\n" + table
+        if shown < n:
+            where = f"; the full result is in artifact {artifact_id}" if artifact_id else ""
+            content += f"\n\nshowing {shown} of {n:,} rows{where}"
+    data = {
+        "artifact_id": artifact_id,
+        "row_count": n,
+        "columns": result.columns,
+        "column_types": result.column_types,
+        "elapsed_ms": round(result.elapsed_ms, 3),
+        "datasource": resource.name,
+        "dialect": resource.dialect,
+        "preview_rows": shown,
+        "truncated": shown < n,
+    }
+    return ToolResult.ok(data, content=content, artifacts=[record.ref()] if record is not None else [])
+
+
+def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError, sink: Any) -> ToolResult:
+    """A failure envelope; attempts that reached the database are recorded as failed artifacts."""
+    artifacts = []
+    if resource is not None and error.code not in ("SQL_READ_ONLY_REQUIRED", "ARTIFACT_CAPTURE_FAILED"):
+        record = capture_failure(sink, resource=resource, sql=sql, error=error,
+                                 elapsed_ms=float(error.details.get("elapsed_ms", 0.0)))
+        if record is not None:
+            artifacts.append(record.ref())
+    metadata = dict(error.details)
+    if resource is not None:
+        metadata.update(datasource=resource.name, dialect=resource.dialect)
+    return ToolResult.fail(error.code, error.message, error.hint, metadata=metadata, artifacts=artifacts)
+
+
+def finish_query(resource: DatabaseResource, sql: str, result: QueryResult, sink: Any, settings: SqlSettings) -> ToolResult:
+    record = capture(sink, resource=resource, sql=sql, columns=result.columns, rows=result.rows,
+                     elapsed_ms=result.elapsed_ms, column_types=result.column_types)
+    return success_result(resource, result, record, settings)
+
+
+def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
+            run: RunContext | None) -> ToolResult:
+    sink = getattr(run, "artifacts", None)
+    resource = None
+    try:
+        resource = sources.resolve(datasource, run)
+        result = resource.query(sql, timeout_s=timeout_s)
+        return finish_query(resource, sql, result, sink, sources.settings)
+    except SqlError as exc:
+        return failure_result(resource, sql, exc, sink)
+
+
+async def arun_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
+                   run: RunContext | None) -> ToolResult:
+    sink = getattr(run, "artifacts", None)
+    resource = None
+    try:
+        resource = sources.resolve(datasource, run)
+        resource.check(sql)
+        attempt = resource.new_attempt(timeout_s)
+
+        def blocking() -> ToolResult:
+            try:
+                result = resource.query(sql, attempt=attempt, check=False)
+                return finish_query(resource, sql, result, sink, sources.settings)
+            except SqlError as exc:
+                return failure_result(resource, sql, exc, sink)  # also records a cancelled attempt
+
+        return await run_cancellable(blocking, attempt, grace_s=sources.settings.cancel_grace_s)
+    except SqlError as exc:
+        return failure_result(resource, sql, exc, sink)
+
+
+class SqlTool(FunctionTool):
+    """A sync tool with a real async path (so task cancellation reaches the database)."""
+
+    def __init__(self, func: Callable[..., Any], afunc: Callable[..., Any]) -> None:
+        super().__init__(func)
+        self._afunc = afunc
+
+    async def ainvoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
+        args, kwargs = self._bind(validated, run)
+        return await self._afunc(*args, **kwargs)
+
+
+def build_tools(sources: Datasources) -> list[FunctionTool]:
+    def sql_query(
+        sql: Annotated[str, Field(description="Exactly one read-only SQL statement (SELECT / WITH ... SELECT).")],
+        datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
+        timeout_s: Annotated[float | None, Field(gt=0, description="Lower the time limit for this call (seconds).")] = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
+        """Run one read-only SQL query on a datasource.
+
+        The full result is saved as an artifact (cite its artifact_id); you see a
+        Markdown preview of at most 50 rows. Writes, DDL, several statements and
+        file access are refused. Queries over the time limit are cancelled.
+        """
+        return run_sql(sources, sql, datasource, timeout_s, run)
+
+    async def asql_query(sql: str, datasource: str | None = None, timeout_s: float | None = None,
+                         run: RunContext | None = None) -> ToolResult:
+        return await arun_sql(sources, sql, datasource, timeout_s, run)
+
+    def list_tables(
+        datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
+        pattern: Annotated[str | None, Field(description="Only tables whose name contains this text.")] = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
+        """List the tables and views of a datasource with row estimates and column counts."""
+        try:
+            resource = sources.resolve(datasource, run)
+            tables = resource.tables()
+        except SqlError as exc:
+            return ToolResult.from_error(exc)
+        chosen = [t for t in tables if not pattern or pattern.lower() in t.name.lower()]
+        lines = [t.summary_line() for t in chosen[:1000]]
+        more = f"\n... and {len(chosen) - 1000} more; narrow with pattern=" if len(chosen) > 1000 else ""
+        head = f"{len(chosen)} of {len(tables)} tables in {resource.name} ({resource.dialect})"
+        data = [{"name": t.name, "kind": t.kind, "row_estimate": t.row_estimate, "columns": len(t.columns)} for t in chosen]
+        return ToolResult.ok(data, content=head + ":\n" + "\n".join(lines) + more)
+
+    def describe_table(
+        table: Annotated[str, Field(description="Table or view name, as list_tables shows it.")],
+        datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
+        """Describe one table: columns, types, primary and foreign keys, row estimate."""
+        try:
+            resource = sources.resolve(datasource, run)
+            info = resource.table(table)
+        except SqlError as exc:
+            return ToolResult.from_error(exc)
+        return ToolResult.ok(info.model_dump(), content=info.render())
+
+    async def alist_tables(datasource: str | None = None, pattern: str | None = None,
+                           run: RunContext | None = None) -> ToolResult:
+        return await asyncio.to_thread(list_tables, datasource, pattern, run)
+
+    async def adescribe_table(table: str, datasource: str | None = None, run: RunContext | None = None) -> ToolResult:
+        return await asyncio.to_thread(describe_table, table, datasource, run)
+
+    return [SqlTool(sql_query, asql_query), SqlTool(list_tables, alist_tables), SqlTool(describe_table, adescribe_table)]
