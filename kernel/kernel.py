@@ -375,9 +375,12 @@ class Kernel:
             return tool, None, ToolResult.fail(exc.code, exc.message, exc.hint, errors=exc.errors)
 
     def _finish(self, name: str, value: Any, started: float) -> ToolResult:
-        result = value if isinstance(value, ToolResult) else ToolResult(success=True, data=value)
-        result.tool = name
-        result.elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+        elapsed_ms = round((time.perf_counter() - started) * 1000, 3)
+        if isinstance(value, ToolResult):
+            result = value
+            result.tool, result.elapsed_ms = name, elapsed_ms
+        else:  # a plain return value: nothing to validate, so skip pydantic's checks
+            result = ToolResult.model_construct(success=True, data=value, tool=name, elapsed_ms=elapsed_ms)
         if log_enabled(INFO):  # skip building the event when it would be filtered
             entry = self._registries["tools"].entry(name)
             log.info(
