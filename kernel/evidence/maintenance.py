@@ -61,6 +61,7 @@ def collect_garbage(catalog: ArtifactCatalog, *, grace_s: float = 3600.0, dry_ru
     """Delete content no record references (older than ``grace_s``, so a capture
     that has published its bytes but not yet its record is never robbed)."""
     report = GcReport()
+    catalog.import_shared(None)  # a shared store's records from other workers count as references
     referenced = catalog.referenced_hashes()
     now = time.time()
     for sha in list(catalog.store.iter_content()):

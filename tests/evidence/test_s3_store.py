@@ -98,3 +98,11 @@ def test_unknown_store_name_is_a_clear_error(monkeypatch):
     with pytest.raises(ArtifactError) as info:
         make_kernel().new_run()
     assert info.value.code == "ARTIFACT_STORE_UNKNOWN" and "local" in info.value.hint
+
+
+def test_s3_gc_keeps_content_that_only_another_worker_references(s3_env, tmp_path):
+    first = make_kernel().new_run().artifacts
+    theirs = _capture(first, 7)
+    other = make_kernel(home=tmp_path / "worker2").new_run().artifacts
+    report = collect_garbage(other.catalog, grace_s=0)
+    assert report.removed == [] and other.store.exists(theirs.sha256)
