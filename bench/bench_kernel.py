@@ -196,6 +196,9 @@ def bench_dispatch() -> None:
 
 
 if __name__ == "__main__":
+    import os
+
+    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (absolute times scale with it)")
     bench_start_up()
     print()
     bench_dispatch()
