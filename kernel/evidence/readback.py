@@ -234,6 +234,10 @@ def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int
             return _base(record, total_rows=total, columns=columns, start=single, value=value,
                          truncated=clipped)
     truncated = over or len(rows) < stop - start
+    if single is not None:  # one row by path: the row is also the value
+        row, clipped = _clip_to(rows[0], max_chars) if rows else (None, False)
+        return _base(record, total_rows=total, columns=columns, start=single, rows=[row], value=row,
+                     truncated=clipped)
     if steps:  # a range then a column/key: project every row
         rows = [[_step_into(r, steps[0], columns)] for r in rows]
         columns = [str(steps[0])] if isinstance(steps[0], str) else columns

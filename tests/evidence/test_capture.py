@@ -29,7 +29,7 @@ def test_key_row_217_of_300_is_in_the_artifact_not_only_the_preview(sink):
     assert "customer-51" not in shown and "showing rows 1-50 of 300" in shown
     assert record.row_count == 300 and len(record.preview) == 100 and record.preview_truncated
     selected = read_artifact_result(sink, record.artifact_id, {"path": [216]})
-    assert selected.value is None and selected.rows == [[217, "customer-217", 2170]]
+    assert selected.rows == [[217, "customer-217", 2170]] and selected.value == [217, "customer-217", 2170]
     assert read_artifact_result(sink, record.artifact_id, {"path": "216.amount"}).value == 2170
 
 
@@ -210,3 +210,21 @@ def test_record_ref_points_at_the_artifact(sink):
     record = _sql(sink, ["a"], [(1,)])
     ref = record.ref()
     assert (ref.artifact_id, ref.kind, ref.row_count, ref.uri) == (record.artifact_id, "sql", 1, record.content_uri)
+
+
+def test_file_over_the_size_guard_is_kept_cut_and_marked_incomplete(monkeypatch):
+    monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", "4096")
+    sink = make_kernel().new_run().artifacts
+    record = capture_file(sink, data=b"z" * 10_000, name="big.txt", media_type="text/plain")
+    assert not record.complete and record.byte_size == 4096 and "MAX_BYTES" in record.provenance["incomplete_reason"]
+
+
+def test_kernel_new_run_attaches_a_sink_on_the_default_local_store():
+    from kernel import Kernel
+
+    kernel = Kernel()  # entry points, as the product runs
+    run = kernel.new_run()
+    assert run.artifacts is not None and run.artifacts.store.name == "local"
+    assert run.artifacts.run_id == run.run_id
+    assert kernel.new_run(capture=False).artifacts is None
+    assert kernel.provenance("artifact_stores", "local") == "local_store"
