@@ -8,6 +8,7 @@ access to a registry loads the plugins.
 from __future__ import annotations
 
 import json
+import sys
 import threading
 import time
 from typing import Any, Iterable
@@ -401,6 +402,9 @@ class Kernel:
                     closer()
                 except Exception as exc:  # noqa: BLE001
                     log.warning("resource_close_failed", resource=resource.name, error=repr(exc))
+        sandbox = sys.modules.get("kernel.sandbox.manager")  # only if a sandbox was ever used
+        if sandbox is not None:
+            sandbox.close_for(self)
 
     def __enter__(self) -> "Kernel":
         return self.start()

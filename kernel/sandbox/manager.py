@@ -454,4 +454,12 @@ def get_manager(kernel: Any) -> SandboxManager:
         return manager
 
 
+def close_for(kernel: Any) -> None:
+    """Close the kernel's manager, if it has one (``Kernel.close`` calls this)."""
+    with _BY_KERNEL_LOCK:
+        manager = _BY_KERNEL.pop(kernel, None)
+    if manager is not None:
+        manager.close()
+
+
 kernel_sandbox = get_manager
