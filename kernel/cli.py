@@ -11,6 +11,7 @@ import click
 
 from .errors import AssayError
 from .kernel import Kernel
+from .log import get_logger
 
 
 def _kernel(ctx: click.Context) -> Kernel:
@@ -174,6 +175,13 @@ def main(argv: list[str] | None = None) -> None:
         fail(exc.format_message().replace("\n", " "), code=exc.exit_code)
     except click.exceptions.Abort:
         fail("aborted", code=1)
+    except AssayError as exc:
+        fail(f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+    except Exception as exc:  # noqa: BLE001 - a bug: still one line, details in the debug log
+        import traceback
+
+        get_logger("assay.cli").debug("cli_crashed", error=repr(exc), traceback=traceback.format_exc())
+        fail(f"internal error: {type(exc).__name__}: {exc} (set ASSAY_LOG_LEVEL=DEBUG for details)", code=1)
     finally:
         kernel.close()
 

@@ -374,6 +374,8 @@ class Kernel:
             return tool, tool.validate_arguments(arguments), None
         except ArgumentsInvalid as exc:
             return tool, None, ToolResult.fail(exc.code, exc.message, exc.hint, errors=exc.errors)
+        except AssayError as exc:  # e.g. TOOL_SCHEMA_INVALID from a lazily built schema
+            return tool, None, ToolResult.from_error(exc)
 
     def _finish(self, name: str, value: Any, started: float) -> ToolResult:
         elapsed_ms = round((time.perf_counter() - started) * 1000, 3)

@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, overload
 from pydantic import ValidationError
 
 from .context import RunContext
-from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, AssayError
+from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, TOOL_SCHEMA_INVALID, AssayError
 from .function_schema import (
     FunctionSchema,
     check_function,
@@ -111,7 +111,14 @@ class FunctionTool(BaseTool):
         if self._schema is None:
             with self._schema_lock:
                 if self._schema is None:
-                    built = function_schema(self.func, self._description)
+                    try:
+                        built = function_schema(self.func, self._description)
+                    except Exception as exc:  # noqa: BLE001 - one error type for every schema problem
+                        raise AssayError(
+                            TOOL_SCHEMA_INVALID,
+                            f"tool {self.name!r}: cannot build its schema: {type(exc).__name__}: {exc}",
+                            "Fix the function's type hints (ASSAY_STRICT_PLUGINS=1 finds this at start-up).",
+                        ) from exc
                     self._validator = built.model.__pydantic_validator__
                     self._schema = built
         return self._schema

@@ -84,3 +84,20 @@ def test_config_command_prints_json():
     out = assay("config")
     assert out.returncode == 0
     assert json.loads(out.stdout)["kernel"]["load_plugins"] == "builtin_tools"
+
+
+def test_unexpected_crash_is_one_line_without_traceback():
+    from click.testing import CliRunner  # noqa: F401 - the console script path is what is tested
+
+    code = (
+        "import sys, kernel.cli as c\n"
+        "@c.cli.command('crash')\n"
+        "def crash():\n"
+        "    raise RuntimeError('something broke')\n"
+        "c.main(['crash'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools"})
+    assert out.returncode == 1
+    assert out.stderr.strip().splitlines() == [
+        "error: internal error: RuntimeError: something broke (set ASSAY_LOG_LEVEL=DEBUG for details)"]

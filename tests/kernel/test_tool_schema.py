@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import Field
 
-from kernel import FunctionTool, RunContext, tool
+from kernel import AssayError, FunctionTool, RunContext, tool
 
 
 def test_schema_comes_from_signature_and_type_hints():
@@ -177,8 +177,9 @@ def test_schema_is_built_on_first_use_not_at_decoration():
         return 1
 
     assert later._schema is None
-    with pytest.raises(NameError):
+    with pytest.raises(AssayError) as caught:
         later.parameters
+    assert caught.value.code == "TOOL_SCHEMA_INVALID" and "NameError" in caught.value.message
 
 
 def test_strict_mode_builds_tool_schemas_at_registration():
@@ -195,7 +196,8 @@ def test_strict_mode_builds_tool_schemas_at_registration():
     plugin = types.ModuleType("lazy_plugin")
     plugin.register_tools = hookimpl(lambda register: register(broken))
     lenient = bare_kernel(plugin)
-    assert "broken" in lenient.tools  # default: found on first use
+    assert "broken" in lenient.tools  # default: found on first use, as an error envelope
+    assert lenient.call_tool("broken", {"x": 1}).error_code == "TOOL_SCHEMA_INVALID"
     with pytest.raises(PluginError) as caught:
         bare_kernel(plugin, strict_plugins=True).start()
     assert "NotDefinedAnywhere" in caught.value.message
