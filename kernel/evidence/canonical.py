@@ -205,6 +205,8 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = ()) -> bytes:
                 return body + b"\n"
             if body.count(b"],[") == len(batch) - 1:
                 return body.replace(b"],[", b"]\n[") + b"\n"
+            # the values are fine, only the cut is ambiguous ("],[" inside a string, nested arrays)
+            return b"".join(map(_row_bytes, batch))
     return b"".join(row_line(r, columns) for r in batch)
 
 

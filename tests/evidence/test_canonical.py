@@ -135,3 +135,12 @@ def test_equal_values_from_sqlite_postgresql_and_mariadb_hash_the_same(sink, pg_
     finally:
         pg.execute(f"DROP TABLE IF EXISTS {table}")
         my.execute(f"DROP TABLE IF EXISTS {table}")
+
+
+def test_numpy_and_pandas_values_take_their_python_spelling():
+    np = pytest.importorskip("numpy")
+    pd = pytest.importorskip("pandas")
+    batch = [(np.int64(3), np.float64(0.5), np.float64("nan"), pd.Timestamp("2024-01-05 10:00", tz="UTC"),
+              np.array([1, 2]), np.bool_(True))]
+    expected = b'[3,0.5,{"$float":"NaN"},"2024-01-05T10:00:00+00:00",[1,2],true]\n'
+    assert rows_bytes(batch) == expected == _slow(batch)
