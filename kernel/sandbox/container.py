@@ -257,9 +257,11 @@ class ContainerSession(RuntimeSession):
                 for i in range(1, len(parts) + 1):
                     info = tarfile.TarInfo("/".join(parts[:i]))
                     info.type = tarfile.DIRTYPE
-                    info.mode = 0o777  # engines may chown to the keeper; the code must still write
+                    # Sticky and world-writable: the code may add files here whoever owns the
+                    # directory, but cannot remove or replace the read-only ones.
+                    info.mode = 0o1777
                     info.mtime = int(time.time())
-                    _own(info, self.spec.exec_user)
+                    _own(info, self.spec.user)
                     tar.addfile(info)
             member = "/".join([*([] if rel_dir == "." else [rel_dir]), name])
             info = tarfile.TarInfo(member)

@@ -151,3 +151,15 @@ def test_writable_uploads_and_uploaded_directories_can_be_changed_by_the_code(po
     r = podman_session.run_code("open('rw/notes.txt','a').write('+v2'); open('rw/new.txt','w').write('n')")
     assert r.ok, r.stderr
     assert podman_session.get_file("rw/notes.txt") == b"v1+v2"
+
+
+def test_read_only_uploads_hold_even_in_a_directory_the_code_prepared(podman_session):
+    podman_session.run_code("import os\nos.makedirs('trap', exist_ok=True)\n"
+                            "os.path.lexists('trap/run.py') or os.symlink('/tmp/elsewhere', 'trap/run.py')")
+    podman_session.put_file("trap/run.py", b"print('runner')", read_only=True)
+    r = podman_session.run_code(
+        "import os\nprint(os.path.islink('trap/run.py'), os.path.exists('/tmp/elsewhere'))\n"
+        "for f in (lambda: os.remove('trap/run.py'), lambda: os.rename('trap/run.py', 'trap/x')):\n"
+        "    try:\n        f(); print('changed')\n    except OSError:\n        print('refused')\n")
+    assert r.stdout.split() == ["False", "False", "refused", "refused"]
+    assert podman_session.get_file("trap/run.py") == b"print('runner')"
