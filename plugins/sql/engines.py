@@ -263,20 +263,20 @@ class PostgresEngine(SqlEngine):
         where = "n.nspname = ANY(%s)" if schemas else f"n.nspname NOT IN {_PG_SYSTEM} AND n.nspname NOT LIKE 'pg_%%'"
         params = (schemas,) if schemas else ()
         rows = fetch(
-            "SELECT CASE WHEN n.nspname = 'public' THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "SELECT CASE WHEN n.nspname = ANY(current_schemas(false)) THEN c.relname ELSE n.nspname || '.' || c.relname END, "
             "CASE WHEN c.relkind IN ('v', 'm') THEN 'view' ELSE 'table' END, c.reltuples::bigint, "
             "a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
             "EXISTS (SELECT 1 FROM pg_constraint p WHERE p.conrelid = c.oid AND p.contype = 'p' AND a.attnum = ANY(p.conkey)) "
             "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
             "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
             f"WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND {where} AND has_schema_privilege(n.oid, 'USAGE') "
-            "ORDER BY n.nspname <> 'public', n.nspname, c.relname, a.attnum",
+            "ORDER BY NOT (n.nspname = ANY(current_schemas(false))), n.nspname, c.relname, a.attnum",
             params,
         )
         tables = _group_tables(rows)
         fks = fetch(
-            "SELECT CASE WHEN n.nspname = 'public' THEN c.relname ELSE n.nspname || '.' || c.relname END, "
-            "CASE WHEN fn.nspname = 'public' THEN fc.relname ELSE fn.nspname || '.' || fc.relname END, "
+            "SELECT CASE WHEN n.nspname = ANY(current_schemas(false)) THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "CASE WHEN fn.nspname = ANY(current_schemas(false)) THEN fc.relname ELSE fn.nspname || '.' || fc.relname END, "
             "ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(num, ord) "
             "      JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.ord), "
             "ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(num, ord) "

@@ -1,0 +1,205 @@
+"""Fixtures for the SQL plugin's tests: the retail data set on the four real engines.
+
+Every server fixture creates a uniquely named schema (PostgreSQL) or database
+(MariaDB) and drops it afterwards. A missing server fails in CI (``require``).
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.conftest import require
+
+PG_BASE = "postgresql://127.0.0.1:5432/test"
+MARIADB_BASE = "mysql://root@127.0.0.1:3306"
+SCALE = 2_000  # orders; the retail generator's other tables scale with it
+
+ENGINES = ["sqlite", "duckdb", "postgresql", "mariadb"]
+
+# A statement per engine that runs until stopped.
+RUNAWAY = {
+    "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    "duckdb": "SELECT count(*) FROM range(1000000000000) t(a), range(100) u(b) WHERE (a * b) % 7 = 3",
+    "postgresql": "SELECT count(*) FROM generate_series(1, 1000000000000::bigint) g, generate_series(1, 10) h",
+    "mariadb": "SELECT count(*) FROM seq_1_to_1000000 a, seq_1_to_1000000 b, seq_1_to_1000 c",
+}
+
+
+def unique(prefix: str = "assay_t") -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:10]}"
+
+
+def pg_available() -> bool:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_BASE, connect_timeout=3):
+            return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def mariadb_available() -> bool:
+    try:
+        import pymysql
+
+        pymysql.connect(host="127.0.0.1", port=3306, user="root", connect_timeout=3).close()
+        return True
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def pg_admin() -> Any:
+    import psycopg
+
+    return psycopg.connect(PG_BASE, autocommit=True)
+
+
+def mariadb_admin(database: str | None = None) -> Any:
+    import pymysql
+
+    return pymysql.connect(host="127.0.0.1", port=3306, user="root", database=database, autocommit=True)
+
+
+@pytest.fixture(scope="session")
+def sqlite_path(tmp_path_factory) -> Path:
+    from examples.retail.generate import write_sqlite
+
+    path = tmp_path_factory.mktemp("sqlite") / "retail.db"
+    write_sqlite(path, orders=SCALE)
+    return path
+
+
+@pytest.fixture(scope="session")
+def duckdb_path(tmp_path_factory) -> Path:
+    from examples.retail.load import load_duckdb
+
+    path = tmp_path_factory.mktemp("duckdb") / "retail.duckdb"
+    load_duckdb(str(path), orders=SCALE)
+    return path
+
+
+@pytest.fixture(scope="session")
+def pg_schema() -> Iterator[str | None]:
+    if not pg_available():
+        yield None
+        return
+    from examples.retail.load import load_postgres
+
+    schema = unique()
+    load_postgres(PG_BASE, schema, orders=SCALE)
+    yield schema
+    with pg_admin() as conn:
+        conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.fixture(scope="session")
+def mariadb_database() -> Iterator[str | None]:
+    if not mariadb_available():
+        yield None
+        return
+    from examples.retail.load import load_mysql
+
+    database = unique()
+    load_mysql(f"{MARIADB_BASE}/{database}", orders=SCALE)
+    yield database
+    conn = mariadb_admin()
+    try:
+        conn.cursor().execute(f"DROP DATABASE IF EXISTS `{database}`")
+    finally:
+        conn.close()
+
+
+def url_for(engine: str, request: pytest.FixtureRequest) -> str:
+    if engine == "sqlite":
+        return f"sqlite:///{request.getfixturevalue('sqlite_path')}"
+    if engine == "duckdb":
+        return f"duckdb:///{request.getfixturevalue('duckdb_path')}"
+    if engine == "postgresql":
+        schema = request.getfixturevalue("pg_schema")
+        require(schema is not None, "PostgreSQL at 127.0.0.1:5432")
+        return f"{PG_BASE}?options=-csearch_path%3D{schema}"
+    database = request.getfixturevalue("mariadb_database")
+    require(database is not None, "MariaDB at 127.0.0.1:3306")
+    return f"mariadb://root@127.0.0.1:3306/{database}"
+
+
+@pytest.fixture(scope="session")
+def _resources() -> Iterator[dict[str, Any]]:
+    cache: dict[str, Any] = {}
+    yield cache
+    for resource in cache.values():
+        resource.close()
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def db(engine, request, _resources) -> Any:
+    """A DatabaseResource named ``retail`` on ``engine`` (shared across tests)."""
+    from plugins.sql import DatabaseResource
+
+    url = url_for(engine, request)
+    if engine not in _resources:
+        _resources[engine] = DatabaseResource("retail", url, config=config_for(engine, url, request))
+    return _resources[engine]
+
+
+def config_for(engine: str, url: str, request: pytest.FixtureRequest) -> Any:
+    """PostgreSQL: describe only this run's schema (other tests share the database)."""
+    from plugins.sql.settings import DatasourceConfig
+
+    schemas = [request.getfixturevalue("pg_schema")] if engine == "postgresql" else None
+    return DatasourceConfig(url=url, schemas=schemas)
+
+
+def new_db(engine: str, request: pytest.FixtureRequest, name: str = "retail", **settings: Any) -> Any:
+    """A fresh DatabaseResource (the caller closes it) with SqlSettings overrides."""
+    from plugins.sql import DatabaseResource, SqlSettings
+
+    url = url_for(engine, request)
+    return DatabaseResource(name, url, settings=SqlSettings(**settings), config=config_for(engine, url, request))
+
+
+class RecordingSink:
+    """Stands in for an evidence sink: records what the SQL plugin captured, in order."""
+
+    def __init__(self, fail: bool = False) -> None:
+        self.fail = fail
+        self.captures: list[dict[str, Any]] = []
+
+
+class FakeRecord:
+    def __init__(self, artifact_id: str, status: str, row_count: int) -> None:
+        self.artifact_id, self.status, self.row_count = artifact_id, status, row_count
+
+    def ref(self) -> Any:
+        from kernel import ArtifactRef
+
+        return ArtifactRef(artifact_id=self.artifact_id, kind="sql", status=self.status, row_count=self.row_count)
+
+
+@pytest.fixture
+def recording_capture(monkeypatch) -> Any:
+    """Route the plugin's one capture call to a recorder (rows consumed like a real store)."""
+    from plugins.sql import capture as capture_module
+
+    def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
+                     column_types=None):
+        if sink.fail:
+            raise RuntimeError("disk full")
+        materialized = [list(r) for r in rows]
+        record = FakeRecord(f"art_{len(sink.captures) + 1}", status, len(materialized))
+        sink.captures.append({"columns": list(columns), "rows": materialized, "sql": sql, "database": database,
+                              "dialect": dialect, "status": status, "error": error, "record": record})
+        return record
+
+    monkeypatch.setattr(capture_module, "_capture_fn", lambda: fake_capture)
+    return RecordingSink
