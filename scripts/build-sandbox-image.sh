@@ -67,14 +67,16 @@ mkdir -p "$cache_dir/debs"
 
 workdir=""
 cleanup() {
+  set +e
   if [ -n "$workdir" ] && [ -d "$workdir" ]; then
     # debootstrap mounts /proc, /sys (and sometimes /dev) inside the target;
     # unmount before removing so nothing of the host is ever deleted.
+    # (|| true: with pipefail, "no mounts found" must not abort the clean-up.)
     if command -v findmnt >/dev/null 2>&1; then
-      findmnt -rn -o TARGET | grep -F "$workdir/" | sort -r \
-        | while read -r m; do umount -l "$m" 2>/dev/null || true; done
+      { findmnt -rn -o TARGET | grep -F "$workdir/" | sort -r \
+        | while read -r m; do umount -l "$m" 2>/dev/null || true; done; } || true
     fi
-    rm -rf --one-file-system "$workdir"
+    rm -rf --one-file-system "$workdir" || true
   fi
 }
 trap cleanup EXIT INT TERM

@@ -10,6 +10,7 @@ skip locally and fail in CI.
 from __future__ import annotations
 
 import os
+import subprocess
 
 import pytest
 
@@ -33,8 +34,82 @@ def sandbox_image(podman_ok: bool) -> str:
 
 
 @pytest.fixture(scope="session")
-def podman_api_socket(podman_ok: bool):
+def _podman_service_on_demand():
+    """Starts the private podman API service on first use; stops it (by PID) last.
+
+    Fixtures that hold containers depend on this one, so the service outlives
+    their clean-up even when it was started lazily, after them.
+    """
+    holder: dict[str, object] = {}
+
+    def get() -> str:
+        if "path" not in holder:
+            cm = podman_service()
+            holder["path"] = cm.__enter__()
+            holder["cm"] = cm
+        return holder["path"]  # type: ignore[return-value]
+
+    yield get
+    if "cm" in holder:
+        holder["cm"].__exit__(None, None, None)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def podman_api_socket(podman_ok: bool, _podman_service_on_demand) -> str:
     """Path of a private podman API socket (Docker-compatible), alive for the session."""
     require(podman_ok, "podman")
-    with podman_service() as path:
-        yield path
+    return _podman_service_on_demand()
+
+
+@pytest.fixture(scope="session")
+def engine_managers(request, _podman_service_on_demand):
+    """``get(runtime, **overrides)``: a SandboxManager per (runtime, overrides), shared by the session.
+
+    Managers are closed only when the test session ends: closing one removes
+    every container its process owns on that engine, which would pull shared
+    sessions of other tests from under them.
+    """
+    from tests.sandbox_engines.engines import manager_for
+
+    made: dict[tuple, object] = {}
+
+    def get(runtime: str, **overrides):
+        if runtime != "local":
+            request.getfixturevalue("sandbox_image")
+        socket_path = request.getfixturevalue("podman_api_socket") if runtime in ("podman", "docker") else None
+        key = (runtime, tuple(sorted(overrides.items())))
+        if key not in made:
+            made[key] = manager_for(runtime, socket_path, **overrides)
+        return made[key]
+
+    yield get
+    for manager in made.values():
+        manager.close()
+    if made and podman_usable():
+        leaked = _containers_owned_by(os.getpid())
+        if leaked:
+            subprocess.run(["podman", "rm", "-f", *leaked], capture_output=True, timeout=120)
+            pytest.fail(f"sandbox containers outlived their managers: {leaked}", pytrace=False)
+
+
+def _containers_owned_by(pid: int) -> list[str]:
+    done = subprocess.run(
+        ["podman", "ps", "-a", "-q", "--filter", "label=assay.sandbox=1",
+         "--filter", f"label=assay.sandbox.owner-pid={pid}"],
+        capture_output=True, text=True, timeout=60,
+    )
+    return done.stdout.split()
+
+
+@pytest.fixture(scope="session")
+def shared_sessions(engine_managers):
+    """``get(runtime)``: one long-lived session per runtime for probes that change nothing."""
+    opened: dict[str, object] = {}
+
+    def get(runtime: str):
+        session = opened.get(runtime)
+        if session is None or session.status().state in ("closed", "expired", "broken"):
+            session = opened[runtime] = engine_managers(runtime).open_session()
+        return session
+
+    return get

@@ -1,0 +1,83 @@
+"""Building sandbox managers for each runtime the way tests and the bench use them.
+
+Each runtime is pointed at what this machine really has: podman and docker
+at a private ``podman system service`` socket (docker through podman's
+Docker-compatible API), nerdctl at podman's CLI (``SANDBOX_NERDCTL_BINARY``,
+``ASSAY_TEST_NERDCTL_BINARY`` overrides), local with the explicit allow flag.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import re
+from typing import Any
+
+from kernel.sandbox import SandboxConfig, SandboxManager, SandboxRuntime
+
+CONTAINER_RUNTIMES = ("podman", "docker", "nerdctl")
+ALL_RUNTIMES = (*CONTAINER_RUNTIMES, "local")
+TEST_IMAGE = os.environ.get("ASSAY_TEST_SANDBOX_IMAGE", "localhost/assay-sandbox-python:bookworm")
+NERDCTL_BINARY = os.environ.get("ASSAY_TEST_NERDCTL_BINARY", "podman")
+
+
+def runtime_class(name: str) -> type[SandboxRuntime]:
+    """The runtime plugin class ``name`` from ``sandbox_runtimes.<name>``."""
+    module = importlib.import_module(f"sandbox_runtimes.{name}")
+    for value in vars(module).values():
+        if isinstance(value, type) and issubclass(value, SandboxRuntime) and getattr(value, "name", None) == name:
+            return value
+    raise LookupError(f"sandbox_runtimes.{name} defines no runtime named {name!r}")
+
+
+def config_for(name: str, socket_path: str | None, **overrides: Any) -> SandboxConfig:
+    """A config selecting runtime ``name`` against this machine's engines."""
+    values: dict[str, Any] = dict(runtime=name, image_python=TEST_IMAGE, env_allow="")
+    if name == "docker":
+        values["docker_host"] = f"unix://{socket_path}"
+    elif name == "podman":
+        values["podman_socket"] = socket_path
+    elif name == "nerdctl":
+        values["nerdctl_binary"] = NERDCTL_BINARY
+    elif name == "local":
+        values["allow_local_runtime"] = True
+    values.update(overrides)
+    return SandboxConfig(**values)
+
+
+def manager_for(name: str, socket_path: str | None, **overrides: Any) -> SandboxManager:
+    return SandboxManager(config_for(name, socket_path, **overrides), {name: runtime_class(name)})
+
+
+def host_pids_running(marker: str) -> list[int]:
+    """PIDs on this host whose command line contains ``marker``.
+
+    Container processes are visible in the host's /proc, so this proves a
+    sandboxed process is gone rather than merely unawaited.
+    """
+    found = []
+    me = os.getpid()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as fh:
+                    state = fh.read().rsplit(b")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state != b"Z":  # a zombie has no work left; its parent reaps it
+                found.append(int(entry))
+    return found
+
+
+def tmpfs_size(options: str) -> int | None:
+    match = re.search(r"(?:^|,)size=(\d+)([kmg]?)", options)
+    if not match:
+        return None
+    return int(match.group(1)) * {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3}[match.group(2)]

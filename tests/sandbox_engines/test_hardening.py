@@ -1,0 +1,258 @@
+"""Every hardening property, per container runtime: the engine's record of the
+created container says it, and code running inside finds it so.
+
+One shared session per runtime; one probe execution gathers what the code
+can see, and each test checks one property against both views.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+
+import pytest
+
+from tests.sandbox_engines.engines import CONTAINER_RUNTIMES, tmpfs_size
+
+MiB = 1024**2
+
+PROBE = r"""
+import errno, json, os, resource, socket, time
+f = {}
+status = {}
+for line in open('/proc/self/status'):
+    k, _, v = line.partition(':')
+    status[k] = v.strip()
+f['status'] = status
+f['uid'], f['gid'] = os.getuid(), os.getgid()
+pid1 = open('/proc/1/cmdline', 'rb').read().split(b'\0')
+f['pid1'] = [p.decode() for p in pid1 if p]
+f['uids'] = sorted({os.stat('/proc/' + p).st_uid for p in os.listdir('/proc') if p.isdigit()})
+f['fsize'] = list(resource.getrlimit(resource.RLIMIT_FSIZE))
+f['size'] = {p: os.statvfs(p).f_blocks * os.statvfs(p).f_frsize for p in ('/workspace', '/tmp')}
+mounts = []
+for line in open('/proc/self/mountinfo'):
+    left, _, right = line.partition(' - ')
+    fields = left.split()
+    mounts.append([fields[4], right.split()[0], fields[3], fields[5]])
+f['mounts'] = mounts
+f['ifaces'] = [l.split(':')[0].strip() for l in open('/proc/net/dev').readlines()[2:]]
+def attempt(fn):
+    try:
+        fn()
+        return 'ok'
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+f['write'] = {p: attempt(lambda p=p: open(p, 'w').write('x'))
+              for p in ('/etc/probe', '/usr/probe', '/probe', '/var/tmp/probe', '/run/probe', '/workspace/.probe', '/tmp/probe')}
+s = socket.socket()
+s.settimeout(2)
+f['egress'] = attempt(lambda: s.connect(('1.1.1.1', 53)))
+def read(*paths):
+    for p in paths:
+        try:
+            return open(p).read().strip()
+        except OSError:
+            pass
+    return None
+f['cg'] = {
+  'cpu_quota': read('/sys/fs/cgroup/cpu/cpu.cfs_quota_us', '/sys/fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us', '/sys/fs/cgroup/cpu.max'),
+  'mem': read('/sys/fs/cgroup/memory/memory.limit_in_bytes', '/sys/fs/cgroup/memory.max'),
+  'memsw': read('/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes'),
+  'swap_v2': read('/sys/fs/cgroup/memory.swap.max'),
+  'pids': read('/sys/fs/cgroup/pids/pids.max', '/sys/fs/cgroup/pids.max'),
+}
+big = '/workspace/.fsize-probe'
+f['big_write'] = attempt(lambda: open(big, 'wb').write(b'\0' * (11 * 1024 * 1024)))
+try:
+    os.unlink(big)
+except OSError:
+    pass
+t0, c0 = time.monotonic(), time.process_time()
+while time.monotonic() - t0 < 1.5:
+    pass
+f['cpu_share'] = (time.process_time() - c0) / (time.monotonic() - t0)
+f['env'] = sorted(os.environ)
+print(json.dumps(f))
+"""
+
+
+@pytest.fixture(scope="module")
+def observed(shared_sessions, engine_managers):
+    """``get(runtime)`` -> (inspect, facts, manager config), gathered once per runtime."""
+    cache: dict[str, tuple] = {}
+
+    def get(runtime: str):
+        if runtime not in cache:
+            session = shared_sessions(runtime)
+            manager = engine_managers(runtime)
+            result = session.run_code(PROBE, timeout_s=20)
+            assert result.exit_code == 0, result.stderr
+            cache[runtime] = (manager.inspect(session.id), json.loads(result.stdout), manager.config)
+        return cache[runtime]
+
+    return get
+
+
+def _tmpfs(inspect: dict) -> dict[str, str]:
+    found = dict((inspect.get("HostConfig") or {}).get("Tmpfs") or {})
+    for mount in inspect.get("Mounts") or []:
+        if mount.get("Type") == "tmpfs":
+            found[mount.get("Destination")] = ",".join(mount.get("Options") or [])
+    return found
+
+
+def _ulimits(inspect: dict) -> dict[str, tuple[int, int]]:
+    out = {}
+    for u in (inspect.get("HostConfig") or {}).get("Ulimits") or []:
+        name = u["Name"].lower().removeprefix("rlimit_")
+        out[name] = (u["Soft"], u["Hard"])
+    return out
+
+
+pytestmark = pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+
+
+def test_no_network_interface_but_loopback_and_egress_unreachable(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    assert inspect["HostConfig"]["NetworkMode"] == "none"
+    assert facts["ifaces"] == ["lo"]
+    assert facts["egress"] in ("ENETUNREACH", "EHOSTUNREACH", "ECONNREFUSED")
+
+
+def test_memory_limited_with_swap_equal_to_memory(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    host = inspect["HostConfig"]
+    assert host["Memory"] == config.memory_limit
+    assert host["MemorySwap"] == config.memory_limit
+    if facts["cg"]["memsw"] is not None:  # cgroup v1
+        assert int(facts["cg"]["mem"]) == config.memory_limit
+        assert int(facts["cg"]["memsw"]) == config.memory_limit
+    else:  # cgroup v2: swap.max is the swap beyond memory
+        assert int(facts["cg"]["mem"]) == config.memory_limit
+        assert facts["cg"]["swap_v2"] in ("0", None)
+
+
+def test_cpu_is_a_quota_not_a_cpuset_and_throttles(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    host = inspect["HostConfig"]
+    assert host["CpuPeriod"] == 100_000
+    assert host["CpuQuota"] == int(config.cpu_limit * 100_000)
+    assert not host.get("CpusetCpus")
+    assert facts["cg"]["cpu_quota"].split()[0] == str(int(config.cpu_limit * 100_000))
+    # A busy loop gets at most about half a core of CPU time per wall second.
+    assert facts["cpu_share"] < config.cpu_limit + 0.2
+
+
+def test_pids_limit_applies(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    assert inspect["HostConfig"]["PidsLimit"] == config.max_processes
+    assert facts["cg"]["pids"] == str(config.max_processes)
+
+
+def test_all_capabilities_dropped(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    host = inspect["HostConfig"]
+    dropped = {c.upper().removeprefix("CAP_") for c in host.get("CapDrop") or []}
+    assert "ALL" in dropped or {"CHOWN", "DAC_OVERRIDE", "SETUID", "SETGID", "NET_RAW", "SYS_CHROOT"} <= dropped
+    assert not host.get("CapAdd")
+    for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+        assert int(facts["status"][field], 16) == 0, field
+
+
+def test_no_new_privileges_set(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    assert any(opt.startswith("no-new-privileges") for opt in inspect["HostConfig"].get("SecurityOpt") or [])
+    assert facts["status"]["NoNewPrivs"] == "1"
+
+
+def test_root_filesystem_read_only_and_only_sized_tmpfs_writable(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    assert inspect["HostConfig"]["ReadonlyRootfs"] is True
+    for path in ("/etc/probe", "/usr/probe", "/probe", "/var/tmp/probe", "/run/probe"):
+        assert facts["write"][path] in ("EROFS", "EACCES"), (path, facts["write"][path])
+    assert facts["write"]["/workspace/.probe"] == "ok"
+    assert facts["write"]["/tmp/probe"] == "ok"
+
+
+def test_workspace_and_tmp_are_size_limited_tmpfs(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    tmpfs = _tmpfs(inspect)
+    assert tmpfs_size(tmpfs["/workspace"]) == config.workspace_size
+    assert tmpfs_size(tmpfs["/tmp"]) == config.tmp_size
+    # Anything else mounted writable must be a tmpfs podman adds, and then sized and read-only.
+    for target, options in tmpfs.items():
+        if target not in ("/workspace", "/tmp"):
+            assert "ro" in options.split(",") and tmpfs_size(options), (target, options)
+    types = {target: fstype for target, fstype, _, _ in facts["mounts"]}
+    assert types["/workspace"] == types["/tmp"] == "tmpfs"
+    assert facts["size"]["/workspace"] == config.workspace_size
+    assert facts["size"]["/tmp"] == config.tmp_size
+
+
+def test_file_size_ulimit_stops_a_larger_write(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    assert _ulimits(inspect)["fsize"] == (config.max_file_size, config.max_file_size)
+    assert facts["fsize"] == [config.max_file_size, config.max_file_size]
+    assert facts["big_write"] == "EFBIG"
+
+
+def test_code_and_keeper_run_as_non_root_users(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    assert inspect["Config"]["User"] == config.keeper_user
+    assert f"{facts['uid']}:{facts['gid']}" == config.user
+    assert 0 not in facts["uids"]
+
+
+def test_an_init_process_is_pid_one(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    assert inspect["HostConfig"]["Init"] is True
+    assert os.path.basename(facts["pid1"][0]) in ("catatonit", "podman-init", "tini", "docker-init", "tini-static")
+
+
+def test_no_host_mounts(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    assert not (inspect["HostConfig"].get("Binds") or [])
+    assert [m for m in inspect.get("Mounts") or [] if m.get("Type") in ("bind", "volume")] == []
+    # What the engine itself provides: files it generated for this very
+    # container (their source lies in the container's own directory) and,
+    # read-only, its init binary. Nothing else of the host's file tree.
+    engine_files = {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/etc/passwd", "/etc/group",
+                    "/run/.containerenv", "/.dockerenv"}
+    engine_init = {"/run/podman-init", "/sbin/docker-init", "/dev/init"}
+    for target, fstype, root, options in facts["mounts"]:
+        if fstype in ("proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "overlay", "shm"):
+            continue
+        if target in engine_init:
+            assert "ro" in options.split(","), (target, options)
+            continue
+        assert target in engine_files, (target, fstype, root)
+        assert inspect["Id"] in root, (target, root)
+
+
+def test_environment_is_only_the_allow_list(runtime, observed):
+    inspect, facts, config = observed(runtime)
+    from kernel.sandbox.spec import base_environment
+
+    allowed = set(base_environment(config)) | {"HOSTNAME", "container", "TERM", "HOME"}
+    names = {item.partition("=")[0] for item in inspect["Config"].get("Env") or []}
+    assert names <= allowed, names - allowed
+    assert set(facts["env"]) <= allowed, set(facts["env"]) - allowed
+
+
+def test_engine_default_seccomp_profile_kept(runtime, observed):
+    inspect, facts, _ = observed(runtime)
+    opts = " ".join(inspect["HostConfig"].get("SecurityOpt") or [])
+    assert "unconfined" not in opts
+    assert facts["status"]["Seccomp"] == "2"
+
+
+def test_container_not_privileged_and_labelled_with_owner_and_expiry(runtime, observed):
+    inspect, _, _ = observed(runtime)
+    assert inspect["HostConfig"].get("Privileged") is False
+    labels = inspect["Config"]["Labels"]
+    assert labels["assay.sandbox"] == "1"
+    assert labels["assay.sandbox.owner-pid"] == str(os.getpid())
+    assert float(labels["assay.sandbox.expires"]) > time.time()
+    assert labels["assay.sandbox.runtime"] == runtime
