@@ -115,6 +115,7 @@ def register_commands(cli, kernel):
     def ls_cmd(run_id: str | None, as_json: bool) -> None:
         """List artifacts (oldest first)."""
         catalog = ev.get_catalog(kernel)
+        catalog.import_shared(run_id)  # records other workers kept in a shared store
         for r in catalog.iter(run_id):
             if as_json:
                 click.echo(json.dumps(ev.manifest_entry(r) | {"run_id": r.run_id, "sha256": r.sha256,

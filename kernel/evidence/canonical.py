@@ -18,6 +18,7 @@ Rules (documented in docs/evidence.md):
 * ``UUID`` -> its canonical lower-case string.
 * lists and tuples -> arrays; sets -> arrays sorted by their canonical text; mappings ->
   objects with string keys in sorted order.
+* numpy/pandas scalars and arrays -> their Python values; a DataFrame -> a list of row objects.
 * anything else -> ``{"$repr": "<repr>"}`` (never silently dropped).
 
 Text is UTF-8 (control characters escaped), compact separators, object keys sorted.
@@ -99,6 +100,8 @@ def _fallback(o: Any) -> Any:
         return {str(k): v for k, v in o.items()}
     if dataclasses.is_dataclass(o) and not isinstance(o, type):
         return dataclasses.asdict(o)
+    if hasattr(o, "columns") and callable(getattr(o, "to_dict", None)):  # a pandas DataFrame
+        return o.to_dict(orient="records")
     item = getattr(o, "item", None)  # numpy / pandas scalars
     if callable(item) and getattr(o, "ndim", None) == 0:
         return item()

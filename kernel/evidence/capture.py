@@ -126,7 +126,7 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
     cols = [str(c) for c in columns]
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
     sha, size, (count, complete) = _stage(
-        sink, lambda st: _write_rows(st, cols, rows, preview, cfg.max_bytes))
+        sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes))
     prev_rows, prev_truncated = preview.result(count)
     prov = dict(provenance or {})
     if not complete:

@@ -144,3 +144,14 @@ def test_numpy_and_pandas_values_take_their_python_spelling():
               np.array([1, 2]), np.bool_(True))]
     expected = b'[3,0.5,{"$float":"NaN"},"2024-01-05T10:00:00+00:00",[1,2],true]\n'
     assert rows_bytes(batch) == expected == _slow(batch)
+
+
+def test_a_dataframe_result_is_kept_as_row_objects(sink):
+    pd = pytest.importorskip("pandas")
+    from kernel.evidence import capture_python_execution
+
+    frame = pd.DataFrame({"k": ["a", "b"], "v": [1.5, None]})
+    record = capture_python_execution(sink, code="", result=frame, result_set=True, stdout="", stderr="",
+                                      status="succeeded")
+    assert record.columns == ["k", "v"] and record.row_count == 2
+    assert record.preview == [["a", 1.5], ["b", {"$float": "NaN"}]]
