@@ -11,7 +11,7 @@ from .plugins import PluginInfo
 from .resources import PromptBudget, Resource, ResourcePack, ResourceType
 from .results import ArtifactRef, ToolResult
 from .settings import Settings
-from .tools import BaseTool, FunctionTool, JsonSchemaTool, tool
+from .tools import BaseTool, FunctionTool, JsonSchemaTool, LazyTool, tool
 
 __all__ = [
     "ArtifactRef",
@@ -21,6 +21,7 @@ __all__ = [
     "FunctionTool",
     "JsonSchemaTool",
     "Kernel",
+    "LazyTool",
     "PluginError",
     "PluginInfo",
     "PromptBudget",

@@ -120,10 +120,13 @@ def _resource(obj: Any) -> tuple[str, Any]:
 
 
 def _tool(obj: Any) -> tuple[str, Any]:
-    from .tools import BaseTool, FunctionTool
+    from .tools import BaseTool, FunctionTool, LazyTool
 
     if isinstance(obj, BaseTool):
         return obj.name, obj
+    if isinstance(obj, str):
+        lazy = LazyTool(obj)
+        return lazy.name, lazy
     if callable(obj):
         wrapped = FunctionTool(obj)
         return wrapped.name, wrapped

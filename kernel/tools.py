@@ -17,7 +17,7 @@ from typing import Any, Awaitable, Callable, overload
 from pydantic import ValidationError
 
 from .context import RunContext
-from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, TOOL_SCHEMA_INVALID, AssayError
+from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, TOOL_LOAD_FAILED, TOOL_SCHEMA_INVALID, AssayError
 from .function_schema import (
     FunctionSchema,
     check_function,
@@ -242,6 +242,77 @@ class JsonSchemaTool(BaseTool):
         if self._is_async:
             return await self.handler(validated, run)  # type: ignore[misc]
         return await asyncio.to_thread(self.handler, validated, run)
+
+
+class LazyTool(BaseTool):
+    """A tool named now and imported on first use: ``LazyTool("pkg.module:attr")``.
+
+    ``attr`` is a :class:`BaseTool` or a function (wrapped with :func:`tool`).
+    Plugins whose tools pull in heavy modules register them this way (or pass
+    the ``"pkg.module:attr"`` string to ``register``), so start-up imports
+    nothing of them. An import failure answers ``TOOL_LOAD_FAILED``;
+    ``ASSAY_STRICT_PLUGINS=1`` loads every lazy tool at registration.
+    """
+
+    def __init__(self, target: str, *, name: str | None = None) -> None:
+        module, sep, attr = target.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"a lazy tool is named 'package.module:attribute', got {target!r}")
+        self.target = target
+        self.name = _check_name(name or attr.rsplit(".", 1)[-1])
+        self._tool: BaseTool | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loaded(self) -> BaseTool:
+        if self._tool is None:
+            with self._lock:
+                if self._tool is None:
+                    self._tool = self._load()
+        return self._tool
+
+    def _load(self) -> BaseTool:
+        import importlib
+
+        module, _, attr = self.target.partition(":")
+        try:
+            obj: Any = importlib.import_module(module)
+            for part in attr.split("."):
+                obj = getattr(obj, part)
+        except Exception as exc:  # noqa: BLE001 - reported as the tool's outcome
+            raise AssayError(
+                TOOL_LOAD_FAILED,
+                f"tool {self.name!r} could not be loaded from {self.target}: {type(exc).__name__}: {exc}",
+                "Reinstall or fix the plugin that provides it.",
+            ) from exc
+        loaded = obj if isinstance(obj, BaseTool) else FunctionTool(obj, name=self.name)
+        if loaded.name != self.name:
+            raise AssayError(TOOL_LOAD_FAILED, f"{self.target} is tool {loaded.name!r}, registered as {self.name!r}")
+        return loaded
+
+    def prepare(self) -> None:
+        self.loaded.prepare()
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        return self.loaded.description
+
+    @property
+    def is_async(self) -> bool:
+        return self.loaded.is_async
+
+    @property
+    def parameters(self) -> dict[str, Any]:
+        return self.loaded.parameters
+
+    def validate_arguments(self, arguments: dict[str, Any]) -> Any:
+        return self.loaded.validate_arguments(arguments)
+
+    def invoke(self, validated: Any, run: RunContext | None) -> Any:
+        return self.loaded.invoke(validated, run)
+
+    async def ainvoke(self, validated: Any, run: RunContext | None) -> Any:
+        return await self.loaded.ainvoke(validated, run)
 
 
 @overload

@@ -228,3 +228,39 @@ def test_mcp_export_shape():
     definition = kernel_with(scale).tool_definitions("mcp")[0]
     assert set(definition) == {"name", "description", "inputSchema"}
     assert definition["inputSchema"]["required"] == ["values"]
+
+
+def test_lazy_tool_registered_by_path_imports_on_first_use(make_dist, only):
+    import sys
+
+    from kernel import Kernel, LazyTool
+
+    modules = make_dist("acme", {
+        "lazy": '''
+from kernel import hookimpl
+
+@hookimpl
+def register_tools(register):
+    register(__name__ + "_impl:triple")
+''',
+    })
+    impl = modules["lazy"] + "_impl"
+    from pathlib import Path
+
+    # make_dist put its site directory first on sys.path: the implementation module goes beside the plugin.
+    Path(sys.path[0], impl + ".py").write_text('def triple(x: int) -> int:\n    """Triple x."""\n    return 3 * x\n')
+    only("lazy")
+    kernel = Kernel()
+    assert isinstance(kernel.tools["triple"], LazyTool) and impl not in sys.modules  # started, not imported
+    result = kernel.call_tool("triple", {"x": 2})
+    assert result.data == 6 and impl in sys.modules
+    assert kernel.tools["triple"].parameters["properties"]["x"]["type"] == "integer"
+    sys.modules.pop(impl, None)
+
+
+def test_lazy_tool_that_fails_to_import_answers_tool_load_failed():
+    from kernel import LazyTool
+
+    kernel = kernel_with(LazyTool("no_such_module_anywhere:thing"))
+    result = kernel.call_tool("thing", {})
+    assert result.error_code == "TOOL_LOAD_FAILED" and "no_such_module_anywhere" in result.message
