@@ -14,7 +14,6 @@ Run: .venv/bin/python bench/bench_evidence.py
 from __future__ import annotations
 
 import json
-import os
 import random
 import sqlite3
 import statistics

@@ -8,30 +8,81 @@ checking the hash. See docs/evidence.md.
 """
 
 from .canonical import canonical_value, decode, dumps
-from .capture import (ArtifactSink, capture_file, capture_python_execution, capture_rows,
-                      capture_sql_execution)
+from .capture import (
+                      ArtifactSink,
+                      capture_file,
+                      capture_python_execution,
+                      capture_rows,
+                      capture_sql_execution,
+)
 from .catalog import ArtifactCatalog
-from .errors import (ARTIFACT_CAPTURE_FAILED, ARTIFACT_DETAILS_LIMIT, ARTIFACT_FILE_MISSING,
-                     ARTIFACT_INTEGRITY_FAILED, ARTIFACT_NOT_FOUND, ARTIFACT_SELECTOR_INVALID,
-                     ArtifactCaptureFailed, ArtifactDetailsLimit, ArtifactError, ArtifactFileMissing,
-                     ArtifactIntegrityFailed, ArtifactNotFound, ArtifactSelectorInvalid)
+from .errors import (
+                      ARTIFACT_CAPTURE_FAILED,
+                      ARTIFACT_DETAILS_LIMIT,
+                      ARTIFACT_FILE_MISSING,
+                      ARTIFACT_INTEGRITY_FAILED,
+                      ARTIFACT_NOT_FOUND,
+                      ARTIFACT_SELECTOR_INVALID,
+                      ArtifactCaptureFailed,
+                      ArtifactDetailsLimit,
+                      ArtifactError,
+                      ArtifactFileMissing,
+                      ArtifactIntegrityFailed,
+                      ArtifactNotFound,
+                      ArtifactSelectorInvalid,
+)
 from .manifest import artifact_details, evidence_manifest, manifest_entry
 from .preview import render_preview
-from .readback import get_record, open_verified_content, read_artifact_result, resolve_catalog, verify
+from .readback import (
+                      get_record,
+                      open_verified_content,
+                      read_artifact_result,
+                      resolve_catalog,
+                      verify,
+)
 from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
 from .settings import EvidenceSettings
 from .store import ContentStore
 from .stores import get_catalog, open_sink
 
 __all__ = [
-    "ARTIFACT_CAPTURE_FAILED", "ARTIFACT_DETAILS_LIMIT", "ARTIFACT_FILE_MISSING",
-    "ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_NOT_FOUND", "ARTIFACT_SELECTOR_INVALID",
-    "artifact_details", "evidence_manifest", "manifest_entry",
-    "ArtifactCatalog", "ArtifactCaptureFailed", "ArtifactDetailsLimit", "ArtifactError",
-    "ArtifactFileMissing", "ArtifactIntegrityFailed", "ArtifactNotFound", "ArtifactRecord",
-    "ArtifactSelectorInvalid", "ArtifactSink", "ContentStore", "EvidenceSettings", "ProducedFile",
-    "SelectedResult", "Selectors", "canonical_value", "capture_file", "capture_python_execution",
-    "capture_rows", "capture_sql_execution", "decode", "dumps", "get_catalog", "get_record",
-    "open_sink", "open_verified_content", "read_artifact_result", "render_preview",
-    "resolve_catalog", "verify",
+                      "ARTIFACT_CAPTURE_FAILED",
+                      "ARTIFACT_DETAILS_LIMIT",
+                      "ARTIFACT_FILE_MISSING",
+                      "ARTIFACT_INTEGRITY_FAILED",
+                      "ARTIFACT_NOT_FOUND",
+                      "ARTIFACT_SELECTOR_INVALID",
+                      "ArtifactCaptureFailed",
+                      "ArtifactCatalog",
+                      "ArtifactDetailsLimit",
+                      "ArtifactError",
+                      "ArtifactFileMissing",
+                      "ArtifactIntegrityFailed",
+                      "ArtifactNotFound",
+                      "ArtifactRecord",
+                      "ArtifactSelectorInvalid",
+                      "ArtifactSink",
+                      "ContentStore",
+                      "EvidenceSettings",
+                      "ProducedFile",
+                      "SelectedResult",
+                      "Selectors",
+                      "artifact_details",
+                      "canonical_value",
+                      "capture_file",
+                      "capture_python_execution",
+                      "capture_rows",
+                      "capture_sql_execution",
+                      "decode",
+                      "dumps",
+                      "evidence_manifest",
+                      "get_catalog",
+                      "get_record",
+                      "manifest_entry",
+                      "open_sink",
+                      "open_verified_content",
+                      "read_artifact_result",
+                      "render_preview",
+                      "resolve_catalog",
+                      "verify",
 ]

@@ -27,15 +27,15 @@ Text is UTF-8 (control characters escaped), compact separators, object keys sort
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime as dt
 import decimal
-import dataclasses
 import math
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from itertools import chain
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import orjson
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+from collections.abc import Iterable, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO, Iterable, Literal, Sequence
+from typing import Any, BinaryIO, Literal
 
 from .canonical import canonical_value, dumps_bytes, rows_bytes
 from .catalog import ArtifactCatalog
@@ -114,7 +115,7 @@ def _guarded(what: str, fn):
         return fn()
     except ArtifactCaptureFailed:
         raise
-    except Exception as exc:  # noqa: BLE001 - every failure becomes the one honest code
+    except Exception as exc:
         raise ArtifactCaptureFailed(what, exc) from exc
 
 

@@ -11,8 +11,8 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from .records import ArtifactRecord
 from .store import ContentStore

@@ -7,7 +7,8 @@ at most 12 ids per call.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from .canonical import dumps
 from .catalog import ArtifactCatalog

@@ -17,8 +17,12 @@ from pydantic import ValidationError
 from .canonical import dumps
 from .capture import PYTHON_DOC, TABULAR
 from .catalog import ArtifactCatalog
-from .errors import (ArtifactFileMissing, ArtifactIntegrityFailed, ArtifactNotFound,
-                     ArtifactSelectorInvalid)
+from .errors import (
+    ArtifactFileMissing,
+    ArtifactIntegrityFailed,
+    ArtifactNotFound,
+    ArtifactSelectorInvalid,
+)
 from .preview import clip_value
 from .records import ArtifactRecord, SelectedResult, Selectors
 

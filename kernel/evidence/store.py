@@ -13,8 +13,9 @@ import os
 import time
 import uuid
 from abc import ABC, abstractmethod
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, ClassVar, Iterator
+from typing import IO, Any, ClassVar
 
 from .records import URI_PREFIX
 

@@ -17,7 +17,7 @@ from .catalog import ArtifactCatalog
 from .errors import ARTIFACT_STORE_UNKNOWN, ArtifactError
 from .settings import evidence_settings
 
-_catalogs: "weakref.WeakKeyDictionary[Any, ArtifactCatalog]" = weakref.WeakKeyDictionary()
+_catalogs: weakref.WeakKeyDictionary[Any, ArtifactCatalog] = weakref.WeakKeyDictionary()
 _lock = threading.Lock()
 
 

@@ -9,8 +9,9 @@ absent.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Iterator
+from typing import IO
 
 from kernel import hookimpl
 from kernel.evidence.store import ContentStore

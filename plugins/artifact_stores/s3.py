@@ -17,8 +17,9 @@ from __future__ import annotations
 import hashlib
 import re
 import threading
+from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, Iterator
+from typing import IO, Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -189,10 +190,10 @@ class _Body:
     def close(self) -> None:
         self._body.close()
 
-    def __enter__(self) -> "_Body":
+    def __enter__(self) -> _Body:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
 

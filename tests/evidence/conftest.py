@@ -85,8 +85,8 @@ def _free_port() -> int:
 @pytest.fixture(scope="session")
 def s3_endpoint():
     try:
-        import moto.server  # noqa: F401
         import boto3  # noqa: F401
+        import moto.server  # noqa: F401
     except ImportError:
         require(False, "moto[server] and boto3")
     port = _free_port()

@@ -14,7 +14,7 @@ import pytest
 from kernel.evidence import capture_sql_execution, decode, dumps
 from kernel.evidence.canonical import row_line, rows_bytes
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 
 
 @pytest.mark.parametrize("value, text", [
@@ -62,7 +62,7 @@ def _slow(batch):
 def test_batch_fast_path_writes_exactly_what_the_row_by_row_path_writes():
     rng = random.Random(7)
     pool = [None, 0, 1, -5, 2**63 - 1, 2**64 + 3, 0.5, 1e-7, 7.293e-05, float("nan"), float("inf"), "", "x",
-            "],[", "null", "é", True, Decimal("1.10"), Decimal("3"), dt.date(2020, 2, 29),
+            "],[", "null", "é", True, Decimal("1.10"), Decimal(3), dt.date(2020, 2, 29),
             dt.datetime(2020, 1, 1, tzinfo=UTC), [1, [2]], {"k": [1.5, None]}, b"\x01", [float("nan")]]
     for _ in range(400):
         width = rng.randint(1, 6)

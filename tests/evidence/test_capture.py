@@ -9,9 +9,16 @@ import tracemalloc
 import pytest
 
 from kernel import RunContext, tool
-from kernel.evidence import (ARTIFACT_CAPTURE_FAILED, ArtifactCaptureFailed, ProducedFile, capture_file,
-                             capture_python_execution, capture_sql_execution, read_artifact_result,
-                             render_preview)
+from kernel.evidence import (
+    ARTIFACT_CAPTURE_FAILED,
+    ArtifactCaptureFailed,
+    ProducedFile,
+    capture_file,
+    capture_python_execution,
+    capture_sql_execution,
+    read_artifact_result,
+    render_preview,
+)
 from tests.evidence.conftest import make_kernel
 
 

@@ -6,9 +6,17 @@ import os
 
 import pytest
 
-from kernel.evidence import (ArtifactFileMissing, ArtifactIntegrityFailed, ArtifactNotFound,
-                             ArtifactSelectorInvalid, capture_file, capture_python_execution,
-                             capture_sql_execution, open_verified_content, read_artifact_result)
+from kernel.evidence import (
+    ArtifactFileMissing,
+    ArtifactIntegrityFailed,
+    ArtifactNotFound,
+    ArtifactSelectorInvalid,
+    capture_file,
+    capture_python_execution,
+    capture_sql_execution,
+    open_verified_content,
+    read_artifact_result,
+)
 
 
 @pytest.fixture

@@ -4,8 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.evidence import (ArtifactFileMissing, ArtifactIntegrityFailed, capture_file, capture_sql_execution,
-                             evidence_manifest, open_verified_content, read_artifact_result)
+from kernel.evidence import (
+    ArtifactFileMissing,
+    ArtifactIntegrityFailed,
+    capture_file,
+    capture_sql_execution,
+    evidence_manifest,
+    open_verified_content,
+    read_artifact_result,
+)
 from kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
 
