@@ -306,6 +306,8 @@ class DockerRuntime(SandboxRuntime):
             raise SandboxError(SANDBOX_START_FAILED, f"docker: could not create the sandbox: {_short(exc)}",
                                "Run `assay sandbox doctor` to check the engine.") from None
         container_id = created["Id"]
+        if spec.oci_runtime:
+            self._require_oci_runtime(container_id, spec.oci_runtime)
         try:
             api.start(container_id)
         except Exception as exc:  # noqa: BLE001
@@ -314,6 +316,26 @@ class DockerRuntime(SandboxRuntime):
                                "Run `assay sandbox doctor` to check the engine.") from None
         log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
         return DockerSession(self, spec, container_id)
+
+    def _require_oci_runtime(self, container_id: str, wanted: str) -> None:
+        """Refuse to start when the engine dropped the OCI runtime asked for (e.g. gVisor).
+
+        Podman's Docker-compatible API accepts ``HostConfig.Runtime`` and
+        ignores it; starting anyway would run the code without the isolation
+        the operator opted into.
+        """
+        try:
+            got = (self.api().inspect_container(container_id).get("HostConfig") or {}).get("Runtime")
+        except Exception as exc:  # noqa: BLE001
+            got = f"unknown ({_short(exc)})"
+        if got != wanted:
+            self._remove_quietly(container_id)
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                f"docker: the engine did not apply the OCI runtime {wanted!r} (it reports {got!r})",
+                "This engine cannot select an OCI runtime through the Docker API (podman's compatible "
+                "API ignores it); use SANDBOX_RUNTIME=podman, or unset SANDBOX_OCI_RUNTIME.",
+            )
 
     def _remove_quietly(self, ref: str) -> None:
         try:
