@@ -14,7 +14,7 @@ from typing import Any
 
 from .capture import ArtifactSink
 from .catalog import ArtifactCatalog
-from .errors import ARTIFACT_STORE_UNKNOWN, ArtifactError
+from .errors import ARTIFACT_STORE_UNAVAILABLE, ARTIFACT_STORE_UNKNOWN, ArtifactError
 from .settings import evidence_settings
 
 _catalogs: weakref.WeakKeyDictionary[Any, ArtifactCatalog] = weakref.WeakKeyDictionary()
@@ -33,8 +33,14 @@ def store_class(kernel: Any, name: str):
     return cls
 
 
+NO_STORE = "none"
+
+
 def get_catalog(kernel: Any) -> ArtifactCatalog:
     """The kernel's catalog on the configured store (created once per kernel)."""
+    if evidence_settings(kernel.settings).store == NO_STORE:
+        raise ArtifactError(ARTIFACT_STORE_UNAVAILABLE, "evidence capture is switched off (ASSAY_ARTIFACT_STORE=none)",
+                            "There is no evidence to read; set ASSAY_ARTIFACT_STORE=local to keep some.")
     with _lock:
         catalog = _catalogs.get(kernel)
         if catalog is None:
@@ -46,5 +52,7 @@ def get_catalog(kernel: Any) -> ArtifactCatalog:
 
 
 def open_sink(kernel: Any, run_id: str) -> ArtifactSink | None:
-    """The run's artifact sink on the configured store."""
+    """The run's artifact sink on the configured store; ``None`` when the store is ``none``."""
+    if evidence_settings(kernel.settings).store == NO_STORE:
+        return None
     return ArtifactSink(get_catalog(kernel), run_id, evidence_settings(kernel.settings))

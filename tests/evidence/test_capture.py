@@ -235,3 +235,12 @@ def test_kernel_new_run_attaches_a_sink_on_the_default_local_store():
     assert run.artifacts.run_id == run.run_id
     assert kernel.new_run(capture=False).artifacts is None
     assert kernel.provenance("artifact_stores", "local") == "local_store"
+
+
+def test_store_none_switches_capture_off_honestly(monkeypatch):
+    monkeypatch.setenv("ASSAY_ARTIFACT_STORE", "none")
+    kernel = make_kernel()
+    run = kernel.new_run()
+    assert run.artifacts is None and _sql(run.artifacts, ["a"], [(1,)]) is None
+    result = kernel.call_tool("read_artifact_result", {"artifact_id": "art_x"}, run=run)
+    assert result.error_code == "ARTIFACT_STORE_UNAVAILABLE"
