@@ -18,20 +18,15 @@ imported when the cell needs them. The host treats the frame as untrusted
 data: the cell runs in this process and could forge it.
 """
 
-from __future__ import annotations
-
-import ast
-import base64
+# Only modules the interpreter has already loaded, or builtin ones, at the top:
+# this file is imported by every call, on a fraction of a CPU. json (which pulls
+# in re), pickle, _ast, hashlib, base64 and traceback load only when needed.
 import builtins
-import hashlib
 import io
-import json
-import linecache
+import marshal
 import os
-import pickle
 import sys
 import time
-import traceback
 import types
 
 WORKDIR = "/workspace"  # the process's working directory, set by main()
@@ -128,6 +123,8 @@ def _clean(text: str) -> str:
 
 
 def _sha256(path: str) -> str:
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as fh:
         for block in iter(lambda: fh.read(1 << 20), b""):
@@ -164,6 +161,8 @@ def _meta(artifact_id: str) -> dict:
 
 def _meta_file(path: str) -> dict:
     with open(path, encoding="utf-8") as fh:
+        import json
+
         return json.load(fh)
 
 
@@ -193,6 +192,8 @@ def load_artifact(artifact_id: str, *, raw: bool = False):
     with open(path, "rb") as fh:
         data = fh.read()
     media = meta.get("media_type") or ""
+    import json
+
     if media == "application/vnd.assay.python+json":
         return _decode(json.loads(data).get("result"))
     if media.endswith("json"):
@@ -215,6 +216,8 @@ def _decode(value):
             if key in ("$float", "$decimal") and isinstance(inner, str):
                 return float(inner.replace("Infinity", "inf"))
             if key == "$bytes" and isinstance(inner, str):
+                import base64
+
                 return base64.b64decode(inner)
             if key == "$duration" and isinstance(inner, str) and inner.startswith("PT"):
                 import datetime
@@ -233,6 +236,8 @@ def read_table(path: str, columns: list):
     literal. Anything else takes the exact path (``json.loads``), which is
     slower but handles every value.
     """
+    import json
+
     import pandas as pd
 
     with open(path, "rb") as fh:
@@ -254,6 +259,8 @@ _LITERAL_STRINGS = (b'"null"', b'"true"', b'"false"', b'"NaN"', b'"nan"', b'"NA"
 
 
 def _fast_table(pd, data: bytes, columns: list):
+    import json
+
     lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
     if (
         b"\\" in data
@@ -300,6 +307,8 @@ def _fast_table(pd, data: bytes, columns: list):
 
 
 def _exact_table(pd, data: bytes, columns: list):
+    import json
+
     rows = json.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
     if any(isinstance(v, dict) for r in rows[:1000] for v in r) or b'{"$' in data:
         rows = [[_decode(v) if isinstance(v, (dict, list)) else v for v in r] for r in rows]
@@ -422,7 +431,12 @@ def restore_state(ns: dict) -> str | None:
     except FileNotFoundError:
         return None
     try:
-        state = pickle.loads(blob)
+        if blob[:1] == b"M":
+            state = marshal.loads(blob[1:])
+        else:
+            import pickle
+
+            state = pickle.loads(blob[1:])
     except Exception as exc:  # noqa: BLE001
         return f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
     problems = []
@@ -469,6 +483,17 @@ def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
         else:
             values[name] = value
     state = {"modules": modules, "values": values}
+    try:
+        # Plain data (numbers, strings, lists, dicts...) needs no pickle at all, either way.
+        blob = b"M" + marshal.dumps(state)
+        return _write_state(blob, max_bytes, skipped) if len(blob) <= max_bytes else _save_pickled(
+            state, max_bytes, skipped)
+    except ValueError:
+        return _save_pickled(state, max_bytes, skipped)
+
+
+def _save_pickled(state: dict, max_bytes: int, skipped: list) -> tuple[list, str | None]:
+    modules, values = state["modules"], state["values"]
     dumps = _plain_dumps
     try:
         blob = dumps(state)  # plain pickle first: loading it later needs no cloudpickle import
@@ -499,6 +524,10 @@ def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
             blob = dumps({"modules": modules, "values": values})
         except Exception as exc:  # noqa: BLE001 - shared references can still fail together
             return skipped, f"the state could not be pickled: {type(exc).__name__}: {exc}"
+    return _write_state(b"P" + blob, max_bytes, skipped)
+
+
+def _write_state(blob: bytes, max_bytes: int, skipped: list) -> tuple[list, str | None]:
     tmp = STATE_PATH + ".tmp"
     try:
         with open(tmp, "wb") as fh:
@@ -514,6 +543,8 @@ def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
 
 
 def _plain_dumps(obj) -> bytes:
+    import pickle
+
     return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
 
 
@@ -522,7 +553,7 @@ def _pickler():
         import cloudpickle  # pickles functions and classes defined in cells by value
     except ImportError:
         return _plain_dumps
-    return lambda obj: cloudpickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+    return lambda obj: cloudpickle.dumps(obj, protocol=5)
 
 
 def _type_name(value) -> str:
@@ -554,7 +585,7 @@ def jsonable(value, depth: int = 0):
     if isinstance(value, (list, tuple)):
         return [jsonable(v, depth + 1) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted((jsonable(v, depth + 1) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+        return sorted((jsonable(v, depth + 1) for v in value), key=repr)
     mod = type(value).__module__.split(".")[0]
     if mod == "pandas":
         return _pandas_jsonable(value, depth)
@@ -575,6 +606,8 @@ def jsonable(value, depth: int = 0):
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
+        import base64
+
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
     raise TypeError(f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form; convert it "
                     "(for example to a dict, list, number or string)")
@@ -614,17 +647,40 @@ def _isna(v) -> bool:
 # --- the cell ---------------------------------------------------------------
 
 
+_STATEMENTS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "finally",
+               "import ", "from ", "return", "pass", "raise", "assert ", "del ", "global ", "nonlocal ", "@",
+               "print(", "async ", "REPORT_RESULT")
+
+
+def _may_end_in_expression(code: str) -> bool:
+    """A cheap pre-check, so the parse to find a final expression is skipped for most cells."""
+    lines = [ln for ln in code.rstrip().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    if not lines:
+        return False
+    last = lines[-1]
+    return not last.startswith((" ", "\t")) and not last.startswith(_STATEMENTS) and "=" not in last.replace(
+        "==", "").replace("!=", "").replace("<=", "").replace(">=", "")
+
+
 def _compile(code: str):
     """The cell's code objects: the body, and the last expression (shown like a notebook)."""
-    tree = ast.parse(code, CELL, "exec")
+    if not _may_end_in_expression(code):
+        return compile(code, CELL, "exec"), None
+    import _ast
+
+    tree = compile(code, CELL, "exec", _ast.PyCF_ONLY_AST)
     last = None
-    if tree.body and isinstance(tree.body[-1], ast.Expr):
-        last = ast.Expression(tree.body.pop().value)
+    if tree.body and isinstance(tree.body[-1], _ast.Expr):
+        last = _ast.Expression(tree.body.pop().value)
     body = compile(tree, CELL, "exec")
     return body, (compile(last, CELL, "eval") if last is not None else None)
 
 
-def _error(exc: BaseException) -> dict:
+def _error(exc: BaseException, code: str) -> dict:
+    import linecache
+    import traceback
+
+    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == CELL]
     lines = []
     for f in frames:
@@ -680,7 +736,6 @@ def run(req: dict, real_fd: int) -> dict:
     ns["load_artifact"] = load_artifact
     ns["list_artifacts"] = list_artifacts
     code = req["code"]
-    linecache.cache[CELL] = (len(code), None, code.splitlines(True), CELL)
     charts = _Charts()
     sys.meta_path.insert(0, _PyplotHook(charts))
     if "matplotlib.pyplot" in sys.modules:
@@ -704,7 +759,7 @@ def run(req: dict, real_fd: int) -> dict:
     except BaseException as exc:  # noqa: BLE001 - the cell's failure is the result
         if isinstance(exc, KeyboardInterrupt):
             raise
-        error = _error(exc)
+        error = _error(exc, code)
     cell_ms = (time.perf_counter() - cell_started) * 1000
     try:
         charts.save_open()
@@ -747,6 +802,8 @@ def run(req: dict, real_fd: int) -> dict:
 def _inline_small_files(frame: dict, budget: int) -> None:
     """Carry small charts and files in the frame itself (saves the host a download per file)."""
     for item in frame["charts"] + frame["files"]:
+        import base64
+
         if item["size"] <= budget:
             try:
                 with open(os.path.join(WORKDIR, item["path"]), "rb") as fh:
@@ -758,28 +815,75 @@ def _inline_small_files(frame: dict, budget: int) -> None:
                 budget -= len(data)
 
 
+def dumps(value) -> str:
+    """JSON text (ASCII) without importing json when it is not loaded yet (it pulls in re)."""
+    if "json" in sys.modules:
+        return sys.modules["json"].dumps(value, ensure_ascii=True, separators=(",", ":"))
+    from _json import encode_basestring_ascii as quote
+
+    parts: list = []
+    _encode(value, parts, quote)
+    return "".join(parts)
+
+
+def _encode(value, out: list, quote) -> None:
+    if value is None:
+        out.append("null")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif isinstance(value, str):
+        out.append(quote(value))
+    elif isinstance(value, int):
+        out.append(int.__repr__(value))
+    elif isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ValueError("NaN and infinities have no JSON form")
+        out.append(float.__repr__(value))
+    elif isinstance(value, dict):
+        out.append("{")
+        first = True
+        for k, v in value.items():
+            if not first:
+                out.append(",")
+            first = False
+            out.append(quote(str(k)))
+            out.append(":")
+            _encode(v, out, quote)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        out.append("[")
+        for i, v in enumerate(value):
+            if i:
+                out.append(",")
+            _encode(v, out, quote)
+        out.append("]")
+    else:
+        raise TypeError(f"{type(value).__name__} is not JSON data")
+
+
 def emit(frame: dict, real_fd: int, max_inline: int) -> None:
-    text = json.dumps(frame, ensure_ascii=True, separators=(",", ":"))
+    text = dumps(frame)
     if len(text) > max_inline:
         # Too big for the sandbox's stdout limit: leave it in a file the host downloads.
         for item in frame.get("charts", []) + frame.get("files", []):
             item.pop("data_b64", None)
-        with open(FRAME_PATH, "w", encoding="utf-8") as fh:
-            fh.write(json.dumps(frame, ensure_ascii=True, separators=(",", ":")))
-        text = json.dumps({"v": 1, "nonce": frame["nonce"], "frame_file": os.path.relpath(FRAME_PATH, WORKDIR)})
+        with open(FRAME_PATH, "w", encoding="ascii") as fh:
+            fh.write(dumps(frame))
+        text = dumps({"v": 1, "nonce": frame["nonce"], "frame_file": os.path.relpath(FRAME_PATH, WORKDIR)})
     os.write(real_fd, ("\n" + FRAME_MARK + frame["nonce"] + "\n" + text + "\n").encode("ascii"))
 
 
-def main(request: str) -> None:
-    if request.startswith("@"):
-        with open(request[1:], encoding="utf-8") as fh:
-            request = fh.read()
-    req = json.loads(request)
+def main(req) -> None:
+    """Run one cell. ``req`` is the request dict (a Python literal in the bootstrap)."""
     set_workdir(os.getcwd())
     real_fd = sys.stdout.fileno()
     try:
         frame = run(req, real_fd)
     except BaseException as exc:  # noqa: BLE001 - a runner failure is reported, not hidden
+        import traceback
+
         frame = {"v": 1, "nonce": req["nonce"], "status": "runner_failed",
                  "error": {"type": type(exc).__name__, "message": str(exc),
                            "traceback": traceback.format_exc().splitlines()[-12:]}}

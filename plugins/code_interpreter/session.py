@@ -10,7 +10,6 @@ runner and the frame it prints back.
 from __future__ import annotations
 
 import base64
-import json
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -80,7 +79,7 @@ class Notebook:
             "nonce": nonce, "code": code, "workdir": self.workdir, "limits": limits,
             "inputs": [i.manifest() for i in inputs], "expect_state": self.state_saved,
         }
-        bootstrap = _bootstrap(self.workdir, json.dumps(request, ensure_ascii=True))
+        bootstrap = _bootstrap(request)
         execution = self.session.run_code(bootstrap, timeout_s=timeout_s)
         if RUNNER_MISSING in execution.stdout[:200]:
             # The sandbox's working directory was reset (for example after a host-side kill):
@@ -90,7 +89,7 @@ class Notebook:
             self.ensure_runner()
             self.place_inputs(inputs)
             request["expect_state"] = False
-            execution = self.session.run_code(_bootstrap(self.workdir, json.dumps(request)), timeout_s=timeout_s)
+            execution = self.session.run_code(_bootstrap(request), timeout_s=timeout_s)
             outcome = self._outcome(execution, nonce)
             outcome.state_lost = lost
             return outcome
@@ -115,13 +114,19 @@ class Notebook:
         return self.session.get_file(item["path"], max_bytes=max_bytes)
 
 
-def _bootstrap(workdir: str, request: str) -> str:
+def _bootstrap(request: dict[str, Any]) -> str:
+    """The program each call runs: import the runner, hand it the request as a Python literal."""
+    # The runner's directory is read-only; its bytecode is cached under .assay/pycache so
+    # that warm calls do not compile it again.
     return (
         "import sys\n"
+        "sys.dont_write_bytecode = False\n"
+        "sys.pycache_prefix = '.assay/pycache'\n"
         f"sys.path.insert(0, {RUNNER_DIR!r})\n"
         "try:\n"
         f"    import {RUNNER_NAME} as _r\n"
         "except ImportError:\n"
         f"    print({RUNNER_MISSING!r}); raise SystemExit(3)\n"
+        "sys.dont_write_bytecode = True\n"
         f"_r.main({request!r})\n"
     )

@@ -78,7 +78,7 @@ def test_dataframe_report_result_becomes_canonical_records(call):
     assert result.success, result.for_model()
     assert result.data["result"] == [
         {"n": 3, "rate": 0.25, "store": "a"},
-        {"n": 4, "rate": {"$float": "NaN"}, "store": "b"},
+        {"n": 4, "rate": None, "store": "b"},  # missing in a frame -> null
     ]
 
 
