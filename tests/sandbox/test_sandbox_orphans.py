@@ -19,10 +19,10 @@ HOLDER = Path(__file__).with_name("holder.py")
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _start_holder(count: int = 2) -> tuple[subprocess.Popen, list[str]]:
+def _start_holder(count: int = 2, *extra: str) -> tuple[subprocess.Popen, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(HOLDER), str(count)], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+    proc = subprocess.Popen([sys.executable, str(HOLDER), str(count), *extra], stdout=subprocess.PIPE,
+                            stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
     line = proc.stdout.readline()
     ids = line.split()
     assert len(ids) == count, f"holder did not start its sessions: {line!r}"
@@ -50,6 +50,14 @@ def test_sigterm_removes_the_owners_containers(podman_runtime):
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
     assert proc.returncode == -signal.SIGTERM
+    assert not any(podman_container_exists(c) for c in ids)
+
+
+def test_normal_exit_without_closing_removes_the_owners_containers(podman_runtime):
+    proc, ids = _start_holder(1, "exit")
+    assert all(podman_container_exists(c) for c in ids)
+    proc.communicate("go\n", timeout=30)
+    assert proc.returncode == 0
     assert not any(podman_container_exists(c) for c in ids)
 
 
