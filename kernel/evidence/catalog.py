@@ -34,6 +34,7 @@ CREATE INDEX IF NOT EXISTS artifacts_by_sha ON artifacts (sha256);
 """
 
 _BUSY_MS = 60_000
+SCHEMA_VERSION = 1
 
 
 class ArtifactCatalog:
@@ -149,6 +150,11 @@ def _init(conn: sqlite3.Connection) -> None:
     if str(mode).lower() != "wal":
         raise sqlite3.OperationalError(f"could not switch the catalog to WAL (got {mode})")
     conn.executescript(_SCHEMA)
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise sqlite3.OperationalError(f"the catalog was written by a newer assay (schema {version})")
+    if version < SCHEMA_VERSION:
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
 
 
 def _retry(fn, attempts: int = 50):

@@ -16,6 +16,7 @@ from kernel.evidence import (
     capture_file,
     capture_python_execution,
     capture_sql_execution,
+    dumps,
     read_artifact_result,
     render_preview,
 )
@@ -46,7 +47,7 @@ def test_wide_three_row_table_gets_a_truncated_preview_and_a_complete_artifact(s
     record = _sql(sink, ["id", "t1", "t2"], rows)
     assert record.row_count == 3 and record.complete
     assert record.preview_truncated
-    assert len(json.dumps(record.preview).encode()) <= 256 * 1024
+    assert len(dumps(record.preview).encode()) <= 256 * 1024
     assert record.preview[0][0] == 0 and record.preview[0][1].endswith("…")
     full = read_artifact_result(sink, record.artifact_id, {"path": [2, "t1"]}, max_chars=1_000_000)
     assert full.value == big + "2" and not full.truncated
