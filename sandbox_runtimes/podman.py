@@ -291,8 +291,10 @@ class PodmanSession(ContainerSession):
             raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec failed: {_error_text(resp)}",
                                "The sandbox may have expired or been removed; open a new session.")
         exec_id = resp.json()["Id"]
+        # No read timeout on the stream: silent code may run for the whole execution
+        # timeout, and the host deadline (ContainerSession) ends a stuck one.
         start = self._api.post(f"/exec/{exec_id}/start", data=json.dumps({"Detach": False, "Tty": False}),
-                               headers={"Content-Type": "application/json"}, stream=True)
+                               headers={"Content-Type": "application/json"}, stream=True, timeout=(10, None))
         if start.status_code >= 400:
             raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec start failed: {_error_text(start)}")
         return _PodmanExec(self._api, exec_id, start)

@@ -34,6 +34,7 @@ from .errors import (
     SANDBOX_FILE_NOT_FOUND,
     SANDBOX_FILE_TOO_LARGE,
     SANDBOX_PATH_INVALID,
+    SANDBOX_TIMEOUT,
     SandboxError,
 )
 from .launcher import FILES_SOURCE, files_argv, launcher_argv, split_trailer
@@ -228,16 +229,29 @@ class ContainerSession(RuntimeSession):
         out = OutputCapture(out_limit)
         err = OutputCapture(64 * 1024)
         stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=self.spec.environment)
-        timer = threading.Timer(timeout_s, stream.close)
+        expired = threading.Event()
+
+        def on_timeout() -> None:
+            expired.set()
+            stream.close()
+
+        timer = threading.Timer(timeout_s, on_timeout)
         timer.daemon = True
         timer.start()
         try:
             for fd, chunk in stream:
                 (out if fd == 1 else err).write(chunk)
-            code = stream.exit_code()
+            code = None if expired.is_set() else stream.exit_code()
+        except Exception:  # noqa: BLE001 - a stream closed by the timer
+            if not expired.is_set():
+                raise
+            code = None
         finally:
             timer.cancel()
             stream.close()
+        if expired.is_set():
+            raise SandboxError(SANDBOX_TIMEOUT, f"a sandbox file operation took longer than {timeout_s:.0f} s",
+                               "The sandbox may be overloaded; try again or open a new session.")
         return code, out.getvalue(), err.getvalue(), out.truncated
 
     # --- files -----------------------------------------------------------------
