@@ -36,7 +36,7 @@ class FakeSession(ContainerSession):
         self.calls: list[str] = []
 
     def _exec(self, argv, *, user, workdir, env):
-        self.calls.append("kill" if argv[3] == _KILL_ALL else "exec")
+        self.calls.append("kill" if argv[-1] == _KILL_ALL else "exec")
         if self.calls[-1] == "kill" and not self.kill_works:
             raise RuntimeError("engine wedged")
         if self.calls[-1] == "kill":
@@ -78,5 +78,5 @@ def test_host_deadline_resets_the_container_when_even_the_kill_cannot_run():
 def test_file_helpers_time_out_with_a_code():
     s = FakeSession(kill_works=True)
     with pytest.raises(SandboxError) as err:
-        s._run_helper(["python3", "-c", "pass"], 100, timeout_s=0.2)
+        s._run_helper(["python3", "-S", "-c", "pass"], 100, timeout_s=0.2)
     assert err.value.code == SANDBOX_TIMEOUT
