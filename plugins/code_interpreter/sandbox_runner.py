@@ -863,14 +863,22 @@ def _encode(value, out: list, quote) -> None:
         raise TypeError(f"{type(value).__name__} is not JSON data")
 
 
-def emit(frame: dict, real_fd: int, max_inline: int) -> None:
+def emit(frame: dict, real_fd: int, max_inline: int, max_file: int) -> None:
     text = dumps(frame)
     if len(text) > max_inline:
         # Too big for the sandbox's stdout limit: leave it in a file the host downloads.
         for item in frame.get("charts", []) + frame.get("files", []):
             item.pop("data_b64", None)
+        text = dumps(frame)
+        if len(text) > max_file:
+            size = len(dumps(frame.get("result")))
+            frame["result"] = None
+            frame["result_error"] = (f"REPORT_RESULT is too large to return ({size:,} characters of JSON; the "
+                                     f"limit is about {max_file:,}); report a summary, or write the full data "
+                                     "to a file under out/")
+            text = dumps(frame)
         with open(FRAME_PATH, "w", encoding="ascii") as fh:
-            fh.write(dumps(frame))
+            fh.write(text)
         text = dumps({"v": 1, "nonce": frame["nonce"], "frame_file": os.path.relpath(FRAME_PATH, WORKDIR)})
     os.write(real_fd, ("\n" + FRAME_MARK + frame["nonce"] + "\n" + text + "\n").encode("ascii"))
 
@@ -887,4 +895,5 @@ def main(req) -> None:
         frame = {"v": 1, "nonce": req["nonce"], "status": "runner_failed",
                  "error": {"type": type(exc).__name__, "message": str(exc),
                            "traceback": traceback.format_exc().splitlines()[-12:]}}
-    emit(frame, real_fd, req["limits"]["frame_chars"])
+    limits = req["limits"]
+    emit(frame, real_fd, limits["frame_chars"], limits["max_state_bytes"])

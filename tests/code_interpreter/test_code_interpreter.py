@@ -333,3 +333,53 @@ def test_local_runtime_named_without_allow_flag_is_refused(monkeypatch, tmp_path
         assert result.metadata["cause"] == "SANDBOX_LOCAL_NOT_ALLOWED"
     finally:
         run.close()
+
+
+def test_large_report_result_comes_back_whole(call, run):
+    result = call("REPORT_RESULT = list(range(200_000))")  # ~1.3 MB of JSON: more than stdout carries
+    assert result.success, result.for_model()
+    assert result.data["result"] == list(range(200_000))
+    assert "(preview; the full value is in artifact" in result.content
+    assert len(result.content) < 10_000
+
+
+def test_out_of_memory_is_reported_and_keeps_the_last_state(call):
+    assert call("kept = 'yes'").success
+    result = call("blocks = []\nwhile True:\n    blocks.append(bytearray(32 * 1024 * 1024))")
+    assert not result.success
+    assert result.error_code == "PYTHON_OUT_OF_MEMORY", result.for_model()
+    assert "memory" in result.message
+    assert call("REPORT_RESULT = kept").data["result"] == "yes"
+
+
+def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales_db, podman_kernel):
+    """End to end with the real sql_query tool: Python over its artifact == the figure in SQL."""
+    from kernel import Kernel, Settings
+
+    db_path = sales_db.execute("PRAGMA database_list").fetchone()[2]
+    monkeypatch.setenv("ASSAY_SQL_DATABASES", json.dumps({"sales": f"sqlite:///{db_path}"}))
+    monkeypatch.setenv("SANDBOX_RUNTIME", "podman")
+    kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
+    run = kernel.new_run()
+    try:
+        rows = kernel.call_tool("sql_query", {"sql": "SELECT store, refunded, promo FROM sales"}, run=run)
+        assert rows.success, rows.for_model()
+        art = rows.data["artifact_id"]
+        in_sql = kernel.call_tool("sql_query", {"sql": "SELECT store, AVG(refunded * 1.0) AS rate FROM sales "
+                                                       "WHERE promo = 1 GROUP BY store ORDER BY store"}, run=run)
+        assert in_sql.success, in_sql.for_model()
+        code = ("df = load_artifact(%r)\n"
+                "rate = df[df.promo == 1].groupby('store').refunded.mean().sort_index()\n"
+                "REPORT_RESULT = [[s, float(v)] for s, v in rate.items()]\n" % art)
+        result = kernel.call_tool("code_interpreter", {"code": code, "inputs": [art]}, run=run)
+        assert result.success, result.for_model()
+        from kernel.evidence import read_artifact_result
+
+        expected = read_artifact_result(run.artifacts, in_sql.data["artifact_id"], max_rows=10).rows
+        assert [r[0] for r in result.data["result"]] == [r[0] for r in expected]
+        assert [r[1] for r in result.data["result"]] == pytest.approx([r[1] for r in expected], rel=1e-12)
+    finally:
+        run.close()
+        from kernel.sandbox import get_manager
+
+        get_manager(kernel).close()
