@@ -83,7 +83,7 @@ class SandboxManager:
         self._reaper: threading.Thread | None = None
         self._stop = threading.Event()
         self._pool: list[RuntimeSession] = []
-        self._pool_lock = threading.Lock()
+        self._pool_lock = threading.RLock()  # re-entrant: a signal handler may close mid-refill
         self._pool_filling = False
         _MANAGERS.add(self)
         _install_exit_handlers()
@@ -292,8 +292,13 @@ class SandboxManager:
             except Exception as exc:  # noqa: BLE001 - the reaper must keep running
                 log.warning("sandbox_reaper_error", error=repr(exc))
 
-    def close(self) -> None:
-        """Destroy every session and pooled sandbox; stop the reaper. Idempotent."""
+    def close(self, *, sweep: bool = False) -> None:
+        """Destroy every session and pooled sandbox; stop the reaper. Idempotent.
+
+        With ``sweep`` (process exit, SIGTERM/SIGINT) also remove every container
+        this *process* created, in case a removal above failed; without it other
+        managers in the process (other kernels) keep their sandboxes.
+        """
         with self._lock:
             if self._closed:
                 return
@@ -308,10 +313,11 @@ class SandboxManager:
         for rs in pooled:
             rs.destroy()
         if self._runtime is not None:
-            try:
-                self._runtime.reap(only_mine=True)
-            except Exception as exc:  # noqa: BLE001
-                log.warning("sandbox_final_reap_failed", error=repr(exc))
+            if sweep:
+                try:
+                    self._runtime.reap(only_mine=True)
+                except Exception as exc:  # noqa: BLE001
+                    log.warning("sandbox_final_reap_failed", error=repr(exc))
             self._runtime.close()
         _MANAGERS.discard(self)
 
@@ -410,7 +416,7 @@ def close_all() -> None:
     """Close every live manager (at exit and on SIGTERM/SIGINT)."""
     for manager in list(_MANAGERS):
         try:
-            manager.close()
+            manager.close(sweep=True)
         except Exception as exc:  # noqa: BLE001
             log.warning("sandbox_close_failed", error=repr(exc))
 

@@ -115,3 +115,22 @@ def test_warm_pool_hands_each_container_out_once(podman_runtime):
     finally:
         manager.close()
     assert manager._pool == []
+
+
+def test_closing_one_manager_leaves_another_managers_sandboxes_alone(podman_runtime):
+    from kernel.sandbox import SandboxConfig, SandboxManager
+    from sandbox_runtimes.podman import PodmanRuntime
+
+    config = SandboxConfig.from_env(runtime="podman")
+    first = SandboxManager(config, {"podman": PodmanRuntime})
+    second = SandboxManager(config, {"podman": PodmanRuntime})
+    try:
+        a, b = first.open_session(), second.open_session()
+        ca, cb = a.status().container, b.status().container
+        first.close()
+        assert not podman_container_exists(ca)
+        assert podman_container_exists(cb) and b.run_code("print(1)").stdout == "1\n"
+    finally:
+        first.close()
+        second.close()
+    assert not podman_container_exists(cb)
