@@ -55,7 +55,8 @@ def produced_lines(charts: list[dict[str, Any]], files: list[dict[str, Any]], sk
 def state_lines(frame: Frame | None, state_lost: bool) -> list[str]:
     lines = []
     if state_lost:
-        lines.append("warning: the sandbox was reset since the last call; earlier variables and files are gone")
+        lines.append("warning: this run's sandbox was reset or had expired (idle too long) since the last call; "
+                     "variables and files from earlier calls are gone - recompute what you need")
     if frame is None:
         return lines
     if frame.restore_error:

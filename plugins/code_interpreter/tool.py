@@ -73,10 +73,19 @@ def code_interpreter(
             if reset:
                 run.discard(STATE_KEY)
                 run.discard(SESSION_KEY)
-            notebook = _notebook(run, manager)
-            notebook.ensure_runner()
-            notebook.place_inputs(resolved)
-            outcome = notebook.execute(code, resolved, _limits(settings, manager.config), timeout_s)
+            expired = False
+            try:
+                notebook, outcome = _attempt(run, manager, settings, code, resolved, timeout_s)
+            except SandboxError as exc:
+                if exc.code not in (SANDBOX_SESSION_NOT_FOUND, "SANDBOX_SESSION_CLOSED") or not run.peek(STATE_KEY):
+                    raise
+                # The run's session expired (idle TTL or maximum lifetime): start a new one, and say
+                # that what the old one held is gone.
+                run.discard(STATE_KEY)
+                run.discard(SESSION_KEY)
+                expired = True
+                notebook, outcome = _attempt(run, manager, settings, code, resolved, timeout_s)
+            outcome.state_lost = outcome.state_lost or expired
             return _finish(run, notebook, settings, manager.config, code, ids, outcome, started)
     except SandboxError as exc:
         if exc.code in E.UNAVAILABLE_CAUSES:
@@ -87,6 +96,17 @@ def code_interpreter(
         return ToolResult.from_error(exc)
     except AssayError as exc:  # ARTIFACT_* from the inputs, ARTIFACT_CAPTURE_FAILED
         return ToolResult.from_error(exc)
+
+
+SANDBOX_SESSION_NOT_FOUND = "SANDBOX_SESSION_NOT_FOUND"
+
+
+def _attempt(run: RunContext, manager: Any, settings: CodeInterpreterSettings, code: str, resolved: list,
+             timeout_s: float | None) -> tuple[Notebook, CallOutcome]:
+    notebook = _notebook(run, manager)
+    notebook.ensure_runner()
+    notebook.place_inputs(resolved)
+    return notebook, notebook.execute(code, resolved, _limits(settings, manager.config), timeout_s)
 
 
 def _settings(kernel: Any) -> CodeInterpreterSettings:

@@ -216,10 +216,11 @@ def test_unpicklable_variables_are_listed_not_persisted(call):
 
 def test_timeout_kills_the_code_and_keeps_the_last_state(call, run):
     assert call("x = 1").success
-    result = call("x = 2\nimport time\nwhile True:\n    time.sleep(0.05)", timeout_s=2)
+    result = call("x = 2\nprint('started the loop')\nimport time\nwhile True:\n    time.sleep(0.05)", timeout_s=2)
     assert not result.success
     assert result.error_code == "PYTHON_TIMEOUT"
     assert "killed" in result.message
+    assert "started the loop" in result.message  # output printed before the kill is shown
     assert "last finished call" in result.hint
     record = _record(run.artifacts, result.artifacts[0].artifact_id)
     assert record.status == "failed" and record.kind == "python"
@@ -383,3 +384,12 @@ def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales
         from kernel.sandbox import get_manager
 
         get_manager(kernel).close()
+
+
+def test_expired_session_is_replaced_and_the_loss_is_said(call, run):
+    assert call("old = 1").success
+    run.peek("sandbox.python").close()  # as the reaper does after SANDBOX_IDLE_TTL
+    result = call("REPORT_RESULT = 'old' in globals()")
+    assert result.success, result.for_model()
+    assert result.data["result"] is False
+    assert "had expired" in result.content
