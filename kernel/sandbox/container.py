@@ -165,6 +165,8 @@ class ContainerSession(RuntimeSession):
                 )
             else:
                 warnings.append("the in-sandbox timer did not end the work; the host killed it")
+        elif trailer is None and self._destroyed:
+            warnings.append("the sandbox was closed during the execution")
         elif trailer is None:
             # The launcher died (or was bypassed): its children may live on. Kill them.
             self._kill_code_processes()

@@ -273,11 +273,19 @@ class SandboxManager:
         expired = []
         with self._lock:
             for rec in list(self._sessions.values()):
-                too_old = now - rec.created >= self.config.max_lifetime
-                idle = now - rec.last_used >= self.config.idle_ttl and not rec.lock.locked()
-                if too_old or idle:
-                    self._sessions.pop(rec.id, None)
-                    expired.append((rec, "max lifetime" if too_old else "idle ttl"))
+                if now - rec.created >= self.config.max_lifetime:
+                    rec.closed = True  # even mid-execution: the destroy below ends it
+                    why = "max lifetime"
+                elif now - rec.last_used >= self.config.idle_ttl and rec.lock.acquire(blocking=False):
+                    # Holding the lock while marking it closed: an execution that was
+                    # about to start sees SANDBOX_SESSION_CLOSED, never a half-removed sandbox.
+                    rec.closed = True
+                    rec.lock.release()
+                    why = "idle ttl"
+                else:
+                    continue
+                self._sessions.pop(rec.id, None)
+                expired.append((rec, why))
         for rec, why in expired:
             log.info("sandbox_session_expired", session=rec.id, reason=why)
             self._destroy(rec, why)
