@@ -382,8 +382,8 @@ class Kernel:
         if isinstance(value, ToolResult):
             result = value
             result.tool, result.elapsed_ms = name, elapsed_ms
-        else:  # a plain return value: nothing to validate, so skip pydantic's checks
-            result = ToolResult.model_construct(success=True, data=value, tool=name, elapsed_ms=elapsed_ms)
+        else:  # (not model_construct: in pydantic 2.14 it inspects default factories on every call)
+            result = ToolResult(success=True, data=value, tool=name, elapsed_ms=elapsed_ms)
         if log_enabled(INFO):  # skip building the event when it would be filtered
             entry = self._registries["tools"].entry(name)
             log.info(
