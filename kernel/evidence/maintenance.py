@@ -79,6 +79,11 @@ def collect_garbage(catalog: ArtifactCatalog, *, grace_s: float = 3600.0, dry_ru
         report.removed.append(sha)
     if not dry_run:
         report.staging_removed = len(catalog.store.clean_staging(grace_s))
+        cache = catalog.store.root / "cache"  # local copies of a remote store's content
+        if cache.is_dir():
+            for copy in cache.iterdir():
+                if copy.name not in referenced:
+                    copy.unlink(missing_ok=True)
     return report
 
 

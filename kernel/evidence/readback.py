@@ -83,10 +83,43 @@ def open_verified_content(source: Any, artifact_id: str) -> tuple[ArtifactRecord
     if path is not None:
         verify(catalog, record)
         return record, path
+    if record.byte_size > _INLINE_MAX:
+        return record, _cached_copy(catalog, record)
     with _open(catalog, record) as fh:
         data = fh.read()
     _check(record, hashlib.sha256(data).hexdigest())
     return record, data
+
+
+_INLINE_MAX = 8 << 20
+
+
+def _cached_copy(catalog: ArtifactCatalog, record: ArtifactRecord) -> Path:
+    """A verified local copy of remote content, streamed (memory stays flat)."""
+    import os
+
+    cache = catalog.store.root / "cache" / record.sha256
+    if cache.is_file():
+        h = hashlib.sha256()
+        with open(cache, "rb") as fh:
+            while chunk := fh.read(_CHUNK):
+                h.update(chunk)
+        if h.hexdigest() == record.sha256:
+            return cache
+        cache.unlink(missing_ok=True)  # a damaged copy: fetch it again
+    temp, out = catalog.store.new_temp()
+    h = hashlib.sha256()
+    try:
+        with out, _open(catalog, record) as fh:
+            while chunk := fh.read(_CHUNK):
+                h.update(chunk)
+                out.write(chunk)
+        _check(record, h.hexdigest())
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(temp, cache)
+    finally:
+        Path(temp).unlink(missing_ok=True)
+    return cache
 
 
 # --- selectors ---------------------------------------------------------------

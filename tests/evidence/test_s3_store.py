@@ -113,3 +113,15 @@ def test_s3_gc_keeps_content_that_only_another_worker_references(s3_env, tmp_pat
     other = make_kernel(home=tmp_path / "worker2").new_run().artifacts
     report = collect_garbage(other.catalog, grace_s=0)
     assert report.removed == [] and other.store.exists(theirs.sha256)
+
+
+def test_s3_large_content_is_handed_out_as_a_verified_local_copy(s3_env):
+    sink = make_kernel().new_run().artifacts
+    record = capture_sql_execution(sink, columns=["i", "s"], rows=((i, "x" * 40) for i in range(250_000)),
+                                   sql="q", database="d", dialect="sqlite", elapsed_ms=0)
+    assert record.byte_size > 8 << 20
+    _, path = open_verified_content(sink, record.artifact_id)
+    assert path.stat().st_size == record.byte_size
+    path.write_bytes(b"damaged")  # a damaged cache is fetched again, never trusted
+    _, again = open_verified_content(sink, record.artifact_id)
+    assert again.stat().st_size == record.byte_size
