@@ -41,6 +41,9 @@ class SqlEngine:
     name: str = ""
     schemes: tuple[str, ...] = ()
     dialect: str = ""
+    # True when the driver streams rows from the engine (fetchmany then bounds memory);
+    # False when execute() already holds the whole result (fetchall is then the fastest).
+    streams_rows: bool = False
 
     def normalize_url(self, url: Any) -> Any:
         return url
@@ -136,6 +139,7 @@ class SqliteEngine(SqlEngine):
     name = "sqlite"
     schemes = ("sqlite", "sqlite+pysqlite")
     dialect = "sqlite"
+    streams_rows = True
 
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Any:
         path = url.database or ""

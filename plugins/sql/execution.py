@@ -137,7 +137,12 @@ class Executor:
                 else:
                     cur.execute(sql, params)
                 description = cur.description
-                rows = cur.fetchmany(self.max_result_rows + 1) if description else []
+                if not description:
+                    rows = []
+                elif self.engine.streams_rows:
+                    rows = cur.fetchmany(self.max_result_rows + 1)
+                else:
+                    rows = cur.fetchall()
             finally:
                 _close_quietly(self.engine, cur)
             if len(rows) > self.max_result_rows:
@@ -218,7 +223,7 @@ class Executor:
         if cancel_error:
             message += f"; the cancel request itself failed ({cancel_error})"
         elapsed = (time.monotonic() - attempt.started) * 1000 if attempt.started else 0.0
-        log.warning("sql_query_stopped", datasource=self.name, reason=reason, confirmed=confirmed)
+        log.info("sql_query_stopped", datasource=self.name, reason=reason, confirmed=confirmed)
         raise SqlError(
             SQL_QUERY_TIMEOUT if reason == "timeout" else SQL_QUERY_CANCELLED,
             message,

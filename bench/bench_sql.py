@@ -1,0 +1,359 @@
+"""SQL figures (issue 4), each beside a baseline measured in the same run.
+
+1. Cancellation: time from the deadline to the query being gone, p50/p95 per
+   engine. "Gone" is the server's own activity view (pg_stat_activity,
+   information_schema.processlist) for the servers, and the statement
+   returning for SQLite/DuckDB. Baseline: the engine's own mechanism driven
+   directly (server-side statement_timeout / max_statement_time, a timer
+   calling interrupt()). Targets: SQLite p95 <= 100 ms, servers <= 500 ms.
+2. ``sql_query`` (through the kernel, evidence captured to the local store)
+   on a 100,000-row table against the raw driver fetching the same rows.
+   Target: <= 1.5x.
+
+    .venv/bin/python bench/bench_sql.py [--runs 12]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import statistics
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+PG = "postgresql://127.0.0.1:5432/test"
+TIMEOUT_S = 0.3
+RUNAWAY = {
+    "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c",
+    "duckdb": "SELECT count(*) FROM range(1000000000000) t(a), range(100) u(b) WHERE (a * b) % 7 = 3",
+    "postgresql": "SELECT count(*) FROM generate_series(1, 1000000000000::bigint) g, generate_series(1, 10) h",
+    "mariadb": "SELECT count(*) FROM seq_1_to_1000000 a, seq_1_to_1000000 b, seq_1_to_1000 c",
+}
+TARGET_MS = {"sqlite": 100, "duckdb": 500, "postgresql": 500, "mariadb": 500}
+
+
+def pct(values: list[float], p: float) -> float:
+    ordered = sorted(values)
+    k = (len(ordered) - 1) * p
+    lo, hi = int(k), min(int(k) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (k - lo)
+
+
+# --- servers' activity views -------------------------------------------------
+
+
+class Activity:
+    """Polls the server's own view until a session stops running a statement."""
+
+    def __init__(self, engine: str) -> None:
+        self.engine = engine
+        if engine == "postgresql":
+            import psycopg
+
+            self.conn = psycopg.connect(PG, autocommit=True)
+        else:
+            import pymysql
+
+            self.conn = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
+
+    def running(self, session_id) -> bool:
+        if self.engine == "postgresql":
+            return self.conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'", (session_id,)
+            ).fetchone()[0] > 0
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT count(*) FROM information_schema.processlist WHERE id = %s AND command = 'Query'",
+                        (session_id,))
+            return cur.fetchone()[0] > 0
+
+    def gone_after(self, session_id, deadline: float) -> float:
+        """Seconds from ``deadline`` until the session is no longer running (polls every ~2 ms)."""
+        while time.monotonic() < deadline:
+            time.sleep(0.001)
+        while self.running(session_id):
+            time.sleep(0.002)
+        return time.monotonic() - deadline
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+# --- cancellation -------------------------------------------------------------
+
+
+def ours_once(db, engine: str, activity: Activity | None) -> float:
+    from plugins.sql.errors import SqlError
+
+    attempt = db.new_attempt(TIMEOUT_S)
+    gone: list[float] = []
+    watcher = None
+    if activity is not None:
+        def watch() -> None:
+            while attempt.deadline is None or attempt.session_id is None:
+                time.sleep(0.0005)
+            gone.append(activity.gone_after(attempt.session_id, attempt.deadline))
+        watcher = threading.Thread(target=watch)
+        watcher.start()
+    try:
+        db.query(RUNAWAY[engine], attempt=attempt)
+        raise RuntimeError("the runaway query finished")
+    except SqlError as exc:
+        assert exc.code == "SQL_QUERY_TIMEOUT" and exc.details["stopped"], exc.message
+    if watcher is not None:
+        watcher.join()
+        return gone[0]
+    return attempt.finished_at - attempt.deadline
+
+
+def baseline_once(engine: str, ctx: dict, activity: Activity | None) -> float:
+    if engine == "sqlite":
+        conn = sqlite3.connect(f"file:{ctx['sqlite']}?mode=ro", uri=True, check_same_thread=False)
+        deadline = time.monotonic() + TIMEOUT_S
+        timer = threading.Timer(TIMEOUT_S, conn.interrupt)
+        timer.start()
+        try:
+            conn.execute(RUNAWAY[engine]).fetchall()
+        except sqlite3.OperationalError:
+            pass
+        gone = time.monotonic() - deadline
+        conn.close()
+        return gone
+    if engine == "duckdb":
+        conn = ctx["duckdb_raw"]
+        deadline = time.monotonic() + TIMEOUT_S
+        timer = threading.Timer(TIMEOUT_S, conn.interrupt)
+        timer.start()
+        try:
+            conn.execute(RUNAWAY[engine]).fetchall()
+        except Exception:  # noqa: BLE001 - InterruptException
+            pass
+        return time.monotonic() - deadline
+    if engine == "postgresql":
+        import psycopg
+
+        conn = psycopg.connect(PG, autocommit=True)
+        conn.execute(f"SET statement_timeout = {int(TIMEOUT_S * 1000)}")
+        pid = conn.info.backend_pid
+        deadline = time.monotonic() + TIMEOUT_S
+        result: list[float] = []
+        watcher = threading.Thread(target=lambda: result.append(activity.gone_after(pid, deadline)))
+        watcher.start()
+        try:
+            conn.execute(RUNAWAY[engine])
+        except psycopg.errors.QueryCanceled:
+            pass
+        watcher.join()
+        conn.close()
+        return result[0]
+    import pymysql
+
+    conn = pymysql.connect(host="127.0.0.1", user="root")
+    tid = conn.thread_id()
+    deadline = time.monotonic() + TIMEOUT_S
+    result = []
+    watcher = threading.Thread(target=lambda: result.append(activity.gone_after(tid, deadline)))
+    watcher.start()
+    try:
+        with conn.cursor() as cur:
+            cur.execute(f"SET STATEMENT max_statement_time = {TIMEOUT_S} FOR {RUNAWAY[engine]}")
+    except pymysql.MySQLError:
+        pass
+    watcher.join()
+    conn.close()
+    return result[0]
+
+
+def bench_cancellation(ctx: dict, runs: int) -> None:
+    from plugins.sql import DatabaseResource
+
+    print(f"\n== cancellation: deadline -> query gone ({runs} runs per engine, limit {TIMEOUT_S * 1000:.0f} ms) ==")
+    print(f"{'engine':<11} {'assay p50':>10} {'assay p95':>10} {'baseline p50':>13} {'baseline p95':>13} "
+          f"{'p95 ratio':>10} {'target p95':>11}  met")
+    for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
+        if engine not in ctx["urls"]:
+            print(f"{engine:<11} (not available)")
+            continue
+        activity = Activity(engine) if engine in ("postgresql", "mariadb") else None
+        db = DatabaseResource("bench", ctx["urls"][engine])
+        ours, base = [], []
+        try:
+            db.query("SELECT 1")  # open the pool (and MariaDB's kill connection) first
+            time.sleep(0.3)
+            for _ in range(runs):
+                ours.append(ours_once(db, engine, activity) * 1000)
+                base.append(baseline_once(engine, ctx, activity) * 1000)
+        finally:
+            db.close()
+            if activity is not None:
+                activity.close()
+        o50, o95, b50, b95 = pct(ours, 0.5), pct(ours, 0.95), pct(base, 0.5), pct(base, 0.95)
+        ratio = o95 / b95 if b95 > 0 else float("inf")
+        met = "yes" if o95 <= TARGET_MS[engine] else "NO"
+        print(f"{engine:<11} {o50:>8.1f}ms {o95:>8.1f}ms {b50:>11.1f}ms {b95:>11.1f}ms {ratio:>9.2f}x "
+              f"{TARGET_MS[engine]:>8} ms  {met}")
+
+
+# --- 100,000-row results -------------------------------------------------------
+
+
+def raw_fetch(engine: str, ctx: dict, sql: str) -> float:
+    if engine == "sqlite":
+        conn = sqlite3.connect(f"file:{ctx['sqlite']}?mode=ro", uri=True)
+        started = time.perf_counter()
+        rows = conn.execute(sql).fetchall()
+    elif engine == "duckdb":
+        conn = ctx["duckdb_raw"]
+        started = time.perf_counter()
+        rows = conn.execute(sql).fetchall()
+    elif engine == "postgresql":
+        import psycopg
+
+        conn = psycopg.connect(PG)
+        started = time.perf_counter()
+        rows = conn.execute(sql).fetchall()
+    else:
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", user="root", database=ctx["mariadb_db"])
+        started = time.perf_counter()
+        with conn.cursor() as cur:
+            cur.execute(sql)
+            rows = cur.fetchall()
+    took = time.perf_counter() - started
+    assert len(rows) == 100_000, len(rows)
+    if engine != "duckdb":
+        conn.close()
+    return took
+
+
+def bench_results(ctx: dict, runs: int) -> None:
+    from kernel import Kernel
+    from plugins.sql import open_datasource
+
+    print("\n== sql_query on a 100,000-row result vs the raw driver (median of %d) ==" % runs)
+    print(f"{'engine':<11} {'raw driver':>11} {'sql_query':>10} {'ratio':>7} {'(no capture)':>13} "
+          f"{'capture':>9}  target  met")
+    kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    kernel.start()
+    for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
+        if engine not in ctx["urls"]:
+            print(f"{engine:<11} (not available)")
+            continue
+        sql = ctx["big_sql"][engine]
+        kernel.attach(open_datasource(engine, ctx["urls"][engine], kernel=kernel))
+        raw, tool, bare = [], [], []
+        kernel.call_tool("sql_query", {"sql": "SELECT 1", "datasource": engine})  # warm the pool
+        for _ in range(runs):
+            raw.append(raw_fetch(engine, ctx, sql))
+            run = kernel.new_run()
+            started = time.perf_counter()
+            result = kernel.call_tool("sql_query", {"sql": sql, "datasource": engine}, run=run)
+            tool.append(time.perf_counter() - started)
+            assert result.success and result.data["row_count"] == 100_000 and result.data["artifact_id"], result
+            run.close()
+            started = time.perf_counter()
+            result = kernel.call_tool("sql_query", {"sql": sql, "datasource": engine}, run=kernel.new_run(capture=False))
+            bare.append(time.perf_counter() - started)
+        r, t, b = (statistics.median(x) * 1000 for x in (raw, tool, bare))
+        print(f"{engine:<11} {r:>9.1f}ms {t:>8.1f}ms {t / r:>6.2f}x {b:>9.1f}ms {b / r:>4.2f}x {t - b:>7.1f}ms"
+              f"  1.5x   {'yes' if t / r <= 1.5 else 'NO'}")
+    kernel.close()
+
+
+# --- set-up -------------------------------------------------------------------
+
+
+def setup(tmp: Path) -> dict:
+    from examples.retail.generate import write_sqlite
+
+    ctx: dict = {"urls": {}, "big_sql": {}, "cleanup": []}
+    started = time.perf_counter()
+    counts = write_sqlite(tmp / "retail.db", orders=200_000)
+    took = time.perf_counter() - started
+    print(f"retail sample data: {counts['orders']:,} orders, {counts['order_items']:,} order items "
+          f"-> SQLite in {took:.1f} s")
+    ctx["sqlite"] = tmp / "retail.db"
+    ctx["urls"]["sqlite"] = f"sqlite:///{tmp / 'retail.db'}"
+    ctx["big_sql"]["sqlite"] = "SELECT * FROM order_items WHERE order_item_id <= 100000"
+
+    import duckdb
+
+    path = tmp / "bench.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t AS SELECT i AS id, i % 97 AS k, md5(i::varchar) AS s, "
+                     "(i * 1.25)::DECIMAL(12,2) AS amount, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts "
+                     "FROM range(1, 100001) r(i)")
+    ctx["urls"]["duckdb"] = f"duckdb:///{path}"
+    from plugins.sql.engines import DUCKDB_LOCKED_CONFIG
+
+    ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=dict(DUCKDB_LOCKED_CONFIG)).cursor()
+    ctx["big_sql"]["duckdb"] = "SELECT * FROM t"
+
+    name = "bench_sql_" + uuid.uuid4().hex[:8]
+    try:
+        import psycopg
+
+        with psycopg.connect(PG, autocommit=True) as conn:
+            conn.execute(f"CREATE SCHEMA {name}")
+            conn.execute(f"CREATE TABLE {name}.t AS SELECT g AS id, g % 97 AS k, md5(g::text) AS s, "
+                         "(g * 1.25)::numeric(12,2) AS amount, timestamp '2024-01-01' + g * interval '1 minute' AS ts "
+                         "FROM generate_series(1, 100000) g")
+        ctx["urls"]["postgresql"] = PG
+        ctx["big_sql"]["postgresql"] = f"SELECT * FROM {name}.t"
+        ctx["cleanup"].append(lambda: psycopg.connect(PG, autocommit=True).execute(f"DROP SCHEMA {name} CASCADE"))
+    except Exception as exc:  # noqa: BLE001
+        print(f"PostgreSQL not available: {exc}")
+    try:
+        import pymysql
+
+        conn = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
+        with conn.cursor() as cur:
+            cur.execute(f"CREATE DATABASE {name}")
+            cur.execute(f"USE {name}")
+            cur.execute(f"CREATE TABLE {name}.t AS SELECT seq AS id, seq % 97 AS k, md5(seq) AS s, "
+                        "CAST(seq * 1.25 AS DECIMAL(12,2)) AS amount, "
+                        "TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq MINUTE AS ts FROM seq_1_to_100000")
+        conn.close()
+        ctx["urls"]["mariadb"] = f"mariadb://root@127.0.0.1:3306/{name}"
+        ctx["mariadb_db"] = name
+        ctx["big_sql"]["mariadb"] = "SELECT * FROM t"
+
+        def drop() -> None:
+            c = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
+            c.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+            c.close()
+
+        ctx["cleanup"].append(drop)
+    except Exception as exc:  # noqa: BLE001
+        print(f"MariaDB not available: {exc}")
+    return ctx
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=12, help="cancellations per engine")
+    parser.add_argument("--result-runs", type=int, default=5, help="100,000-row fetches per engine")
+    args = parser.parse_args()
+    os.environ.setdefault("ASSAY_LOG_LEVEL", "ERROR")
+    with tempfile.TemporaryDirectory() as tmp:
+        os.environ["ASSAY_HOME"] = str(Path(tmp) / "home")
+        ctx = setup(Path(tmp))
+        try:
+            bench_cancellation(ctx, args.runs)
+            bench_results(ctx, args.result_runs)
+        finally:
+            for clean in ctx["cleanup"]:
+                clean()
+            ctx["duckdb_raw"].close()
+
+
+if __name__ == "__main__":
+    main()
