@@ -72,7 +72,32 @@ def artifact_details(
 ) -> ToolResult:
     """Full records of some artifacts: provenance (SQL or code), columns, types, counts, hash, preview."""
     details = ev.artifact_details(_catalog(run), artifact_ids)
-    return ToolResult.ok(data=details, content=json.dumps(details, ensure_ascii=False, default=str)[:20_000])
+    return ToolResult.ok(data=details, content=_details_text(details))
+
+
+def _details_text(details: list[dict[str, Any]], max_chars: int = 20_000, preview_rows: int = 5) -> str:
+    blocks = []
+    for d in details:
+        if "error" in d and "kind" not in d:
+            blocks.append(f"{d['artifact_id']}: {d['error']}")
+            continue
+        prov = d.get("provenance") or {}
+        lines = [f"{d['artifact_id']}: {d['kind']} {d['status']}, rows={d.get('row_count')}, "
+                 f"complete={d.get('complete')}, sha256={d['sha256'][:16]}..."]
+        if d.get("columns"):
+            types = d.get("column_types") or []
+            cols = [f"{c} {types[i]}" if i < len(types) else c for i, c in enumerate(d["columns"])]
+            lines.append("columns: " + ", ".join(cols))
+        for key in ("sql", "code", "datasource", "error"):
+            if prov.get(key):
+                lines.append(f"{key}: {prov[key]}")
+        for row in d.get("preview", [])[:preview_rows]:
+            lines.append("  " + ev.dumps(row)[:500])
+        if d.get("row_count") and d["row_count"] > min(preview_rows, len(d.get("preview", []))):
+            lines.append("  ... use read_artifact_result for the other rows")
+        blocks.append("\n".join(lines))
+    text = "\n\n".join(blocks)
+    return text if len(text) <= max_chars else text[: max_chars - 30] + "\n... (truncated to the budget)"
 
 
 @hookimpl

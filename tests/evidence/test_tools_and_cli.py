@@ -69,6 +69,7 @@ def test_artifact_details_accepts_twelve_ids_and_refuses_thirteen(kernel):
     ok = kernel.call_tool("artifact_details", {"artifact_ids": ids[:12]}, run=run)
     assert ok.success and [d["artifact_id"] for d in ok.data] == ids[:12]
     assert ok.data[0]["provenance"]["sql"] == "select 0" and ok.data[0]["sha256"]
+    assert f"{ids[0]}: sql succeeded, rows=5" in ok.content and "sql: select 0" in ok.content
     over = kernel.call_tool("artifact_details", {"artifact_ids": ids}, run=run)
     assert over.error_code == "ARTIFACT_DETAILS_LIMIT" and "12" in over.hint
 
