@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["system", "user", "assistant", "tool"]
 
 
 class ToolCall(BaseModel):
     """One call the model asks for; ``arguments`` as the model sent them."""
+
+    model_config = ConfigDict(defer_build=True)
 
     id: str
     name: str
@@ -23,6 +25,8 @@ class ToolCall(BaseModel):
 
 class Message(BaseModel):
     """One turn of the conversation, in the chat-completions vocabulary."""
+
+    model_config = ConfigDict(defer_build=True)
 
     role: Role
     content: str | None = None
@@ -45,5 +49,7 @@ class Message(BaseModel):
 
 
 class Usage(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     prompt_tokens: int = 0
     completion_tokens: int = 0

@@ -18,7 +18,7 @@ from .errors import AssayError
 class ArtifactRef(BaseModel):
     """A pointer to a captured artifact, as a tool reports it."""
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
 
     artifact_id: str
     kind: str
@@ -30,7 +30,8 @@ class ArtifactRef(BaseModel):
 class ToolResult(BaseModel):
     """Outcome of one tool call: success, or an error with a stable code."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: the validator is built on first use, not when `import kernel` runs.
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     success: bool
     tool: str = ""
