@@ -162,49 +162,54 @@ def generate(orders: int = 200_000, seed: int = 7) -> dict[str, Iterator[tuple]]
     refund_rows: list[tuple] = []
 
     def build_orders() -> None:
-        rand, randrange, choice = rng.random, rng.randrange, rng.choice
+        # The hot loop: random.random() and indexing instead of randrange/choice (several times faster).
+        rand = rng.random
         n_products, n_customers, n_stores = scale.products, scale.customers, scale.stores
+        n_promos = len(promo_windows)
+        n_status, n_channel, n_reason = len(STATUSES), len(CHANNELS), len(REASONS)
         item_id = 0
         refund_id = 0
-        offsets = sorted(randrange(SPAN_S) for _ in range(orders))
+        offsets = sorted(int(rand() * SPAN_S) for _ in range(orders))
+        start_ts = START
+        delta = dt.timedelta
         for order_id in range(1, orders + 1):
             offset = offsets[order_id - 1]
             promo = None
             pct = 0.0
-            if rand() < 0.15 and promo_windows:
-                p = randrange(len(promo_windows))
+            if n_promos and rand() < 0.15:
+                p = int(rand() * n_promos)
                 if promo_windows[p][0] <= offset <= promo_windows[p][1] or rand() < 0.3:
                     promo, pct = p + 1, promo_windows[p][2]
             total = 0.0
             for _ in range(1 + int(rand() * rand() * 6)):
                 item_id += 1
-                product = randrange(1, n_products + 1)
+                product = 1 + int(rand() * n_products)
                 qty = 1 + int(rand() * rand() * 4)
                 price = prices[product - 1]
                 discount = round(price * qty * pct / 100.0, 2)
                 total += price * qty - discount
                 item_rows.append((item_id, order_id, product, qty, price, discount))
-            when = START + dt.timedelta(seconds=offset)
-            status = choice(STATUSES)
-            order_rows.append((order_id, randrange(1, n_customers + 1), randrange(1, n_stores + 1), promo,
-                               when.strftime("%Y-%m-%d %H:%M:%S"), choice(CHANNELS), status, round(total, 2)))
+            when = start_ts + delta(seconds=offset)
+            status = STATUSES[int(rand() * n_status)]
+            order_rows.append((order_id, 1 + int(rand() * n_customers), 1 + int(rand() * n_stores), promo,
+                               str(when), CHANNELS[int(rand() * n_channel)], status, round(total, 2)))
             if status == "returned" or rand() < 0.02:
                 refund_id += 1
-                later = when + dt.timedelta(seconds=randrange(3600, 30 * 86400))
+                later = when + delta(seconds=3600 + int(rand() * 30 * 86400))
                 share = 1.0 if status == "returned" else round(rand() * 0.8 + 0.1, 2)
-                refund_rows.append((refund_id, order_id, later.strftime("%Y-%m-%d %H:%M:%S"),
-                                    round(total * share, 2), choice(REASONS)))
+                refund_rows.append((refund_id, order_id, str(later), round(total * share, 2),
+                                    REASONS[int(rand() * n_reason)]))
 
     def lazy(rows: list[tuple]) -> Iterator[tuple]:
         if not order_rows:
             build_orders()
         yield from rows
 
+    # Dimensions first (small, and the facts draw on their prices and promotion windows).
+    dims = {"stores": list(stores()), "products": list(products()), "customers": list(customers()),
+            "promotions": list(promotions())}
     return {
-        "stores": stores(),
-        "products": products(),
-        "customers": customers(),
-        "promotions": promotions(),
+        **{name: iter(rows) for name, rows in dims.items()},
         "orders": lazy(order_rows),
         "order_items": lazy(item_rows),
         "refunds": lazy(refund_rows),
