@@ -761,6 +761,14 @@ def run(req: dict, real_fd: int) -> dict:
             raise
         error = _error(exc, code)
     cell_ms = (time.perf_counter() - cell_started) * 1000
+    for value in list(ns.values()):  # files the cell left open: their data belongs in out/ now
+        if isinstance(value, io.IOBase) and not value.closed:
+            try:
+                value.flush()
+            except Exception:  # noqa: BLE001
+                pass
+    if _lingering_threads():
+        err.write("note: threads the cell started were still running; they were stopped with the cell\n")
     try:
         charts.save_open()
     except Exception as exc:  # noqa: BLE001
@@ -813,6 +821,14 @@ def _inline_small_files(frame: dict, budget: int) -> None:
             if len(data) == item["size"]:
                 item["data_b64"] = base64.b64encode(data).decode("ascii")
                 budget -= len(data)
+
+
+def _lingering_threads() -> bool:
+    threading = sys.modules.get("threading")
+    if threading is None:
+        return False
+    main = threading.main_thread()
+    return any(t is not main and t.is_alive() and not t.daemon for t in threading.enumerate())
 
 
 def dumps(value) -> str:
@@ -897,3 +913,5 @@ def main(req) -> None:
                            "traceback": traceback.format_exc().splitlines()[-12:]}}
     limits = req["limits"]
     emit(frame, real_fd, limits["frame_chars"], limits["max_state_bytes"])
+    if _lingering_threads():
+        os._exit(0)  # the cell is over: do not wait for its threads until the time limit

@@ -55,8 +55,10 @@ def podman_kernel(tmp_path_factory):
     ok, what = _podman_image_ready()
     require(ok, what)
     os.environ.setdefault("SANDBOX_IMAGE_PYTHON", IMAGE)
+    # One full core instead of the default half: the tests import pandas in many fresh
+    # processes, and the limits under test (time, memory, output) are unchanged.
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home"), SANDBOX_RUNTIME="podman",
-                          SANDBOX_IMAGE_PYTHON=IMAGE)
+                          SANDBOX_IMAGE_PYTHON=IMAGE, SANDBOX_CPU_LIMIT="1")
     yield kernel
     from kernel.sandbox import get_manager
 
@@ -120,3 +122,20 @@ def capture_query(sink, con, sql: str):
     columns = [d[0] for d in cur.description]
     return capture_sql_execution(sink, columns=columns, rows=cur, sql=sql, database="sales",
                                  dialect="sqlite", elapsed_ms=1.0)
+
+
+@pytest.fixture
+def any_run(any_kernel):
+    run = any_kernel.new_run()
+    yield run
+    run.close()
+
+
+@pytest.fixture
+def any_call(any_kernel, any_run):
+    """Like ``call``, once on podman and once on the local runtime."""
+
+    def _call(code: str, **args):
+        return any_kernel.call_tool("code_interpreter", {"code": code, **args}, run=any_run)
+
+    return _call

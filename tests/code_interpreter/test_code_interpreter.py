@@ -117,18 +117,18 @@ def test_unserialisable_report_result_fails_honestly(call):
 # --- display layer -------------------------------------------------------------------
 
 
-def test_plot_comes_back_as_valid_png_chart(call, run):
+def test_plot_comes_back_as_valid_png_chart(any_call, any_run):
     code = (
         "import matplotlib.pyplot as plt\n"
         "fig, ax = plt.subplots(figsize=(5, 3), dpi=100)\n"
         "ax.bar(['a', 'b'], [3, 5])\n"
         "plt.show()\n"
     )
-    result = call(code)
+    result = any_call(code)
     assert result.success, result.for_model()
     charts = [a for a in result.artifacts if a.kind == "chart"]
     assert len(charts) == 1
-    data = _content(run.artifacts, charts[0].artifact_id)
+    data = _content(any_run.artifacts, charts[0].artifact_id)
     assert data[:8] == PNG_SIGNATURE
     assert (int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")) == (500, 300)
     import io
@@ -137,7 +137,7 @@ def test_plot_comes_back_as_valid_png_chart(call, run):
 
     pixels = matplotlib.image.imread(io.BytesIO(data), format="png")  # a real decode
     assert pixels.shape[:2] == (300, 500)
-    assert _record(run.artifacts, charts[0].artifact_id).media_type == "image/png"
+    assert _record(any_run.artifacts, charts[0].artifact_id).media_type == "image/png"
 
 
 def test_savefig_and_out_files_become_artifacts(call, run):
@@ -173,11 +173,11 @@ def test_huge_stdout_is_bounded_and_flagged(call, run):
 # --- notebook state ----------------------------------------------------------------------
 
 
-def test_state_persists_across_two_calls_in_a_run(call):
-    first = call("import pandas as pd\nx = 41\ndef bump(v):\n    return v + 1\n"
+def test_state_persists_across_two_calls_in_a_run(any_call):
+    first = any_call("import pandas as pd\nx = 41\ndef bump(v):\n    return v + 1\n"
                  "frame = pd.DataFrame({'a': [1, 2]})\nopen('notes.txt', 'w').write('kept')")
     assert first.success, first.for_model()
-    second = call("REPORT_RESULT = [bump(x), int(frame.a.sum()), open('notes.txt').read(), pd.__name__]")
+    second = any_call("REPORT_RESULT = [bump(x), int(frame.a.sum()), open('notes.txt').read(), pd.__name__]")
     assert second.success, second.for_model()
     assert second.data["result"] == [42, 3, "kept", "pandas"]
 
@@ -227,17 +227,17 @@ def test_timeout_kills_the_code_and_keeps_the_last_state(call, run):
     assert call("REPORT_RESULT = x").data["result"] == 1
 
 
-def test_exception_reports_type_message_and_user_frames_only(call, run):
-    result = call("def ratio(a, b):\n    return a / b\n\nvalue = 3\nratio(value, 0)")
+def test_exception_reports_type_message_and_user_frames_only(any_call, any_run):
+    result = any_call("def ratio(a, b):\n    return a / b\n\nvalue = 3\nratio(value, 0)")
     assert not result.success
     assert result.error_code == "PYTHON_EXECUTION_FAILED"
     assert result.message.startswith("ZeroDivisionError: division by zero")
     assert "line 5, in <module>" in result.message and "line 2, in ratio" in result.message
     assert "return a / b" in result.message
     assert "assay_ci_runner" not in result.message and "File " not in result.message
-    record = _record(run.artifacts, result.artifacts[0].artifact_id)
+    record = _record(any_run.artifacts, result.artifacts[0].artifact_id)
     assert record.status == "failed" and "ZeroDivisionError" in record.provenance["error"]
-    assert call("REPORT_RESULT = value").data["result"] == 3  # assigned before the error: kept
+    assert any_call("REPORT_RESULT = value").data["result"] == 3  # assigned before the error: kept
 
 
 def test_syntax_error_is_an_execution_failure(call):
@@ -246,19 +246,19 @@ def test_syntax_error_is_an_execution_failure(call):
     assert result.message.startswith("SyntaxError")
 
 
-def test_input_altered_on_disk_fails_before_running(call, run, sales_db):
+def test_input_altered_on_disk_fails_before_running(any_call, any_run, sales_db):
     from kernel.evidence import open_verified_content
 
-    record = capture_query(run.artifacts, sales_db, "SELECT store, amount FROM sales")
-    _, path = open_verified_content(run.artifacts, record.artifact_id)
+    record = capture_query(any_run.artifacts, sales_db, "SELECT store, amount FROM sales")
+    _, path = open_verified_content(any_run.artifacts, record.artifact_id)
     os.chmod(path, 0o644)
     data = bytearray(open(path, "rb").read())
     data[-3:-2] = b"9" if data[-3:-2] != b"9" else b"8"
     open(path, "wb").write(bytes(data))
-    result = call("open('ran.txt', 'w').write('yes')", inputs=[record.artifact_id])
+    result = any_call("open('ran.txt', 'w').write('yes')", inputs=[record.artifact_id])
     assert not result.success
     assert result.error_code == "ARTIFACT_INTEGRITY_FAILED"
-    check = call("import os\nREPORT_RESULT = os.path.exists('ran.txt')")
+    check = any_call("import os\nREPORT_RESULT = os.path.exists('ran.txt')")
     assert check.data["result"] is False
 
 
@@ -393,3 +393,11 @@ def test_expired_session_is_replaced_and_the_loss_is_said(call, run):
     assert result.success, result.for_model()
     assert result.data["result"] is False
     assert "had expired" in result.content
+
+
+def test_lingering_thread_does_not_turn_a_finished_cell_into_a_timeout(call):
+    code = "import threading, time\nthreading.Thread(target=time.sleep, args=(60,)).start()\nREPORT_RESULT = 'done'"
+    result = call(code, timeout_s=10)
+    assert result.success, result.for_model()
+    assert result.data["result"] == "done"
+    assert "threads the cell started were still running" in result.content
