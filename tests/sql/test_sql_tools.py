@@ -196,11 +196,12 @@ async def test_pool_limit_queues_calls_beyond_the_pool_size(request, kernel):
 
 async def test_pool_exhausted_beyond_the_wait_is_sql_datasource_busy(request, kernel):
     attach(kernel, "postgresql", request, pool_size=1, pool_timeout_s=0.2)
-    results = await asyncio.gather(
-        kernel.acall_tool("sql_query", {"sql": "SELECT pg_sleep(1)"}),
-        kernel.acall_tool("sql_query", {"sql": "SELECT 1"}),
-    )
-    assert sorted(str(r.error_code) for r in results) == ["None", "SQL_DATASOURCE_BUSY"]
+    holder = asyncio.create_task(kernel.acall_tool("sql_query", {"sql": "SELECT pg_sleep(1.5)"}))
+    await asyncio.sleep(0.5)  # the holder has the only connection now
+    refused = await kernel.acall_tool("sql_query", {"sql": "SELECT 1"})
+    assert refused.error_code == "SQL_DATASOURCE_BUSY"
+    assert "pool_size" in refused.hint
+    assert (await holder).success
 
 
 async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_attempt(engine, request, kernel,
