@@ -9,8 +9,9 @@ against podman's or docker's CLI (that is how it is tested here, with
 ``SANDBOX_NERDCTL_BINARY=podman``); the few flags that differ between those
 CLIs are chosen from the binary's ``--version`` line.
 
-The probe is real: ``info`` must answer (nerdctl asks containerd, podman its
-storage and OCI runtime), not merely the binary exist.
+The probe is real: ``version`` must answer, and for nerdctl include
+containerd's part (the server), not merely the binary exist; ``doctor`` adds
+``info`` (OCI runtime, cgroup version).
 
 Timeouts: the in-container launcher kills the code at its limit; if the
 client is still attached past the host deadline the session kills the
@@ -244,27 +245,41 @@ class NerdctlRuntime(SandboxRuntime):
         self.cli = Cli(config.nerdctl_binary, config.nerdctl_namespace)
 
     def probe(self) -> ProbeResult:
+        """``version`` must answer; for nerdctl that includes containerd's (the server's) part."""
         base = dict(runtime=self.name, isolated=True, endpoint=self.cli.binary)
         if shutil.which(self.cli.binary) is None:
             return ProbeResult(**base, available=False, detail=f"{self.cli.binary!r} was not found on PATH")
         timeout = self.config.probe_timeout
         try:
             dialect = self.cli.dialect(timeout)
-            raw = self.cli.run("info", "--format", "{{json .}}", timeout=timeout)
-            info = _json_object(raw)
-        except (CliError, ValueError, IndexError) as exc:
-            return ProbeResult(**base, available=False, detail=f"{self.cli.binary} info did not answer: {exc}")
-        parsed = _parse_info(info)
+            version = _json_object(self.cli.run("version", "--format", "{{json .}}", timeout=timeout))
+        except (CliError, ValueError) as exc:
+            return ProbeResult(**base, available=False, detail=f"{self.cli.binary} version did not answer: {exc}")
+        if dialect == "nerdctl" and not version.get("Server"):
+            return ProbeResult(**base, available=False,
+                               detail=f"{self.cli.binary} answered but containerd did not (no server version)")
         return ProbeResult(
             **base,
             available=True,
             version=self.cli.version_line.split()[-1] if self.cli.version_line else None,
             detail=f"{self.cli.version_line or self.cli.binary} ({dialect} CLI)",
-            oci_runtime=parsed["oci_runtime"],
-            oci_runtimes=parsed["oci_runtimes"],
-            cgroup_version=parsed["cgroup_version"],
-            info={"dialect": dialect, "namespace": self.cli.namespace, **parsed["extra"]},
+            info={"dialect": dialect, "namespace": self.cli.namespace},
         )
+
+    def doctor(self) -> ProbeResult:
+        probe = self.probe()
+        if not probe.available:
+            return probe
+        try:
+            parsed = _parse_info(_json_object(self.cli.run("info", "--format", "{{json .}}")))
+        except (CliError, ValueError) as exc:
+            probe.info["error"] = f"{self.cli.binary} info failed: {exc}"
+            return probe
+        probe.oci_runtime = parsed["oci_runtime"]
+        probe.oci_runtimes = parsed["oci_runtimes"]
+        probe.cgroup_version = parsed["cgroup_version"]
+        probe.info.update(parsed["extra"])
+        return probe
 
     def run_args(self, spec: ContainerSpec) -> list[str]:
         """The full ``run`` argv after the binary (public for tests)."""

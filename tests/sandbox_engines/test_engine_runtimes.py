@@ -47,16 +47,20 @@ def _exists(container_id: str) -> bool:
 
 
 @pytest.mark.parametrize("runtime", MINE)
-def test_probe_asks_the_engine_and_reports_its_version(runtime, request, sandbox_image):
+def test_probe_asks_the_engine_and_doctor_adds_runtime_details(runtime, request, sandbox_image):
     rt = runtime_class(runtime)(config_for(runtime, _socket_for(runtime, request)))
     try:
         probe = rt.probe()
+        doctor = rt.doctor()
+        limits = rt.enforced_limits()
     finally:
         rt.close()
     assert probe.available, probe.detail
     assert probe.version and probe.version[0].isdigit()
-    assert probe.cgroup_version in ("1", "2")
-    assert probe.oci_runtime
+    assert doctor.available and doctor.version == probe.version
+    assert doctor.cgroup_version in ("1", "2")
+    assert doctor.oci_runtime == "runc"
+    assert limits["seccomp (engine default)"] is True
 
 
 def test_docker_probe_fails_with_the_endpoint_when_nothing_listens(tmp_path):
