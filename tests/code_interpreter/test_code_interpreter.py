@@ -401,3 +401,22 @@ def test_lingering_thread_does_not_turn_a_finished_cell_into_a_timeout(call):
     assert result.success, result.for_model()
     assert result.data["result"] == "done"
     assert "threads the cell started were still running" in result.content
+
+
+def test_copy_changed_inside_the_sandbox_is_caught_before_running(call, run, sales_db):
+    record = capture_query(run.artifacts, sales_db, "SELECT store FROM sales LIMIT 5")
+    assert call("REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id]).success
+    from plugins.code_interpreter.inputs import resolve_inputs
+
+    # Overwrite the placed copy behind the tool's back (as a compromised sandbox could).
+    notebook = run.peek("code_interpreter.notebook")
+    path = resolve_inputs(run.artifacts, [record.artifact_id], "/workspace")[0].path
+    run.peek("sandbox.python").put_file(path, b'{"columns":["store"]}\n["forged"]\n', read_only=True)
+    result = call("open('ran.txt', 'w').write('yes')", inputs=[record.artifact_id])
+    assert result.error_code == "ARTIFACT_INTEGRITY_FAILED"
+    assert "nothing was run" in result.message
+    again = call("import os\nREPORT_RESULT = [os.path.exists('ran.txt'), len(load_artifact(%r))]"
+                 % record.artifact_id, inputs=[record.artifact_id])
+    assert again.success, again.for_model()
+    assert again.data["result"] == [False, 5]  # a fresh verified copy was placed
+    assert notebook.uploaded[record.artifact_id] == record.sha256
