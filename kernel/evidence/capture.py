@@ -91,7 +91,7 @@ def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any
                 preview: PreviewBuilder, max_bytes: int) -> tuple[int, bool]:
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
     it = iter(rows)
-    count, batch_size = 0, 256
+    count, batch_size = 0, 1  # rows may be wide: measure one, then aim at ~1 MiB batches
     while True:
         batch = list(islice(it, batch_size))
         if not batch:
@@ -132,7 +132,7 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
     prov = dict(provenance or {})
     if not complete:
         prov["incomplete_reason"] = (f"stopped at ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}; "
-                                     f"{count} rows kept, later rows were not read")
+                                     f"the first {count} rows were kept, the rest were not")
     record = ArtifactRecord(
         artifact_id=new_artifact_id(), kind=kind, status=status, run_id=sink.run_id,
         created_at=utcnow(), row_count=count, columns=cols,

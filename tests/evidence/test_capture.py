@@ -245,3 +245,20 @@ def test_store_none_switches_capture_off_honestly(monkeypatch):
     assert run.artifacts is None and _sql(run.artifacts, ["a"], [(1,)]) is None
     result = kernel.call_tool("read_artifact_result", {"artifact_id": "art_x"}, run=run)
     assert result.error_code == "ARTIFACT_STORE_UNAVAILABLE"
+
+
+def test_memory_does_not_grow_with_the_row_count_of_very_wide_rows(sink):
+    cell = "w" * (2 << 20)  # 2 MiB per row
+
+    def peak(n):
+        tracemalloc.start()
+        record = _sql(sink, ["i", "text"], ((i, cell) for i in range(n)))
+        _, top = tracemalloc.get_traced_memory()
+        tracemalloc.stop()
+        assert record.row_count == n
+        return top, record.byte_size
+
+    few, _ = peak(5)
+    many, size = peak(40)
+    # one row at a time (orjson reserves a few times a string's size while writing it)
+    assert many < few * 1.2 + (1 << 20) and many < size / 2, (few, many, size)
