@@ -382,7 +382,7 @@ class Kernel:
         if isinstance(value, ToolResult):
             result = value
             result.tool, result.elapsed_ms = name, elapsed_ms
-        else:  # (not model_construct: in pydantic 2.14 it inspects default factories on every call)
+        else:  # pydantic-core validation is as cheap as any shortcut here (model_construct is slower)
             result = ToolResult(success=True, data=value, tool=name, elapsed_ms=elapsed_ms)
         if log_enabled(INFO):  # skip building the event when it would be filtered
             entry = self._registries["tools"].entry(name)
