@@ -481,6 +481,11 @@ def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
             # (a lazy module must not be loaded just to learn its name)
             modules[name] = LAZY_NAMES.get(id(value)) or value.__name__
         else:
+            size = _estimated_size(value)
+            if size > max_bytes:  # known too big: skip it without paying for a pickle
+                skipped.append({"name": name, "type": _type_name(value),
+                                "reason": f"too large to keep (about {size:,} bytes; state limit {max_bytes:,})"})
+                continue
             values[name] = value
     state = {"modules": modules, "values": values}
     try:
@@ -490,6 +495,21 @@ def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
             state, max_bytes, skipped)
     except ValueError:
         return _save_pickled(state, max_bytes, skipped)
+
+
+def _estimated_size(value) -> int:
+    """A cheap lower bound of the pickled size of big array-like values (0 when unknown)."""
+    mod = type(value).__module__.split(".")[0]
+    try:
+        if mod == "numpy":
+            return int(getattr(value, "nbytes", 0))
+        if mod == "pandas" and hasattr(value, "memory_usage"):
+            usage = value.memory_usage(index=True, deep=False)
+            total = int(usage.sum()) if hasattr(usage, "sum") else int(usage)
+            return total + 8 * int(getattr(value, "size", 0))  # object cells: at least a few bytes each
+    except Exception:  # noqa: BLE001 - an estimate only
+        return 0
+    return 0
 
 
 def _save_pickled(state: dict, max_bytes: int, skipped: list) -> tuple[list, str | None]:

@@ -420,3 +420,11 @@ def test_copy_changed_inside_the_sandbox_is_caught_before_running(call, run, sal
     assert again.success, again.for_model()
     assert again.data["result"] == [False, 5]  # a fresh verified copy was placed
     assert notebook.uploaded[record.artifact_id] == record.sha256
+
+
+def test_variable_over_the_state_limit_is_named_not_kept(call):
+    result = call("import numpy as np\nbig = np.zeros(2_000_000)\nsmall = 3")  # 16 MB > 90% of 10 MB
+    assert result.success, result.for_model()
+    skipped = {item["name"]: item["reason"] for item in result.data["not_persisted"]}
+    assert list(skipped) == ["big"] and "too large to keep" in skipped["big"]
+    assert call("REPORT_RESULT = [small, 'big' in globals()]").data["result"] == [3, False]
