@@ -303,20 +303,27 @@ def setup(tmp: Path) -> dict:
 
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {name}")
+            ctx["cleanup"].append(
+                lambda: psycopg.connect(PG, autocommit=True).execute(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
             conn.execute(f"CREATE TABLE {name}.t AS SELECT g AS id, g % 97 AS k, md5(g::text) AS s, "
                          "(g * 1.25)::numeric(12,2) AS amount, timestamp '2024-01-01' + g * interval '1 minute' AS ts "
                          "FROM generate_series(1, 100000) g")
         ctx["urls"]["postgresql"] = PG
         ctx["big_sql"]["postgresql"] = f"SELECT * FROM {name}.t"
-        ctx["cleanup"].append(lambda: psycopg.connect(PG, autocommit=True).execute(f"DROP SCHEMA {name} CASCADE"))
     except Exception as exc:  # noqa: BLE001
         print(f"PostgreSQL not available: {exc}")
     try:
         import pymysql
 
+        def drop() -> None:
+            c = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
+            c.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
+            c.close()
+
         conn = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
         with conn.cursor() as cur:
             cur.execute(f"CREATE DATABASE {name}")
+            ctx["cleanup"].append(drop)
             cur.execute(f"USE {name}")
             cur.execute(f"CREATE TABLE {name}.t AS SELECT seq AS id, seq % 97 AS k, md5(seq) AS s, "
                         "CAST(seq * 1.25 AS DECIMAL(12,2)) AS amount, "
@@ -325,13 +332,6 @@ def setup(tmp: Path) -> dict:
         ctx["urls"]["mariadb"] = f"mariadb://root@127.0.0.1:3306/{name}"
         ctx["mariadb_db"] = name
         ctx["big_sql"]["mariadb"] = "SELECT * FROM t"
-
-        def drop() -> None:
-            c = pymysql.connect(host="127.0.0.1", user="root", autocommit=True)
-            c.cursor().execute(f"DROP DATABASE IF EXISTS {name}")
-            c.close()
-
-        ctx["cleanup"].append(drop)
     except Exception as exc:  # noqa: BLE001
         print(f"MariaDB not available: {exc}")
     return ctx
