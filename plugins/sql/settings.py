@@ -23,7 +23,7 @@ import json
 import re
 from typing import Annotated, Any
 
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field, field_serializer, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _NAME_OK = re.compile(r"[^a-z0-9_-]+")
@@ -38,6 +38,13 @@ class DatasourceConfig(BaseModel):
     pool_size: int | None = Field(default=None, ge=1, le=64)
     schemas: list[str] | None = Field(default=None, description="Schemas to describe (default: all user schemas).")
     description: str = ""
+
+    @field_serializer("url")
+    def _masked_url(self, url: str) -> str:
+        # Dumps (``assay config``, logs) never carry the password; connecting reads ``.url``.
+        from kernel.settings import mask_url
+
+        return mask_url(url)
 
 
 class SqlSettings(BaseSettings):

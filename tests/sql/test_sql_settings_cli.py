@@ -62,6 +62,18 @@ def test_a_bad_datasource_url_leaves_the_tools_and_other_datasources_working(mon
         kernel.close()
 
 
+def test_assay_config_masks_datasource_passwords(monkeypatch):
+    monkeypatch.setenv("ASSAY_SQL_DATABASES", '{"sales": {"url": "postgresql://analyst:hunter2@127.0.0.1:1/sales"}}')
+    kernel = sql_kernel()
+    try:
+        masked = kernel.settings.masked()
+        assert "hunter2" not in json.dumps(masked, default=str)
+        assert masked["sql"]["databases"]["sales"]["url"] == "postgresql://analyst:***@127.0.0.1:1/sales"
+        assert "hunter2" in kernel.settings.section("sql", SqlSettings).databases["sales"].url  # still connects
+    finally:
+        kernel.close()
+
+
 def test_register_database_engines_registers_the_four_engines():
     kernel = sql_kernel()
     engines = kernel.registry("database_engines").as_dict()
