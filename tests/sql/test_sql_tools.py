@@ -9,7 +9,7 @@ import pytest
 
 from kernel import Kernel, RunContext
 from plugins.sql.errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED
-from tests.sql.conftest import RUNAWAY, new_db, url_for
+from tests.sql.conftest import RUNAWAY, new_db
 
 
 @pytest.fixture
@@ -92,8 +92,9 @@ def test_sql_query_with_the_real_evidence_store_returns_a_readable_artifact(requ
     result = kernel.call_tool("sql_query", {"sql": "SELECT store_id, city FROM stores ORDER BY store_id"}, run=run)
     assert result.success, result.message
     selected = read_artifact_result(run.artifacts, result.data["artifact_id"])
-    assert selected.columns == ["store_id", "city"] if hasattr(selected, "columns") else True
-    assert result.data["row_count"] == 8
+    assert selected.verified and selected.columns == ["store_id", "city"]
+    assert selected.total_rows == result.data["row_count"] == 8
+    assert selected.rows[0] == [1, "Seattle"]
     run.close()
 
 
@@ -181,7 +182,7 @@ async def test_concurrent_queries_do_not_block_the_event_loop(request, kernel):
     tick_task.cancel()
     assert all(r.success for r in results), [r.message for r in results]
     assert elapsed < 1.4  # three ran at once on three pooled connections
-    assert ticks >= 30  # the loop kept turning while they ran
+    assert ticks >= 20  # the loop kept turning while they ran (10 ms ticks)
 
 
 async def test_pool_limit_queues_calls_beyond_the_pool_size(request, kernel):
@@ -219,7 +220,3 @@ async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_att
     assert [c["status"] for c in sink.captures] == ["failed"]
     assert "SQL_QUERY_CANCELLED" in sink.captures[0]["error"] and "confirmed stopped" in sink.captures[0]["error"]
     assert db.query("SELECT count(*) FROM stores").rows[0][0] > 0
-
-
-def test_url_for_is_stable_for_the_same_engine(request):
-    assert url_for("sqlite", request) == url_for("sqlite", request)
