@@ -193,12 +193,14 @@ class ContainerSession(RuntimeSession):
         return result
 
     def _program(self, lang: str, code: str, nonce: str) -> list[str]:
-        prefix = list(LANGUAGES[lang])
-        if len(code.encode("utf-8")) <= MAX_INLINE_CODE:
-            return [*prefix, code]
+        # Python runs inside the launcher's forked child ("@python"): one interpreter
+        # start per execution instead of two. Other languages are exec'd.
+        inline = len(code.encode("utf-8")) <= MAX_INLINE_CODE
+        if inline:
+            return ["@python", code] if lang == "python" else [*LANGUAGES[lang], code]
         path = f"/tmp/.assay-code-{nonce}"
         self._put_archive("/tmp", _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444))
-        return [prefix[0], path]
+        return ["@python-file", path] if lang == "python" else [LANGUAGES[lang][0], path]
 
     def _kill_quietly(self) -> None:
         if self._killing.is_set():

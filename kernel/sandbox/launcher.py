@@ -74,6 +74,28 @@ os.set_blocking(w_sig, False)
 signal.set_wakeup_fd(w_sig)
 signal.signal(signal.SIGCHLD, lambda *a: None)
 pid = os.fork()
+def run_python_here(source, filename):
+    # Python code runs in this forked process: no second interpreter start-up.
+    # It gets what `python3 -c` would give it: site-packages, a fresh __main__,
+    # sys.argv, and a traceback without the launcher's frame.
+    import site, types
+    site.main()
+    sys.argv = ["-c"] if filename == "<string>" else [filename]
+    main = types.ModuleType("__main__")
+    sys.modules["__main__"] = main
+    try:
+        code = compile(source, filename, "exec")
+        exec(code, main.__dict__)
+    except SystemExit:
+        raise
+    except BaseException as exc:
+        import traceback
+        tb = exc.__traceback__
+        if tb is not None and tb.tb_frame.f_code is run_python_here.__code__:
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb)
+        raise SystemExit(1)
+    raise SystemExit(0)
 if pid == 0:
     try:
         os.setpgid(0, 0)
@@ -82,12 +104,19 @@ if pid == 0:
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0); os.dup2(w_out, 1); os.dup2(w_err, 2)
         os.closerange(3, 1 << 16)
-        os.execvp(argv[0], argv)
+        if argv[0] == "@python":
+            source, filename = argv[1], "<string>"
+        elif argv[0] == "@python-file":
+            with open(argv[1]) as fh:
+                source, filename = fh.read(), argv[1]
+        else:
+            os.execvp(argv[0], argv)
     except BaseException as exc:
         try:
             os.write(2, ("cannot start %s: %s\n" % (argv[0], exc)).encode())
         finally:
             os._exit(127)
+    run_python_here(source, filename)  # raises SystemExit: the child never reaches the code below
 os.close(w_out); os.close(w_err)
 sel = selectors.DefaultSelector()
 sel.register(r_out, selectors.EVENT_READ, (1, out_lim))
