@@ -223,7 +223,8 @@ class PostgresEngine(SqlEngine):
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Any:
         from sqlalchemy import create_engine, event
 
-        engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout_s)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout_s,
+                               pool_pre_ping=True)
 
         @event.listens_for(engine, "connect")
         def _read_only_session(dbapi_conn: Any, _record: Any) -> None:
@@ -314,7 +315,8 @@ class MysqlEngine(SqlEngine):
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Any:
         from sqlalchemy import create_engine, event
 
-        engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout_s)
+        engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout_s,
+                               pool_pre_ping=True)
         args, kwargs = engine.dialect.create_connect_args(engine.url)
 
         @event.listens_for(engine, "connect")

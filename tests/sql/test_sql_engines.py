@@ -157,3 +157,24 @@ def test_unconfirmed_stop_says_only_that_cancellation_was_requested(engine, requ
         assert attempt.done
     finally:
         db.close()
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mariadb"])
+def test_a_pooled_connection_the_server_killed_is_replaced(engine, request):
+    db = new_db(engine, request, pool_size=1)
+    try:
+        attempt = db.new_attempt(5)
+        db.query("SELECT 1", attempt=attempt)
+        if engine == "postgresql":
+            with pg_admin() as conn:
+                conn.execute("SELECT pg_terminate_backend(%s)", (attempt.session_id,))
+        else:
+            conn = mariadb_admin()
+            conn.cursor().execute(f"KILL {int(attempt.session_id)}")
+            conn.close()
+        time.sleep(0.2)
+        again = db.new_attempt(5)
+        assert db.query("SELECT count(*) FROM stores", attempt=again).rows[0][0] > 0
+        assert again.session_id != attempt.session_id
+    finally:
+        db.close()
