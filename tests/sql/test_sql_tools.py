@@ -220,3 +220,29 @@ async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_att
     assert [c["status"] for c in sink.captures] == ["failed"]
     assert "SQL_QUERY_CANCELLED" in sink.captures[0]["error"] and "confirmed stopped" in sink.captures[0]["error"]
     assert db.query("SELECT count(*) FROM stores").rows[0][0] > 0
+
+
+def test_result_over_max_result_rows_is_sql_result_too_large(request, kernel):
+    attach(kernel, "sqlite", request, max_result_rows=100)
+    result = kernel.call_tool("sql_query", {"sql": "SELECT * FROM orders"})
+    assert result.error_code == "SQL_RESULT_TOO_LARGE"
+    assert "LIMIT" in result.hint
+    assert kernel.call_tool("sql_query", {"sql": "SELECT * FROM orders LIMIT 100"}).success
+
+
+def test_a_datasource_from_another_plugin_is_reachable_by_the_tools(sqlite_path):
+    from kernel import hookimpl
+    from plugins.sql import DatabaseResource
+
+    class WarehousePlugin:
+        @hookimpl
+        def register_resources(self, register):
+            register(DatabaseResource("warehouse", f"sqlite:///{sqlite_path}"))
+
+    k = Kernel(plugins=["plugins.sql", WarehousePlugin()], load_entrypoints=False).start()
+    try:
+        result = k.call_tool("sql_query", {"sql": "SELECT count(*) AS n FROM stores"})
+        assert result.success and result.data["datasource"] == "warehouse"
+        assert "[database:warehouse]" in k.system_prompt()
+    finally:
+        k.close()
