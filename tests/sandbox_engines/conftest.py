@@ -83,22 +83,26 @@ def engine_managers(request, _podman_service_on_demand):
         return made[key]
 
     yield get
+    opened = {sid for manager in made.values() for sid in manager.opened}
     for manager in made.values():
         manager.close()
-    if made and podman_usable():
-        leaked = _containers_owned_by(os.getpid())
+    if opened and podman_usable():
+        leaked = _containers_of_sessions(os.getpid(), opened)
         if leaked:
             subprocess.run(["podman", "rm", "-f", *leaked], capture_output=True, timeout=120)
             pytest.fail(f"sandbox containers outlived their managers: {leaked}", pytrace=False)
 
 
-def _containers_owned_by(pid: int) -> list[str]:
+def _containers_of_sessions(pid: int, sessions: set[str]) -> list[str]:
+    """Containers of this process that belong to the given sessions (others' are not ours to judge)."""
     done = subprocess.run(
-        ["podman", "ps", "-a", "-q", "--filter", "label=assay.sandbox=1",
-         "--filter", f"label=assay.sandbox.owner-pid={pid}"],
+        ["podman", "ps", "-a", "--filter", "label=assay.sandbox=1",
+         "--filter", f"label=assay.sandbox.owner-pid={pid}",
+         "--format", '{{.ID}} {{index .Labels "assay.sandbox.session"}}'],
         capture_output=True, text=True, timeout=60,
     )
-    return done.stdout.split()
+    rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
+    return [row[0] for row in rows if len(row) == 2 and row[1] in sessions]
 
 
 @pytest.fixture(scope="session")

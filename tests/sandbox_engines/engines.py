@@ -45,8 +45,21 @@ def config_for(name: str, socket_path: str | None, **overrides: Any) -> SandboxC
     return SandboxConfig(**values)
 
 
-def manager_for(name: str, socket_path: str | None, **overrides: Any) -> SandboxManager:
-    return SandboxManager(config_for(name, socket_path, **overrides), {name: runtime_class(name)})
+class TrackingManager(SandboxManager):
+    """A manager that remembers every session id it opened (for leak checks)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.opened: list[str] = []
+
+    def connect(self, language: str = "python", **overrides: Any) -> str:
+        session_id = super().connect(language, **overrides)
+        self.opened.append(session_id)
+        return session_id
+
+
+def manager_for(name: str, socket_path: str | None, **overrides: Any) -> TrackingManager:
+    return TrackingManager(config_for(name, socket_path, **overrides), {name: runtime_class(name)})
 
 
 def host_pids_running(marker: str) -> list[int]:

@@ -24,7 +24,7 @@ from kernel.sandbox.errors import (
     SANDBOX_RUNTIME_UNAVAILABLE,
     SANDBOX_START_FAILED,
 )
-from kernel.sandbox.labels import OWNER_PID, OWNER_START, EXPIRES, owner_labels
+from kernel.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
 from tests.conftest import require
 from tests.sandbox_engines.engines import config_for, manager_for, runtime_class
 
