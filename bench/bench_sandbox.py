@@ -194,8 +194,9 @@ def main() -> int:
             else:
                 third = {"llm-sandbox": {"ok": False, "why": how}, "dbgpt-sandbox": {"ok": False, "why": how}}
 
+    load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
     print(f"sandbox bench: image {TEST_IMAGE}, code {CODE!r}, cold n={args.cold}, warm n={args.warm}; "
-          "raw = podman CLI with the same hardening flags")
+          f"raw = podman CLI with the same hardening flags; load average {load} on {os.cpu_count()} CPUs")
     print(f"{'runtime':8} {'figure':27} {'ours ms':>8} {'raw ms':>8} {'ratio':>6}  target")
     all_met = True
     for runtime, figure, ours, raw, target in rows:
