@@ -39,8 +39,10 @@ def register_resources(register, settings, kernel):
 def register_tools(register, settings, kernel):
     """Add tools the model can call.
 
-    ``register(tool)`` takes a :class:`kernel.BaseTool`, or a plain function
-    (wrapped with :func:`kernel.tool`). Names must be unique across plugins.
+    ``register(tool)`` takes a :class:`kernel.BaseTool`, a plain function
+    (wrapped with :func:`kernel.tool`), or a ``"package.module:attr"`` string
+    (a :class:`kernel.LazyTool`, imported on first use). Names must be unique
+    across plugins.
     """
 
 
