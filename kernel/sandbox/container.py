@@ -141,21 +141,28 @@ class ContainerSession(RuntimeSession):
         timer = threading.Timer(request.timeout_s + self.host_grace, on_deadline)
         timer.daemon = True
         timer.start()
+        trailer = None
+        stderr_bytes = b""
         try:
             for fd, chunk in stream:
                 (out if fd == 1 else err).write(chunk)
-            exit_code = None if host_deadline_hit.is_set() else stream.exit_code()
+            stderr_bytes, trailer = split_trailer(err.getvalue(), nonce)
+            if trailer is None and err.truncated:
+                _, trailer = split_trailer(err.tail(), nonce)
+            # The launcher's trailer carries the exit code: ask the engine only without it.
+            if host_deadline_hit.is_set():
+                exit_code = None
+            else:
+                exit_code = trailer.exit_code if trailer is not None else stream.exit_code()
         except Exception as exc:  # noqa: BLE001
             if not host_deadline_hit.is_set() and not self._destroyed:
                 raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: the execution stream failed: {exc}") from None
             exit_code = None
+            stderr_bytes = err.getvalue()
         finally:
             timer.cancel()
             stream.close()
         duration_ms = (time.perf_counter() - started) * 1000
-        stderr_bytes, trailer = split_trailer(err.getvalue(), nonce)
-        if trailer is None and err.truncated:
-            _, trailer = split_trailer(err.tail(), nonce)
         warnings: list[str] = []
         if host_deadline_hit.is_set():
             if reset_done.is_set():
