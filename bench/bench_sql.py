@@ -239,7 +239,7 @@ def bench_results(ctx: dict, runs: int) -> None:
     from plugins.sql import open_datasource
 
     print("\n== sql_query on a 100,000-row result vs the raw driver (median of %d) ==" % runs)
-    print(f"{'engine':<11} {'raw driver':>11} {'sql_query':>10} {'ratio':>7} {'(no capture)':>13} "
+    print(f"{'engine':<11} {'raw driver':>11} {'sql_query':>10} {'ratio':>7} {'no capture':>11} {'ratio':>6} "
           f"{'capture':>9}  target  met")
     kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
     kernel.start()
@@ -263,7 +263,7 @@ def bench_results(ctx: dict, runs: int) -> None:
             result = kernel.call_tool("sql_query", {"sql": sql, "datasource": engine}, run=kernel.new_run(capture=False))
             bare.append(time.perf_counter() - started)
         r, t, b = (statistics.median(x) * 1000 for x in (raw, tool, bare))
-        print(f"{engine:<11} {r:>9.1f}ms {t:>8.1f}ms {t / r:>6.2f}x {b:>9.1f}ms {b / r:>4.2f}x {t - b:>7.1f}ms"
+        print(f"{engine:<11} {r:>9.1f}ms {t:>8.1f}ms {t / r:>6.2f}x {b:>9.1f}ms {b / r:>5.2f}x {t - b:>7.1f}ms"
               f"  1.5x   {'yes' if t / r <= 1.5 else 'NO'}")
     kernel.close()
 
