@@ -639,8 +639,12 @@ def _pandas_jsonable(value, depth: int):
     if value is pd.NaT or value is getattr(pd, "NA", object()):
         return None
     if isinstance(value, pd.DataFrame):
-        frame = value
-        if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0 or frame.index.step != 1:
+        frame, idx = value, value.index
+        default = isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
+        # Unnamed integer labels are positions left by filtering or sorting: noise. A named or
+        # non-integer index (a groupby key, set_index) is data and becomes columns.
+        positional = idx.nlevels == 1 and idx.name is None and idx.dtype.kind in "iu"
+        if not default and not positional:
             frame = frame.reset_index()
         frame = frame.astype(object).where(frame.notna(), None)
         return [{str(k): jsonable(v, depth + 1) for k, v in row.items()} for row in frame.to_dict("records")]

@@ -428,3 +428,18 @@ def test_variable_over_the_state_limit_is_named_not_kept(call):
     skipped = {item["name"]: item["reason"] for item in result.data["not_persisted"]}
     assert list(skipped) == ["big"] and "too large to keep" in skipped["big"]
     assert call("REPORT_RESULT = [small, 'big' in globals()]").data["result"] == [3, False]
+
+
+def test_dataframe_index_is_kept_only_when_it_is_data(call):
+    code = (
+        "import pandas as pd\n"
+        "df = pd.DataFrame({'store': ['a', 'b', 'a'], 'v': [1, 2, 3]})\n"
+        "REPORT_RESULT = {'sorted': df.sort_values('v', ascending=False).head(2),\n"
+        "                 'grouped': df.groupby('store').v.sum().to_frame()}\n"
+    )
+    result = call(code)
+    assert result.success, result.for_model()
+    assert result.data["result"] == {
+        "sorted": [{"store": "a", "v": 3}, {"store": "b", "v": 2}],
+        "grouped": [{"store": "a", "v": 4}, {"store": "b", "v": 2}],
+    }
