@@ -443,3 +443,16 @@ def test_dataframe_index_is_kept_only_when_it_is_data(call):
         "sorted": [{"store": "a", "v": 3}, {"store": "b", "v": 2}],
         "grouped": [{"store": "a", "v": 4}, {"store": "b", "v": 2}],
     }
+
+
+def test_sandbox_restarted_by_the_host_loses_state_and_says_so(podman_kernel, call, run):
+    from kernel.sandbox import get_manager
+
+    assert call("before = 1").success
+    session = run.peek("sandbox.python")
+    # What a host-side kill does: the container restarts and its tmpfs working directory is empty.
+    get_manager(podman_kernel)._get(session.id).runtime._hard_reset()
+    result = call("REPORT_RESULT = 'before' in globals()")
+    assert result.success, result.for_model()
+    assert result.data["result"] is False
+    assert "variables and files from earlier calls are gone" in result.content
