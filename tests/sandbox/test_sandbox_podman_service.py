@@ -1,0 +1,37 @@
+"""The podman runtime starts its own API service when no socket is given, and that
+service exits by itself once idle (nothing outlives its users for long)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.conftest import require
+from tests.sandbox.conftest import podman_ready
+
+pytestmark = pytest.mark.podman
+
+
+def test_starts_its_own_service_and_the_service_exits_when_idle(tmp_path, monkeypatch):
+    ok, what = podman_ready()
+    require(ok, what)
+    import sandbox_runtimes.podman as podman_rt
+    from kernel.sandbox import SandboxConfig
+
+    sock = tmp_path / "svc" / "podman.sock"
+    monkeypatch.setattr(podman_rt, "_own_socket_path", lambda: sock)
+    monkeypatch.setattr(podman_rt, "SYSTEM_SOCKET", str(tmp_path / "no-system.sock"))
+    monkeypatch.setattr(podman_rt, "PODMAN_SERVICE_IDLE_S", 2)
+    monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)
+    runtime = podman_rt.PodmanRuntime(SandboxConfig.from_env(runtime="podman"))
+    probe = runtime.probe()
+    assert probe.available and probe.endpoint == f"unix://{sock}" and probe.version
+    runtime.close()
+    # Poll rarely: each ping is activity that restarts the service's idle clock.
+    deadline = time.monotonic() + 40
+    while time.monotonic() < deadline:
+        time.sleep(5)
+        if not podman_rt._pings(str(sock), 0.5):
+            break
+    assert not podman_rt._pings(str(sock), 0.5), "the self-started podman service did not exit when idle"
