@@ -62,6 +62,7 @@ class Attempt:
     stop_reason: str | None = None  # "timeout" or "cancelled", once cancellation was asked for
     cancel_sent_at: float | None = None
     finished_at: float | None = None
+    statement_done: bool = False  # set before the connection is reset and handed back to the pool
     _cond: threading.Condition = field(default_factory=threading.Condition, repr=False)
     _external_cancel: bool = False
 
@@ -108,6 +109,8 @@ class Executor:
         reason = self._wait(attempt)
         if reason is None:
             if attempt.error is not None:
+                if attempt._external_cancel:  # SQLite's handler saw the cancel before the waiter did
+                    return self._stop(attempt, "cancelled")
                 raise self._failure(attempt, attempt.error)
             assert attempt.result is not None
             return attempt.result
@@ -126,6 +129,8 @@ class Executor:
         error: BaseException | None = None
         healthy = True
         try:
+            if attempt.cancel_requested():  # cancelled while waiting for a connection: never start
+                raise SqlError(SQL_QUERY_CANCELLED, "cancelled before the statement was sent")
             attempt.started = time.monotonic()
             attempt.deadline = attempt.started + attempt.timeout_s
             attempt._mark_started(raw, self.engine.session_id(raw))
@@ -162,6 +167,10 @@ class Executor:
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             error = exc
         finally:
+            # Under the lock: a cancel being sent right now finishes before this
+            # connection can be reset and reused, so it never hits another statement.
+            with attempt._cond:
+                attempt.statement_done = True
             try:
                 self.engine.end(raw)
             except Exception:  # noqa: BLE001 - a connection we cannot reset is not reused
@@ -189,15 +198,15 @@ class Executor:
                 attempt._cond.wait(max(wait, 0.0005))
 
     def _stop(self, attempt: Attempt, reason: str) -> QueryResult:
+        cancel_error = None
         with attempt._cond:
             attempt.stop_reason = reason
-        attempt.cancel_sent_at = time.monotonic()
-        cancel_error = None
-        if attempt.raw is not None:
-            try:
-                self.engine.cancel(attempt.raw, attempt.session_id, self.pool)
-            except Exception as exc:  # noqa: BLE001 - reported below, never hidden
-                cancel_error = f"{type(exc).__name__}: {mask_url(str(exc))}"
+            attempt.cancel_sent_at = time.monotonic()
+            if attempt.raw is not None and not attempt.statement_done:
+                try:
+                    self.engine.cancel(attempt.raw, attempt.session_id, self.pool)
+                except Exception as exc:  # noqa: BLE001 - reported below, never hidden
+                    cancel_error = f"{type(exc).__name__}: {mask_url(str(exc))}"
         with attempt._cond:
             attempt._cond.wait_for(lambda: attempt.done, timeout=self.cancel_grace_s)
             confirmed = attempt.done
