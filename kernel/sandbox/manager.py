@@ -284,11 +284,12 @@ class SandboxManager:
                     why = "idle ttl"
                 else:
                     continue
-                self._sessions.pop(rec.id, None)
                 expired.append((rec, why))
         for rec, why in expired:
             log.info("sandbox_session_expired", session=rec.id, reason=why)
             self._destroy(rec, why)
+            with self._lock:  # listed until its sandbox is really gone
+                self._sessions.pop(rec.id, None)
         return [r.id for r, _ in expired]
 
     def _reap_loop(self) -> None:
