@@ -85,7 +85,7 @@ def bench_million_rows(kernel, rows: int) -> None:
     import pandas as pd
 
     from kernel.evidence import capture_sql_execution, open_verified_content
-    from plugins.code_interpreter import sandbox_runner
+    from plugins.code_interpreter import sandbox_tables
 
     rng = random.Random(7)
     stores = [f"store_{i:02d}" for i in range(40)]
@@ -132,7 +132,7 @@ def bench_million_rows(kernel, rows: int) -> None:
             host.append(time.perf_counter() - t)
         assert len(frame) == rows
         t = time.perf_counter()
-        same = sandbox_runner.read_table(str(path), [])
+        same = sandbox_tables.read_table(str(path), [])
         host_same = time.perf_counter() - t
         assert len(same) == rows
         expected = float(same.refunded.mean())

@@ -14,7 +14,9 @@ notebook cell:
    to the real stdout, or write it to a file when it is too big for stdout.
 
 It uses the standard library only; pandas, matplotlib and cloudpickle are
-imported when the cell needs them. The host treats the frame as untrusted
+imported when the cell needs them, and so are its companions uploaded beside
+it: ``assay_ci_tables`` (load_artifact), ``assay_ci_charts`` (matplotlib) and
+``assay_ci_results`` (REPORT_RESULT to JSON data). The host treats the frame as untrusted
 data: the cell runs in this process and could forge it.
 """
 
@@ -147,248 +149,18 @@ def verify_inputs(inputs: list) -> dict | None:
     return None
 
 
-def _meta(artifact_id: str) -> dict:
-    import re
-
-    path = os.path.join(INPUTS_DIR, re.sub(r"[^A-Za-z0-9._-]+", "_", str(artifact_id)) + ".meta.json")
-    try:
-        return _meta_file(path)
-    except FileNotFoundError:
-        raise KeyError(
-            f"artifact {artifact_id!r} is not in this session; pass it in the tool's `inputs` list"
-        ) from None
-
-
-def _meta_file(path: str) -> dict:
-    with open(path, encoding="utf-8") as fh:
-        import json
-
-        return json.load(fh)
-
-
-def list_artifacts() -> list:
-    """The artifacts placed in this session: id, kind, name, rows, columns."""
-    out = []
-    if os.path.isdir(INPUTS_DIR):
-        for entry in sorted(os.listdir(INPUTS_DIR)):
-            if entry.endswith(".meta.json"):
-                m = _meta_file(os.path.join(INPUTS_DIR, entry))
-                out.append({k: m.get(k) for k in ("id", "kind", "name", "row_count", "columns", "path")})
-    return out
-
-
-def load_artifact(artifact_id: str, *, raw: bool = False):
-    """An input artifact: a pandas DataFrame for tabular ones, the JSON value otherwise.
-
-    ``raw=True`` returns the stored bytes unchanged (charts, files).
-    """
-    meta = _meta(artifact_id)
-    path = os.path.join(WORKDIR, meta["path"])
-    if raw:
-        with open(path, "rb") as fh:
-            return fh.read()
-    if meta.get("tabular"):
-        return read_table(path, meta.get("columns") or [])
-    with open(path, "rb") as fh:
-        data = fh.read()
-    media = meta.get("media_type") or ""
-    import json
-
-    if media == "application/vnd.assay.python+json":
-        return _decode(json.loads(data).get("result"))
-    if media.endswith("json"):
-        return _decode(json.loads(data))
-    if media.startswith("text/") or media in ("application/csv",):
-        return data.decode("utf-8", "replace")
-    return data
-
-
-_TAGS = ("$float", "$decimal", "$duration", "$bytes", "$repr")
-
-
-def _decode(value):
-    """Undo the evidence store's tags: $float -> float, $decimal -> float, $bytes -> bytes..."""
-    if isinstance(value, list):
-        return [_decode(v) for v in value]
-    if isinstance(value, dict):
-        if len(value) == 1:
-            (key, inner), = value.items()
-            if key in ("$float", "$decimal") and isinstance(inner, str):
-                return float(inner.replace("Infinity", "inf"))
-            if key == "$bytes" and isinstance(inner, str):
-                import base64
-
-                return base64.b64decode(inner)
-            if key == "$duration" and isinstance(inner, str) and inner.startswith("PT"):
-                import datetime
-
-                return datetime.timedelta(seconds=float(inner[2:-1]))
-        return {k: _decode(v) for k, v in value.items()}
-    return value
-
-
-def read_table(path: str, columns: list):
-    """Canonical JSON Lines (optional header object, then one array per row) -> DataFrame.
-
-    The fast path hands the body to pandas' C CSV parser: a canonical row
-    ``[1,"a",2.5,true,null]`` is CSV once its brackets are cut, as long as no
-    string holds an escape, a bracket or a brace, and no string spells a JSON
-    literal. Anything else takes the exact path (``json.loads``), which is
-    slower but handles every value.
-    """
-    import json
-
-    import pandas as pd
-
-    with open(path, "rb") as fh:
-        data = fh.read()
-    if data.startswith(b"{"):
-        end = data.find(b"\n")
-        header = json.loads(data[: end if end >= 0 else len(data)])
-        columns = list(header.get("columns") or columns)
-        data = data[end + 1 :] if end >= 0 else b""
-    if not data.strip():
-        return pd.DataFrame({c: [] for c in columns}, columns=columns)
-    frame = _fast_table(pd, data, columns)
-    if frame is None:
-        frame = _exact_table(pd, data, columns)
-    return frame
-
-
-_LITERAL_STRINGS = (b'"null"', b'"true"', b'"false"', b'"NaN"', b'"nan"', b'"NA"', b'""')
-
-
-def _fast_table(pd, data: bytes, columns: list):
-    import json
-
-    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-    if (
-        b"\\" in data
-        or b"{" in data
-        or data.count(b"[") != lines
-        or data.count(b"]") != lines
-        or any(lit in data for lit in _LITERAL_STRINGS)
-        or b"\r" in data
-    ):
-        return None
-    # Which columns hold strings is decided from the first rows (a column typed
-    # by SQL holds one kind of value; numbers or nulls elsewhere are checked below).
-    head = data[: 1 << 16]
-    cut = head.rfind(b"\n")
-    sample_rows = json.loads(b"[" + head[:cut].replace(b"\n", b",") + b"]") if cut > 0 else [json.loads(data)]
-    text_cols = set()
-    for row in sample_rows:
-        if len(row) != len(columns):
-            return None
-        for i, v in enumerate(row):
-            if isinstance(v, str):
-                text_cols.add(columns[i])
-            elif isinstance(v, (list, dict)):
-                return None
-    body = data.replace(b"\n[", b"\n")
-    body = body[1:] if body.startswith(b"[") else body
-    body = body.replace(b"]\n", b"\n")
-    if body.endswith(b"]"):
-        body = body[:-1]
-    try:
-        frame = pd.read_csv(
-            io.BytesIO(body), header=None, names=columns, quotechar='"', doublequote=False,
-            na_values=["null"], keep_default_na=False, true_values=["true"], false_values=["false"],
-            dtype={c: object for c in text_cols}, engine="c", low_memory=False,
-        )
-    except Exception:  # noqa: BLE001 - the exact path decides
-        return None
-    if len(frame) != lines:
-        return None
-    for col in frame.columns:
-        if col not in text_cols and frame[col].dtype == object:
-            return None  # a value that was not a number, bool or null: take the exact path
-    return frame
-
-
-def _exact_table(pd, data: bytes, columns: list):
-    import json
-
-    rows = json.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
-    if any(isinstance(v, dict) for r in rows[:1000] for v in r) or b'{"$' in data:
-        rows = [[_decode(v) if isinstance(v, (dict, list)) else v for v in r] for r in rows]
-    cols = list(zip(*rows)) if rows else [() for _ in columns]
-    if rows and len(cols) != len(columns):
-        return pd.DataFrame.from_records(rows, columns=columns)
-    return pd.DataFrame({c: list(v) for c, v in zip(columns, cols)}, columns=columns)
-
-
-# --- matplotlib -------------------------------------------------------------
-
-
-class _Charts:
-    """Saves figures as PNG: each figure passed to ``show()`` or open at the end of the cell."""
+class _PyplotHook:
+    """Patches ``matplotlib.pyplot`` when the cell imports it (nothing is imported otherwise)."""
 
     def __init__(self) -> None:
-        self.saved: list[dict] = []
-        self.count = 0
-        self.original_savefig = None  # Figure.savefig before patch()
+        self.charts = None  # assay_ci_charts.Charts, once pyplot is imported
 
-    def save_figure(self, fig) -> None:
-        self.count += 1
-        path = os.path.join(CHARTS_DIR, f"figure-{self.count}.png")
-        (self.original_savefig or type(fig).savefig)(fig, path, format="png")
-        width, height = _png_size(path)
-        self.saved.append({"path": os.path.relpath(path, WORKDIR), "name": f"figure-{self.count}.png", "size": os.path.getsize(path),
-                           "width": width, "height": height, "figure": getattr(fig, "number", None)})
+    def attach(self, plt) -> None:
+        if self.charts is None:
+            import assay_ci_charts
 
-    def save_open(self) -> None:
-        plt = sys.modules.get("matplotlib.pyplot")
-        if plt is None:
-            return
-        for num in list(plt.get_fignums()):
-            fig = plt.figure(num)
-            try:
-                self.save_figure(fig)
-            except Exception as exc:  # noqa: BLE001 - one bad figure must not lose the cell
-                sys.stderr.write(f"figure {num} could not be saved: {type(exc).__name__}: {exc}\n")
-        plt.close("all")
-
-    def patch(self, plt) -> None:
-        charts = self
-
-        def show(*args, **kwargs):
-            for num in list(plt.get_fignums()):
-                charts.save_figure(plt.figure(num))
-            plt.close("all")
-
-        plt.show = show
-        from matplotlib.figure import Figure
-
-        original = self.original_savefig = Figure.savefig
-
-        def savefig(fig, fname, *args, **kwargs):
-            out = original(fig, fname, *args, **kwargs)
-            # A PNG saved anywhere is a chart; one under /workspace/out is a chart file already.
-            if isinstance(fname, (str, os.PathLike)):
-                path = os.path.abspath(os.fspath(fname))
-                fmt = (kwargs.get("format") or os.path.splitext(path)[1][1:] or "png").lower()
-                if fmt == "png" and os.path.exists(path) and not path.startswith(OUT_DIR + "/"):
-                    charts.count += 1
-                    target = os.path.join(CHARTS_DIR, f"figure-{charts.count}.png")
-                    with open(path, "rb") as src, open(target, "wb") as dst:
-                        dst.write(src.read())
-                    w, h = _png_size(target)
-                    charts.saved.append({"path": os.path.relpath(target, WORKDIR), "name": os.path.basename(path),
-                                         "size": os.path.getsize(target), "width": w, "height": h})
-                # The figure is saved: do not save it again at the end of the cell.
-                if plt.fignum_exists(getattr(fig, "number", -1)):
-                    plt.close(fig)
-            return out
-
-        Figure.savefig = savefig
-
-
-class _PyplotHook:
-    """Patches ``matplotlib.pyplot`` when the cell imports it (never imported otherwise)."""
-
-    def __init__(self, charts: _Charts) -> None:
-        self.charts = charts
+            self.charts = assay_ci_charts.Charts(WORKDIR, CHARTS_DIR, OUT_DIR)
+            self.charts.patch(plt)
 
     def find_spec(self, name, path=None, target=None):
         if name != "matplotlib.pyplot":
@@ -398,7 +170,7 @@ class _PyplotHook:
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is None or spec.loader is None:
             return spec
-        loader, charts = spec.loader, self.charts
+        loader, hook = spec.loader, self
 
         class Loader:
             def create_module(self, spec):
@@ -406,18 +178,29 @@ class _PyplotHook:
 
             def exec_module(self, module):
                 loader.exec_module(module)
-                charts.patch(module)
+                hook.attach(module)
 
         spec.loader = Loader()
         return spec
 
 
-def _png_size(path: str) -> tuple:
-    with open(path, "rb") as fh:
-        head = fh.read(24)
-    if head[:8] != b"\x89PNG\r\n\x1a\n":
-        return (None, None)
-    return (int.from_bytes(head[16:20], "big"), int.from_bytes(head[20:24], "big"))
+def load_artifact(artifact_id: str, *, raw: bool = False):
+    """An input artifact: a pandas DataFrame for tabular ones, the JSON value otherwise.
+
+    ``raw=True`` returns the stored bytes unchanged (charts, files).
+    """
+    import assay_ci_tables
+
+    assay_ci_tables.configure(WORKDIR)
+    return assay_ci_tables.load_artifact(artifact_id, raw=raw)
+
+
+def list_artifacts() -> list:
+    """The artifacts placed in this session: id, kind, name, rows, columns."""
+    import assay_ci_tables
+
+    assay_ci_tables.configure(WORKDIR)
+    return assay_ci_tables.list_artifacts()
 
 
 # --- state ------------------------------------------------------------------
@@ -441,34 +224,22 @@ def restore_state(ns: dict) -> str | None:
         return f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
     problems = []
     for name, module in state.get("modules", {}).items():
-        try:
-            ns[name] = _lazy_import(module)
-            LAZY_NAMES[id(ns[name])] = module
-        except Exception as exc:  # noqa: BLE001
-            problems.append(f"{name} (import {module}: {exc})")
+        ns[name] = sys.modules.get(module) or _ModuleProxy(module)
     ns.update(state.get("values", {}))
     return ("could not re-import: " + ", ".join(problems)) if problems else None
 
 
-LAZY_NAMES: dict = {}  # id(module) -> name, for modules restored lazily
+class _ModuleProxy(types.ModuleType):
+    """A module from the saved state, imported when the cell first uses it.
 
+    A cell that does not touch ``pd`` or ``plt`` does not pay for importing
+    pandas or matplotlib. ``__name__`` is answered without importing.
+    """
 
-def _lazy_import(name: str):
-    """The module ``name``, loaded on first use: a cell that does not touch ``pd`` does not pay for pandas."""
-    if name in sys.modules:
-        return sys.modules[name]
-    import importlib.util
+    def __getattr__(self, attr):
+        import importlib
 
-    spec = importlib.util.find_spec(name)
-    if spec is None or spec.loader is None or not hasattr(spec.loader, "exec_module"):
-        __import__(name)
-        return sys.modules[name]
-    loader = importlib.util.LazyLoader(spec.loader)
-    spec.loader = loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    loader.exec_module(module)
-    return module
+        return getattr(importlib.import_module(self.__name__), attr)
 
 
 def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
@@ -478,8 +249,7 @@ def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
         if name in NOT_STATE or (name.startswith("__") and name.endswith("__")):
             continue
         if isinstance(value, types.ModuleType):
-            # (a lazy module must not be loaded just to learn its name)
-            modules[name] = LAZY_NAMES.get(id(value)) or value.__name__
+            modules[name] = value.__name__  # (a proxy answers without importing)
         else:
             size = _estimated_size(value)
             if size > max_bytes:  # known too big: skip it without paying for a pickle
@@ -581,93 +351,6 @@ def _type_name(value) -> str:
     return t.__name__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
 
 
-# --- results ----------------------------------------------------------------
-
-
-def jsonable(value, depth: int = 0):
-    """REPORT_RESULT as plain JSON data (the host applies the canonical form on top).
-
-    DataFrames become lists of row objects (a non-default index becomes
-    columns), Series become objects, numpy values become Python values.
-    """
-    if depth > 100:
-        raise ValueError("REPORT_RESULT is nested more than 100 levels deep")
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        if value != value:
-            return {"$float": "NaN"}
-        if value in (float("inf"), float("-inf")):
-            return {"$float": "Infinity" if value > 0 else "-Infinity"}
-        return value
-    if isinstance(value, dict):
-        return {str(k): jsonable(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v, depth + 1) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((jsonable(v, depth + 1) for v in value), key=repr)
-    mod = type(value).__module__.split(".")[0]
-    if mod == "pandas":
-        return _pandas_jsonable(value, depth)
-    if mod == "numpy":
-        if getattr(value, "ndim", None) == 0:
-            return jsonable(value.item(), depth + 1)
-        return jsonable(value.tolist(), depth + 1)
-    import datetime
-    import decimal
-    import uuid
-
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return {"$duration": f"PT{value.total_seconds()!r}S"}
-    if isinstance(value, decimal.Decimal):
-        return {"$decimal": format(value.normalize(), "f")} if value.is_finite() else {"$decimal": str(value)}
-    if isinstance(value, uuid.UUID):
-        return str(value)
-    if isinstance(value, (bytes, bytearray)):
-        import base64
-
-        return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-    raise TypeError(f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form; convert it "
-                    "(for example to a dict, list, number or string)")
-
-
-def _pandas_jsonable(value, depth: int):
-    import pandas as pd
-
-    if value is pd.NaT or value is getattr(pd, "NA", object()):
-        return None
-    if isinstance(value, pd.DataFrame):
-        frame, idx = value, value.index
-        default = isinstance(idx, pd.RangeIndex) and idx.start == 0 and idx.step == 1
-        # Unnamed integer labels are positions left by filtering or sorting: noise. A named or
-        # non-integer index (a groupby key, set_index) is data and becomes columns.
-        positional = idx.nlevels == 1 and idx.name is None and idx.dtype.kind in "iu"
-        if not default and not positional:
-            frame = frame.reset_index()
-        frame = frame.astype(object).where(frame.notna(), None)
-        return [{str(k): jsonable(v, depth + 1) for k, v in row.items()} for row in frame.to_dict("records")]
-    if isinstance(value, pd.Series):
-        return {str(k): jsonable(None if _isna(v) else v, depth + 1) for k, v in value.items()}
-    if isinstance(value, pd.Timestamp):
-        return value.isoformat()
-    if isinstance(value, pd.Timedelta):
-        return jsonable(value.to_pytimedelta(), depth + 1)
-    if isinstance(value, pd.Index):
-        return jsonable(value.tolist(), depth + 1)
-    raise TypeError(f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form")
-
-
-def _isna(v) -> bool:
-    try:
-        import pandas as pd
-
-        return bool(pd.isna(v)) if not isinstance(v, (list, tuple, dict)) else False
-    except (TypeError, ValueError):
-        return False
-
-
 # --- the cell ---------------------------------------------------------------
 
 
@@ -752,6 +435,8 @@ def run(req: dict, real_fd: int) -> dict:
     module = types.ModuleType("__main__")
     ns = module.__dict__
     ns["__builtins__"] = builtins
+    hook = _PyplotHook()
+    sys.meta_path.insert(0, hook)
     state_found = os.path.exists(STATE_PATH)
     restore_error = restore_state(ns) if state_found else None
     if not state_found and req.get("expect_state"):
@@ -760,10 +445,8 @@ def run(req: dict, real_fd: int) -> dict:
     ns["load_artifact"] = load_artifact
     ns["list_artifacts"] = list_artifacts
     code = req["code"]
-    charts = _Charts()
-    sys.meta_path.insert(0, _PyplotHook(charts))
-    if "matplotlib.pyplot" in sys.modules:
-        charts.patch(sys.modules["matplotlib.pyplot"])
+    if "matplotlib.pyplot" in sys.modules:  # imported by something before the cell
+        hook.attach(sys.modules["matplotlib.pyplot"])
     limits = req["limits"]
     out = Capture(limits["capture_chars"], limits["tail_chars"], limits["tee_chars"], real_fd, "<stdout>")
     err = Capture(limits["capture_chars"], limits["tail_chars"], 0, None, "<stderr>")
@@ -793,10 +476,11 @@ def run(req: dict, real_fd: int) -> dict:
                 pass
     if _lingering_threads():
         err.write("note: threads the cell started were still running; they were stopped with the cell\n")
-    try:
-        charts.save_open()
-    except Exception as exc:  # noqa: BLE001
-        err.write(f"figures could not be saved: {type(exc).__name__}: {exc}\n")
+    if hook.charts is not None:
+        try:
+            hook.charts.save_open()
+        except Exception as exc:  # noqa: BLE001
+            err.write(f"figures could not be saved: {type(exc).__name__}: {exc}\n")
     sys.stdout, sys.stderr = old_out, old_err
     if saved_main is not None:
         sys.modules["__main__"] = saved_main
@@ -804,7 +488,9 @@ def run(req: dict, real_fd: int) -> dict:
     frame["result_set"] = result_set
     if result_set:
         try:
-            frame["result"] = jsonable(ns["REPORT_RESULT"])
+            import assay_ci_results
+
+            frame["result"] = assay_ci_results.jsonable(ns["REPORT_RESULT"])
         except (TypeError, ValueError, RecursionError) as exc:
             frame["result_error"] = str(exc)
             frame["result"] = None
@@ -813,7 +499,7 @@ def run(req: dict, real_fd: int) -> dict:
         {"path": os.path.relpath(p, WORKDIR), "name": os.path.relpath(p, OUT_DIR), "size": s}
         for p, (s, m) in sorted(after.items()) if before.get(p) != (s, m)
     ]
-    frame["charts"] = charts.saved
+    frame["charts"] = hook.charts.saved if hook.charts is not None else []
     not_persisted, state_error = save_state(ns, limits["max_state_bytes"])
     frame.update(
         status="failed" if error else "succeeded",

@@ -26,8 +26,17 @@ RUNNER_DIR = ".assay-runner"
 RUNNER_MISSING = "ASSAY-RUNNER-MISSING"
 
 
-def runner_source() -> bytes:
-    return resources.files(__package__).joinpath("sandbox_runner.py").read_bytes()
+# Package module -> the name it is imported under inside the sandbox.
+SANDBOX_MODULES = {
+    "sandbox_runner.py": f"{RUNNER_NAME}.py",
+    "sandbox_tables.py": "assay_ci_tables.py",
+    "sandbox_charts.py": "assay_ci_charts.py",
+    "sandbox_results.py": "assay_ci_results.py",
+}
+
+
+def module_source(name: str) -> bytes:
+    return resources.files(__package__).joinpath(name).read_bytes()
 
 
 @dataclass
@@ -57,7 +66,8 @@ class Notebook:
     def ensure_runner(self) -> None:
         if not self.runner_ready:
             # Its own directory, owned by the sandbox's keeper: the code can read it, not change it.
-            self.session.put_file(f"{RUNNER_DIR}/{RUNNER_NAME}.py", runner_source(), read_only=True)
+            for source, target in SANDBOX_MODULES.items():
+                self.session.put_file(f"{RUNNER_DIR}/{target}", module_source(source), read_only=True)
             self.runner_ready = True
 
     def place_inputs(self, inputs: list[InputArtifact]) -> None:

@@ -456,3 +456,12 @@ def test_sandbox_restarted_by_the_host_loses_state_and_says_so(podman_kernel, ca
     assert result.success, result.for_model()
     assert result.data["result"] is False
     assert "variables and files from earlier calls are gone" in result.content
+
+
+def test_restored_modules_load_only_when_used_and_still_chart(call):
+    assert call("import matplotlib.pyplot as plt\nimport pandas as pd").success
+    light = call("import sys\nREPORT_RESULT = ['matplotlib' in sys.modules, 'pandas' in sys.modules, pd.__name__]")
+    assert light.data["result"] == [False, False, "pandas"]  # a cell that does not use them does not pay
+    drawn = call("plt.plot([1, 2, 3])\nplt.show()")
+    assert drawn.success, drawn.for_model()
+    assert [a.kind for a in drawn.artifacts] == ["python", "chart"]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.code_interpreter import sandbox_runner as runner
+from plugins.code_interpreter import sandbox_tables as runner
 
 
 @pytest.fixture

@@ -1,0 +1,180 @@
+"""``load_artifact`` inside the sandbox: the placed inputs, read into pandas or JSON.
+
+Uploaded beside the runner (as ``assay_ci_tables``) and imported only when a
+cell calls ``load_artifact`` or ``list_artifacts``. Standard library and pandas
+only; the host's tests import it as ``plugins.code_interpreter.sandbox_tables``.
+"""
+
+import io
+import json
+import os
+
+WORKDIR = os.getcwd()
+INPUTS_DIR = os.path.join(WORKDIR, "inputs")
+
+
+def configure(workdir: str) -> None:
+    global WORKDIR, INPUTS_DIR
+    WORKDIR = workdir
+    INPUTS_DIR = os.path.join(workdir, "inputs")
+
+
+def _meta(artifact_id: str) -> dict:
+    import re
+
+    path = os.path.join(INPUTS_DIR, re.sub(r"[^A-Za-z0-9._-]+", "_", str(artifact_id)) + ".meta.json")
+    try:
+        return _meta_file(path)
+    except FileNotFoundError:
+        raise KeyError(
+            f"artifact {artifact_id!r} is not in this session; pass it in the tool's `inputs` list"
+        ) from None
+
+
+def _meta_file(path: str) -> dict:
+    with open(path, encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def list_artifacts() -> list:
+    """The artifacts placed in this session: id, kind, name, rows, columns."""
+    out = []
+    if os.path.isdir(INPUTS_DIR):
+        for entry in sorted(os.listdir(INPUTS_DIR)):
+            if entry.endswith(".meta.json"):
+                m = _meta_file(os.path.join(INPUTS_DIR, entry))
+                out.append({k: m.get(k) for k in ("id", "kind", "name", "row_count", "columns", "path")})
+    return out
+
+
+def load_artifact(artifact_id: str, *, raw: bool = False):
+    """An input artifact: a pandas DataFrame for tabular ones, the JSON value otherwise.
+
+    ``raw=True`` returns the stored bytes unchanged (charts, files).
+    """
+    meta = _meta(artifact_id)
+    path = os.path.join(WORKDIR, meta["path"])
+    if raw:
+        with open(path, "rb") as fh:
+            return fh.read()
+    if meta.get("tabular"):
+        return read_table(path, meta.get("columns") or [])
+    with open(path, "rb") as fh:
+        data = fh.read()
+    media = meta.get("media_type") or ""
+    if media == "application/vnd.assay.python+json":
+        return _decode(json.loads(data).get("result"))
+    if media.endswith("json"):
+        return _decode(json.loads(data))
+    if media.startswith("text/") or media in ("application/csv",):
+        return data.decode("utf-8", "replace")
+    return data
+
+
+_TAGS = ("$float", "$decimal", "$duration", "$bytes", "$repr")
+
+
+def _decode(value):
+    """Undo the evidence store's tags: $float -> float, $decimal -> float, $bytes -> bytes..."""
+    if isinstance(value, list):
+        return [_decode(v) for v in value]
+    if isinstance(value, dict):
+        if len(value) == 1:
+            (key, inner), = value.items()
+            if key in ("$float", "$decimal") and isinstance(inner, str):
+                return float(inner.replace("Infinity", "inf"))
+            if key == "$bytes" and isinstance(inner, str):
+                import base64
+
+                return base64.b64decode(inner)
+            if key == "$duration" and isinstance(inner, str) and inner.startswith("PT"):
+                import datetime
+
+                return datetime.timedelta(seconds=float(inner[2:-1]))
+        return {k: _decode(v) for k, v in value.items()}
+    return value
+
+
+def read_table(path: str, columns: list):
+    """Canonical JSON Lines (optional header object, then one array per row) -> DataFrame.
+
+    The fast path hands the body to pandas' C CSV parser: a canonical row
+    ``[1,"a",2.5,true,null]`` is CSV once its brackets are cut, as long as no
+    string holds an escape, a bracket or a brace, and no string spells a JSON
+    literal. Anything else takes the exact path (``json.loads``), which is
+    slower but handles every value.
+    """
+    import pandas as pd
+
+    with open(path, "rb") as fh:
+        data = fh.read()
+    if data.startswith(b"{"):
+        end = data.find(b"\n")
+        header = json.loads(data[: end if end >= 0 else len(data)])
+        columns = list(header.get("columns") or columns)
+        data = data[end + 1 :] if end >= 0 else b""
+    if not data.strip():
+        return pd.DataFrame({c: [] for c in columns}, columns=columns)
+    frame = _fast_table(pd, data, columns)
+    if frame is None:
+        frame = _exact_table(pd, data, columns)
+    return frame
+
+
+_LITERAL_STRINGS = (b'"null"', b'"true"', b'"false"', b'"NaN"', b'"nan"', b'"NA"', b'""')
+
+
+def _fast_table(pd, data: bytes, columns: list):
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    if (
+        b"\\" in data
+        or b"{" in data
+        or data.count(b"[") != lines
+        or data.count(b"]") != lines
+        or any(lit in data for lit in _LITERAL_STRINGS)
+        or b"\r" in data
+    ):
+        return None
+    # Which columns hold strings is decided from the first rows (a column typed
+    # by SQL holds one kind of value; numbers or nulls elsewhere are checked below).
+    head = data[: 1 << 16]
+    cut = head.rfind(b"\n")
+    sample_rows = json.loads(b"[" + head[:cut].replace(b"\n", b",") + b"]") if cut > 0 else [json.loads(data)]
+    text_cols = set()
+    for row in sample_rows:
+        if len(row) != len(columns):
+            return None
+        for i, v in enumerate(row):
+            if isinstance(v, str):
+                text_cols.add(columns[i])
+            elif isinstance(v, (list, dict)):
+                return None
+    body = data.replace(b"\n[", b"\n")
+    body = body[1:] if body.startswith(b"[") else body
+    body = body.replace(b"]\n", b"\n")
+    if body.endswith(b"]"):
+        body = body[:-1]
+    try:
+        frame = pd.read_csv(
+            io.BytesIO(body), header=None, names=columns, quotechar='"', doublequote=False,
+            na_values=["null"], keep_default_na=False, true_values=["true"], false_values=["false"],
+            dtype={c: object for c in text_cols}, engine="c", low_memory=False,
+        )
+    except Exception:  # noqa: BLE001 - the exact path decides
+        return None
+    if len(frame) != lines:
+        return None
+    for col in frame.columns:
+        if col not in text_cols and frame[col].dtype == object:
+            return None  # a value that was not a number, bool or null: take the exact path
+    return frame
+
+
+def _exact_table(pd, data: bytes, columns: list):
+    rows = json.loads(b"[" + data.rstrip(b"\n").replace(b"\n", b",") + b"]")
+    if any(isinstance(v, dict) for r in rows[:1000] for v in r) or b'{"$' in data:
+        rows = [[_decode(v) if isinstance(v, (dict, list)) else v for v in r] for r in rows]
+    cols = list(zip(*rows)) if rows else [() for _ in columns]
+    if rows and len(cols) != len(columns):
+        return pd.DataFrame.from_records(rows, columns=columns)
+    return pd.DataFrame({c: list(v) for c, v in zip(columns, cols)}, columns=columns)
