@@ -153,7 +153,10 @@ def script_steps() -> list:
     def analysis(messages):
         sql_artifact = last_artifact(messages, "first")
         return {"tool": "code_interpreter",
-                "arguments": {"code": ANALYSIS_CODE.format(artifact_id=sql_artifact), "inputs": [sql_artifact]}}
+                "arguments": {"code": ANALYSIS_CODE.format(artifact_id=sql_artifact), "inputs": [sql_artifact],
+                              # the first cell imports pandas and matplotlib under the
+                              # sandbox's 0.5-CPU quota: give it room on a busy machine
+                              "timeout_s": 180}}
 
     def report(messages):
         python_artifact = last_artifact(messages, "first")
