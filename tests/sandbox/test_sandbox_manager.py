@@ -54,7 +54,7 @@ def test_configure_cannot_raise_limits_or_add_loader_variables():
 
 
 def test_executions_in_one_session_are_serialised_and_sessions_run_in_parallel():
-    code = "import time; time.sleep(0.6)"
+    code = "import time; time.sleep(1.0)"
     with _manager() as m:
         one = m.connect()
         two = m.connect()
@@ -68,8 +68,8 @@ def test_executions_in_one_session_are_serialised_and_sessions_run_in_parallel()
                 t.join()
             return time.monotonic() - started
 
-        assert timed([one, one]) >= 1.2
-        assert timed([one, two]) < 1.15
+        assert timed([one, one]) >= 2.0
+        assert timed([one, two]) < 1.9  # generous: interpreter start-up on a loaded machine
 
 
 def test_idle_sessions_are_reaped_in_the_background_without_the_caller():
