@@ -31,10 +31,11 @@ import dataclasses
 import datetime as dt
 import decimal
 import math
+import sys
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
-from itertools import chain
+from itertools import chain, repeat
 from typing import Any
 
 import orjson
@@ -159,6 +160,7 @@ def canonical_value(value: Any) -> Any:
 _OPTS = orjson.OPT_SORT_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
 _row_bytes = partial(orjson.dumps, default=_fallback, option=_OPTS | orjson.OPT_APPEND_NEWLINE)
 _batch_bytes = partial(orjson.dumps, default=_fallback, option=_OPTS)
+_native_batch_bytes = partial(orjson.dumps, option=_OPTS)
 _SEQUENCES = {tuple, list}
 # Column value types that orjson cannot turn into a NaN/Infinity "null".
 _NO_NAN = {type(None), int, str, bool, decimal.Decimal, dt.date, dt.datetime, dt.time,
@@ -198,10 +200,16 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = ()) -> bytes:
     if not batch:
         return b""
     if set(map(type, batch)) <= _SEQUENCES and len(set(map(len, batch))) == 1:
-        try:
-            data = _batch_bytes(batch)
+        try:  # without ``default``: fails fast at the first Decimal, date, time...
+            data = _native_batch_bytes(batch)
         except (TypeError, ValueError):
-            data = None
+            data = _typed_rows_bytes(batch)
+            if data is not None:
+                return data
+            try:
+                data = _batch_bytes(batch)
+            except (TypeError, ValueError):
+                data = None
         if data is not None and (b"null" not in data or _no_nan(batch)):
             body = data[1:-1]
             if len(batch) == 1:
@@ -211,6 +219,131 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = ()) -> bytes:
             # the values are fine, only the cut is ambiguous ("],[" inside a string, nested arrays)
             return b"".join(map(_row_bytes, batch))
     return b"".join(row_line(r, columns) for r in batch)
+
+
+# --- typed columns: Decimal, date, datetime and time without a Python call per value ---------
+#
+# A batch of plain scalars holding such values is encoded column by column.
+# Dates and datetimes whose UTC offsets are whole minutes (no zone, a fixed
+# ``timezone``, a ``ZoneInfo``) are written by orjson itself: for exactly
+# these values its bytes equal ``isoformat()`` (4-digit zero-padded year,
+# ``.ffffff`` only when non-zero, ``+HH:MM`` from ``utcoffset()``; it rounds
+# sub-minute offsets, which are therefore kept away from it). Times are not
+# (orjson writes 51186 microseconds as ".51186"): they get one ``isoformat``
+# per value in a comprehension, still without the ``default`` callback. A Decimal
+# column becomes canonical JSON text through C-level string passes. Anything
+# else (other types, mixed columns, exponents, NaN, long digits, an unusual
+# decimal context) returns None and the general path does the work.
+# tests/evidence/test_canonical_fast_types.py checks both write the same bytes.
+
+_SCALARS = frozenset({type(None), int, str, bool, float, uuid.UUID, decimal.Decimal, dt.date, dt.datetime,
+                      dt.time})
+_TYPED = frozenset({decimal.Decimal, dt.date, dt.datetime, dt.time})
+# only scalars and one-key tag objects: nothing to sort
+_plain_batch = orjson.dumps
+_plain_row = partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
+_DEC_CHARS = b"0123456789.-\x00"
+
+
+def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
+    """Canonical lines for a batch with Decimal/date/datetime/time columns, or None (use the general path)."""
+    width = len(batch[0])
+    flat = list(chain.from_iterable(batch))
+    columns = [flat[j::width] for j in range(width)]
+    kinds = [set(map(type, col)) for col in columns]
+    every = set().union(*kinds)
+    if not every & _TYPED or not every <= _SCALARS:
+        return None
+    floats = []
+    for j, (col, ck) in enumerate(zip(columns, kinds)):
+        nullable = type(None) in ck
+        ck.discard(type(None))
+        typed = ck & _TYPED
+        if float in ck:
+            if typed:
+                return None
+            floats.append(col)
+            continue
+        if not typed:
+            continue
+        if len(ck) != 1:
+            return None
+        (t,) = ck
+        if t is decimal.Decimal:
+            values = _decimal_column(col, nullable)
+            if values is None:
+                return None
+            flat[j::width] = values
+        elif t is not dt.date and not _orjson_writes_isoformat(col, t):
+            flat[j::width] = [None if v is None else v.isoformat() for v in col]
+    rows = list(zip(*[iter(flat)] * width))
+    try:
+        data = _plain_batch(rows)
+    except (TypeError, ValueError):  # integers beyond 64 bits
+        return None
+    if floats and b"null" in data:  # a NaN or infinity is written as null: let the general path tag it
+        for col in floats:
+            try:
+                if not math.isfinite(sum(filter(None, col))):
+                    return None
+            except (TypeError, OverflowError, ValueError, ArithmeticError):
+                return None
+    body = data[1:-1]
+    if len(rows) == 1:
+        return body + b"\n"
+    if body.count(b"],[") == len(rows) - 1:
+        return body.replace(b"],[", b"]\n[") + b"\n"
+    return b"".join(map(_plain_row, rows))
+
+
+def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
+    """True when orjson's own text for every datetime of ``col`` equals its ``isoformat()``."""
+    if kind is not dt.datetime:
+        return False  # times: orjson refuses zones, and orjson 3.x drops a zero of some microseconds
+    zones = set(map(getattr, col, repeat("tzinfo"), repeat(None)))
+    zones.discard(None)
+    if not zones:
+        return True
+    zoneinfo = sys.modules.get("zoneinfo")  # no ZoneInfo object exists unless zoneinfo was imported
+    fixed = True
+    for tz in zones:
+        if type(tz) is dt.timezone:
+            continue
+        if zoneinfo is None or type(tz) is not zoneinfo.ZoneInfo:
+            return False  # pytz, dateutil, custom zones: orjson may ask them differently
+        fixed = False
+    offsets = set(map(dt.timezone.utcoffset, zones, repeat(None))) if fixed else \
+        set(map(dt.datetime.utcoffset, filter(None, col)))
+    offsets.discard(None)
+    return all(off.seconds % 60 == 0 and not off.microseconds for off in offsets)
+
+
+def _decimal_column(col: list[Any], nullable: bool) -> list[Any] | None:
+    """A column of Decimals (and None) as canonical JSON values, or None when a value is unusual.
+
+    Handled: finite values that ``str`` writes with a point and no exponent, at
+    most ``prec`` characters long (so ``normalize()`` is exact). Their canonical
+    text is that string with the fraction's trailing zeros cut: ``"5.00"`` -> ``5``,
+    ``"-0.0"`` -> ``0``, ``"2.50"`` -> ``{"$decimal":"2.5"}``.
+    """
+    ctx = decimal.getcontext()
+    if ctx.Emin > -7 or ctx.Emax < ctx.prec:
+        return None
+    texts = list(map(str, col))
+    nones = list(map(type, col)).count(type(None)) if nullable else 0
+    text = "\x00" + "\x00".join(texts) + "\x00"
+    if (text.encode("ascii").translate(None, _DEC_CHARS) != b"None" * nones
+            or text.count(".") != len(col) - nones or max(map(len, texts)) > ctx.prec):
+        return None  # exponents, NaN, infinities, no point, long digits
+    while "0\x00" in text:
+        text = text.replace("0\x00", "\x00")
+    text = text.replace(".\x00", "\x00")
+    while "\x00-0\x00" in text:
+        text = text.replace("\x00-0\x00", "\x000\x00")
+    if nones:
+        text = text.replace("None", "null")
+    fragment = orjson.Fragment  # digits, written as they are (also beyond 64 bits)
+    return [{"$decimal": v} if "." in v else fragment(v) for v in text[1:-1].split("\x00")]
 
 
 def _no_nan(batch: list[Any]) -> bool:
