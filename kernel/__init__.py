@@ -8,6 +8,7 @@ from .errors import AssayError, ConfigError, PluginError
 from .hookspecs import hookimpl
 from .kernel import Kernel
 from .plugins import PluginInfo
+from .registry import Lazy
 from .resources import PromptBudget, Resource, ResourcePack, ResourceType
 from .results import ArtifactRef, ToolResult
 from .settings import Settings
@@ -21,6 +22,7 @@ __all__ = [
     "FunctionTool",
     "JsonSchemaTool",
     "Kernel",
+    "Lazy",
     "LazyTool",
     "PluginError",
     "PluginInfo",

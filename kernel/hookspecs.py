@@ -8,6 +8,12 @@ arguments it uses (any of ``register``, ``settings`` - the kernel's
 without breaking plugins. The kernel calls each hook one plugin at a time,
 so a plugin that fails is rolled back on its own (``register_commands`` runs
 only when the command line is built).
+
+Every ``register`` except ``register_resource_types``'s also takes a
+:class:`kernel.Lazy` descriptor - a name, a ``"package.module:attr"`` path and
+the attributes the kernel reads before importing - so a plugin module stays
+thin and the object's module loads on first use. A lazy object that fails to
+load fails its plugin (``PLUGIN_LOAD_FAILED``).
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ def register_resources(register, settings, kernel):
 
     ``register(resource: kernel.Resource)``; ``settings`` is the kernel's
     :class:`kernel.Settings`, for plugins whose resources come from config.
+    A lazy resource declares its type: ``Lazy(path, name=..., type="knowledge")``.
     """
 
 
@@ -40,8 +47,9 @@ def register_tools(register, settings, kernel):
     """Add tools the model can call.
 
     ``register(tool)`` takes a :class:`kernel.BaseTool`, a plain function
-    (wrapped with :func:`kernel.tool`), or a ``"package.module:attr"`` string
-    (a :class:`kernel.LazyTool`, imported on first use). Names must be unique
+    (wrapped with :func:`kernel.tool`), a ``"package.module:attr"`` string or
+    a :class:`kernel.Lazy` (a :class:`kernel.LazyTool`, listed at once,
+    imported when its schema is read or it is called). Names must be unique
     across plugins.
     """
 
@@ -62,7 +70,8 @@ def register_sandbox_runtimes(register, settings, kernel):
     """Add sandbox runtimes (container engines or the local fallback).
 
     ``register(runtime_cls)`` takes a :class:`kernel.sandbox.SandboxRuntime`
-    subclass with a unique ``name`` and an ``isolated`` flag.
+    subclass with a unique ``name`` and an ``isolated`` flag (a lazy one
+    declares it: ``Lazy(path, name=..., isolated=True)``).
     """
 
 

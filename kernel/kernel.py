@@ -16,6 +16,7 @@ from typing import Any, Iterable
 from . import plugins as plugin_loading
 from .context import RunContext
 from .errors import (
+    PLUGIN_LOAD_FAILED,
     PLUGIN_REGISTER_FAILED,
     TOOL_ARGUMENTS_INVALID,
     TOOL_ASYNC_ONLY,
@@ -27,11 +28,11 @@ from .errors import (
 from .log import configure_logging, get_logger
 from .log import enabled as log_enabled
 from .plugins import PluginInfo
-from .registry import REGISTER_HOOKS, VALIDATORS, Registry
+from .registry import REGISTER_HOOKS, VALIDATORS, Lazy, Registry, validate
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
 from .results import ToolResult
 from .settings import Settings
-from .tools import ArgumentsInvalid, BaseTool
+from .tools import ArgumentsInvalid, BaseTool, LazyTool
 
 log = get_logger("assay.kernel")
 
@@ -66,7 +67,9 @@ class Kernel:
         self._pm = plugin_loading.new_plugin_manager()
         self._plugin_objects: dict[str, Any] = {}
         self._infos: dict[str, PluginInfo] = {}
-        self._registries: dict[str, Registry[Any]] = {kind: Registry(kind) for kind in VALIDATORS}
+        self._registries: dict[str, Registry[Any]] = {
+            kind: Registry(kind, owner=self, on_failure=self._lazy_failed) for kind in VALIDATORS
+        }
         self._commands: list[tuple[str, Any]] | None = None
         for builtin in BUILTIN_RESOURCE_TYPES:
             self._registries["resource_types"].add(str(builtin), builtin, "kernel")
@@ -127,16 +130,20 @@ class Kernel:
         if not impls:
             return
         registry = self._registries[kind]
-        validate = VALIDATORS[kind]
 
         strict = self.settings.strict_plugins
 
         def register(item: Any) -> None:
-            name, value = validate(item)
+            name, value = validate(kind, item)
             if kind == "resources" and str(value.type) not in self._registries["resource_types"]:
                 raise TypeError(f"resource {name!r} has unknown type {value.type!r}")
-            if strict and kind == "tools":
-                value.prepare()  # strict mode builds every schema now; by default on first use
+            if isinstance(value, LazyTool):
+                value.bind(self, lambda error: self._lazy_failed(plugin, error, name))
+            if strict:  # strict mode loads lazy registrations and builds every schema now; by default on first use
+                if type(value) is Lazy:
+                    value = registry.load_lazy(value)
+                if kind == "tools":
+                    value.prepare()
             registry.add(name, value, plugin)
 
         available = {"register": register, "settings": self.settings, "kernel": self}
@@ -158,14 +165,31 @@ class Kernel:
                 cause=exc,
             )
 
-    def _fail_plugin(self, plugin: str, error: PluginError, cause: BaseException | None = None) -> None:
-        """Roll back everything ``plugin`` registered and record why."""
-        for registry in self._registries.values():
-            registry.remove_plugin(plugin)
-        obj = self._plugin_objects.pop(plugin, None)
-        if obj is not None:
-            self._pm.unregister(obj)
-        self._record_failure(self._infos[plugin], error, cause)
+    def _fail_plugin(self, plugin: str, error: PluginError, cause: BaseException | None = None,
+                     tombstone: AssayError | None = None) -> None:
+        """Roll back everything ``plugin`` registered and record why.
+
+        With ``tombstone`` the plugin's names keep answering that error
+        instead of vanishing (a lazy registration failed after start-up).
+        """
+        with self._lock:
+            for registry in self._registries.values():
+                registry.remove_plugin(plugin, tombstone)
+            obj = self._plugin_objects.pop(plugin, None)
+            if obj is not None:
+                self._pm.unregister(obj)
+            self._record_failure(self._infos[plugin], error, cause)
+
+    def _lazy_failed(self, plugin: str, error: AssayError, tool: str | None = None) -> None:
+        """A lazy registration of ``plugin`` could not be loaded on first use: the plugin fails."""
+        info = self._infos.get(plugin)
+        if info is None or info.status == "failed":
+            return  # already recorded (or a host registration, which has no plugin to fail)
+        if tool is not None:
+            self._registries["tools"].mark_failed(tool, error)
+        failure = error if error.code == PLUGIN_LOAD_FAILED else PluginError(
+            PLUGIN_LOAD_FAILED, f"plugin {plugin!r}: {error.message}", error.hint, details=error.details)
+        self._fail_plugin(plugin, failure, error.__cause__ or error, tombstone=failure)
 
     def _record_failure(self, info: PluginInfo, error: PluginError, cause: BaseException | None = None) -> None:
         info.status = "failed"
@@ -220,9 +244,8 @@ class Kernel:
         return found
 
     def provenance(self, kind: str, name: str) -> str | None:
-        """The plugin that registered ``name`` in ``kind``."""
-        entry = self.registry(kind).entry(name)
-        return entry.plugin if entry else None
+        """The plugin that registered ``name`` in ``kind`` (imports nothing)."""
+        return self.registry(kind).plugin_of(name)
 
     def plugins(self) -> list[PluginInfo]:
         """Every plugin found, with status, hooks and what it registered."""
@@ -349,10 +372,14 @@ class Kernel:
     def _prepare(self, name: str, arguments: Any) -> tuple[Any, Any, ToolResult | None]:
         if not self._started:
             self.start()
-        entry = self._registries["tools"].entry(name)
+        tools = self._registries["tools"]
+        entry = tools.entry(name)
         if entry is None:
+            failed = tools.failure(name)
+            if failed is not None:  # its plugin failed to load something on first use
+                return None, None, ToolResult.from_error(failed)
             return None, None, ToolResult.fail(
-                TOOL_NOT_FOUND, f"no tool named {name!r}", f"Available tools: {', '.join(sorted(self.tools)) or 'none'}."
+                TOOL_NOT_FOUND, f"no tool named {name!r}", f"Available tools: {', '.join(sorted(tools)) or 'none'}."
             )
         tool = entry.obj
         if arguments is None:
@@ -385,11 +412,10 @@ class Kernel:
         else:  # pydantic-core validation is as cheap as any shortcut here (model_construct is slower)
             result = ToolResult(success=True, data=value, tool=name, elapsed_ms=elapsed_ms)
         if log_enabled(INFO):  # skip building the event when it would be filtered
-            entry = self._registries["tools"].entry(name)
             log.info(
                 "tool_call",
                 tool=name,
-                plugin=entry.plugin if entry else None,
+                plugin=self._registries["tools"].plugin_of(name),
                 duration_ms=result.elapsed_ms,
                 outcome="ok" if result.success else result.error_code,
             )
@@ -397,7 +423,11 @@ class Kernel:
 
     def close(self) -> None:
         """Release what plugins opened (connection pools, sandbox sessions)."""
-        for resource in self._registries["resources"].as_dict().values():
+        resources = self._registries["resources"]
+        for name in list(resources):
+            resource = resources.peek(name)
+            if type(resource) is Lazy:
+                continue  # never loaded, nothing to release
             closer = getattr(resource, "close", None)
             if callable(closer):
                 try:

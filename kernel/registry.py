@@ -1,20 +1,76 @@
-"""Named registries with provenance.
+"""Named registries with provenance, and lazy registration.
 
 Each kind of thing plugins register (tools, resources, runtimes, ...) lives in
 a :class:`Registry` that records which plugin registered each name. A name
 registered twice is an error naming both plugins.
+
+A plugin may register a :class:`Lazy` descriptor instead of the object: a
+name, a ``"package.module:attr"`` path and the few attributes the kernel
+reads without importing (``isolated`` for sandbox runtimes, ``type`` for
+resources). The registry imports the path on first use (``get``, ``items``,
+``as_dict``), checks the object as if it had been registered directly,
+caches it, and reports a failure as the plugin's failure
+(``PLUGIN_LOAD_FAILED``): the kernel rolls the plugin back and records why.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from .errors import PLUGIN_NAME_CONFLICT, PLUGIN_REGISTER_FAILED, PluginError
+from .errors import PLUGIN_LOAD_FAILED, PLUGIN_NAME_CONFLICT, PLUGIN_REGISTER_FAILED, AssayError, PluginError
 
 T = TypeVar("T")
 _SIMPLE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
+
+
+class Lazy:
+    """A registration named now and imported on first use.
+
+    ``Lazy("my_plugin.engines:ClickHouseEngine", name="clickhouse")``;
+    keyword attributes are what the kernel may read before importing
+    (``isolated=True`` for a sandbox runtime, ``type="database"`` for a
+    resource). On first use the path is imported, the object is checked like
+    a direct registration, and its name and declared attributes must match.
+    With ``factory=True`` the attribute is called with the kernel and returns
+    the object (for objects bound to one kernel).
+    """
+
+    __slots__ = ("target", "name", "attrs", "factory")
+
+    def __init__(self, target: str, *, name: str | None = None, factory: bool = False, **attrs: Any) -> None:
+        module, sep, attr = target.partition(":")
+        if not sep or not module or not attr:
+            raise ValueError(f"a lazy registration is named 'package.module:attribute', got {target!r}")
+        self.target = target
+        self.name = name or attr.rsplit(".", 1)[-1]
+        self.factory = factory
+        self.attrs = attrs
+
+    def __getattr__(self, key: str) -> Any:  # declared attributes read like the object's own
+        try:
+            return self.attrs[key]
+        except KeyError:
+            raise AttributeError(f"lazy {self.target!r} declares no attribute {key!r}") from None
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r}, name={self.name!r})"
+
+    def load(self, owner: Any = None) -> Any:
+        """Import the target (and call it with ``owner`` when it is a factory); raises what import raises."""
+        return resolve_path(self.target, call_with=(owner,) if self.factory else None)
+
+
+def resolve_path(target: str, call_with: tuple[Any, ...] | None = None) -> Any:
+    """The object at ``"package.module:attr.sub"``; called with ``call_with`` when given."""
+    module, _, attr = target.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split("."):
+        obj = getattr(obj, part)
+    return obj(*call_with) if call_with is not None else obj
 
 
 @dataclass(frozen=True)
@@ -25,11 +81,21 @@ class Entry(Generic[T]):
 
 
 class Registry(Generic[T]):
-    """Name -> object, with the plugin each came from."""
+    """Name -> object, with the plugin each came from.
 
-    def __init__(self, kind: str) -> None:
+    ``owner`` (the kernel) is what factory :class:`Lazy` targets are called
+    with; ``on_failure(plugin, error)`` is told when a lazy entry cannot be
+    loaded (the kernel then fails the plugin).
+    """
+
+    def __init__(self, kind: str, owner: Any = None,
+                 on_failure: Callable[[str, PluginError], None] | None = None) -> None:
         self.kind = kind
+        self.owner = owner
+        self.on_failure = on_failure
         self._entries: dict[str, Entry[T]] = {}
+        self._failed: dict[str, AssayError] = {}  # lazy names whose loading failed (and their plugin's)
+        self._lock = threading.RLock()
 
     def add(self, name: str, obj: T, plugin: str) -> None:
         existing = self._entries.get(name)
@@ -47,12 +113,19 @@ class Registry(Generic[T]):
                 details={"kind": self.kind, "name": name, "plugins": [existing.plugin, plugin]},
             )
         self._entries[name] = Entry(name, obj, plugin)
+        self._failed.pop(name, None)
 
-    def remove_plugin(self, plugin: str) -> list[str]:
-        """Forget everything ``plugin`` registered; return the names removed."""
-        names = [n for n, e in self._entries.items() if e.plugin == plugin]
-        for name in names:
-            del self._entries[name]
+    def remove_plugin(self, plugin: str, error: AssayError | None = None) -> list[str]:
+        """Forget everything ``plugin`` registered; return the names removed.
+
+        With ``error`` (a lazy load failed) the names keep answering it from :meth:`get`.
+        """
+        with self._lock:
+            names = [n for n, e in self._entries.items() if e.plugin == plugin]
+            for name in names:
+                del self._entries[name]
+                if error is not None:
+                    self._failed.setdefault(name, error)
         return names
 
     def remove(self, name: str) -> Entry[T] | None:
@@ -63,11 +136,99 @@ class Registry(Generic[T]):
         return [n for n, e in self._entries.items() if e.plugin == plugin]
 
     def get(self, name: str) -> T | None:
+        """The object (a lazy one is loaded now); None when unknown.
+
+        Raises :class:`PluginError` ``PLUGIN_LOAD_FAILED`` when ``name`` was
+        lazy and could not be loaded (now or before).
+        """
+        entry = self._entries.get(name)
+        if entry is None:
+            failed = self._failed.get(name)
+            if failed is not None:
+                raise failed
+            return None
+        return self._load(entry) if type(entry.obj) is Lazy else entry.obj
+
+    def entry(self, name: str) -> Entry[T] | None:
+        """The entry with its object loaded; None when unknown (see :meth:`failure` for why)."""
+        entry = self._entries.get(name)
+        if entry is None or type(entry.obj) is not Lazy:
+            return entry
+        self._load(entry)  # raises PLUGIN_LOAD_FAILED
+        return self._entries.get(name)
+
+    def peek(self, name: str) -> Any:
+        """The object, or its :class:`Lazy` descriptor when not loaded yet (never imports)."""
         entry = self._entries.get(name)
         return entry.obj if entry else None
 
-    def entry(self, name: str) -> Entry[T] | None:
-        return self._entries.get(name)
+    def plugin_of(self, name: str) -> str | None:
+        """The plugin that registered ``name`` (never imports)."""
+        entry = self._entries.get(name)
+        return entry.plugin if entry else None
+
+    def mark_failed(self, name: str, error: AssayError) -> None:
+        """Have :meth:`get` answer ``error`` for ``name`` once it is removed."""
+        self._failed[name] = error
+
+    def failure(self, name: str) -> AssayError | None:
+        """Why the lazy ``name`` is gone, if its loading failed."""
+        return self._failed.get(name)
+
+    def load_lazy(self, lazy: Lazy) -> T:
+        """Import and check ``lazy``; raises :class:`PluginError` ``PLUGIN_LOAD_FAILED``. No side effects."""
+        try:
+            obj = lazy.load(self.owner)
+            name, value = VALIDATORS[self.kind](obj)
+            if name != lazy.name:
+                raise TypeError(f"it is {self.kind} {name!r}, registered as {lazy.name!r}")
+            for key, declared in lazy.attrs.items():
+                actual = getattr(value, key, None)
+                if actual != declared:
+                    raise TypeError(f"it has {key}={actual!r} but was registered with {key}={declared!r}")
+        except Exception as exc:  # noqa: BLE001 - reported as the plugin's failure
+            raise PluginError(
+                PLUGIN_LOAD_FAILED,
+                f"{self.kind} {lazy.name!r} could not be loaded from {lazy.target}: {type(exc).__name__}: {exc}",
+                "Reinstall or fix the plugin that provides it, or disable it with ASSAY_DISABLE_PLUGINS.",
+                details={"kind": self.kind, "name": lazy.name, "target": lazy.target},
+            ) from exc
+        return value
+
+    def _load(self, entry: Entry[Any]) -> T:
+        with self._lock:
+            current = self._entries.get(entry.name)
+            if current is None:  # another thread failed it meanwhile
+                return self.get(entry.name)
+            if type(current.obj) is not Lazy:
+                return current.obj
+            try:
+                value = self.load_lazy(current.obj)
+            except PluginError as exc:
+                exc.message = f"plugin {current.plugin!r}: {exc.message}"
+                exc.args = (f"{exc.code}: {exc.message}",)
+                del self._entries[current.name]
+                self._failed[current.name] = exc
+                failed = exc
+            else:
+                self._entries[current.name] = Entry(current.name, value, current.plugin)
+                return value
+        if self.on_failure is not None:  # outside the lock: the kernel rolls back every registry
+            self.on_failure(current.plugin, failed)
+        raise failed
+
+    def _loaded_items(self) -> list[tuple[str, T]]:
+        out = []
+        for name, entry in list(self._entries.items()):
+            if type(entry.obj) is Lazy:
+                try:
+                    out.append((name, self._load(entry)))
+                except PluginError:
+                    continue  # recorded as the plugin's failure (and logged) by on_failure
+            else:
+                out.append((name, entry.obj))
+        # a failure rolls back the plugin's other entries too: keep only what is still registered
+        return [(n, o) for n, o in out if n in self._entries]
 
     def __contains__(self, name: object) -> bool:
         return name in self._entries
@@ -79,10 +240,11 @@ class Registry(Generic[T]):
         return len(self._entries)
 
     def items(self) -> list[tuple[str, T]]:
-        return [(n, e.obj) for n, e in self._entries.items()]
+        """Every (name, object); lazy ones are loaded now (failures are left out and reported)."""
+        return self._loaded_items()
 
     def as_dict(self) -> dict[str, T]:
-        return {n: e.obj for n, e in self._entries.items()}
+        return dict(self._loaded_items())
 
 
 # --- what each hook's register() accepts ------------------------------------
@@ -132,6 +294,37 @@ def _tool(obj: Any) -> tuple[str, Any]:
         return wrapped.name, wrapped
     raise TypeError(f"register_tools takes a BaseTool or a function, got {type(obj).__name__}")
 
+
+def validate(kind: str, item: Any) -> tuple[str, Any]:
+    """(name, what to store) for ``item`` registered as ``kind``; raises ``TypeError`` when invalid.
+
+    A :class:`Lazy` is stored as is (a tool one becomes a
+    :class:`kernel.LazyTool`, so it lists like any tool); it must declare the
+    attributes :data:`LAZY_DECLARED` names for its kind.
+    """
+    if type(item) is not Lazy:
+        return VALIDATORS[kind](item)
+    if kind == "tools":
+        from .tools import LazyTool
+
+        tool = LazyTool(item.target, name=item.name, factory=item.factory)
+        return tool.name, tool
+    if kind == "resource_types":
+        raise TypeError("resource types are registered by name, not lazily")
+    if not isinstance(item.name, str) or not item.name:
+        raise TypeError(f"{item!r} has no name")
+    missing = [attr for attr in LAZY_DECLARED.get(kind, ()) if attr not in item.attrs]
+    if missing:
+        raise TypeError(f"lazy {kind} {item.name!r} must declare {', '.join(missing)}= "
+                        "(the kernel reads it before importing)")
+    return item.name, item
+
+
+#: Attributes a :class:`Lazy` must declare, by kind: the kernel reads them before loading.
+LAZY_DECLARED: dict[str, tuple[str, ...]] = {
+    "sandbox_runtimes": ("isolated",),
+    "resources": ("type",),
+}
 
 VALIDATORS: dict[str, Callable[[Any], tuple[str, Any]]] = {
     "resource_types": _resource_type,

@@ -247,48 +247,67 @@ class JsonSchemaTool(BaseTool):
 class LazyTool(BaseTool):
     """A tool named now and imported on first use: ``LazyTool("pkg.module:attr")``.
 
-    ``attr`` is a :class:`BaseTool` or a function (wrapped with :func:`tool`).
-    Plugins whose tools pull in heavy modules register them this way (or pass
-    the ``"pkg.module:attr"`` string to ``register``), so start-up imports
-    nothing of them. An import failure answers ``TOOL_LOAD_FAILED``;
+    ``attr`` is a :class:`BaseTool` or a function (wrapped with :func:`tool`);
+    with ``factory=True`` it is called with the kernel and returns the tool
+    (for tools bound to one kernel). Plugins whose tools pull in heavy modules
+    register them this way (or pass ``"pkg.module:attr"`` or a
+    :class:`kernel.Lazy` to ``register``), so start-up imports nothing of
+    them. It lists like any tool; its description and schema import it. An
+    import failure answers ``TOOL_LOAD_FAILED`` and fails the plugin that
+    registered it (``PLUGIN_LOAD_FAILED`` in ``assay plugins``);
     ``ASSAY_STRICT_PLUGINS=1`` loads every lazy tool at registration.
     """
 
-    def __init__(self, target: str, *, name: str | None = None) -> None:
+    def __init__(self, target: str, *, name: str | None = None, factory: bool = False) -> None:
         module, sep, attr = target.partition(":")
         if not sep or not module or not attr:
             raise ValueError(f"a lazy tool is named 'package.module:attribute', got {target!r}")
         self.target = target
         self.name = _check_name(name or attr.rsplit(".", 1)[-1])
+        self.factory = factory
         self._tool: BaseTool | None = None
         self._lock = threading.Lock()
+        self._owner: Any = None
+        self._on_failure: Callable[[AssayError], None] | None = None
+
+    def bind(self, owner: Any, on_failure: Callable[[AssayError], None] | None = None) -> None:
+        """Set the kernel a factory is called with, and who is told when loading fails."""
+        self._owner = owner
+        self._on_failure = on_failure
 
     @property
     def loaded(self) -> BaseTool:
         if self._tool is None:
+            failed = None
             with self._lock:
                 if self._tool is None:
-                    self._tool = self._load()
-        return self._tool
+                    try:
+                        self._tool = self._load()
+                    except AssayError as exc:
+                        failed = exc
+            if failed is not None:
+                if self._on_failure is not None:  # outside the lock: the kernel rolls the plugin back
+                    self._on_failure(failed)
+                raise failed
+        return self._tool  # type: ignore[return-value]
 
     def _load(self) -> BaseTool:
-        import importlib
+        from .registry import resolve_path
 
-        module, _, attr = self.target.partition(":")
         try:
-            obj: Any = importlib.import_module(module)
-            for part in attr.split("."):
-                obj = getattr(obj, part)
+            obj: Any = resolve_path(self.target, call_with=(self._owner,) if self.factory else None)
+            if not isinstance(obj, BaseTool):
+                obj = FunctionTool(obj, name=self.name)
         except Exception as exc:  # noqa: BLE001 - reported as the tool's outcome
             raise AssayError(
                 TOOL_LOAD_FAILED,
                 f"tool {self.name!r} could not be loaded from {self.target}: {type(exc).__name__}: {exc}",
                 "Reinstall or fix the plugin that provides it.",
             ) from exc
-        loaded = obj if isinstance(obj, BaseTool) else FunctionTool(obj, name=self.name)
-        if loaded.name != self.name:
-            raise AssayError(TOOL_LOAD_FAILED, f"{self.target} is tool {loaded.name!r}, registered as {self.name!r}")
-        return loaded
+        if obj.name != self.name:
+            raise AssayError(TOOL_LOAD_FAILED, f"{self.target} is tool {obj.name!r}, registered as {self.name!r}",
+                             "Register it under the name the tool has.")
+        return obj
 
     def prepare(self) -> None:
         self.loaded.prepare()
