@@ -36,6 +36,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from functools import partial
 from itertools import chain, repeat
+from operator import is_not
 from typing import Any
 
 import orjson
@@ -243,10 +244,17 @@ _TYPED = frozenset({decimal.Decimal, dt.date, dt.datetime, dt.time})
 _plain_batch = orjson.dumps
 _plain_row = partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
 _DEC_CHARS = b"0123456789.-\x00"
+_TAG_REVERSED = '{"$decimal":"'[::-1] + "\x00"
 
 
 def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
-    """Canonical lines for a batch with Decimal/date/datetime/time columns, or None (use the general path)."""
+    """Canonical lines for a batch with Decimal/date/datetime/time columns, or None (use the general path).
+
+    Decimal values are converted column by column first and handed back to
+    orjson in its own (row-major) order through ``default=partial(next, it)``,
+    so the rows are written as they are, with no per-value Python frame. Only
+    when a column needs ``isoformat`` (times, unusual zones) are the rows rebuilt.
+    """
     width = len(batch[0])
     flat = list(chain.from_iterable(batch))
     columns = [flat[j::width] for j in range(width)]
@@ -254,7 +262,7 @@ def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
     every = set().union(*kinds)
     if not every & _TYPED or not every <= _SCALARS:
         return None
-    floats = []
+    floats, fed, rebuilt = [], [], False
     for j, (col, ck) in enumerate(zip(columns, kinds)):
         nullable = type(None) in ck
         ck.discard(type(None))
@@ -270,16 +278,30 @@ def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
             return None
         (t,) = ck
         if t is decimal.Decimal:
-            values = _decimal_column(col, nullable)
+            values = _decimal_column(col, nullable)  # the non-None values, converted
             if values is None:
                 return None
-            flat[j::width] = values
+            fed.append((j, col, values, nullable))
         elif t is not dt.date and not _orjson_writes_isoformat(col, t):
             flat[j::width] = [None if v is None else v.isoformat() for v in col]
-    rows = list(zip(*[iter(flat)] * width))
+            rebuilt = True
     try:
-        data = _plain_batch(rows)
-    except (TypeError, ValueError):  # integers beyond 64 bits
+        if rebuilt:  # no value is left for ``default``
+            for j, col, values, nullable in fed:
+                flat[j::width] = _with_nones(col, values) if nullable else values
+            rows = list(zip(*[iter(flat)] * width))
+            data = _plain_batch(rows)
+        else:
+            rows = batch
+            if len(fed) == 1:
+                feed = iter(fed[0][2])
+            else:  # the Decimal columns' converted values in row order, without their None
+                feed = filter(partial(is_not, None), chain.from_iterable(
+                    zip(*(_with_nones(col, values) if nullable else values for _, col, values, nullable in fed))))
+            data = _plain_batch(batch, default=partial(next, feed))
+            if next(feed, feed) is not feed:  # orjson asked for fewer values than were made
+                return None
+    except (TypeError, ValueError):  # integers beyond 64 bits; more values asked for than made
         return None
     if floats and b"null" in data:  # a NaN or infinity is written as null: let the general path tag it
         for col in floats:
@@ -293,7 +315,15 @@ def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
         return body + b"\n"
     if body.count(b"],[") == len(rows) - 1:
         return body.replace(b"],[", b"]\n[") + b"\n"
+    if not rebuilt:  # a "],[" inside a string: the general path cuts it row by row
+        return None
     return b"".join(map(_plain_row, rows))
+
+
+def _with_nones(col: list[Any], values: list[Any]) -> list[Any]:
+    """``values`` (one per non-None entry of ``col``) put back in place, None where ``col`` has None."""
+    nxt = iter(values).__next__
+    return [None if v is None else nxt() for v in col]
 
 
 def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
@@ -319,7 +349,7 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
 
 
 def _decimal_column(col: list[Any], nullable: bool) -> list[Any] | None:
-    """A column of Decimals (and None) as canonical JSON values, or None when a value is unusual.
+    """The Decimals of ``col`` (its None skipped) as canonical JSON values, or None when one is unusual.
 
     Handled: finite values that ``str`` writes with a point and no exponent, at
     most ``prec`` characters long (so ``normalize()`` is exact). Their canonical
@@ -335,15 +365,23 @@ def _decimal_column(col: list[Any], nullable: bool) -> list[Any] | None:
     if (text.encode("ascii").translate(None, _DEC_CHARS) != b"None" * nones
             or text.count(".") != len(col) - nones or max(map(len, texts)) > ctx.prec):
         return None  # exponents, NaN, infinities, no point, long digits
+    if nones:
+        text = text.replace("\x00None", "")
     while "0\x00" in text:
         text = text.replace("0\x00", "\x00")
     text = text.replace(".\x00", "\x00")
     while "\x00-0\x00" in text:
         text = text.replace("\x00-0\x00", "\x000\x00")
-    if nones:
-        text = text.replace("None", "null")
-    fragment = orjson.Fragment  # digits, written as they are (also beyond 64 bits)
-    return [{"$decimal": v} if "." in v else fragment(v) for v in text[1:-1].split("\x00")]
+    # "\x00-1.25\x00" -> '\x00{"$decimal":"-1.25"}\x00': each point's value ends at the first
+    # separator after it, and (read backwards) starts at the first separator after it
+    pieces = text.split(".")
+    if len(pieces) > 1:
+        pieces[1:] = map(str.replace, pieces[1:], repeat("\x00"), repeat('"}\x00'), repeat(1))
+        pieces = ".".join(pieces)[::-1].split(".")
+        pieces[1:] = map(str.replace, pieces[1:], repeat("\x00"), repeat(_TAG_REVERSED), repeat(1))
+        text = ".".join(pieces)[::-1]
+    # written as they are: tagged text, or digits (also beyond 64 bits); no per-value Python code
+    return list(map(orjson.Fragment, text[1:-1].split("\x00")))
 
 
 def _no_nan(batch: list[Any]) -> bool:
