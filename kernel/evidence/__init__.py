@@ -7,43 +7,73 @@ catalog. :func:`read_artifact_result` reads a selected part back after
 checking the hash. See docs/evidence.md.
 """
 
-from .canonical import canonical_value, decode, dumps
-from .capture import (
-                      ArtifactSink,
-                      capture_file,
-                      capture_python_execution,
-                      capture_rows,
-                      capture_sql_execution,
-)
-from .catalog import ArtifactCatalog
-from .errors import (
-                      ARTIFACT_CAPTURE_FAILED,
-                      ARTIFACT_DETAILS_LIMIT,
-                      ARTIFACT_FILE_MISSING,
-                      ARTIFACT_INTEGRITY_FAILED,
-                      ARTIFACT_NOT_FOUND,
-                      ARTIFACT_SELECTOR_INVALID,
-                      ArtifactCaptureFailed,
-                      ArtifactDetailsLimit,
-                      ArtifactError,
-                      ArtifactFileMissing,
-                      ArtifactIntegrityFailed,
-                      ArtifactNotFound,
-                      ArtifactSelectorInvalid,
-)
-from .manifest import artifact_details, evidence_manifest, manifest_entry
-from .preview import render_preview
-from .readback import (
-                      get_record,
-                      open_verified_content,
-                      read_artifact_result,
-                      resolve_catalog,
-                      verify,
-)
-from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
-from .settings import EvidenceSettings
-from .store import ContentStore
-from .stores import get_catalog, open_sink
+from typing import TYPE_CHECKING, Any
+
+# Public names -> the submodule defining them. Importing this package (or one
+# of its submodules, as store plugins do) loads nothing else: each name
+# imports its submodule on first access, keeping kernel start-up light.
+_WHERE = {
+    "canonical_value": "canonical", "decode": "canonical", "dumps": "canonical",
+    "ArtifactSink": "capture", "capture_file": "capture", "capture_python_execution": "capture",
+    "capture_rows": "capture", "capture_sql_execution": "capture",
+    "ArtifactCatalog": "catalog",
+    "ARTIFACT_CAPTURE_FAILED": "errors", "ARTIFACT_DETAILS_LIMIT": "errors", "ARTIFACT_FILE_MISSING": "errors",
+    "ARTIFACT_INTEGRITY_FAILED": "errors", "ARTIFACT_NOT_FOUND": "errors", "ARTIFACT_SELECTOR_INVALID": "errors",
+    "ArtifactCaptureFailed": "errors", "ArtifactDetailsLimit": "errors", "ArtifactError": "errors",
+    "ArtifactFileMissing": "errors", "ArtifactIntegrityFailed": "errors", "ArtifactNotFound": "errors",
+    "ArtifactSelectorInvalid": "errors",
+    "artifact_details": "manifest", "evidence_manifest": "manifest", "manifest_entry": "manifest",
+    "render_preview": "preview",
+    "get_record": "readback", "open_verified_content": "readback", "read_artifact_result": "readback",
+    "resolve_catalog": "readback", "verify": "readback",
+    "ArtifactRecord": "records", "ProducedFile": "records", "SelectedResult": "records", "Selectors": "records",
+    "EvidenceSettings": "settings",
+    "ContentStore": "store",
+    "get_catalog": "stores", "open_sink": "stores",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_WHERE))
+
+
+if TYPE_CHECKING:
+    from .canonical import canonical_value, decode, dumps
+    from .capture import ArtifactSink, capture_file, capture_python_execution, capture_rows, capture_sql_execution
+    from .catalog import ArtifactCatalog
+    from .errors import (
+        ARTIFACT_CAPTURE_FAILED,
+        ARTIFACT_DETAILS_LIMIT,
+        ARTIFACT_FILE_MISSING,
+        ARTIFACT_INTEGRITY_FAILED,
+        ARTIFACT_NOT_FOUND,
+        ARTIFACT_SELECTOR_INVALID,
+        ArtifactCaptureFailed,
+        ArtifactDetailsLimit,
+        ArtifactError,
+        ArtifactFileMissing,
+        ArtifactIntegrityFailed,
+        ArtifactNotFound,
+        ArtifactSelectorInvalid,
+    )
+    from .manifest import artifact_details, evidence_manifest, manifest_entry
+    from .preview import render_preview
+    from .readback import get_record, open_verified_content, read_artifact_result, resolve_catalog, verify
+    from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
+    from .settings import EvidenceSettings
+    from .store import ContentStore
+    from .stores import get_catalog, open_sink
 
 __all__ = [
                       "ARTIFACT_CAPTURE_FAILED",
