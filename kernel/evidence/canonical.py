@@ -330,6 +330,11 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
     """True when orjson's own text for every datetime of ``col`` equals its ``isoformat()``."""
     if kind is not dt.datetime:
         return False  # times: orjson refuses zones, and orjson 3.x drops a zero of some microseconds
+    try:  # ordering a naive and an aware datetime raises: a naive maximum means all are naive
+        if max(filter(None, col)).tzinfo is None:
+            return True
+    except TypeError:
+        pass
     zones = set(map(getattr, col, repeat("tzinfo"), repeat(None)))
     zones.discard(None)
     if not zones:
