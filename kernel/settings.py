@@ -101,6 +101,16 @@ class Settings(BaseSettings):
         """
         self._declared[name] = model_path
 
+    def provided(self, name: str, env_prefix: str) -> bool:
+        """Whether anything configures section ``name``: a ``[name]`` table in the
+        config file or an environment variable starting with ``env_prefix``
+        (case-insensitive). Lets a plugin skip loading its settings at start-up
+        when there is nothing to read (the defaults)."""
+        if name in self._sections or self._file_data.get(name):
+            return True
+        prefix = env_prefix.upper()
+        return any(key.upper().startswith(prefix) for key in os.environ)
+
     def sections(self) -> dict[str, BaseSettings]:
         """Every section asked for so far, by name."""
         return dict(self._sections)

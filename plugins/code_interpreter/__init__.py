@@ -1,7 +1,8 @@
 """code_interpreter: Python analysis in the run's sandbox over captured evidence.
 
-The plugin module stays light: the tool's module imports only the kernel;
-the sandbox, the evidence store and everything heavy load inside the call.
+The plugin module stays light: it registers the tool by path, so the tool's
+module loads when the tool is first described or called, and the sandbox,
+the evidence store and everything heavy load inside the call.
 See docs/code_interpreter.md.
 """
 
@@ -12,8 +13,4 @@ from kernel import hookimpl
 
 @hookimpl
 def register_tools(register):
-    from kernel import FunctionTool
-
-    from .tool import code_interpreter
-
-    register(FunctionTool(code_interpreter))
+    register("plugins.code_interpreter.tool:code_interpreter")  # a LazyTool: the module loads on first use

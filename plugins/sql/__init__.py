@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import hookimpl
+from kernel import Lazy, hookimpl
 from kernel.log import get_logger
 from kernel.settings import mask_url
 
@@ -55,25 +55,29 @@ def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = 
     return DatabaseResource(name, url, settings=sql, config=config, engines=engines)
 
 
+# Registered lazily: SQLAlchemy, sqlglot and the engine and tool modules load on first use.
+ENGINES = {"sqlite": "SQLITE", "postgresql": "POSTGRESQL", "mysql": "MYSQL", "duckdb": "DUCKDB"}
+TOOLS = {"sql_query": "sql_query_tool", "list_tables": "list_tables_tool", "describe_table": "describe_table_tool"}
+SETTINGS_ENV_PREFIX = "ASSAY_SQL_"
+
+
 @hookimpl
 def register_database_engines(register):
-    from .engines import BUILTIN_ENGINES
-
-    for engine in BUILTIN_ENGINES:
-        register(engine)
+    for name, attr in ENGINES.items():
+        register(Lazy(f"plugins.sql.engines:{attr}", name=name))
 
 
 @hookimpl
-def register_tools(register, settings, kernel):
-    from .tools import Datasources, build_tools
-
-    sources = Datasources(kernel, sql_settings(settings))
-    for tool in build_tools(sources):
-        register(tool)
+def register_tools(register):
+    for name, factory in TOOLS.items():
+        register(Lazy(f"plugins.sql.tools:{factory}", name=name, factory=True))  # called with the kernel
 
 
 @hookimpl
 def register_resources(register, settings, kernel):
+    settings.declare_section("sql", "plugins.sql.settings:SqlSettings")  # for `assay config`
+    if not settings.provided("sql", SETTINGS_ENV_PREFIX):
+        return  # no ASSAY_SQL_* variable and no [sql] table: no datasources, nothing to check yet
     from .errors import SqlError
 
     sql = sql_settings(settings)

@@ -220,3 +220,29 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
         return await asyncio.to_thread(describe_table, table, datasource, run)
 
     return [SqlTool(sql_query, asql_query), SqlTool(list_tables, alist_tables), SqlTool(describe_table, adescribe_table)]
+
+
+# --- lazy registration ---------------------------------------------------------
+# The plugin registers ``Lazy("plugins.sql.tools:sql_query_tool", factory=True)``
+# and friends: each is called with the kernel on first use and returns that
+# kernel's tool. (No per-kernel cache here: the tools hold the kernel, so a
+# module-level cache would keep every kernel alive; building is cheap.)
+
+
+def kernel_tool(kernel: Any, name: str) -> FunctionTool:
+    """The SQL tool ``name`` bound to ``kernel`` and its SQL settings."""
+    from . import sql_settings
+
+    return {t.name: t for t in build_tools(Datasources(kernel, sql_settings(kernel.settings)))}[name]
+
+
+def sql_query_tool(kernel: Any) -> FunctionTool:
+    return kernel_tool(kernel, "sql_query")
+
+
+def list_tables_tool(kernel: Any) -> FunctionTool:
+    return kernel_tool(kernel, "list_tables")
+
+
+def describe_table_tool(kernel: Any) -> FunctionTool:
+    return kernel_tool(kernel, "describe_table")
