@@ -179,7 +179,7 @@ def test_nan_next_to_typed_columns_is_still_tagged():
 
 
 def test_every_microsecond_width_matches_isoformat():
-    micros = sorted({*range(0, 1000), *range(0, 1_000_000, 997), *(10**k for k in range(6)),
+    micros = sorted({*range(1000), *range(0, 1_000_000, 997), *(10**k for k in range(6)),
                      *(10**k - 1 for k in range(1, 7)), 51186, 5, 50, 500_000})
     rows = [(dt.datetime(2024, 2, 29, 23, 59, 59, m), dt.time(0, 0, 0, m),
              dt.datetime(1, 1, 1, 0, 0, 0, m, tzinfo=dt.timezone(dt.timedelta(hours=-1))))
