@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from kernel import AssayError, hookimpl
+from kernel import AssayError
 from kernel.models import Model
 
 if TYPE_CHECKING:
@@ -118,9 +118,3 @@ def _error_text(body: str) -> str:
     except (ValueError, AttributeError):
         pass
     return body.strip() or "(empty body)"
-
-
-@hookimpl
-def register_models(register, settings):
-    settings.declare_section("openai", "plugins.models.openai_settings:OpenAISettings")  # for `assay config`
-    register(OpenAICompatibleModel)

@@ -16,7 +16,6 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
-from kernel import hookimpl
 from kernel.models import Model
 
 if TYPE_CHECKING:
@@ -65,8 +64,3 @@ class ScriptedModel(Model):
                 ToolCall(id=f"call_{self._calls}", name=call["tool"], arguments=call.get("arguments", {}))
             )
         return Message(role="assistant", content=step.get("content"), tool_calls=tool_calls)
-
-
-@hookimpl
-def register_models(register):
-    register(ScriptedModel)

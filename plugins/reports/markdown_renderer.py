@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 from typing import TYPE_CHECKING, Any
 
-from kernel import AssayError, RunContext, ToolResult, hookimpl, tool
+from kernel import AssayError, RunContext, ToolResult, tool
 
 if TYPE_CHECKING:
     from .document import ReportDocument
@@ -173,11 +173,4 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
                          content=markdown.decode("utf-8"), artifacts=refs)
 
 
-@hookimpl
-def register_report_renderers(register):
-    register(MarkdownRenderer())
-
-
-@hookimpl
-def register_tools(register):
-    register(render_report)
+RENDERER = MarkdownRenderer()  # what the markdown_report plugin registers (lazily)
