@@ -186,3 +186,15 @@ def test_two_kernels_load_lazy_entries_independently(impl_module):
     first, second = make(), make()
     first.registry("sandbox_runtimes").get("fake")
     assert type(second.registry("sandbox_runtimes").peek("fake")) is Lazy
+
+
+def test_settings_provided_sees_the_environment_and_the_config_file(tmp_path, monkeypatch):
+    for key in [k for k in __import__("os").environ if k.upper().startswith("ASSAY_HELLO_")]:
+        monkeypatch.delenv(key)
+    assert Settings.from_env().provided("hello", "ASSAY_HELLO_") is False
+    monkeypatch.setenv("assay_hello_greeting", "hi")  # pydantic-settings reads names case-insensitively
+    assert Settings.from_env().provided("hello", "ASSAY_HELLO_") is True
+    monkeypatch.delenv("assay_hello_greeting")
+    config = tmp_path / "assay.toml"
+    config.write_text("[hello]\ngreeting = 'hey'\n")
+    assert Settings.from_env(config=str(config)).provided("hello", "ASSAY_HELLO_") is True
