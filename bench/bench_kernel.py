@@ -80,7 +80,10 @@ import json, sys, time, importlib
 import kernel
 t0 = time.perf_counter()
 try:
-    importlib.import_module(sys.argv[1])
+    module, _, attr = sys.argv[1].partition(":")  # an entry point may name an object in a module
+    loaded = importlib.import_module(module)
+    for part in filter(None, attr.split(".")):
+        loaded = getattr(loaded, part)
     ms = (time.perf_counter() - t0) * 1e3
 except Exception:
     ms = None
@@ -211,6 +214,8 @@ if __name__ == "__main__":
     import os
 
     print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (absolute times scale with it)")
+    if sys.dont_write_bytecode:  # then every process compiles the project's modules it imports
+        print("bytecode cache off (PYTHONDONTWRITEBYTECODE): plugin modules are compiled in every process")
     bench_start_up()
     print()
     bench_dispatch()

@@ -51,6 +51,8 @@ class Lazy:
         self.attrs = attrs
 
     def __getattr__(self, key: str) -> Any:  # declared attributes read like the object's own
+        if key.startswith("__") or key in Lazy.__slots__:  # dunders, or a slot not set yet (copy)
+            raise AttributeError(key)
         try:
             return self.attrs[key]
         except KeyError:
