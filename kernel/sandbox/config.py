@@ -139,15 +139,18 @@ class SandboxConfig(BaseSettings):
             ) from None
 
     def image_for(self, language: str) -> str:
-        """The image for ``language``: ``SANDBOX_IMAGE_<LANGUAGE>`` wins, else the field."""
-        env = os.environ.get(f"SANDBOX_IMAGE_{language.upper()}")
-        if env:
-            return env
+        """The image for ``language``.
+
+        Python and shell have fields (read from ``SANDBOX_IMAGE_PYTHON`` /
+        ``SANDBOX_IMAGE_SHELL`` like every other setting, so an explicit value
+        given to the config wins); other languages read
+        ``SANDBOX_IMAGE_<LANGUAGE>`` and fall back to the Python image.
+        """
         if language == "python":
             return self.image_python
         if language == "shell":
             return self.image_shell or self.image_python
-        return self.image_python
+        return os.environ.get(f"SANDBOX_IMAGE_{language.upper()}") or self.image_python
 
     def allowed_host_env(self) -> dict[str, str]:
         """The host variables named in ``SANDBOX_ENV_ALLOW`` that are set."""

@@ -54,7 +54,6 @@ def _kernel_with(home, **env: str):
 def podman_kernel(tmp_path_factory):
     ok, what = _podman_image_ready()
     require(ok, what)
-    os.environ.setdefault("SANDBOX_IMAGE_PYTHON", IMAGE)
     # One full core instead of the default half: the tests import pandas in many fresh
     # processes, and the limits under test (time, memory, output) are unchanged.
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home"), SANDBOX_RUNTIME="podman",

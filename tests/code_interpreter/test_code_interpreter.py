@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from tests.code_interpreter.conftest import capture_query
+from tests.code_interpreter.conftest import IMAGE, capture_query
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -360,6 +360,7 @@ def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales
     db_path = sales_db.execute("PRAGMA database_list").fetchone()[2]
     monkeypatch.setenv("ASSAY_SQL_DATABASES", json.dumps({"sales": f"sqlite:///{db_path}"}))
     monkeypatch.setenv("SANDBOX_RUNTIME", "podman")
+    monkeypatch.setenv("SANDBOX_IMAGE_PYTHON", IMAGE)
     kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
     run = kernel.new_run()
     try:
