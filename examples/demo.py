@@ -153,10 +153,7 @@ def script_steps() -> list:
     def analysis(messages):
         sql_artifact = last_artifact(messages, "first")
         return {"tool": "code_interpreter",
-                "arguments": {"code": ANALYSIS_CODE.format(artifact_id=sql_artifact), "inputs": [sql_artifact],
-                              # the first cell imports pandas and matplotlib under the
-                              # sandbox's 0.5-CPU quota: give it room on a busy machine
-                              "timeout_s": 180}}
+                "arguments": {"code": ANALYSIS_CODE.format(artifact_id=sql_artifact), "inputs": [sql_artifact]}}
 
     def report(messages):
         python_artifact = last_artifact(messages, "first")
@@ -194,6 +191,10 @@ def main() -> int:
     os.environ["ASSAY_SQL_DATABASES"] = f"retail=sqlite:///{DB_PATH}"
 
     banner("2. sandbox")
+    # The first cell imports pandas and matplotlib under the sandbox's 0.5-CPU
+    # quota; on a busy machine that alone can approach the 30 s default.
+    os.environ.setdefault("SANDBOX_TIMEOUT", "120")
+    say(f"execution time limit: {os.environ['SANDBOX_TIMEOUT']} s (SANDBOX_TIMEOUT)")
     say(f"sandbox: {choose_sandbox()}")
 
     from kernel import Kernel

@@ -76,7 +76,7 @@ class _Render:
         if isinstance(block, TableBlock):
             return self.table(block)
         if isinstance(block, ImageBlock):
-            record = self.record(block.artifact_id)
+            record = self.citable(block.artifact_id)
             return f"![{_escape_line(block.caption)}]({record.content_uri}){self.mark(block.artifact_id)}"
         raise AssayError(REPORT_CITATION_INVALID, f"unknown block {block!r}")
 
@@ -89,9 +89,28 @@ class _Render:
         values = {name: self.value(block.cite[name]) for name in names}
         return block.text.format(**values)
 
+    def citable(self, artifact_id: str) -> Any:
+        """The record, if it may be cited: a failed execution or a Python run that
+        assigned no REPORT_RESULT holds no figures, so citing it is refused."""
+        record = self.record(artifact_id)
+        if record.status != "succeeded":
+            raise AssayError(
+                REPORT_CITATION_INVALID,
+                f"artifact {artifact_id} records a {record.status} {record.kind} execution; it holds no figures",
+                "Cite the artifact of a successful execution; if the analysis failed, fix and re-run it first.",
+            )
+        if record.kind == "python" and record.provenance.get("result_set") is False:
+            raise AssayError(
+                REPORT_CITATION_INVALID,
+                f"artifact {artifact_id} is a Python run that assigned no REPORT_RESULT",
+                "Re-run the calculation assigning its answer to REPORT_RESULT, then cite that artifact.",
+            )
+        return record
+
     def value(self, citation: Any) -> str:
         from kernel.evidence import read_artifact_result
 
+        self.citable(citation.artifact_id)
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
         value = selected.value
         text = format(value, citation.format) if citation.format and value is not None else _plain(value)
@@ -100,6 +119,7 @@ class _Render:
     def table(self, block: Any) -> str:
         from kernel.evidence import read_artifact_result
 
+        record = self.citable(block.artifact_id)
         selected = read_artifact_result(self.reader, block.artifact_id, {"rows": [0, block.max_rows]},
                                         max_rows=block.max_rows)
         columns = block.columns or list(selected.columns)
@@ -113,6 +133,8 @@ class _Render:
         shown = len(selected.rows or [])
         total = selected.total_rows if selected.total_rows is not None else shown
         caption = (block.caption + " " if block.caption else "") + f"({shown} of {total} rows)"
+        if not record.complete:
+            caption += " (the artifact is incomplete: its capture stopped at the size limit)"
         return "\n".join(lines) + f"\n\n*{_escape_line(caption)}*{self.mark(block.artifact_id)}"
 
     def record(self, artifact_id: str) -> Any:

@@ -102,3 +102,30 @@ def test_render_report_tool_keeps_the_report_as_evidence(run):
     stored = run.kernel.call_tool("render_report", {"document": {"title": "x", "blocks": [
         {"type": "number", "label": "n", "artifact_id": "art_nope", "path": [0]}]}}, run=run)
     assert stored.error_code == "REPORT_CITATION_INVALID"
+
+
+def test_markdown_report_refuses_to_cite_a_failed_execution(run):
+    failed = capture_sql_execution(
+        run.artifacts, columns=[], rows=iter([]), sql="select broken", database="warehouse",
+        dialect="postgresql", elapsed_ms=1.0, status="failed", error="syntax error at or near broken",
+    )
+    doc = {"title": "t", "blocks": [{"type": "table", "artifact_id": failed.artifact_id}]}
+    with pytest.raises(AssayError) as caught:
+        run.kernel.renderer("markdown").render(doc, run.artifacts)
+    assert caught.value.code == "REPORT_CITATION_INVALID"
+    assert "failed sql execution" in caught.value.message
+
+
+def test_markdown_report_refuses_a_python_run_without_report_result(run):
+    from kernel.evidence import capture_python_execution
+
+    printed_only = capture_python_execution(
+        run.artifacts, code="print({'rate': 0.1})", result=None, result_set=False,
+        stdout="{'rate': 0.1}\n", stderr="", status="succeeded",
+    )
+    doc = {"title": "t", "blocks": [{"type": "number", "label": "rate", "artifact_id": printed_only.artifact_id,
+                                     "path": "rate"}]}
+    with pytest.raises(AssayError) as caught:
+        run.kernel.renderer("markdown").render(doc, run.artifacts)
+    assert caught.value.code == "REPORT_CITATION_INVALID"
+    assert "no REPORT_RESULT" in caught.value.message
