@@ -48,6 +48,10 @@ from kernel.sandbox.spec import normalize_language
 
 log = get_logger("assay.sandbox.local")
 
+# RLIMIT_AS headroom above the memory budget (see _limits): enough for
+# pandas + matplotlib + OpenBLAS to load and work on a small frame.
+LOCAL_ADDRESS_SPACE_HEADROOM = 1024 * 1024**2
+
 
 class LocalRuntime(SandboxRuntime):
     """Subprocesses with rlimits in a temp dir. Not a security boundary."""
@@ -133,7 +137,10 @@ class LocalSession(RuntimeSession):
                     value = min(value, hard)
                 resource.setrlimit(which, (value, value))
 
-            setl(resource.RLIMIT_AS, spec.memory_bytes + 256 * 1024**2)  # interpreter mappings
+            # Address space counts mappings, not memory used: shared libraries and
+            # the allocator arenas of numpy/OpenBLAS/matplotlib reserve far more
+            # than they touch, so the limit leaves room for them above the budget.
+            setl(resource.RLIMIT_AS, spec.memory_bytes + LOCAL_ADDRESS_SPACE_HEADROOM)
             setl(resource.RLIMIT_CPU, int(timeout_s) + 1)
             setl(resource.RLIMIT_FSIZE, spec.max_file_size)
             setl(resource.RLIMIT_NPROC, nproc)
