@@ -158,11 +158,7 @@ class FunctionTool(BaseTool):
 
     def invoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
         if self._is_async:
-            raise AssayError(
-                TOOL_ASYNC_ONLY,
-                f"tool {self.name!r} is asynchronous and cannot be called through the sync channel",
-                "Call it with `await kernel.acall_tool(...)` from async code.",
-            )
+            raise _async_only(self.name)
         args, kwargs = self._bind(validated, run)
         return self.func(*args, **kwargs)
 
@@ -231,11 +227,7 @@ class JsonSchemaTool(BaseTool):
 
     def invoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
         if self._is_async:
-            raise AssayError(
-                TOOL_ASYNC_ONLY,
-                f"tool {self.name!r} is asynchronous and cannot be called through the sync channel",
-                "Call it with `await kernel.acall_tool(...)` from async code.",
-            )
+            raise _async_only(self.name)
         return self.handler(validated, run)
 
     async def ainvoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
@@ -349,6 +341,14 @@ def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None, 
     if func is not None:
         return FunctionTool(func, name=name, description=description)
     return lambda f: FunctionTool(f, name=name, description=description)
+
+
+def _async_only(name: str) -> AssayError:
+    return AssayError(
+        TOOL_ASYNC_ONLY,
+        f"tool {name!r} is asynchronous and cannot be called through the sync channel",
+        "Call it with `await kernel.acall_tool(...)` from async code.",
+    )
 
 
 def _check_name(name: str) -> str:
