@@ -188,7 +188,7 @@ def row_line(row: Any, columns: Sequence[str] = ()) -> bytes:
     return orjson.dumps(canonical_value(row), option=_OPTS | orjson.OPT_APPEND_NEWLINE)
 
 
-def rows_bytes(batch: list[Any], columns: Sequence[str] = ()) -> bytes:
+def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequence[int] = ()) -> bytes:
     """Rows as canonical JSON lines (UTF-8, each ending in a newline).
 
     Fast path: one orjson call for the whole batch, cut at the row
@@ -197,9 +197,21 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = ()) -> bytes:
     boundary per row, and no value could have been a NaN or infinity written
     as ``null`` (checked per column with C-level passes: value types, and the
     sum of float columns is finite). Anything else is redone row by row.
+
+    ``decimal_text`` names columns whose ``str`` values are the text of
+    decimals (a driver's numeric output, not yet turned into ``Decimal``):
+    they are written exactly as ``Decimal(text)`` would be. The text pass
+    handles them directly; anything it cannot prove is converted with
+    ``Decimal(text)`` and takes the usual path.
     """
     if not batch:
         return b""
+    if decimal_text:
+        if set(map(type, batch)) <= _SEQUENCES and len(set(map(len, batch))) == 1:
+            data = _typed_rows_bytes(batch, frozenset(decimal_text))
+            if data is not None:
+                return data
+        batch = _decimals_from_text(batch, frozenset(decimal_text))
     if set(map(type, batch)) <= _SEQUENCES and len(set(map(len, batch))) == 1:
         try:  # without ``default``: fails fast at the first Decimal, date, time...
             data = _native_batch_bytes(batch)
@@ -244,10 +256,20 @@ _TYPED = frozenset({decimal.Decimal, dt.date, dt.datetime, dt.time})
 _plain_batch = orjson.dumps
 _plain_row = partial(orjson.dumps, option=orjson.OPT_APPEND_NEWLINE)
 _DEC_CHARS = b"0123456789.-\x00"
-_TAG_REVERSED = '{"$decimal":"'[::-1] + "\x00"
 
 
-def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
+def _decimals_from_text(batch: list[Any], text_cols: frozenset[int]) -> list[Any]:
+    """``batch`` with the ``str`` values of ``text_cols`` turned into ``Decimal`` (what the driver would return)."""
+    dec = decimal.Decimal
+    out = []
+    for row in batch:
+        if not isinstance(row, (list, tuple)):
+            row = list(row)
+        out.append(tuple(dec(v) if j in text_cols and type(v) is str else v for j, v in enumerate(row)))
+    return out
+
+
+def _typed_rows_bytes(batch: list[Any], text_cols: frozenset[int] = frozenset()) -> bytes | None:
     """Canonical lines for a batch with Decimal/date/datetime/time columns, or None (use the general path).
 
     Decimal values are converted column by column first and handed back to
@@ -260,12 +282,23 @@ def _typed_rows_bytes(batch: list[Any]) -> bytes | None:
     columns = [flat[j::width] for j in range(width)]
     kinds = [set(map(type, col)) for col in columns]
     every = set().union(*kinds)
-    if not every & _TYPED or not every <= _SCALARS:
+    if not (every & _TYPED or text_cols) or not every <= _SCALARS:
         return None
     floats, fed, rebuilt = [], [], False
     for j, (col, ck) in enumerate(zip(columns, kinds)):
         nullable = type(None) in ck
         ck.discard(type(None))
+        if j in text_cols:  # decimal text: str values only
+            if not ck:
+                continue
+            if ck != {str}:
+                return None
+            values = _decimal_column(col, nullable, is_text=True)
+            if values is None:
+                return None
+            fed.append((j, col, values, nullable))
+            rebuilt = True  # orjson writes str itself: the column's values are put in place
+            continue
         typed = ck & _TYPED
         if float in ck:
             if typed:
@@ -353,21 +386,23 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
     return all(off.seconds % 60 == 0 and not off.microseconds for off in offsets)
 
 
-def _decimal_column(col: list[Any], nullable: bool) -> list[Any] | None:
+def _decimal_column(col: list[Any], nullable: bool, is_text: bool = False) -> list[Any] | None:
     """The Decimals of ``col`` (its None skipped) as canonical JSON values, or None when one is unusual.
 
     Handled: finite values that ``str`` writes with a point and no exponent, at
     most ``prec`` characters long (so ``normalize()`` is exact). Their canonical
     text is that string with the fraction's trailing zeros cut: ``"5.00"`` -> ``5``,
-    ``"-0.0"`` -> ``0``, ``"2.50"`` -> ``{"$decimal":"2.5"}``.
+    ``"-0.0"`` -> ``0``, ``"2.50"`` -> ``{"$decimal":"2.5"}``. With ``is_text`` the
+    values are already decimal text (``str``), read the same way: a plain-notation
+    text with a point is spelled exactly as ``Decimal(text)`` would be.
     """
     ctx = decimal.getcontext()
     if ctx.Emin > -7 or ctx.Emax < ctx.prec:
         return None
-    texts = list(map(str, col))
+    texts = col if is_text and not nullable else list(map(str, col))
     nones = list(map(type, col)).count(type(None)) if nullable else 0
     text = "\x00" + "\x00".join(texts) + "\x00"
-    if (text.encode("ascii").translate(None, _DEC_CHARS) != b"None" * nones
+    if (not text.isascii() or text.encode("ascii").translate(None, _DEC_CHARS) != b"None" * nones
             or text.count(".") != len(col) - nones or max(map(len, texts)) > ctx.prec):
         return None  # exponents, NaN, infinities, no point, long digits
     if nones:
@@ -377,16 +412,10 @@ def _decimal_column(col: list[Any], nullable: bool) -> list[Any] | None:
     text = text.replace(".\x00", "\x00")
     while "\x00-0\x00" in text:
         text = text.replace("\x00-0\x00", "\x000\x00")
-    # "\x00-1.25\x00" -> '\x00{"$decimal":"-1.25"}\x00': each point's value ends at the first
-    # separator after it, and (read backwards) starts at the first separator after it
-    pieces = text.split(".")
-    if len(pieces) > 1:
-        pieces[1:] = map(str.replace, pieces[1:], repeat("\x00"), repeat('"}\x00'), repeat(1))
-        pieces = ".".join(pieces)[::-1].split(".")
-        pieces[1:] = map(str.replace, pieces[1:], repeat("\x00"), repeat(_TAG_REVERSED), repeat(1))
-        text = ".".join(pieces)[::-1]
-    # written as they are: tagged text, or digits (also beyond 64 bits); no per-value Python code
-    return list(map(orjson.Fragment, text[1:-1].split("\x00")))
+    # a value keeping a point is tagged, the others are digits (also beyond 64 bits);
+    # written as they are through orjson.Fragment, no per-value Python function call
+    return list(map(orjson.Fragment, ['{"$decimal":"' + p + '"}' if "." in p else p
+                                      for p in text[1:-1].split("\x00")]))
 
 
 def _no_nan(batch: list[Any]) -> bool:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from pathlib import Path
@@ -48,20 +49,62 @@ class ArtifactSink:
 
 
 class _Staged:
-    """A staging file being written: hashed and sized as it grows."""
+    """A staging file being written: hashed and sized as it grows.
+
+    Large writes are hashed and written on a helper thread (both release the
+    GIL) while the caller encodes the next batch; one write is in flight at a
+    time, so the bytes go out in order. After each large write the kernel is
+    asked to start writing the pages back (``sync_file_range``), so the final
+    ``fsync`` has little left to wait for. The bytes and the hash are the same
+    as a plain sequential write.
+    """
 
     def __init__(self, sink: ArtifactSink) -> None:
         self.store = sink.store
         self.path, self.fh = self.store.new_temp()
         self.hash = hashlib.sha256()
         self.size = 0
+        self._written = 0
+        self._helper: Any = None
+        self._pending: Any = None
 
     def write(self, data: bytes) -> None:
+        self.size += len(data)
+        if self._helper is None and len(data) < _ASYNC_WRITE_MIN:
+            self._write_now(data)
+            return
+        self._wait()
+        if self._helper is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._helper = ThreadPoolExecutor(1, thread_name_prefix="assay-capture-write")
+        self._pending = self._helper.submit(self._write_now, data)
+
+    def _write_now(self, data: bytes) -> None:
         self.hash.update(data)
         self.fh.write(data)
-        self.size += len(data)
+        if len(data) >= _ASYNC_WRITE_MIN:
+            start = _writeback()
+            if start is not None:
+                self.fh.flush()
+                start(self.fh.fileno(), self._written, len(data))
+        self._written += len(data)
+
+    def _wait(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            pending.result()
+
+    def _stop_helper(self) -> None:
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.shutdown(wait=True)
 
     def publish(self) -> tuple[str, int]:
+        try:
+            self._wait()
+        finally:
+            self._stop_helper()
         self.fh.flush()
         os.fsync(self.fh.fileno())
         self.fh.close()
@@ -71,9 +114,46 @@ class _Staged:
 
     def discard(self) -> None:
         try:
+            try:
+                self._wait()
+            except BaseException:  # noqa: BLE001 - the file is being thrown away
+                pass
+            self._stop_helper()
             self.fh.close()
         finally:
             Path(self.path).unlink(missing_ok=True)
+
+
+_ASYNC_WRITE_MIN = 256 << 10  # smaller writes are done in place (no thread for small results)
+
+
+def _writeback_starter() -> Any:
+    """``sync_file_range(fd, offset, n, SYNC_FILE_RANGE_WRITE)`` (Linux): start writing pages back, do not wait."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fn = libc.sync_file_range
+        fn.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
+        fn.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+
+    def start(fd: int, offset: int, length: int) -> None:
+        fn(fd, offset, length, 2)  # a hint only: the fsync before publishing is what makes it durable
+
+    return start
+
+
+_WRITEBACK: list[Any] = []
+
+
+def _writeback() -> Any:
+    if not _WRITEBACK:  # looked up on the first large write, not at import (ctypes is not free)
+        _WRITEBACK.append(_writeback_starter())
+    return _WRITEBACK[0]
 
 
 def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
@@ -88,7 +168,7 @@ def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
 
 
 def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
-                preview: PreviewBuilder, max_bytes: int) -> tuple[int, bool]:
+                preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = ()) -> tuple[int, bool]:
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
     it = iter(rows)
     count, batch_size = 0, 1  # rows may be wide: measure one, then aim at ~1 MiB batches
@@ -96,7 +176,7 @@ def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any
         batch = list(islice(it, batch_size))
         if not batch:
             return count, True
-        data = rows_bytes(batch, columns)
+        data = rows_bytes(batch, columns, decimal_text)
         if not preview.full:
             preview.offer_lines(data)
         if staged.size + len(data) > max_bytes:
@@ -121,13 +201,19 @@ def _guarded(what: str, fn):
 
 def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                  status: str = "succeeded", column_types: Sequence[str] | None = None,
-                 provenance: dict[str, Any] | None = None) -> ArtifactRecord:
-    """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`)."""
+                 provenance: dict[str, Any] | None = None,
+                 decimal_text_columns: Sequence[int] = ()) -> ArtifactRecord:
+    """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`).
+
+    ``decimal_text_columns``: columns whose ``str`` values are decimal text from
+    the driver; they are stored exactly as ``Decimal(text)`` would be.
+    """
     cfg = sink.settings
     cols = [str(c) for c in columns]
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
     sha, size, (count, complete) = _stage(
-        sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes))
+        sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes,
+                                     tuple(decimal_text_columns)))
     prev_rows, prev_truncated = preview.result(count)
     prov = dict(provenance or {})
     if not complete:
@@ -148,15 +234,20 @@ def capture_sql_execution(
     sink: ArtifactSink | None, *, columns: Sequence[str], rows: Iterable[Sequence[Any]], sql: str,
     database: str, dialect: str, elapsed_ms: float, status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
+    decimal_text_columns: Sequence[int] = (),
 ) -> ArtifactRecord | None:
-    """Keep a SQL result as evidence; ``None`` when the run captures nothing."""
+    """Keep a SQL result as evidence; ``None`` when the run captures nothing.
+
+    ``decimal_text_columns`` (optional): indexes of columns a driver returned as
+    decimal text instead of ``Decimal``; the stored bytes are the same.
+    """
     if sink is None:
         return None
     provenance = {"sql": sql, "datasource": database, "dialect": dialect,
                   "elapsed_ms": float(elapsed_ms), "error": error}
     return _guarded("sql", lambda: capture_rows(
         sink, kind="sql", columns=columns, rows=rows, status=status,
-        column_types=column_types, provenance=provenance))
+        column_types=column_types, provenance=provenance, decimal_text_columns=decimal_text_columns))
 
 
 def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str, media_type: str,

@@ -186,3 +186,17 @@ def test_every_microsecond_width_matches_isoformat():
             for m in micros]
     assert rows_bytes(rows) == _reference(rows)
     assert b'"00:00:00.051186"' in rows_bytes(rows)
+
+
+def test_decimal_text_columns_write_what_their_decimals_write():
+    # a driver's numeric text (PostgreSQL's plain notation, or str()) stored as Decimal(text) would be
+    rng = random.Random(11)
+    for _ in range(60):
+        rows = []
+        for i in range(rng.choice([1, 2, 50, 400])):
+            d = _decimal(rng)
+            text = format(d, "f") if d.is_finite() and rng.random() < 0.7 else str(d)
+            rows.append((i, None if rng.random() < 0.1 else text, f"s{i}", None if rng.random() < 0.3 else "2.50"))
+        reference = _reference([(i, None if t is None else Decimal(t), s, None if u is None else Decimal(u))
+                                for i, t, s, u in rows])
+        assert rows_bytes(rows, (), (1, 3)) == reference
