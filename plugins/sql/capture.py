@@ -29,10 +29,15 @@ def _capture_fn() -> Any:
 
 
 def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any, elapsed_ms: float,
-            column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None) -> Any:
-    """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED."""
+            column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None,
+            decimal_text: tuple[int, ...] = ()) -> Any:
+    """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED.
+
+    ``decimal_text``: columns the engine returned as numeric text (stored as their Decimal would be).
+    """
     if sink is None:
         return None
+    extra = {"decimal_text_columns": decimal_text} if decimal_text else {}
     try:
         return _capture_fn()(
             sink,
@@ -45,6 +50,7 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
             status=status,
             error=error,
             column_types=column_types,
+            **extra,
         )
     except Exception as exc:  # noqa: BLE001 - any failure here is a capture failure
         if getattr(exc, "code", None) == ARTIFACT_CAPTURE_FAILED:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass, field
+from decimal import Decimal
 from typing import Any
 
 from kernel.log import get_logger
@@ -41,10 +42,22 @@ class QueryResult:
     column_types: list[str]
     rows: list[tuple]
     elapsed_ms: float
+    # Columns whose values are decimal text (``str``) instead of ``Decimal``: only when the
+    # caller asked for it (``Attempt.decimal_text``) and the engine could give it cheaply.
+    decimal_text: tuple[int, ...] = ()
 
     @property
     def row_count(self) -> int:
         return len(self.rows)
+
+    def head(self, n: int) -> list[tuple]:
+        """The first ``n`` rows as the driver would give them (decimal text back to ``Decimal``)."""
+        rows = self.rows[:n]
+        if not self.decimal_text:
+            return rows
+        cols = set(self.decimal_text)
+        return [tuple(Decimal(v) if j in cols and isinstance(v, str) else v for j, v in enumerate(row))
+                for row in rows]
 
 
 @dataclass
@@ -52,6 +65,9 @@ class Attempt:
     """One statement's shared state between the waiting caller and the worker."""
 
     timeout_s: float
+    # The caller takes numeric columns as decimal text (QueryResult.decimal_text): sql_query
+    # stores them canonically and previews them as Decimal; other callers get Decimal.
+    decimal_text: bool = False
     deadline: float | None = None
     started: float | None = None
     session_id: Any = None
@@ -142,8 +158,13 @@ class Executor:
                 else:
                     cur.execute(sql, params)
                 description = cur.description
+                fast = None
+                if description and attempt.decimal_text:
+                    fast = self.engine.fetch_decimal_text(raw, cur, self.max_result_rows + 1)
                 if not description:
                     rows = []
+                elif fast is not None:
+                    rows, text_columns = fast
                 elif self.engine.streams_rows:
                     rows = cur.fetchmany(self.max_result_rows + 1)
                 else:
@@ -163,6 +184,7 @@ class Executor:
                     column_types=self.engine.column_types(raw, description, rows),
                     rows=rows if isinstance(rows, list) else list(rows),
                     elapsed_ms=(time.monotonic() - attempt.started) * 1000,
+                    decimal_text=tuple(text_columns) if fast is not None else (),
                 )
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             error = exc

@@ -77,8 +77,8 @@ def success_result(resource: DatabaseResource, result: QueryResult, record: Any,
         content += "columns: " + ", ".join(result.columns)
         shown = 0
     else:
-        table, shown = markdown_table(result.columns, result.rows, max_rows=settings.preview_rows,
-                                      max_chars=settings.preview_chars)
+        table, shown = markdown_table(result.columns, result.head(settings.preview_rows),
+                                      max_rows=settings.preview_rows, max_chars=settings.preview_chars)
         content = head + "\n\n" + table
         if shown < n:
             where = f"; the full result is in artifact {artifact_id}" if artifact_id else ""
@@ -113,7 +113,8 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
 
 def finish_query(resource: DatabaseResource, sql: str, result: QueryResult, sink: Any, settings: SqlSettings) -> ToolResult:
     record = capture(sink, resource=resource, sql=sql, columns=result.columns, rows=result.rows,
-                     elapsed_ms=result.elapsed_ms, column_types=result.column_types)
+                     elapsed_ms=result.elapsed_ms, column_types=result.column_types,
+                     decimal_text=result.decimal_text)
     return success_result(resource, result, record, settings)
 
 
@@ -123,7 +124,9 @@ def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: f
     resource = None
     try:
         resource = sources.resolve(datasource, run)
-        result = resource.query(sql, timeout_s=timeout_s)
+        attempt = resource.new_attempt(timeout_s)
+        attempt.decimal_text = True  # rows are only stored and previewed here (finish_query)
+        result = resource.query(sql, attempt=attempt)
         return finish_query(resource, sql, result, sink, sources.settings)
     except SqlError as exc:
         return failure_result(resource, sql, exc, sink)
@@ -137,6 +140,7 @@ async def arun_sql(sources: Datasources, sql: str, datasource: str | None, timeo
         resource = sources.resolve(datasource, run)
         resource.check(sql)
         attempt = resource.new_attempt(timeout_s)
+        attempt.decimal_text = True  # rows are only stored and previewed here (finish_query)
 
         def blocking() -> ToolResult:
             try:

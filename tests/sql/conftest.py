@@ -192,10 +192,14 @@ def recording_capture(monkeypatch) -> Any:
     from plugins.sql import capture as capture_module
 
     def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
-                     column_types=None):
+                     column_types=None, decimal_text_columns=()):
         if sink.fail:
             raise RuntimeError("disk full")
-        materialized = [list(r) for r in rows]
+        from decimal import Decimal
+
+        # what the store reads: decimal text columns as the Decimal the driver would have made
+        materialized = [[Decimal(v) if j in decimal_text_columns and isinstance(v, str) else v
+                         for j, v in enumerate(r)] for r in rows]
         record = FakeRecord(f"art_{len(sink.captures) + 1}", status, len(materialized))
         sink.captures.append({"columns": list(columns), "rows": materialized, "sql": sql, "database": database,
                               "dialect": dialect, "status": status, "error": error, "record": record})

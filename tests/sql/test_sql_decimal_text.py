@@ -1,0 +1,140 @@
+"""sql_query's numeric fast path stores and previews exactly what the Decimal path does.
+
+PostgreSQL numeric columns are fetched as the server's text (C text loader)
+instead of ``Decimal`` objects and written canonically from that text. The
+same result captured with and without the fast path must give the same
+SHA-256, the same stored preview and the same model-facing text; DuckDB (no
+engine fast path, the encoder's Decimal pass) must give the bytes of the
+value-by-value reference encoder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import duckdb
+import pytest
+
+from kernel import Kernel
+from kernel.evidence.canonical import dumps_bytes, row_line
+from plugins.sql import engines, open_datasource
+from tests.conftest import require
+from tests.sql.conftest import PG_BASE, pg_admin, pg_available, unique
+
+NUMERIC_VALUES = [
+    "1.25", "2.50", "5.00", "-0.00", "-0.50", "0.000001", "0.0000001", "1E-20", "100.10", "12345678901234567890123.0",
+    "123456789012345678901234567890.5", "99999999999999999999999999999999999999999", "-7", "0", "NaN", "Infinity",
+    "-Infinity", "0.1000000000000000000000000000000001", "3.14159265358979323846264338327950288",
+]
+
+
+def _sha_of_reference(columns, rows) -> str:
+    data = dumps_bytes({"columns": columns}) + b"\n" + b"".join(row_line(r) for r in rows)
+    return hashlib.sha256(data).hexdigest()
+
+
+def _table_text(content: str) -> str:
+    """The model-facing text without the parts that differ per call (artifact id, elapsed ms)."""
+    return re.sub(r"art_[0-9a-zA-Z_-]+|\d+ ms", "X", content)
+
+
+def _run_both(kernel: Kernel, name: str, sql: str, monkeypatch):
+    out, taken = [], []
+    real = engines.PostgresEngine.fetch_decimal_text
+
+    def spy(self, raw, cur, limit):
+        got = real(self, raw, cur, limit)
+        taken.append(got is not None)
+        return got
+
+    for fast in (True, False):
+        monkeypatch.setattr(engines.PostgresEngine, "fetch_decimal_text",
+                            spy if fast else (lambda self, raw, cur, limit: None))
+        run = kernel.new_run()
+        result = kernel.call_tool("sql_query", {"sql": sql, "datasource": name}, run=run)
+        assert result.success, result.message
+        record = run.artifacts.catalog.get(result.data["artifact_id"])
+        out.append((record, result))
+        run.close()
+    monkeypatch.undo()
+    assert taken == [True]  # the first run really took the fast path
+    return out
+
+
+@pytest.fixture
+def kernel(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
+    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    k.start()
+    yield k
+    k.close()
+
+
+@pytest.fixture
+def pg_numeric_table():
+    require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+    schema = unique("assay_dec")
+    with pg_admin() as conn:
+        conn.execute(f"CREATE SCHEMA {schema}")
+        conn.execute(f"CREATE TABLE {schema}.t (id int, amount numeric, price numeric(12, 2), label text, "
+                     "ts timestamp, wide numeric(40, 30))")
+        for i, v in enumerate(NUMERIC_VALUES * 30):
+            conn.execute(f"INSERT INTO {schema}.t VALUES (%s, %s::numeric, %s, %s, "
+                         "timestamp '2024-01-01' + %s * interval '1 minute', %s)",
+                         (i, v, None if i % 7 == 0 else (i * 1.25), f"row|{i}", i,
+                          None if i % 5 == 0 else f"{i}.{i:030d}"[:40]))
+        conn.execute(f"INSERT INTO {schema}.t SELECT g, g * 0.25, (g * 1.25)::numeric(12,2), md5(g::text), "
+                     "timestamp '2024-01-01' + g * interval '1 minute', NULL FROM generate_series(1000, 21000) g")
+    try:
+        yield schema
+    finally:
+        with pg_admin() as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_postgresql_numeric_fast_path_stores_and_previews_the_same(kernel, pg_numeric_table, monkeypatch):
+    kernel.attach(open_datasource("pg", PG_BASE, kernel=kernel))
+    sql = f"SELECT * FROM {pg_numeric_table}.t ORDER BY id"
+    (fast, fast_result), (slow, slow_result) = _run_both(kernel, "pg", sql, monkeypatch)
+    assert fast.row_count == slow.row_count == len(NUMERIC_VALUES) * 30 + 20001
+    assert fast.sha256 == slow.sha256
+    assert fast.preview == slow.preview
+    assert _table_text(fast_result.content) == _table_text(slow_result.content)
+    assert fast_result.data["column_types"] == slow_result.data["column_types"]
+    import psycopg
+
+    with psycopg.connect(PG_BASE) as conn:
+        cur = conn.execute(sql)
+        reference = _sha_of_reference([d.name for d in cur.description], cur.fetchall())
+    assert fast.sha256 == reference
+
+
+def test_postgresql_fast_path_is_really_taken_and_skipped_for_nested_numerics(pg_numeric_table):
+    import psycopg
+
+    with psycopg.connect(PG_BASE) as raw:
+        cur = raw.execute(f"SELECT amount, price, label FROM {pg_numeric_table}.t ORDER BY id LIMIT 3")
+        rows, columns = engines.POSTGRESQL.fetch_decimal_text(raw, cur, 10)
+        assert columns == [0, 1] and rows[0][0] == "1.25" and rows[1][1] == "1.25" and rows[0][1] is None
+        for nested in ("SELECT ARRAY[1.5::numeric]", "SELECT numrange(1.5, 2.5)", "SELECT ROW(1.5::numeric, 2)"):
+            assert engines.POSTGRESQL.fetch_decimal_text(raw, raw.execute(nested), 10) is None, nested
+        assert engines.POSTGRESQL.fetch_decimal_text(raw, raw.execute("SELECT 1, 'x'"), 10) is None
+
+
+def test_duckdb_capture_equals_the_reference_encoder(kernel, tmp_path):
+    path = tmp_path / "dec.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t AS SELECT i AS id, (i * 1.25)::DECIMAL(12,2) AS amount, "
+                     "CASE WHEN i % 9 = 0 THEN NULL ELSE (i * 0.0001)::DECIMAL(18,8) END AS small, "
+                     "md5(i::varchar) AS s, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts, "
+                     "(-i)::DECIMAL(38,0) AS whole FROM range(1, 20001) r(i)")
+        expected_rows = conn.execute("SELECT * FROM t ORDER BY id").fetchall()
+    kernel.attach(open_datasource("dk", f"duckdb:///{path}", kernel=kernel))
+    run = kernel.new_run()
+    result = kernel.call_tool("sql_query", {"sql": "SELECT * FROM t ORDER BY id", "datasource": "dk"}, run=run)
+    assert result.success, result.message
+    record = run.artifacts.catalog.get(result.data["artifact_id"])
+    assert record.sha256 == _sha_of_reference(["id", "amount", "small", "s", "ts", "whole"], expected_rows)
+    assert "| 1 | 1.25 | 0.00010000 |" in result.content  # previews show the Decimal as the driver made it
+    run.close()
