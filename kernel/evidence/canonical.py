@@ -198,8 +198,8 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
     as ``null`` (checked per column with C-level passes: value types, and the
     sum of float columns is finite). Anything else is redone row by row.
 
-    ``decimal_text`` names columns whose ``str`` values are the text of
-    decimals (a driver's numeric output, not yet turned into ``Decimal``):
+    ``decimal_text`` names columns whose ``str`` (or ASCII ``bytes``) values are
+    the text of decimals (a driver's numeric output, not yet turned into ``Decimal``):
     they are written exactly as ``Decimal(text)`` would be. The text pass
     handles them directly; anything it cannot prove is converted with
     ``Decimal(text)`` and takes the usual path.
@@ -259,13 +259,14 @@ _DEC_CHARS = b"0123456789.-\x00"
 
 
 def _decimals_from_text(batch: list[Any], text_cols: frozenset[int]) -> list[Any]:
-    """``batch`` with the ``str`` values of ``text_cols`` turned into ``Decimal`` (what the driver would return)."""
+    """``batch`` with the text values of ``text_cols`` turned into ``Decimal`` (what the driver would return)."""
     dec = decimal.Decimal
     out = []
     for row in batch:
         if not isinstance(row, (list, tuple)):
             row = list(row)
-        out.append(tuple(dec(v) if j in text_cols and type(v) is str else v for j, v in enumerate(row)))
+        out.append(tuple(dec(v.decode("ascii") if type(v) is bytes else v)
+                         if j in text_cols and type(v) in (str, bytes) else v for j, v in enumerate(row)))
     return out
 
 
@@ -281,23 +282,24 @@ def _typed_rows_bytes(batch: list[Any], text_cols: frozenset[int] = frozenset())
     flat = list(chain.from_iterable(batch))
     columns = [flat[j::width] for j in range(width)]
     kinds = [set(map(type, col)) for col in columns]
-    every = set().union(*kinds)
+    every = set().union(*(k for j, k in enumerate(kinds) if j not in text_cols))
     if not (every & _TYPED or text_cols) or not every <= _SCALARS:
         return None
     floats, fed, rebuilt = [], [], False
     for j, (col, ck) in enumerate(zip(columns, kinds)):
         nullable = type(None) in ck
         ck.discard(type(None))
-        if j in text_cols:  # decimal text: str values only
+        if j in text_cols:  # decimal text: all str or all bytes
             if not ck:
                 continue
-            if ck != {str}:
+            if ck != {str} and ck != {bytes}:
                 return None
-            values = _decimal_column(col, nullable, is_text=True)
+            values = _decimal_column(col, nullable, text_kind=next(iter(ck)))
             if values is None:
                 return None
             fed.append((j, col, values, nullable))
-            rebuilt = True  # orjson writes str itself: the column's values are put in place
+            if str in ck:  # orjson writes str itself: the column's values are put in place
+                rebuilt = True  # (bytes go to ``default`` like Decimals, in row order)
             continue
         typed = ck & _TYPED
         if float in ck:
@@ -386,20 +388,28 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
     return all(off.seconds % 60 == 0 and not off.microseconds for off in offsets)
 
 
-def _decimal_column(col: list[Any], nullable: bool, is_text: bool = False) -> list[Any] | None:
+def _decimal_column(col: list[Any], nullable: bool, text_kind: type | None = None) -> list[Any] | None:
     """The Decimals of ``col`` (its None skipped) as canonical JSON values, or None when one is unusual.
 
     Handled: finite values that ``str`` writes with a point and no exponent, at
     most ``prec`` characters long (so ``normalize()`` is exact). Their canonical
     text is that string with the fraction's trailing zeros cut: ``"5.00"`` -> ``5``,
-    ``"-0.0"`` -> ``0``, ``"2.50"`` -> ``{"$decimal":"2.5"}``. With ``is_text`` the
-    values are already decimal text (``str``), read the same way: a plain-notation
-    text with a point is spelled exactly as ``Decimal(text)`` would be.
+    ``"-0.0"`` -> ``0``, ``"2.50"`` -> ``{"$decimal":"2.5"}``. With ``text_kind``
+    (``str`` or ``bytes``) the values are already decimal text, read the same way:
+    a plain-notation text with a point is spelled exactly as ``Decimal(text)`` would be.
     """
     ctx = decimal.getcontext()
     if ctx.Emin > -7 or ctx.Emax < ctx.prec:
         return None
-    texts = col if is_text and not nullable else list(map(str, col))
+    if text_kind is bytes:
+        joined = b"\x00".join([b"None" if v is None else v for v in col] if nullable else col)
+        if not joined.isascii():
+            return None
+        texts = joined.decode("ascii").split("\x00")
+    elif text_kind is str and not nullable:
+        texts = col
+    else:
+        texts = list(map(str, col))
     nones = list(map(type, col)).count(type(None)) if nullable else 0
     text = "\x00" + "\x00".join(texts) + "\x00"
     if (not text.isascii() or text.encode("ascii").translate(None, _DEC_CHARS) != b"None" * nones

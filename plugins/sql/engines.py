@@ -80,7 +80,7 @@ class SqlEngine:
         return [_python_type(rows, i) for i in range(len(description or ()))]
 
     def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
-        """Up to ``limit`` rows with numeric columns left as the server's text, and those columns' indexes.
+        """Up to ``limit`` rows with numeric columns left as the server's text (str or ASCII bytes), and their indexes.
 
         For callers that only store and preview the rows (``sql_query``): the
         driver then skips building ``Decimal`` objects the canonical form would
@@ -231,15 +231,21 @@ _PG_PLAIN_TYPES = frozenset({
 
 
 class _NumericAsText:
-    """An adaptation context: the connection's loaders, with numeric read as its text (C text loader)."""
+    """An adaptation context: the connection's loaders, with numeric read as its ASCII text, as bytes.
+
+    The C bytea loader is used for that: in text format it unescapes only
+    backslash sequences, which numeric output never holds, so each value is
+    the server's text byte for byte. Bytes (unlike str) are handed to the
+    canonical encoder's ``default`` like Decimals, so rows are not rebuilt.
+    """
 
     def __init__(self, raw: Any) -> None:
         from psycopg.adapt import AdaptersMap
-        from psycopg.types.string import TextLoader
+        from psycopg.types.string import ByteaLoader
 
         self.connection = raw
         self.adapters = AdaptersMap(raw.adapters)
-        self.adapters.register_loader(_PG_NUMERIC, TextLoader)
+        self.adapters.register_loader(_PG_NUMERIC, ByteaLoader)
 
 
 class PostgresEngine(SqlEngine):
@@ -296,7 +302,7 @@ class PostgresEngine(SqlEngine):
 
     def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
         # psycopg's numeric loader is Decimal(text) of the server's text output: loading that
-        # text with the C text loader instead skips 100,000s of Decimal objects.
+        # text as bytes with a C loader instead skips 100,000s of Decimal objects.
         res = cur.pgresult
         if res is None or cur.rownumber not in (0, None):
             return None

@@ -42,7 +42,7 @@ class QueryResult:
     column_types: list[str]
     rows: list[tuple]
     elapsed_ms: float
-    # Columns whose values are decimal text (``str``) instead of ``Decimal``: only when the
+    # Columns whose values are decimal text (``str`` or ASCII ``bytes``) instead of ``Decimal``: only when the
     # caller asked for it (``Attempt.decimal_text``) and the engine could give it cheaply.
     decimal_text: tuple[int, ...] = ()
 
@@ -56,8 +56,12 @@ class QueryResult:
         if not self.decimal_text:
             return rows
         cols = set(self.decimal_text)
-        return [tuple(Decimal(v) if j in cols and isinstance(v, str) else v for j, v in enumerate(row))
+        return [tuple(_decimal(v) if j in cols and isinstance(v, (str, bytes)) else v for j, v in enumerate(row))
                 for row in rows]
+
+
+def _decimal(text: str | bytes) -> Decimal:
+    return Decimal(text.decode("ascii") if isinstance(text, bytes) else text)
 
 
 @dataclass

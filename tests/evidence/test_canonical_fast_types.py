@@ -200,3 +200,5 @@ def test_decimal_text_columns_write_what_their_decimals_write():
         reference = _reference([(i, None if t is None else Decimal(t), s, None if u is None else Decimal(u))
                                 for i, t, s, u in rows])
         assert rows_bytes(rows, (), (1, 3)) == reference
+        as_bytes = [(i, t if t is None else t.encode(), s, u if u is None else u.encode()) for i, t, s, u in rows]
+        assert rows_bytes(as_bytes, (), (1, 3)) == reference

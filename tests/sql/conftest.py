@@ -198,7 +198,8 @@ def recording_capture(monkeypatch) -> Any:
         from decimal import Decimal
 
         # what the store reads: decimal text columns as the Decimal the driver would have made
-        materialized = [[Decimal(v) if j in decimal_text_columns and isinstance(v, str) else v
+        materialized = [[Decimal(v.decode() if isinstance(v, bytes) else v)
+                         if j in decimal_text_columns and isinstance(v, (str, bytes)) else v
                          for j, v in enumerate(r)] for r in rows]
         record = FakeRecord(f"art_{len(sink.captures) + 1}", status, len(materialized))
         sink.captures.append({"columns": list(columns), "rows": materialized, "sql": sql, "database": database,

@@ -1,7 +1,7 @@
 """sql_query's numeric fast path stores and previews exactly what the Decimal path does.
 
-PostgreSQL numeric columns are fetched as the server's text (C text loader)
-instead of ``Decimal`` objects and written canonically from that text. The
+PostgreSQL numeric columns are fetched as the server's text (as bytes, C
+loader) instead of ``Decimal`` objects and written canonically from that text. The
 same result captured with and without the fast path must give the same
 SHA-256, the same stored preview and the same model-facing text; DuckDB (no
 engine fast path, the encoder's Decimal pass) must give the bytes of the
@@ -116,7 +116,7 @@ def test_postgresql_fast_path_is_really_taken_and_skipped_for_nested_numerics(pg
     with psycopg.connect(PG_BASE) as raw:
         cur = raw.execute(f"SELECT amount, price, label FROM {pg_numeric_table}.t ORDER BY id LIMIT 3")
         rows, columns = engines.POSTGRESQL.fetch_decimal_text(raw, cur, 10)
-        assert columns == [0, 1] and rows[0][0] == "1.25" and rows[1][1] == "1.25" and rows[0][1] is None
+        assert columns == [0, 1] and rows[0][0] == b"1.25" and rows[1][1] == b"1.25" and rows[0][1] is None
         for nested in ("SELECT ARRAY[1.5::numeric]", "SELECT numrange(1.5, 2.5)", "SELECT ROW(1.5::numeric, 2)"):
             assert engines.POSTGRESQL.fetch_decimal_text(raw, raw.execute(nested), 10) is None, nested
         assert engines.POSTGRESQL.fetch_decimal_text(raw, raw.execute("SELECT 1, 'x'"), 10) is None
