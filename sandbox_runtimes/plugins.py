@@ -1,0 +1,48 @@
+"""The sandbox plugins' entry points: thin, so kernel start-up imports no sandbox code.
+
+Each runtime plugin (``docker``, ``podman``, ``nerdctl``, ``local``) registers
+its runtime class as a :class:`kernel.Lazy` (name, ``module:Class`` path and
+the ``isolated`` flag the kernel reads before importing); the runtime module,
+:mod:`kernel.sandbox` and the engine SDKs load when a sandbox is first used.
+``sandbox_cli`` adds ``assay sandbox`` (click and :mod:`sandbox_runtimes.cli`
+load only when the command line is built). The runtime modules keep their own
+hook implementations, so passing one as a host plugin
+(``Kernel(plugins=["sandbox_runtimes.podman"])``) still registers it eagerly.
+"""
+
+from __future__ import annotations
+
+from kernel import Lazy, hookimpl
+
+
+class RuntimePlugin:
+    """The plugin of one sandbox runtime: registers ``module:cls`` lazily as ``name``."""
+
+    def __init__(self, name: str, target: str, *, isolated: bool) -> None:
+        self.name = name
+        self.target = target
+        self.isolated = isolated
+
+    def __repr__(self) -> str:
+        return f"<sandbox runtime plugin {self.name!r}: {self.target}>"
+
+    @hookimpl
+    def register_sandbox_runtimes(self, register):
+        register(Lazy(self.target, name=self.name, isolated=self.isolated))
+
+
+class SandboxCliPlugin:
+    """The ``assay sandbox`` commands."""
+
+    @hookimpl
+    def register_commands(self, cli):
+        from .cli import sandbox_group
+
+        cli.add_command(sandbox_group)
+
+
+docker = RuntimePlugin("docker", "sandbox_runtimes.docker:DockerRuntime", isolated=True)
+podman = RuntimePlugin("podman", "sandbox_runtimes.podman:PodmanRuntime", isolated=True)
+nerdctl = RuntimePlugin("nerdctl", "sandbox_runtimes.nerdctl:NerdctlRuntime", isolated=True)
+local = RuntimePlugin("local", "sandbox_runtimes.local:LocalRuntime", isolated=False)
+sandbox_cli = SandboxCliPlugin()
