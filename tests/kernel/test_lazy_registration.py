@@ -198,3 +198,46 @@ def test_settings_provided_sees_the_environment_and_the_config_file(tmp_path, mo
     config = tmp_path / "assay.toml"
     config.write_text("[hello]\ngreeting = 'hey'\n")
     assert Settings.from_env(config=str(config)).provided("hello", "ASSAY_HELLO_") is True
+
+
+# What the built-in plugins keep out of start-up: they register descriptors, these load on first use.
+DEFERRED = [
+    "click", "kernel.sandbox", "kernel.evidence.catalog", "kernel.evidence.capture", "kernel.evidence.records",
+    "sandbox_runtimes.docker", "sandbox_runtimes.podman", "sandbox_runtimes.nerdctl", "sandbox_runtimes.local",
+    "sandbox_runtimes.cli", "plugins.sql.engines", "plugins.sql.tools", "plugins.sql.settings",
+    "plugins.code_interpreter.tool", "plugins.artifact_stores.local_store", "plugins.artifact_stores.s3_store",
+    "plugins.evidence_read_tools", "plugins.evidence_cli", "plugins.reports.markdown_renderer",
+    "plugins.models.scripted_model", "plugins.models.openai_model",
+]
+
+
+def test_starting_with_every_builtin_plugin_imports_only_thin_plugin_modules():
+    import json
+    import os
+    import subprocess
+
+    code = ("import sys, json, kernel; k = kernel.Kernel(); k.start(); "
+            "print(json.dumps({'failed': [p.name for p in k.plugins() if p.status == 'failed'], "
+            "'loaded': len([p for p in k.plugins() if p.status == 'loaded']), "
+            f"'imported': [m for m in {DEFERRED!r} if m in sys.modules]}}))")
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS", "ASSAY_STRICT_PLUGINS")
+           and not k.upper().startswith("ASSAY_SQL_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    found = json.loads(out.stdout.strip().splitlines()[-1])
+    assert found["failed"] == [] and found["loaded"] >= 14
+    assert found["imported"] == []
+
+
+def test_every_builtin_plugin_loads_in_strict_mode():
+    import os
+    import subprocess
+
+    code = "import kernel; k = kernel.Kernel(); k.start(); print(len(k.tools))"
+    env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS")
+           and not k.upper().startswith("ASSAY_SQL_")}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         env={**env, "ASSAY_STRICT_PLUGINS": "1"})
+    assert out.returncode == 0, out.stderr  # every lazy path resolves and matches its declaration
+    assert int(out.stdout.strip().splitlines()[-1]) >= 10
