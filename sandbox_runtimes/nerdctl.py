@@ -48,6 +48,10 @@ from kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
 
 log = get_logger("assay.sandbox.nerdctl")
 
+# The engine's helpers (conmon under podman) may drop marker files such as an empty
+# "oom" into the CLI's working directory; never let that be the user's project.
+_CLI_CWD = tempfile.gettempdir()
+
 # Seconds for management commands (run, rm, inspect, cp...).
 CLI_TIMEOUT_S = 120.0
 IMAGE_MISSING_MARKERS = ("image not known", "no such image", "not found", "failed to resolve", "pull access denied")
@@ -85,7 +89,7 @@ class Cli:
         try:
             done = subprocess.run(
                 argv, input=input, capture_output=True, timeout=timeout, check=False,
-                stdin=None if input is not None else subprocess.DEVNULL,
+                stdin=None if input is not None else subprocess.DEVNULL, cwd=_CLI_CWD,
             )
         except subprocess.TimeoutExpired as exc:
             raise CliError(argv, None, f"timed out after {timeout}s") from exc
@@ -98,7 +102,7 @@ class Cli:
     def popen(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(
             self.argv(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True,
+            start_new_session=True, cwd=_CLI_CWD,
         )
 
     def dialect(self, timeout: float = CLI_TIMEOUT_S) -> str:

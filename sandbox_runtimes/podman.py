@@ -107,6 +107,9 @@ class PodmanRuntime(SandboxRuntime):
             subprocess.Popen(
                 [binary, "system", "service", f"--time={PODMAN_SERVICE_IDLE_S}", f"unix://{sock}"],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, close_fds=True,
+                # conmon drops marker files (an empty "oom" after an OOM kill) into its
+                # working directory: keep them in the service's own directory.
+                cwd=sock.parent,
             )
             logf.close()
             deadline = time.monotonic() + self.config.probe_timeout

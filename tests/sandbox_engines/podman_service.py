@@ -81,6 +81,7 @@ def podman_service(start_timeout: float = 30.0) -> Iterator[str]:
         ["podman", "system", "service", "--time=0", f"unix://{path}"],
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in the test run reaches us, not the service first
+        cwd=tmp,  # conmon writes an empty "oom" marker into its working directory
     )
     try:
         deadline = time.monotonic() + start_timeout
