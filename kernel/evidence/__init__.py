@@ -7,7 +7,9 @@ catalog. :func:`read_artifact_result` reads a selected part back after
 checking the hash. See docs/evidence.md.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kernel.lazy_exports import lazy_exports
 
 # Public names -> the submodule defining them. Importing this package (or one
 # of its submodules, as store plugins do) loads nothing else: each name
@@ -33,19 +35,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:

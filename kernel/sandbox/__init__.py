@@ -12,7 +12,9 @@ Importing this package is cheap: names load their submodule on first access,
 and engines' SDKs load inside runtime plugins.
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from kernel.lazy_exports import lazy_exports
 
 # Public names -> the submodule defining them, imported on first access: the
 # runtime plugins register lazily, so kernel start-up imports none of this
@@ -42,19 +44,7 @@ _WHERE = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _WHERE.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    value = getattr(import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_WHERE))
+__getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 
 if TYPE_CHECKING:
