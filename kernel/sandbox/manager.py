@@ -221,9 +221,10 @@ class SandboxManager:
         return self._get(session_id).runtime.inspect()
 
     def list(self) -> list[SessionStatus]:
+        """The open sessions. One the reaper has closed but not yet removed is not open."""
         with self._lock:
             recs = list(self._sessions.values())
-        return [self._status(r) for r in recs]
+        return [status for status in map(self._status, recs) if status.state != "closed"]
 
     # --- files -------------------------------------------------------------------
 

@@ -76,12 +76,12 @@ def test_idle_sessions_are_reaped_in_the_background_without_the_caller():
     with _manager(idle_ttl=0.5, reap_interval=0.2) as m:
         sb = m.open_session()
         root = sb.status().container
-        deadline = time.monotonic() + 5
-        while m.list() and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert m.list() == []
         import os
 
+        deadline = time.monotonic() + 5
+        while (m.list() or os.path.exists(root)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert m.list() == []
         assert not os.path.exists(root)
         with pytest.raises(SandboxError) as err:
             sb.run_code("print(1)")
