@@ -124,6 +124,24 @@ def _clean(text: str) -> str:
 # --- inputs -------------------------------------------------------------------
 
 
+def companion(name: str):
+    """One of the runner's companion modules, imported with its bytecode cached.
+
+    The bootstrap turns bytecode writing off once the runner is imported (the
+    cell's own imports write nothing); a companion compiled on every call would
+    cost more than the cell itself, so its first import writes the cache.
+    """
+    module = sys.modules.get(name)
+    if module is None:
+        saved = sys.dont_write_bytecode
+        sys.dont_write_bytecode = False
+        try:
+            module = __import__(name)
+        finally:
+            sys.dont_write_bytecode = saved
+    return module
+
+
 def _sha256(path: str) -> str:
     import hashlib
 
@@ -157,9 +175,7 @@ class _PyplotHook:
 
     def attach(self, plt) -> None:
         if self.charts is None:
-            import assay_ci_charts
-
-            self.charts = assay_ci_charts.Charts(WORKDIR, CHARTS_DIR, OUT_DIR)
+            self.charts = companion("assay_ci_charts").Charts(WORKDIR, CHARTS_DIR, OUT_DIR)
             self.charts.patch(plt)
 
     def find_spec(self, name, path=None, target=None):
@@ -189,18 +205,16 @@ def load_artifact(artifact_id: str, *, raw: bool = False):
 
     ``raw=True`` returns the stored bytes unchanged (charts, files).
     """
-    import assay_ci_tables
-
-    assay_ci_tables.configure(WORKDIR)
-    return assay_ci_tables.load_artifact(artifact_id, raw=raw)
+    tables = companion("assay_ci_tables")
+    tables.configure(WORKDIR)
+    return tables.load_artifact(artifact_id, raw=raw)
 
 
 def list_artifacts() -> list:
     """The artifacts placed in this session: id, kind, name, rows, columns."""
-    import assay_ci_tables
-
-    assay_ci_tables.configure(WORKDIR)
-    return assay_ci_tables.list_artifacts()
+    tables = companion("assay_ci_tables")
+    tables.configure(WORKDIR)
+    return tables.list_artifacts()
 
 
 # --- state ------------------------------------------------------------------
@@ -488,9 +502,7 @@ def run(req: dict, real_fd: int) -> dict:
     frame["result_set"] = result_set
     if result_set:
         try:
-            import assay_ci_results
-
-            frame["result"] = assay_ci_results.jsonable(ns["REPORT_RESULT"])
+            frame["result"] = companion("assay_ci_results").jsonable(ns["REPORT_RESULT"])
         except (TypeError, ValueError, RecursionError) as exc:
             frame["result_error"] = str(exc)
             frame["result"] = None

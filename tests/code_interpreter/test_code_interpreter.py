@@ -466,3 +466,16 @@ def test_restored_modules_load_only_when_used_and_still_chart(call):
     drawn = call("plt.plot([1, 2, 3])\nplt.show()")
     assert drawn.success, drawn.for_model()
     assert [a.kind for a in drawn.artifacts] == ["python", "chart"]
+
+
+def test_runner_companions_are_compiled_once_per_session(call):
+    assert call("REPORT_RESULT = 1").success  # imports the REPORT_RESULT companion
+    cached = call(
+        "import os, sys\n"
+        "REPORT_RESULT = [sorted(f.split('.')[0] for _, _, files in os.walk('/workspace/.assay/pycache')\n"
+        "                        for f in files if f.startswith('assay_ci_')), sys.dont_write_bytecode]"
+    )
+    assert cached.success, cached.for_model()
+    names, cell_writes_bytecode = cached.data["result"]
+    assert names == ["assay_ci_results", "assay_ci_runner"]
+    assert cell_writes_bytecode is True  # the cell's own imports still write nothing
