@@ -15,7 +15,7 @@ import sys
 from collections.abc import Iterable, Sequence
 from itertools import islice
 from pathlib import Path
-from typing import Any, BinaryIO, Literal
+from typing import Any, BinaryIO, Callable, Literal
 
 from .canonical import canonical_value, dumps_bytes, rows_bytes
 from .catalog import ArtifactCatalog
@@ -201,12 +201,14 @@ def _guarded(what: str, fn):
 
 def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                  status: str = "succeeded", column_types: Sequence[str] | None = None,
-                 provenance: dict[str, Any] | None = None,
+                 provenance: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
                  decimal_text_columns: Sequence[int] = ()) -> ArtifactRecord:
     """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`).
 
     ``decimal_text_columns``: columns whose ``str`` values are decimal text from
     the driver; they are stored exactly as ``Decimal(text)`` would be.
+    ``provenance`` may be a function, called once the rows are written (for
+    rows that stream while they are captured: their timing is known only then).
     """
     cfg = sink.settings
     cols = [str(c) for c in columns]
@@ -215,7 +217,7 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
         sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes,
                                      tuple(decimal_text_columns)))
     prev_rows, prev_truncated = preview.result(count)
-    prov = dict(provenance or {})
+    prov = dict((provenance() if callable(provenance) else provenance) or {})
     if not complete:
         prov["incomplete_reason"] = (f"stopped at ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}; "
                                      f"the first {count} rows were kept, the rest were not")
@@ -232,7 +234,8 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
 
 def capture_sql_execution(
     sink: ArtifactSink | None, *, columns: Sequence[str], rows: Iterable[Sequence[Any]], sql: str,
-    database: str, dialect: str, elapsed_ms: float, status: Literal["succeeded", "failed"] = "succeeded",
+    database: str, dialect: str, elapsed_ms: float | Callable[[], float],
+    status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
     decimal_text_columns: Sequence[int] = (),
 ) -> ArtifactRecord | None:
@@ -240,11 +243,17 @@ def capture_sql_execution(
 
     ``decimal_text_columns`` (optional): indexes of columns a driver returned as
     decimal text instead of ``Decimal``; the stored bytes are the same.
+    ``elapsed_ms`` may be a function, read after the last row (rows captured while
+    the statement still streams them).
     """
     if sink is None:
         return None
-    provenance = {"sql": sql, "datasource": database, "dialect": dialect,
-                  "elapsed_ms": float(elapsed_ms), "error": error}
+
+    def provenance() -> dict[str, Any]:
+        ms = elapsed_ms() if callable(elapsed_ms) else elapsed_ms
+        return {"sql": sql, "datasource": database, "dialect": dialect, "elapsed_ms": round(float(ms), 3),
+                "error": error}
+
     return _guarded("sql", lambda: capture_rows(
         sink, kind="sql", columns=columns, rows=rows, status=status,
         column_types=column_types, provenance=provenance, decimal_text_columns=decimal_text_columns))

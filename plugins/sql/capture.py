@@ -7,7 +7,7 @@ ARTIFACT_CAPTURE_FAILED: the query ran, no snapshot was saved.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from kernel.log import get_logger
 from kernel.settings import mask_url
@@ -28,12 +28,14 @@ def _capture_fn() -> Any:
     return fn
 
 
-def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any, elapsed_ms: float,
+def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any,
+            elapsed_ms: float | Callable[[], float],
             column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None,
             decimal_text: tuple[int, ...] = ()) -> Any:
     """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED.
 
     ``decimal_text``: columns the engine returned as numeric text (stored as their Decimal would be).
+    ``elapsed_ms`` may be a function (rows captured while they stream; read after the last row).
     """
     if sink is None:
         return None
@@ -46,7 +48,7 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
             sql=sql,
             database=resource.name,
             dialect=resource.dialect,
-            elapsed_ms=round(elapsed_ms, 3),
+            elapsed_ms=elapsed_ms,
             status=status,
             error=error,
             column_types=column_types,

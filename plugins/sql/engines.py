@@ -90,6 +90,15 @@ class SqlEngine:
         """
         return None
 
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Any:
+        """Start ``sql`` and return a :class:`.streaming.Streamed` (rows in batches as they arrive), or None.
+
+        None (the default) means the caller executes and fetches as usual. With
+        ``decimal_text``, numeric columns may come as decimal text, as in
+        :meth:`fetch_decimal_text`.
+        """
+        return None
+
     def introspect(self, fetch: Fetch, schemas: list[str] | None) -> list[TableInfo]:
         raise NotImplementedError
 
@@ -184,6 +193,11 @@ class SqliteEngine(SqlEngine):
 
     def is_timeout_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc)
+
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Any:
+        from .streaming import cursor_stream
+
+        return cursor_stream(cur, sql, chunk_rows)
 
     def introspect(self, fetch: Fetch, schemas: list[str] | None) -> list[TableInfo]:
         objects = fetch(
@@ -299,6 +313,11 @@ class PostgresEngine(SqlEngine):
             info = raw.adapters.types.get(col.type_code)
             out.append(info.name if info is not None else str(col.type_code))
         return out
+
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Any:
+        from .streaming import postgres_stream
+
+        return postgres_stream(raw, sql, chunk_rows, decimal_text)
 
     def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
         # psycopg's numeric loader is Decimal(text) of the server's text output: loading that
@@ -533,6 +552,11 @@ class DuckdbEngine(SqlEngine):
 
     def column_types(self, raw: Any, description: Any, rows: list[tuple]) -> list[str]:
         return [str(col[1]) for col in description or ()]
+
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Any:
+        from .streaming import duckdb_stream
+
+        return duckdb_stream(cur, sql, chunk_rows, decimal_text)
 
     def introspect(self, fetch: Fetch, schemas: list[str] | None) -> list[TableInfo]:
         schema_filter = "AND c.schema_name IN (SELECT unnest(?))" if schemas else ""

@@ -6,15 +6,22 @@ the waiter asks the engine to cancel the statement, then waits a short grace
 period for the worker to come back. Only a worker that came back counts as
 "confirmed stopped"; otherwise the message says cancellation was requested
 and nothing more.
+
+A caller that only stores the rows (``sql_query``) gives the attempt a
+consumer: the worker then hands it the rows while the statement streams them
+(:mod:`.streaming`), so the capture overlaps the server's work; the time limit
+covers the statement until its last row arrived.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from itertools import chain
+from typing import Any, Callable
 
 from kernel.log import get_logger
 from kernel.settings import mask_url
@@ -30,8 +37,11 @@ from .errors import (
     TIMEOUT_HINT,
     SqlError,
 )
+from .streaming import Streamed
 
 log = get_logger("assay.sql")
+
+STREAM_CHUNK_ROWS = 4096  # rows per batch a streaming engine hands over
 
 
 @dataclass
@@ -40,15 +50,17 @@ class QueryResult:
 
     columns: list[str]
     column_types: list[str]
-    rows: list[tuple]
+    rows: list[tuple]  # every row; only the first ``Attempt.keep_rows`` when the rows were streamed
     elapsed_ms: float
     # Columns whose values are decimal text (``str`` or ASCII ``bytes``) instead of ``Decimal``: only when the
     # caller asked for it (``Attempt.decimal_text``) and the engine could give it cheaply.
     decimal_text: tuple[int, ...] = ()
+    total_rows: int | None = None  # set when the rows were streamed (``rows`` is then the head only)
+    consumed: Any = None  # what ``Attempt.consume`` returned (the captured artifact)
 
     @property
     def row_count(self) -> int:
-        return len(self.rows)
+        return len(self.rows) if self.total_rows is None else self.total_rows
 
     def head(self, n: int) -> list[tuple]:
         """The first ``n`` rows as the driver would give them (decimal text back to ``Decimal``)."""
@@ -64,6 +76,66 @@ def _decimal(text: str | bytes) -> Decimal:
     return Decimal(text.decode("ascii") if isinstance(text, bytes) else text)
 
 
+class RowStream:
+    """A running statement's rows as ``Attempt.consume`` pulls them, on the worker thread.
+
+    Counted as they pass, the first ``keep`` kept for the preview, the row limit
+    enforced; a failure of the statement itself is kept in ``error`` so that it
+    wins over the consumer's own error about the rows ending early.
+    """
+
+    def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
+                 attempt: "Attempt", limit: int) -> None:
+        self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
+        self._batches, self._first, self._attempt, self._limit = streamed.batches, first, attempt, limit
+        self.head: list[tuple] = []
+        self.count = 0
+        self.error: BaseException | None = None
+        self.finished_at: float | None = None
+
+    @property
+    def rows(self) -> Iterator[tuple]:
+        return chain.from_iterable(self._counted())
+
+    def elapsed_ms(self) -> float:
+        """From the statement's start to its last row (so far, while it is still streaming)."""
+        end = self.finished_at if self.finished_at is not None else time.monotonic()
+        return (end - (self._attempt.started or end)) * 1000
+
+    def drain(self) -> None:
+        """Count the rows the consumer left unread (it may stop at its own size limit)."""
+        for _ in self._counted():
+            pass
+
+    def _counted(self) -> Iterator[list[tuple]]:
+        try:
+            batches = chain([self._first], self._batches) if self._first else self._batches
+            self._first = []
+            for batch in batches:
+                self.count += len(batch)
+                if self.count > self._limit:
+                    raise _too_large(self._limit)
+                if len(self.head) < self._attempt.keep_rows:
+                    self.head.extend(batch[: self._attempt.keep_rows - len(self.head)])
+                yield batch
+            if self.finished_at is None:
+                self.finished_at = time.monotonic()
+                self._attempt._rows_done()
+        except GeneratorExit:
+            raise
+        except BaseException as exc:
+            self.error = exc
+            raise
+
+
+def _too_large(limit: int) -> SqlError:
+    return SqlError(
+        SQL_RESULT_TOO_LARGE,
+        f"the result has more than {limit:,} rows",
+        "Aggregate in SQL or add a LIMIT; the full result is kept as evidence only up to that size.",
+    )
+
+
 @dataclass
 class Attempt:
     """One statement's shared state between the waiting caller and the worker."""
@@ -72,6 +144,11 @@ class Attempt:
     # The caller takes numeric columns as decimal text (QueryResult.decimal_text): sql_query
     # stores them canonically and previews them as Decimal; other callers get Decimal.
     decimal_text: bool = False
+    # Called on the worker thread with a RowStream while the statement runs (sql_query captures the
+    # rows there, as they arrive); its return value becomes QueryResult.consumed.
+    consume: Callable[[RowStream], Any] | None = None
+    keep_rows: int = 50  # rows kept for the preview when the rows are consumed as they stream
+    rows_done: bool = False  # every row was fetched: the deadline no longer applies
     deadline: float | None = None
     started: float | None = None
     session_id: Any = None
@@ -93,6 +170,11 @@ class Attempt:
         """Ask for the statement to stop (the calling task was cancelled); thread-safe."""
         with self._cond:
             self._external_cancel = True
+            self._cond.notify_all()
+
+    def _rows_done(self) -> None:
+        with self._cond:
+            self.rows_done = True
             self._cond.notify_all()
 
     def _mark_started(self, raw: Any, session_id: Any) -> None:
@@ -157,39 +239,19 @@ class Executor:
             self.engine.begin(raw, attempt, attempt.timeout_s + self.backstop_margin_s)
             cur = self.engine.cursor(raw)
             try:
-                if params is None:
-                    cur.execute(sql)
+                if attempt.consume is not None and params is None:
+                    result = self._consume(raw, cur, sql, attempt)
                 else:
-                    cur.execute(sql, params)
-                description = cur.description
-                fast = None
-                if description and attempt.decimal_text:
-                    fast = self.engine.fetch_decimal_text(raw, cur, self.max_result_rows + 1)
-                if not description:
-                    rows = []
-                elif fast is not None:
-                    rows, text_columns = fast
-                elif self.engine.streams_rows:
-                    rows = cur.fetchmany(self.max_result_rows + 1)
-                else:
-                    rows = cur.fetchall()
+                    description, rows, text_columns = self._fetch_all(raw, cur, sql, params, attempt)
+                    result = QueryResult(
+                        columns=[str(d[0]) for d in description or ()],
+                        column_types=self.engine.column_types(raw, description, rows),
+                        rows=rows,
+                        elapsed_ms=(time.monotonic() - attempt.started) * 1000,
+                        decimal_text=text_columns,
+                    )
             finally:
                 _close_quietly(self.engine, cur)
-            if len(rows) > self.max_result_rows:
-                error = SqlError(
-                    SQL_RESULT_TOO_LARGE,
-                    f"the result has more than {self.max_result_rows:,} rows",
-                    "Aggregate in SQL or add a LIMIT; the full result is kept as evidence only up to that size.",
-                )
-            else:
-                columns = [str(d[0]) for d in description or ()]
-                result = QueryResult(
-                    columns=columns,
-                    column_types=self.engine.column_types(raw, description, rows),
-                    rows=rows if isinstance(rows, list) else list(rows),
-                    elapsed_ms=(time.monotonic() - attempt.started) * 1000,
-                    decimal_text=tuple(text_columns) if fast is not None else (),
-                )
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             error = exc
         finally:
@@ -207,6 +269,54 @@ class Executor:
                 fairy.invalidate()
         attempt._finish(result, error)
 
+    def _fetch_all(self, raw: Any, cur: Any, sql: str, params: Any,
+                   attempt: Attempt) -> tuple[Any, list[tuple], tuple[int, ...]]:
+        """Execute and fetch every row: (description, rows, decimal-text columns)."""
+        if params is None:
+            cur.execute(sql)
+        else:
+            cur.execute(sql, params)
+        description = cur.description
+        fast = None
+        if description and attempt.decimal_text:
+            fast = self.engine.fetch_decimal_text(raw, cur, self.max_result_rows + 1)
+        text_columns: tuple[int, ...] = ()
+        if not description:
+            rows = []
+        elif fast is not None:
+            rows, text_columns = fast[0], tuple(fast[1])
+        elif self.engine.streams_rows:
+            rows = cur.fetchmany(self.max_result_rows + 1)
+        else:
+            rows = cur.fetchall()
+        if len(rows) > self.max_result_rows:
+            raise _too_large(self.max_result_rows)
+        return description, rows if isinstance(rows, list) else list(rows), text_columns
+
+    def _consume(self, raw: Any, cur: Any, sql: str, attempt: Attempt) -> QueryResult:
+        """Run ``sql`` and hand its rows to ``attempt.consume`` as they arrive."""
+        streamed = self.engine.stream(raw, cur, sql, chunk_rows=STREAM_CHUNK_ROWS, decimal_text=attempt.decimal_text)
+        if streamed is None:  # this engine does not stream: fetch, then hand the rows over at once
+            description, rows, text_columns = self._fetch_all(raw, cur, sql, None, attempt)
+            streamed = Streamed(description, iter([rows] if rows else []), text_columns)
+        try:
+            first = next(streamed.batches, [])
+            columns = [str(d[0]) for d in streamed.description or ()]
+            stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
+                               first, attempt, self.max_result_rows)
+            try:
+                consumed = attempt.consume(stream)
+                stream.drain()
+            except BaseException:
+                if stream.error is not None:
+                    raise stream.error from None  # the statement's own failure, not the consumer's
+                raise
+        finally:
+            streamed.close()  # stops and drains a statement the consumer left early
+        return QueryResult(columns=columns, column_types=stream.column_types, rows=stream.head,
+                           elapsed_ms=stream.elapsed_ms(), decimal_text=streamed.decimal_text,
+                           total_rows=stream.count, consumed=consumed)
+
     # --- the waiter -------------------------------------------------------
 
     def _wait(self, attempt: Attempt) -> str | None:
@@ -218,6 +328,9 @@ class Executor:
                 if attempt._external_cancel:
                     return "cancelled"
                 now = time.monotonic()
+                if attempt.rows_done:  # the statement is over; what is left is the consumer's
+                    attempt._cond.wait(0.05)
+                    continue
                 if attempt.deadline is not None and now >= attempt.deadline:
                     return "timeout"
                 wait = attempt.deadline - now if attempt.deadline is not None else 0.05

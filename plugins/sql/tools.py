@@ -17,7 +17,7 @@ from kernel.log import get_logger
 
 from .capture import capture, capture_failure
 from .errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
-from .execution import QueryResult
+from .execution import Attempt, QueryResult, RowStream
 from .preview import markdown_table
 from .resource import DatabaseResource, run_cancellable
 from .settings import SqlSettings
@@ -112,10 +112,29 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
 
 
 def finish_query(resource: DatabaseResource, sql: str, result: QueryResult, sink: Any, settings: SqlSettings) -> ToolResult:
-    record = capture(sink, resource=resource, sql=sql, columns=result.columns, rows=result.rows,
-                     elapsed_ms=result.elapsed_ms, column_types=result.column_types,
-                     decimal_text=result.decimal_text)
+    if result.total_rows is not None:  # captured on the worker while the rows streamed
+        record = result.consumed
+    else:
+        record = capture(sink, resource=resource, sql=sql, columns=result.columns, rows=result.rows,
+                         elapsed_ms=result.elapsed_ms, column_types=result.column_types,
+                         decimal_text=result.decimal_text)
     return success_result(resource, result, record, settings)
+
+
+def prepare_attempt(resource: DatabaseResource, sql: str, sink: Any, timeout_s: float | None,
+                    settings: SqlSettings) -> Attempt:
+    """An attempt whose rows are captured as they arrive (when the run keeps evidence)."""
+    attempt = resource.new_attempt(timeout_s)
+    attempt.decimal_text = True  # rows are only stored and previewed here
+    attempt.keep_rows = settings.preview_rows
+    if sink is not None:
+        def consume(stream: RowStream) -> Any:
+            return capture(sink, resource=resource, sql=sql, columns=stream.columns, rows=stream.rows,
+                           elapsed_ms=stream.elapsed_ms, column_types=stream.column_types,
+                           decimal_text=stream.decimal_text)
+
+        attempt.consume = consume
+    return attempt
 
 
 def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
@@ -124,9 +143,9 @@ def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: f
     resource = None
     try:
         resource = sources.resolve(datasource, run)
-        attempt = resource.new_attempt(timeout_s)
-        attempt.decimal_text = True  # rows are only stored and previewed here (finish_query)
-        result = resource.query(sql, attempt=attempt)
+        resource.check(sql)
+        attempt = prepare_attempt(resource, sql, sink, timeout_s, sources.settings)
+        result = resource.query(sql, attempt=attempt, check=False)
         return finish_query(resource, sql, result, sink, sources.settings)
     except SqlError as exc:
         return failure_result(resource, sql, exc, sink)
@@ -139,8 +158,7 @@ async def arun_sql(sources: Datasources, sql: str, datasource: str | None, timeo
     try:
         resource = sources.resolve(datasource, run)
         resource.check(sql)
-        attempt = resource.new_attempt(timeout_s)
-        attempt.decimal_text = True  # rows are only stored and previewed here (finish_query)
+        attempt = prepare_attempt(resource, sql, sink, timeout_s, sources.settings)
 
         def blocking() -> ToolResult:
             try:

@@ -3,9 +3,10 @@
 PostgreSQL numeric columns are fetched as the server's text (as bytes, C
 loader) instead of ``Decimal`` objects and written canonically from that text. The
 same result captured with and without the fast path must give the same
-SHA-256, the same stored preview and the same model-facing text; DuckDB (no
-engine fast path, the encoder's Decimal pass) must give the bytes of the
-value-by-value reference encoder.
+SHA-256, the same stored preview and the same model-facing text, whether the
+rows stream (libpq chunked rows) or are fetched whole; DuckDB (DECIMAL columns
+cast to text by a projection) must give the bytes of the value-by-value
+reference encoder.
 """
 
 from __future__ import annotations
@@ -39,26 +40,33 @@ def _table_text(content: str) -> str:
     return re.sub(r"art_[0-9a-zA-Z_-]+|\d+ ms", "X", content)
 
 
-def _run_both(kernel: Kernel, name: str, sql: str, monkeypatch):
+def _run_variants(kernel: Kernel, name: str, sql: str, monkeypatch):
+    """The same query through sql_query three ways: streamed (numeric as text), fetched whole with
+    numeric as text (an engine without streaming), and fetched whole as Decimal."""
     out, taken = [], []
-    real = engines.PostgresEngine.fetch_decimal_text
+    real_stream = engines.PostgresEngine.stream
 
-    def spy(self, raw, cur, limit):
-        got = real(self, raw, cur, limit)
-        taken.append(got is not None)
+    def spy(self, raw, cur, sql, **kw):
+        got = real_stream(self, raw, cur, sql, **kw)
+        taken.append(bool(got is not None and got.decimal_text))
         return got
 
-    for fast in (True, False):
-        monkeypatch.setattr(engines.PostgresEngine, "fetch_decimal_text",
-                            spy if fast else (lambda self, raw, cur, limit: None))
+    variants = [
+        {"stream": spy},
+        {"stream": lambda self, raw, cur, sql, **kw: None},
+        {"stream": lambda self, raw, cur, sql, **kw: None, "fetch_decimal_text": lambda self, raw, cur, limit: None},
+    ]
+    for patches in variants:
+        for attr, fn in patches.items():
+            monkeypatch.setattr(engines.PostgresEngine, attr, fn)
         run = kernel.new_run()
         result = kernel.call_tool("sql_query", {"sql": sql, "datasource": name}, run=run)
         assert result.success, result.message
         record = run.artifacts.catalog.get(result.data["artifact_id"])
         out.append((record, result))
         run.close()
-    monkeypatch.undo()
-    assert taken == [True]  # the first run really took the fast path
+        monkeypatch.undo()
+    assert taken == [True]  # the first run really streamed numeric text
     return out
 
 
@@ -93,15 +101,17 @@ def pg_numeric_table():
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
-def test_postgresql_numeric_fast_path_stores_and_previews_the_same(kernel, pg_numeric_table, monkeypatch):
+def test_postgresql_numeric_fast_paths_store_and_preview_the_same(kernel, pg_numeric_table, monkeypatch):
     kernel.attach(open_datasource("pg", PG_BASE, kernel=kernel))
     sql = f"SELECT * FROM {pg_numeric_table}.t ORDER BY id"
-    (fast, fast_result), (slow, slow_result) = _run_both(kernel, "pg", sql, monkeypatch)
-    assert fast.row_count == slow.row_count == len(NUMERIC_VALUES) * 30 + 20001
-    assert fast.sha256 == slow.sha256
-    assert fast.preview == slow.preview
-    assert _table_text(fast_result.content) == _table_text(slow_result.content)
-    assert fast_result.data["column_types"] == slow_result.data["column_types"]
+    (fast, fast_result), *others = _run_variants(kernel, "pg", sql, monkeypatch)
+    for slow, slow_result in others:
+        assert fast.row_count == slow.row_count == len(NUMERIC_VALUES) * 30 + 20001
+        assert fast_result.data["row_count"] == slow_result.data["row_count"] == fast.row_count
+        assert fast.sha256 == slow.sha256
+        assert fast.preview == slow.preview
+        assert _table_text(fast_result.content) == _table_text(slow_result.content)
+        assert fast_result.data["column_types"] == slow_result.data["column_types"]
     import psycopg
 
     with psycopg.connect(PG_BASE) as conn:

@@ -1,0 +1,179 @@
+"""sql_query captures rows while the statement streams them (PostgreSQL chunked rows, DuckDB fetchmany).
+
+Against the real engines: the rows and their count are whole, only the preview
+rows are kept in memory, and a statement stopped mid-stream (row limit, time
+limit) is really stopped, leaves no succeeded artifact and no staged file, and
+hands back a usable connection. DuckDB's DECIMAL-as-text projection keeps the
+order and the types and steps aside where it cannot apply.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from kernel import Kernel
+from kernel.evidence.canonical import dumps_bytes, row_line
+from plugins.sql import open_datasource
+from plugins.sql.errors import SQL_QUERY_TIMEOUT, SQL_RESULT_TOO_LARGE, SqlError
+from plugins.sql.streaming import _decimal_projection
+from tests.sql.conftest import new_db, pg_admin
+
+STREAMING = ["postgresql", "duckdb"]
+# Rows that keep coming for minutes (an SRF in the select list streams; one in FROM is materialised first).
+ENDLESS = {
+    "postgresql": "SELECT generate_series(1, 2000000000) AS n, 'row' AS label",
+    "duckdb": "SELECT range AS n, 'row' AS label FROM range(2000000000)",
+}
+
+
+@pytest.fixture
+def kernel() -> Kernel:
+    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    k.start()
+    yield k
+    k.close()
+
+
+def _pg_running(pid) -> bool:
+    with pg_admin() as conn:
+        return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'",
+                            (pid,)).fetchone()[0] > 0
+
+
+def _staged_files(home: Path) -> list[Path]:
+    return [p for p in home.rglob("*") if p.is_file() and ".tmp" in p.name]
+
+
+@pytest.mark.parametrize("engine", STREAMING)
+def test_streamed_rows_are_all_counted_and_only_the_preview_rows_are_kept(engine, request):
+    db = new_db(engine, request)
+    try:
+        attempt = db.new_attempt(30)
+        attempt.keep_rows = 7
+        seen = []
+        attempt.consume = lambda stream: seen.append(sum(1 for _ in stream.rows)) or "captured"
+        result = db.query("SELECT order_id, total FROM orders ORDER BY order_id", attempt=attempt)
+        assert result.consumed == "captured"
+        assert seen == [2000] and result.row_count == 2000
+        assert [r[0] for r in result.rows] == [1, 2, 3, 4, 5, 6, 7]  # the head only, in order
+        assert result.elapsed_ms > 0
+    finally:
+        db.close()
+
+
+@pytest.mark.parametrize("engine", STREAMING)
+def test_row_limit_stops_a_streaming_statement_and_keeps_nothing(engine, request, kernel, tmp_path):
+    db = kernel.attach(new_db(engine, request, max_result_rows=20_000))
+    run = kernel.new_run()
+    result = kernel.call_tool("sql_query", {"sql": ENDLESS[engine]}, run=run)
+    assert result.error_code == SQL_RESULT_TOO_LARGE, result.message
+    assert [r.status for r in run.artifacts.records() if r.kind == "sql"] == ["failed"]
+    assert _staged_files(tmp_path) == []
+    assert kernel.call_tool("sql_query", {"sql": "SELECT count(*) AS n FROM stores"}, run=run).success
+    if engine == "postgresql":  # nothing of the big query is left running
+        with pg_admin() as conn:
+            assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND state = 'active'",
+                                ("%generate_series(1, 2000000000)%",)).fetchone()[0] == 0
+    run.close()
+    db.close()
+
+
+@pytest.mark.parametrize("engine", STREAMING)
+def test_time_limit_while_rows_stream_is_a_timeout_and_stops_the_statement(engine, request, kernel, tmp_path):
+    db = new_db(engine, request, max_result_rows=10**10, cancel_grace_s=3.0)
+    try:
+        attempt = db.new_attempt(1.0)
+        got = []
+        attempt.consume = lambda stream: got.append(sum(1 for _ in stream.rows))
+        started = time.monotonic()
+        with pytest.raises(SqlError) as info:
+            db.query(ENDLESS[engine], attempt=attempt)
+        assert info.value.code == SQL_QUERY_TIMEOUT
+        assert info.value.details["stopped"] is True and "confirmed stopped" in info.value.message
+        assert time.monotonic() - started < 4.0
+        assert got == []  # the consumer never saw an end of the rows
+        if engine == "postgresql":
+            assert not _pg_running(attempt.session_id)
+        assert db.query("SELECT count(*) FROM stores").rows[0][0] > 0  # the connection came back usable
+    finally:
+        db.close()
+
+
+def test_timeout_through_the_tool_mid_stream_leaves_a_failed_attempt_only(request, kernel, tmp_path):
+    kernel.attach(new_db("postgresql", request, max_result_rows=10**10))
+    run = kernel.new_run()
+    result = kernel.call_tool("sql_query", {"sql": ENDLESS["postgresql"], "timeout_s": 1.0}, run=run)
+    assert result.error_code == SQL_QUERY_TIMEOUT
+    assert [r.status for r in run.artifacts.records() if r.kind == "sql"] == ["failed"]
+    assert _staged_files(tmp_path) == []
+    run.close()
+
+
+@pytest.mark.parametrize("engine", STREAMING)
+def test_capture_cut_at_its_byte_limit_still_counts_every_row(engine, request, monkeypatch, tmp_path):
+    monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", "20000")
+    kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    kernel.start()
+    try:
+        kernel.attach(new_db(engine, request))
+        run = kernel.new_run()
+        result = kernel.call_tool("sql_query", {"sql": "SELECT order_id, total FROM orders ORDER BY order_id"},
+                                  run=run)
+        assert result.success, result.message
+        assert result.data["row_count"] == 2000
+        record = run.artifacts.catalog.get(result.data["artifact_id"])
+        assert record.complete is False and 0 < record.row_count < 2000
+        assert "ASSAY_ARTIFACT_MAX_BYTES" in record.provenance["incomplete_reason"]
+        run.close()
+    finally:
+        kernel.close()
+
+
+# --- DuckDB: DECIMAL columns as text ------------------------------------------------------------
+
+
+@pytest.fixture
+def decimal_duckdb(tmp_path) -> Path:
+    path = tmp_path / "dec.duckdb"
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t AS SELECT i AS id, (i * 1.25)::DECIMAL(12,2) AS amount, "
+                     "md5(i::varchar) AS s FROM range(1, 30001) r(i)")
+    return path
+
+
+def test_duckdb_decimal_projection_keeps_the_order_and_reports_the_query_types(kernel, decimal_duckdb):
+    sql = "SELECT s, amount, id FROM t ORDER BY s DESC"
+    with duckdb.connect(str(decimal_duckdb), read_only=True) as conn:
+        expected = conn.execute(sql).fetchall()  # Decimal objects, in the query's order
+    kernel.attach(open_datasource("dk", f"duckdb:///{decimal_duckdb}", kernel=kernel))
+    run = kernel.new_run()
+    result = kernel.call_tool("sql_query", {"sql": sql}, run=run)
+    assert result.success, result.message
+    assert result.data["column_types"] == ["VARCHAR", "DECIMAL(12,2)", "BIGINT"]
+    reference = dumps_bytes({"columns": ["s", "amount", "id"]}) + b"\n" + b"".join(map(row_line, expected))
+    record = run.artifacts.catalog.get(result.data["artifact_id"])
+    assert record.sha256 == hashlib.sha256(reference).hexdigest()  # same rows, same order, same bytes
+    run.close()
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT amount, amount FROM t",  # duplicate names: a projection by name would be ambiguous
+    "SELECT id FROM t",  # no DECIMAL column
+    "DESCRIBE t",  # not a plain query: never bound here
+    "SELECT amount FROM t; -- the end",  # the projection would not parse around it
+])
+def test_duckdb_decimal_projection_steps_aside_where_it_cannot_apply(decimal_duckdb, sql):
+    with duckdb.connect(str(decimal_duckdb), read_only=True) as conn:
+        assert _decimal_projection(conn, sql) == (sql, (), None)
+
+
+def test_duckdb_decimal_projection_wraps_a_query_with_a_trailing_semicolon(decimal_duckdb):
+    with duckdb.connect(str(decimal_duckdb), read_only=True) as conn:
+        statement, columns, types = _decimal_projection(conn, "SELECT id, amount FROM t ORDER BY id DESC;\n")
+        assert columns == (1,) and [str(t) for t in types] == ["BIGINT", "DECIMAL(12,2)"]
+        assert conn.execute(statement).fetchmany(2) == [(30000, "37500.00"), (29999, "37498.75")]
