@@ -224,13 +224,9 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
             except (TypeError, ValueError):
                 data = None
         if data is not None and (b"null" not in data or _no_nan(batch)):
-            body = data[1:-1]
-            if len(batch) == 1:
-                return body + b"\n"
-            if body.count(b"],[") == len(batch) - 1:
-                return body.replace(b"],[", b"]\n[") + b"\n"
-            # the values are fine, only the cut is ambiguous ("],[" inside a string, nested arrays)
-            return b"".join(map(_row_bytes, batch))
+            lines = _cut_rows(data, len(batch))
+            # None: the values are fine, only the cut is ambiguous ("],[" inside a string, nested arrays)
+            return lines if lines is not None else b"".join(map(_row_bytes, batch))
     return b"".join(row_line(r, columns) for r in batch)
 
 
@@ -345,14 +341,21 @@ def _typed_rows_bytes(batch: list[Any], text_cols: frozenset[int] = frozenset())
                     return None
             except (TypeError, OverflowError, ValueError, ArithmeticError):
                 return None
-    body = data[1:-1]
-    if len(rows) == 1:
-        return body + b"\n"
-    if body.count(b"],[") == len(rows) - 1:
-        return body.replace(b"],[", b"]\n[") + b"\n"
+    lines = _cut_rows(data, len(rows))
+    if lines is not None:
+        return lines
     if not rebuilt:  # a "],[" inside a string: the general path cuts it row by row
         return None
     return b"".join(map(_plain_row, rows))
+
+
+def _cut_rows(data: bytes, n: int) -> bytes | None:
+    """``data``, one JSON array of ``n`` row arrays, as ``n`` lines; None when a value holds ``],[``."""
+    if n == 1:
+        return data[1:-1] + b"\n"
+    if data.count(b"],[") != n - 1:  # the outer brackets never form one
+        return None
+    return b"".join((memoryview(data.replace(b"],[", b"]\n["))[1:-1], b"\n"))
 
 
 def _with_nones(col: list[Any], values: list[Any]) -> list[Any]:
@@ -401,19 +404,21 @@ def _decimal_column(col: list[Any], nullable: bool, text_kind: type | None = Non
     ctx = decimal.getcontext()
     if ctx.Emin > -7 or ctx.Emax < ctx.prec:
         return None
-    if text_kind is bytes:
+    nones = list(map(type, col)).count(type(None)) if nullable else 0
+    if text_kind is bytes:  # one ASCII check and one decode for the column, no split and re-join
         joined = b"\x00".join([b"None" if v is None else v for v in col] if nullable else col)
         if not joined.isascii():
             return None
-        texts = joined.decode("ascii").split("\x00")
-    elif text_kind is str and not nullable:
-        texts = col
+        longest = max(map(len, filter(None, col)) if nullable else map(len, col))
+        text = "\x00" + joined.decode("ascii") + "\x00"
     else:
-        texts = list(map(str, col))
-    nones = list(map(type, col)).count(type(None)) if nullable else 0
-    text = "\x00" + "\x00".join(texts) + "\x00"
-    if (not text.isascii() or text.encode("ascii").translate(None, _DEC_CHARS) != b"None" * nones
-            or text.count(".") != len(col) - nones or max(map(len, texts)) > ctx.prec):
+        texts = col if text_kind is str and not nullable else list(map(str, col))
+        text = "\x00" + "\x00".join(texts) + "\x00"
+        if not text.isascii():
+            return None
+        joined, longest = text.encode("ascii"), max(map(len, texts))
+    if (joined.translate(None, _DEC_CHARS) != b"None" * nones or text.count(".") != len(col) - nones
+            or longest > ctx.prec):
         return None  # exponents, NaN, infinities, no point, long digits
     if nones:
         text = text.replace("\x00None", "")

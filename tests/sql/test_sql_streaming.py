@@ -10,6 +10,7 @@ order and the types and steps aside where it cannot apply.
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from pathlib import Path
 
@@ -45,8 +46,11 @@ def _pg_running(pid) -> bool:
                             (pid,)).fetchone()[0] > 0
 
 
-def _staged_files(home: Path) -> list[Path]:
-    return [p for p in home.rglob("*") if p.is_file() and ".tmp" in p.name]
+def _staged_files() -> list[Path]:
+    """Half-written captures left in the store's staging directory (which the capture created)."""
+    staging = [p for p in Path(os.environ["ASSAY_HOME"]).rglob("*") if p.is_dir() and p.name == "tmp"]
+    assert staging, "no capture was started"
+    return [p for d in staging for p in d.glob("*.partial")]
 
 
 @pytest.mark.parametrize("engine", STREAMING)
@@ -73,7 +77,7 @@ def test_row_limit_stops_a_streaming_statement_and_keeps_nothing(engine, request
     result = kernel.call_tool("sql_query", {"sql": ENDLESS[engine]}, run=run)
     assert result.error_code == SQL_RESULT_TOO_LARGE, result.message
     assert [r.status for r in run.artifacts.records() if r.kind == "sql"] == ["failed"]
-    assert _staged_files(tmp_path) == []
+    assert _staged_files() == []
     assert kernel.call_tool("sql_query", {"sql": "SELECT count(*) AS n FROM stores"}, run=run).success
     if engine == "postgresql":  # nothing of the big query is left running
         with pg_admin() as conn:
@@ -110,7 +114,7 @@ def test_timeout_through_the_tool_mid_stream_leaves_a_failed_attempt_only(reques
     result = kernel.call_tool("sql_query", {"sql": ENDLESS["postgresql"], "timeout_s": 1.0}, run=run)
     assert result.error_code == SQL_QUERY_TIMEOUT
     assert [r.status for r in run.artifacts.records() if r.kind == "sql"] == ["failed"]
-    assert _staged_files(tmp_path) == []
+    assert _staged_files() == []
     run.close()
 
 
