@@ -249,12 +249,16 @@ class LocalSession(RuntimeSession):
         if read_only:
             os.chmod(host, 0o444)
 
-    def get_file(self, path: str, max_bytes: int) -> bytes:
+    def _lstat(self, path: str) -> tuple[str, os.stat_result]:
+        """The host path of sandbox ``path`` and its lstat; SANDBOX_FILE_NOT_FOUND when it is not there."""
         host = self._checked(path)
         try:
-            st = os.lstat(host)
+            return host, os.lstat(host)
         except FileNotFoundError:
             raise SandboxError(SANDBOX_FILE_NOT_FOUND, f"no file {path!r} in the sandbox") from None
+
+    def get_file(self, path: str, max_bytes: int) -> bytes:
+        host, st = self._lstat(path)
         if not stat.S_ISREG(st.st_mode):
             raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is not a regular file")
         if st.st_size > max_bytes:
@@ -267,11 +271,7 @@ class LocalSession(RuntimeSession):
         return data
 
     def list_files(self, path: str) -> list[FileInfo]:
-        host = self._checked(path)
-        try:
-            st = os.lstat(host)
-        except FileNotFoundError:
-            raise SandboxError(SANDBOX_FILE_NOT_FOUND, f"no file {path!r} in the sandbox") from None
+        host, st = self._lstat(path)
         if not stat.S_ISDIR(st.st_mode):
             return [FileInfo(path=path, name=os.path.basename(path), size=st.st_size, is_dir=False,
                              modified=st.st_mtime)]

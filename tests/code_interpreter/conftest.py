@@ -80,6 +80,15 @@ def any_kernel(request):
     return request.getfixturevalue(f"{request.param}_kernel")
 
 
+def _caller(kernel, run):
+    """``call(code, target=None, **args)`` -> ToolResult, in ``run`` (or ``target``)."""
+
+    def _call(code: str, target=None, **args):
+        return kernel.call_tool("code_interpreter", {"code": code, **args}, run=target or run)
+
+    return _call
+
+
 @pytest.fixture
 def run(podman_kernel):
     run = podman_kernel.new_run()
@@ -90,11 +99,7 @@ def run(podman_kernel):
 @pytest.fixture
 def call(podman_kernel, run):
     """``call(code, **args)`` -> ToolResult, in this test's run."""
-
-    def _call(code: str, target=None, **args):
-        return podman_kernel.call_tool("code_interpreter", {"code": code, **args}, run=target or run)
-
-    return _call
+    return _caller(podman_kernel, run)
 
 
 @pytest.fixture
@@ -133,8 +138,4 @@ def any_run(any_kernel):
 @pytest.fixture
 def any_call(any_kernel, any_run):
     """Like ``call``, once on podman and once on the local runtime."""
-
-    def _call(code: str, **args):
-        return any_kernel.call_tool("code_interpreter", {"code": code, **args}, run=any_run)
-
-    return _call
+    return _caller(any_kernel, any_run)

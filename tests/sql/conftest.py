@@ -168,6 +168,17 @@ def new_db(engine: str, request: pytest.FixtureRequest, name: str = "retail", **
     return DatabaseResource(name, url, settings=SqlSettings(**settings), config=config_for(engine, url, request))
 
 
+@pytest.fixture
+def kernel() -> Any:
+    """A kernel with only the SQL plugin (its evidence goes to the test's own ASSAY_HOME)."""
+    from kernel import Kernel
+
+    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    k.start()
+    yield k
+    k.close()
+
+
 class RecordingSink:
     """Stands in for an evidence sink: records what the SQL plugin captured, in order."""
 

@@ -32,14 +32,6 @@ ENDLESS = {
 }
 
 
-@pytest.fixture
-def kernel() -> Kernel:
-    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
-    k.start()
-    yield k
-    k.close()
-
-
 def _pg_running(pid) -> bool:
     with pg_admin() as conn:
         return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'",

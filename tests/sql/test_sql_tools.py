@@ -12,14 +12,6 @@ from plugins.sql.errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED
 from tests.sql.conftest import RUNAWAY, new_db
 
 
-@pytest.fixture
-def kernel() -> Kernel:
-    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
-    k.start()
-    yield k
-    k.close()
-
-
 def attach(kernel, engine, request, name="retail", **settings):
     return kernel.attach(new_db(engine, request, name=name, **settings))
 
