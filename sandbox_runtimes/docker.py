@@ -39,6 +39,7 @@ from kernel.sandbox import (
 )
 from kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
 from kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
+from kernel.sandbox.spec import verify_inspect
 
 log = get_logger("assay.sandbox.docker")
 
@@ -321,8 +322,7 @@ class DockerRuntime(SandboxRuntime):
             raise SandboxError(SANDBOX_START_FAILED, f"docker: could not create the sandbox: {_short(exc)}",
                                "Run `assay sandbox doctor` to check the engine.") from None
         container_id = created["Id"]
-        if spec.oci_runtime:
-            self._require_oci_runtime(container_id, spec.oci_runtime)
+        self._require_spec_applied(container_id, spec)
         try:
             api.start(container_id)
         except Exception as exc:  # noqa: BLE001
@@ -332,25 +332,26 @@ class DockerRuntime(SandboxRuntime):
         log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
         return DockerSession(self, spec, container_id)
 
-    def _require_oci_runtime(self, container_id: str, wanted: str) -> None:
-        """Refuse to start when the engine dropped the OCI runtime asked for (e.g. gVisor).
+    def _require_spec_applied(self, container_id: str, spec: ContainerSpec) -> None:
+        """Refuse to start a container the engine did not create as ``spec`` asked (before any code runs).
 
-        Podman's Docker-compatible API accepts ``HostConfig.Runtime`` and
-        ignores it; starting anyway would run the code without the isolation
-        the operator opted into.
+        Engines drop settings silently: podman's Docker-compatible API accepts
+        ``HostConfig.Runtime`` (e.g. gVisor) and ignores it; starting anyway
+        would run the code without the isolation the operator opted into.
         """
         try:
-            got = (self.api().inspect_container(container_id).get("HostConfig") or {}).get("Runtime")
-        except Exception as exc:  # noqa: BLE001
-            got = f"unknown ({_short(exc)})"
-        if got != wanted:
-            self._remove_quietly(container_id)
-            raise SandboxError(
-                SANDBOX_START_FAILED,
-                f"docker: the engine did not apply the OCI runtime {wanted!r} (it reports {got!r})",
-                "This engine cannot select an OCI runtime through the Docker API (podman's compatible "
-                "API ignores it); use SANDBOX_RUNTIME=podman, or unset SANDBOX_OCI_RUNTIME.",
-            )
+            problems = verify_inspect(spec, self.api().inspect_container(container_id))
+        except Exception as exc:  # noqa: BLE001 - a container we cannot check is not started
+            problems = [f"it could not be inspected ({_short(exc)})"]
+        if not problems:
+            return
+        self._remove_quietly(container_id)
+        hint = "Check the engine's version and settings (assay sandbox doctor)."
+        if any("OCI runtime" in p for p in problems):
+            hint = ("This engine cannot select an OCI runtime through the Docker API (podman's compatible "
+                    "API ignores it); use SANDBOX_RUNTIME=podman, or unset SANDBOX_OCI_RUNTIME.")
+        raise SandboxError(SANDBOX_START_FAILED,
+                           "docker: the engine did not apply the hardened spec: " + "; ".join(problems), hint)
 
     def _remove_quietly(self, ref: str) -> None:
         try:

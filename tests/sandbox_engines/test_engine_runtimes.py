@@ -145,6 +145,32 @@ def test_gvisor_opt_in_reaches_the_engine_and_is_not_silently_dropped(runtime, r
     assert _labelled_containers() - before == set()
 
 
+def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(request, sandbox_image, monkeypatch):
+    # What an engine that drops a setting looks like: the container comes up without it.
+    socket_path = _socket_for("docker", request)
+    config = config_for("docker", socket_path)
+    rt = runtime_class("docker")(config)
+    real = rt.host_config_kwargs
+
+    def weaker(spec):
+        kwargs = real(spec)
+        kwargs.update(read_only=False, pids_limit=None)
+        return kwargs
+
+    monkeypatch.setattr(rt, "host_config_kwargs", weaker)
+    spec = build_spec(config, language="python", name=f"assay-weak-{uuid.uuid4().hex[:8]}",
+                      labels=owner_labels("sbx_weak", "docker", 60))
+    before = _labelled_containers()
+    try:
+        with pytest.raises(SandboxError) as info:
+            rt.create_session(spec)
+        assert info.value.code == SANDBOX_START_FAILED
+        assert "root filesystem is writable" in info.value.message and "pids limit" in info.value.message
+    finally:
+        rt.close()
+    assert _labelled_containers() - before == set()
+
+
 @pytest.mark.parametrize("runtime", MINE)
 def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(runtime, engine_managers):
     session = engine_managers(runtime).open_session()
