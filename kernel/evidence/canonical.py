@@ -429,7 +429,7 @@ def _decimal_column(col: list[Any], nullable: bool, text_kind: type | None = Non
         text = text.replace("\x00-0\x00", "\x000\x00")
     # a value keeping a point is tagged, the others are digits (also beyond 64 bits);
     # written as they are through orjson.Fragment, no per-value Python function call
-    return list(map(orjson.Fragment, ['{"$decimal":"' + p + '"}' if "." in p else p
+    return list(map(orjson.Fragment, [f'{{"$decimal":"{p}"}}' if "." in p else p  # one string built per value
                                       for p in text[1:-1].split("\x00")]))
 
 
