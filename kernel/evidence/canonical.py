@@ -193,7 +193,7 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
 
     Fast path: one orjson call for the whole batch, cut at the row
     boundaries. It is used only when it provably wrote the canonical form:
-    rows are tuples or lists of one length, the cut found exactly one
+    rows are tuples or lists, the cut found exactly one
     boundary per row, and no value could have been a NaN or infinity written
     as ``null`` (checked per column with C-level passes: value types, and the
     sum of float columns is finite). Anything else is redone row by row.
@@ -212,11 +212,11 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
             if data is not None:
                 return data
         batch = _decimals_from_text(batch, frozenset(decimal_text))
-    if set(map(type, batch)) <= _SEQUENCES and len(set(map(len, batch))) == 1:
+    if set(map(type, batch)) <= _SEQUENCES:  # the row lengths matter to the column pass only
         try:  # without ``default``: fails fast at the first Decimal, date, time...
             data = _native_batch_bytes(batch)
         except (TypeError, ValueError):
-            data = _typed_rows_bytes(batch)
+            data = _typed_rows_bytes(batch) if len(set(map(len, batch))) == 1 else None
             if data is not None:
                 return data
             try:

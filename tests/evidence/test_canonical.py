@@ -70,6 +70,14 @@ def test_batch_fast_path_writes_exactly_what_the_row_by_row_path_writes():
         assert rows_bytes(batch) == _slow(batch), batch
 
 
+def test_rows_of_different_lengths_in_one_batch_are_written_row_by_row_alike():
+    rng = random.Random(11)
+    pool = [None, 3, 0.25, float("nan"), "x", "],[", Decimal("2.50"), dt.date(2021, 5, 1), True]
+    for _ in range(300):
+        batch = [tuple(rng.choice(pool) for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(2, 20))]
+        assert rows_bytes(batch) == _slow(batch), batch
+
+
 def test_nan_hidden_among_nulls_is_still_tagged():
     batch = [(1, None, 2.0), (2, float("nan"), None), (3, None, None)]
     assert b'{"$float":"NaN"}' in rows_bytes(batch)
