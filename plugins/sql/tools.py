@@ -137,39 +137,44 @@ def prepare_attempt(resource: DatabaseResource, sql: str, sink: Any, timeout_s: 
     return attempt
 
 
-def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
-            run: RunContext | None) -> ToolResult:
+def _prepare(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
+             run: RunContext | None) -> tuple[DatabaseResource, Attempt, Any] | ToolResult:
+    """The checked statement's datasource, attempt and sink; or the failure result (nothing ran)."""
     sink = getattr(run, "artifacts", None)
     resource = None
     try:
         resource = sources.resolve(datasource, run)
         resource.check(sql)
-        attempt = prepare_attempt(resource, sql, sink, timeout_s, sources.settings)
+        return resource, prepare_attempt(resource, sql, sink, timeout_s, sources.settings), sink
+    except SqlError as exc:
+        return failure_result(resource, sql, exc, sink)
+
+
+def _execute(sources: Datasources, sql: str, resource: DatabaseResource, attempt: Attempt, sink: Any) -> ToolResult:
+    """Run a checked statement; its failure (timeouts and cancellations too) is recorded and returned."""
+    try:
         result = resource.query(sql, attempt=attempt, check=False)
         return finish_query(resource, sql, result, sink, sources.settings)
     except SqlError as exc:
         return failure_result(resource, sql, exc, sink)
 
 
+def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
+            run: RunContext | None) -> ToolResult:
+    prepared = _prepare(sources, sql, datasource, timeout_s, run)
+    if isinstance(prepared, ToolResult):
+        return prepared
+    return _execute(sources, sql, *prepared)
+
+
 async def arun_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
                    run: RunContext | None) -> ToolResult:
-    sink = getattr(run, "artifacts", None)
-    resource = None
-    try:
-        resource = sources.resolve(datasource, run)
-        resource.check(sql)
-        attempt = prepare_attempt(resource, sql, sink, timeout_s, sources.settings)
-
-        def blocking() -> ToolResult:
-            try:
-                result = resource.query(sql, attempt=attempt, check=False)
-                return finish_query(resource, sql, result, sink, sources.settings)
-            except SqlError as exc:
-                return failure_result(resource, sql, exc, sink)  # also records a cancelled attempt
-
-        return await run_cancellable(blocking, attempt, grace_s=sources.settings.cancel_grace_s)
-    except SqlError as exc:
-        return failure_result(resource, sql, exc, sink)
+    prepared = _prepare(sources, sql, datasource, timeout_s, run)
+    if isinstance(prepared, ToolResult):
+        return prepared
+    attempt = prepared[1]
+    return await run_cancellable(lambda: _execute(sources, sql, *prepared), attempt,
+                                 grace_s=sources.settings.cancel_grace_s)
 
 
 class SqlTool(FunctionTool):

@@ -63,7 +63,7 @@ def test_streamed_rows_are_all_counted_and_only_the_preview_rows_are_kept(engine
 
 
 @pytest.mark.parametrize("engine", STREAMING)
-def test_row_limit_stops_a_streaming_statement_and_keeps_nothing(engine, request, kernel, tmp_path):
+def test_row_limit_stops_a_streaming_statement_and_keeps_nothing(engine, request, kernel):
     db = kernel.attach(new_db(engine, request, max_result_rows=20_000))
     run = kernel.new_run()
     result = kernel.call_tool("sql_query", {"sql": ENDLESS[engine]}, run=run)
@@ -80,7 +80,7 @@ def test_row_limit_stops_a_streaming_statement_and_keeps_nothing(engine, request
 
 
 @pytest.mark.parametrize("engine", STREAMING)
-def test_time_limit_while_rows_stream_is_a_timeout_and_stops_the_statement(engine, request, kernel, tmp_path):
+def test_time_limit_while_rows_stream_is_a_timeout_and_stops_the_statement(engine, request):
     db = new_db(engine, request, max_result_rows=10**10, cancel_grace_s=3.0)
     try:
         attempt = db.new_attempt(1.0)
@@ -100,7 +100,7 @@ def test_time_limit_while_rows_stream_is_a_timeout_and_stops_the_statement(engin
         db.close()
 
 
-def test_timeout_through_the_tool_mid_stream_leaves_a_failed_attempt_only(request, kernel, tmp_path):
+def test_timeout_through_the_tool_mid_stream_leaves_a_failed_attempt_only(request, kernel):
     kernel.attach(new_db("postgresql", request, max_result_rows=10**10))
     run = kernel.new_run()
     result = kernel.call_tool("sql_query", {"sql": ENDLESS["postgresql"], "timeout_s": 1.0}, run=run)
@@ -111,7 +111,7 @@ def test_timeout_through_the_tool_mid_stream_leaves_a_failed_attempt_only(reques
 
 
 @pytest.mark.parametrize("engine", STREAMING)
-def test_capture_cut_at_its_byte_limit_still_counts_every_row(engine, request, monkeypatch, tmp_path):
+def test_capture_cut_at_its_byte_limit_still_counts_every_row(engine, request, monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", "20000")
     kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
     kernel.start()
