@@ -188,7 +188,8 @@ def row_line(row: Any, columns: Sequence[str] = ()) -> bytes:
     return orjson.dumps(canonical_value(row), option=_OPTS | orjson.OPT_APPEND_NEWLINE)
 
 
-def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequence[int] = ()) -> bytes:
+def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequence[int] = (),
+               value_kinds: Sequence[str | None] | None = None) -> bytes:
     """Rows as canonical JSON lines (UTF-8, each ending in a newline).
 
     Fast path: one orjson call for the whole batch, cut at the row
@@ -203,9 +204,17 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
     they are written exactly as ``Decimal(text)`` would be. The text pass
     handles them directly; anything it cannot prove is converted with
     ``Decimal(text)`` and takes the usual path.
+
+    ``value_kinds`` is a driver's promise, one entry per column, of what every
+    non-None value of the column is (see ``PROMISED_KINDS``; None: no promise).
+    When every column carries one, the per-column type passes are skipped.
     """
     if not batch:
         return b""
+    if value_kinds is not None:
+        data = _promised_rows_bytes(batch, value_kinds, frozenset(decimal_text))
+        if data is not None:
+            return data
     if decimal_text:
         if set(map(type, batch)) <= _SEQUENCES and len(set(map(len, batch))) == 1:
             data = _typed_rows_bytes(batch, frozenset(decimal_text))
@@ -324,11 +333,7 @@ def _typed_rows_bytes(batch: list[Any], text_cols: frozenset[int] = frozenset())
             data = _plain_batch(rows)
         else:
             rows = batch
-            if len(fed) == 1:
-                feed = iter(fed[0][2])
-            else:  # the Decimal columns' converted values in row order, without their None
-                feed = filter(partial(is_not, None), chain.from_iterable(
-                    zip(*(_with_nones(col, values) if nullable else values for _, col, values, nullable in fed))))
+            feed = _feed(fed)
             data = _plain_batch(batch, default=partial(next, feed))
             if next(feed, feed) is not feed:  # orjson asked for fewer values than were made
                 return None
@@ -347,6 +352,66 @@ def _typed_rows_bytes(batch: list[Any], text_cols: frozenset[int] = frozenset())
     if not rebuilt:  # a "],[" inside a string: the general path cuts it row by row
         return None
     return b"".join(map(_plain_row, rows))
+
+
+def _feed(fed: list[tuple[int, list[Any], list[Any], bool]]) -> Iterator[Any]:
+    """The converted values of the fed columns, in the order orjson meets them (row by row), None skipped."""
+    if len(fed) == 1:
+        return iter(fed[0][2])
+    return filter(partial(is_not, None), chain.from_iterable(
+        zip(*(_with_nones(col, values) if nullable else values for _, col, values, nullable in fed))))
+
+
+# --- promised columns: the driver says what each column holds --------------------------
+#
+# A driver that converts a column's declared type with a fixed loader (PostgreSQL's
+# int4 is always an ``int``, its timestamp always a naive ``datetime``) can
+# promise the kind of each column. orjson writes every kind below in the
+# canonical spelling itself (naive datetimes and dates as ``isoformat()``, see
+# above), none of them can be a NaN written as ``null``, and decimal text
+# is converted column by column: the batch is one orjson call, with no
+# per-column type pass. The first row is still checked against the promise.
+
+PROMISED_KINDS: dict[str, tuple[type, ...]] = {
+    "int": (int,), "str": (str,), "bool": (bool,), "date": (dt.date,), "naive_datetime": (dt.datetime,),
+    "decimal_text": (bytes,),  # a driver's ASCII numeric text, as in ``decimal_text``
+}
+_NONE = type(None)
+
+
+def _promised_rows_bytes(batch: list[Any], kinds: Sequence[str | None], text_cols: frozenset[int]) -> bytes | None:
+    """Canonical lines for a batch whose every column is promised, or None (use the other paths)."""
+    width = len(kinds)
+    if (not set(kinds) <= PROMISED_KINDS.keys() or {j for j, k in enumerate(kinds) if k == "decimal_text"} != text_cols
+            or not set(map(type, batch)) <= _SEQUENCES or set(map(len, batch)) != {width}):
+        return None
+    first = batch[0]
+    for value, kind in zip(first, kinds):  # a wrong promise is caught here, not written
+        t = type(value)
+        if t is not _NONE and t not in PROMISED_KINDS[kind]:
+            return None
+        if t is dt.datetime and (kind != "naive_datetime" or value.tzinfo is not None):
+            return None
+    fed = []
+    for j in sorted(text_cols):
+        col = [row[j] for row in batch]
+        nullable = None in col
+        if set(map(type, col)) - {bytes, _NONE}:
+            return None
+        if nullable and len(col) == col.count(None):
+            continue
+        values = _decimal_column(col, nullable, text_kind=bytes)
+        if values is None:
+            return None
+        fed.append((j, col, values, nullable))
+    feed = _feed(fed)
+    try:
+        data = _plain_batch(batch, default=partial(next, feed))
+    except (TypeError, ValueError):  # integers beyond 64 bits, a value no kind allows
+        return None
+    if next(feed, feed) is not feed:
+        return None
+    return _cut_rows(data, len(batch))
 
 
 def _cut_rows(data: bytes, n: int) -> bytes | None:

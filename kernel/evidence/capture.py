@@ -168,7 +168,8 @@ def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
 
 
 def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
-                preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = ()) -> tuple[int, bool]:
+                preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = (),
+                value_kinds: Sequence[str | None] | None = None) -> tuple[int, bool]:
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
     it = iter(rows)
     count, batch_size = 0, 1  # rows may be wide: measure one, then aim at ~1 MiB batches
@@ -176,7 +177,7 @@ def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any
         batch = list(islice(it, batch_size))
         if not batch:
             return count, True
-        data = rows_bytes(batch, columns, decimal_text)
+        data = rows_bytes(batch, columns, decimal_text, value_kinds)
         if not preview.full:
             preview.offer_lines(data)
         if staged.size + len(data) > max_bytes:
@@ -202,11 +203,14 @@ def _guarded(what: str, fn):
 def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
                  status: str = "succeeded", column_types: Sequence[str] | None = None,
                  provenance: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
-                 decimal_text_columns: Sequence[int] = ()) -> ArtifactRecord:
+                 decimal_text_columns: Sequence[int] = (),
+                 value_kinds: Sequence[str | None] | None = None) -> ArtifactRecord:
     """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`).
 
     ``decimal_text_columns``: columns whose ``str`` values are decimal text from
     the driver; they are stored exactly as ``Decimal(text)`` would be.
+    ``value_kinds``: the driver's promise of each column's value kind
+    (``canonical.PROMISED_KINDS``); it makes encoding cheaper, never different.
     ``provenance`` may be a function, called once the rows are written (for
     rows that stream while they are captured: their timing is known only then).
     """
@@ -215,7 +219,7 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
     sha, size, (count, complete) = _stage(
         sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes,
-                                     tuple(decimal_text_columns)))
+                                     tuple(decimal_text_columns), value_kinds))
     prev_rows, prev_truncated = preview.result(count)
     prov = dict((provenance() if callable(provenance) else provenance) or {})
     if not complete:
@@ -237,12 +241,14 @@ def capture_sql_execution(
     database: str, dialect: str, elapsed_ms: float | Callable[[], float],
     status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
-    decimal_text_columns: Sequence[int] = (),
+    decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str | None] | None = None,
 ) -> ArtifactRecord | None:
     """Keep a SQL result as evidence; ``None`` when the run captures nothing.
 
     ``decimal_text_columns`` (optional): indexes of columns a driver returned as
     decimal text instead of ``Decimal``; the stored bytes are the same.
+    ``value_kinds`` (optional): what the driver promises each column holds
+    (``canonical.PROMISED_KINDS``), for a cheaper encoding of the same bytes.
     ``elapsed_ms`` may be a function, read after the last row (rows captured while
     the statement still streams them).
     """
@@ -256,7 +262,8 @@ def capture_sql_execution(
 
     return _guarded("sql", lambda: capture_rows(
         sink, kind="sql", columns=columns, rows=rows, status=status,
-        column_types=column_types, provenance=provenance, decimal_text_columns=decimal_text_columns))
+        column_types=column_types, provenance=provenance, decimal_text_columns=decimal_text_columns,
+        value_kinds=value_kinds))
 
 
 def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str, media_type: str,

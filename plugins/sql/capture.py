@@ -31,15 +31,18 @@ def _capture_fn() -> Any:
 def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any,
             elapsed_ms: float | Callable[[], float],
             column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None,
-            decimal_text: tuple[int, ...] = ()) -> Any:
+            decimal_text: tuple[int, ...] = (), value_kinds: tuple[str | None, ...] | None = None) -> Any:
     """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED.
 
     ``decimal_text``: columns the engine returned as numeric text (stored as their Decimal would be).
+    ``value_kinds``: what the engine's loaders promise each column holds (a cheaper encoding).
     ``elapsed_ms`` may be a function (rows captured while they stream; read after the last row).
     """
     if sink is None:
         return None
-    extra = {"decimal_text_columns": decimal_text} if decimal_text else {}
+    extra: dict[str, Any] = {"decimal_text_columns": decimal_text} if decimal_text else {}
+    if value_kinds is not None:
+        extra["value_kinds"] = value_kinds
     try:
         return _capture_fn()(
             sink,

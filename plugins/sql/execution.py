@@ -87,6 +87,7 @@ class RowStream:
     def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
                  attempt: "Attempt", limit: int) -> None:
         self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
+        self.value_kinds = streamed.value_kinds
         self._batches, self._first, self._attempt, self._limit = streamed.batches, first, attempt, limit
         self.head: list[tuple] = []
         self.count = 0

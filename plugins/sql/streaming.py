@@ -35,11 +35,13 @@ class StreamColumn(NamedTuple):
 
 @dataclass
 class Streamed:
-    """A started statement: its columns, its rows in batches, and its decimal-text columns."""
+    """A started statement: its columns, its rows in batches, its decimal-text columns and value kinds."""
 
     description: list[Any] | None
     batches: Iterator[list[tuple]]
     decimal_text: tuple[int, ...] = ()
+    # What the driver's loaders promise each column holds (kernel.evidence.canonical.PROMISED_KINDS)
+    value_kinds: tuple[str | None, ...] | None = None
 
     def close(self) -> None:
         """Stop early: the rest of the result is cancelled and drained (the connection is reusable)."""
@@ -81,7 +83,35 @@ def postgres_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool) -> 
     tx = Transformer(_NumericAsText(raw) if as_text else raw)
     description = [StreamColumn(first.fname(i).decode(encoding, "replace"), oids[i]) for i in range(first.nfields)]
     text_columns = tuple(i for i, oid in enumerate(oids) if oid == _PG_NUMERIC) if as_text else ()
-    return Streamed(description, _postgres_batches(raw, first, tx, encoding), text_columns)
+    kinds = _postgres_kinds(tx, oids, text_columns, encoding)
+    return Streamed(description, _postgres_batches(raw, first, tx, encoding), text_columns, kinds)
+
+
+# The kinds psycopg's own text loaders produce, by type oid: bool, int2/4/8 and oid,
+# text/varchar/bpchar/name (str unless the connection is SQL_ASCII), date, timestamp.
+_PG_KINDS = {16: ("BoolLoader", "bool"), 20: ("IntLoader", "int"), 21: ("IntLoader", "int"),
+             23: ("IntLoader", "int"), 26: ("IntLoader", "int"), 25: ("TextLoader", "str"),
+             1043: ("TextLoader", "str"), 1042: ("TextLoader", "str"), 19: ("TextLoader", "str"),
+             1082: ("DateLoader", "date"), 1114: ("TimestampLoader", "naive_datetime")}
+
+
+def _postgres_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encoding: str) -> tuple[str, ...] | None:
+    """Each column's value kind when psycopg's stock loaders read every column, else None."""
+    from psycopg import pq
+
+    kinds = []
+    for j, oid in enumerate(oids):
+        if j in text_columns:
+            kinds.append("decimal_text")
+            continue
+        loader_name, kind = _PG_KINDS.get(oid, ("", ""))
+        loader = type(tx.get_loader(oid, pq.Format.TEXT))
+        if not kind or loader.__name__ != loader_name or not loader.__module__.startswith("psycopg"):
+            return None
+        if kind == "str" and encoding == "ascii":  # SQL_ASCII text comes as bytes
+            return None
+        kinds.append(kind)
+    return tuple(kinds)
 
 
 def _postgres_batches(raw: Any, res: Any, tx: Any, encoding: str) -> Iterator[list[tuple]]:

@@ -131,7 +131,7 @@ def prepare_attempt(resource: DatabaseResource, sql: str, sink: Any, timeout_s: 
         def consume(stream: RowStream) -> Any:
             return capture(sink, resource=resource, sql=sql, columns=stream.columns, rows=stream.rows,
                            elapsed_ms=stream.elapsed_ms, column_types=stream.column_types,
-                           decimal_text=stream.decimal_text)
+                           decimal_text=stream.decimal_text, value_kinds=stream.value_kinds)
 
         attempt.consume = consume
     return attempt

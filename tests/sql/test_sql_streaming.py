@@ -9,20 +9,24 @@ order and the types and steps aside where it cannot apply.
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import os
 import time
 from pathlib import Path
 
 import duckdb
+import psycopg
 import pytest
+from psycopg.adapt import Loader, Transformer
 
 from kernel import Kernel
 from kernel.evidence.canonical import dumps_bytes, row_line
 from plugins.sql import open_datasource
 from plugins.sql.errors import SQL_QUERY_TIMEOUT, SQL_RESULT_TOO_LARGE, SqlError
-from plugins.sql.streaming import _decimal_projection
-from tests.sql.conftest import new_db, pg_admin
+from plugins.sql.streaming import _decimal_projection, _postgres_kinds, postgres_stream
+from tests.conftest import require
+from tests.sql.conftest import PG_BASE, new_db, pg_admin, pg_available
 
 STREAMING = ["postgresql", "duckdb"]
 # Rows that keep coming for minutes (an SRF in the select list streams; one in FROM is materialised first).
@@ -173,3 +177,38 @@ def test_duckdb_decimal_projection_wraps_a_query_with_a_trailing_semicolon(decim
         statement, columns, types = _decimal_projection(conn, "SELECT id, amount FROM t ORDER BY id DESC;\n")
         assert columns == (1,) and [str(t) for t in types] == ["BIGINT", "DECIMAL(12,2)"]
         assert conn.execute(statement).fetchmany(2) == [(30000, "37500.00"), (29999, "37498.75")]
+
+
+PROMISED = ("SELECT 1::int AS a, 2::bigint AS b, 'x'::text AS c, 'y'::varchar AS d, 1.50::numeric AS e, "
+            "date '2024-01-01' AS f, timestamp '2024-01-01 10:00' AS g, true AS h")
+
+
+def _pg_stream(raw, sql):
+    streamed = postgres_stream(raw, sql, 100, True)
+    assert streamed is not None, "this libpq cannot stream chunked rows"
+    rows = [r for batch in streamed.batches for r in batch]
+    return streamed, rows
+
+
+def test_postgresql_stream_promises_the_kinds_of_its_stock_loaders():
+    require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+    with psycopg.connect(PG_BASE) as raw:
+        streamed, rows = _pg_stream(raw, PROMISED)
+        assert streamed.value_kinds == ("int", "int", "str", "str", "decimal_text", "date", "naive_datetime", "bool")
+        assert rows == [(1, 2, "x", "y", b"1.50", dt.date(2024, 1, 1), dt.datetime(2024, 1, 1, 10), True)]
+        for unpromised in ("SELECT 1::int, now()", "SELECT '{}'::json", "SELECT 1.5::float8"):
+            assert _pg_stream(raw, unpromised)[0].value_kinds is None, unpromised
+        assert _postgres_kinds(Transformer(raw), [25], (), "utf-8") == ("str",)
+        assert _postgres_kinds(Transformer(raw), [25], (), "ascii") is None  # SQL_ASCII text comes as bytes
+
+
+def test_postgresql_stream_promises_nothing_when_a_loader_is_not_the_stock_one():
+    class Int4AsText(Loader):
+        def load(self, data):
+            return bytes(data).decode()
+
+    require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+    with psycopg.connect(PG_BASE) as raw:
+        raw.adapters.register_loader("int4", Int4AsText)
+        streamed, rows = _pg_stream(raw, PROMISED)
+        assert streamed.value_kinds is None and rows[0][0] == "1"
