@@ -17,7 +17,7 @@ from kernel.lazy_exports import lazy_exports
 _WHERE = {
     "canonical_value": "canonical", "decode": "canonical", "dumps": "canonical",
     "ArtifactSink": "capture", "capture_file": "capture", "capture_python_execution": "capture",
-    "capture_rows": "capture", "capture_sql_execution": "capture",
+    "capture_rows": "capture", "capture_sql_execution": "capture", "RowBatches": "capture",
     "ArtifactCatalog": "catalog",
     "ARTIFACT_CAPTURE_FAILED": "errors", "ARTIFACT_DETAILS_LIMIT": "errors", "ARTIFACT_FILE_MISSING": "errors",
     "ARTIFACT_INTEGRITY_FAILED": "errors", "ARTIFACT_NOT_FOUND": "errors", "ARTIFACT_SELECTOR_INVALID": "errors",
@@ -40,7 +40,14 @@ __getattr__, __dir__ = lazy_exports(__name__, _WHERE, globals())
 
 if TYPE_CHECKING:
     from .canonical import canonical_value, decode, dumps
-    from .capture import ArtifactSink, capture_file, capture_python_execution, capture_rows, capture_sql_execution
+    from .capture import (
+        ArtifactSink,
+        RowBatches,
+        capture_file,
+        capture_python_execution,
+        capture_rows,
+        capture_sql_execution,
+    )
     from .catalog import ArtifactCatalog
     from .errors import (
         ARTIFACT_CAPTURE_FAILED,
@@ -85,6 +92,7 @@ __all__ = [
                       "ContentStore",
                       "EvidenceSettings",
                       "ProducedFile",
+                      "RowBatches",
                       "SelectedResult",
                       "Selectors",
                       "artifact_details",

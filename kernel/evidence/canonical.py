@@ -418,9 +418,10 @@ def _cut_rows(data: bytes, n: int) -> bytes | None:
     """``data``, one JSON array of ``n`` row arrays, as ``n`` lines; None when a value holds ``],[``."""
     if n == 1:
         return data[1:-1] + b"\n"
-    if data.count(b"],[") != n - 1:  # the outer brackets never form one
+    lines = data.replace(b"],[", b"]\n[")  # the outer brackets never form one
+    if lines.count(b"\n") != n - 1:  # orjson escapes a newline in a string: each is a cut
         return None
-    return b"".join((memoryview(data.replace(b"],[", b"]\n["))[1:-1], b"\n"))
+    return b"".join((memoryview(lines)[1:-1], b"\n"))
 
 
 def _with_nones(col: list[Any], values: list[Any]) -> list[Any]:

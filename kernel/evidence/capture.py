@@ -12,8 +12,8 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from collections.abc import Iterable, Sequence
-from itertools import islice
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import chain, islice
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Literal
 
@@ -27,6 +27,20 @@ from .settings import EvidenceSettings
 TABULAR = "application/x-ndjson"
 PYTHON_DOC = "application/vnd.assay.python+json"
 _BATCH_TARGET = 1 << 20  # bytes of canonical text per write
+
+
+class RowBatches:
+    """Rows handed over as the batches (lists of rows) a streaming driver produced them in.
+
+    Iterating it gives the rows; a capture takes the batches as they are
+    instead of regrouping the rows one by one.
+    """
+
+    def __init__(self, batches: Iterable[list[Any]]) -> None:
+        self.batches = batches
+
+    def __iter__(self) -> Iterator[Any]:
+        return chain.from_iterable(self.batches)
 
 
 class ArtifactSink:
@@ -171,12 +185,8 @@ def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any
                 preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = (),
                 value_kinds: Sequence[str | None] | None = None) -> tuple[int, bool]:
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
-    it = iter(rows)
-    count, batch_size = 0, 1  # rows may be wide: measure one, then aim at ~1 MiB batches
-    while True:
-        batch = list(islice(it, batch_size))
-        if not batch:
-            return count, True
+    count, size = 0, [1]  # rows may be wide: measure one, then aim at ~1 MiB batches
+    for batch in _batches(rows, size):
         data = rows_bytes(batch, columns, decimal_text, value_kinds)
         if not preview.full:
             preview.offer_lines(data)
@@ -188,7 +198,30 @@ def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any
         staged.write(data)
         count += len(batch)
         # aim each batch at about 1 MiB of text, whatever the row width
-        batch_size = max(1, min(8192, batch_size * _BATCH_TARGET // max(1, len(data))))
+        size[0] = max(1, min(8192, len(batch) * _BATCH_TARGET // max(1, len(data))))
+    return count, True
+
+
+def _batches(rows: Iterable[Sequence[Any]], size: list[int]) -> Iterator[list[Any]]:
+    """``rows`` in batches of at most ``size[0]`` rows (the caller adjusts it as it learns the width).
+
+    A driver's own batches (:class:`RowBatches`) are kept whole when they fit,
+    else sliced; other rows are grouped as they come.
+    """
+    if isinstance(rows, RowBatches):
+        for incoming in rows.batches:
+            if len(incoming) <= size[0]:
+                yield incoming
+                continue
+            start = 0
+            while start < len(incoming):
+                n = size[0]
+                yield incoming[start:start + n]
+                start += n
+        return
+    it = iter(rows)
+    while batch := list(islice(it, size[0])):
+        yield batch
 
 
 def _guarded(what: str, fn):

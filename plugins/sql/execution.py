@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import chain
@@ -95,8 +95,11 @@ class RowStream:
         self.finished_at: float | None = None
 
     @property
-    def rows(self) -> Iterator[tuple]:
-        return chain.from_iterable(self._counted())
+    def rows(self) -> Iterable[tuple]:
+        """The rows, in the batches the engine produced (a capture takes them whole)."""
+        from kernel.evidence import RowBatches
+
+        return RowBatches(self._counted())
 
     def elapsed_ms(self) -> float:
         """From the statement's start to its last row (so far, while it is still streaming)."""

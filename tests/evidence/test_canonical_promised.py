@@ -21,7 +21,7 @@ def _value(rng: random.Random, kind: str):
     if kind == "int":
         return rng.choice([0, -1, 2**63 - 1, -(2**63), rng.randint(-10**9, 10**9)])
     if kind == "str":
-        return rng.choice(["", "x", "None", "é", '"}', "null", "tab\there", "0.50", rng.random().hex()])
+        return rng.choice(["", "x", "None", "é", '"}', "null", "tab\there", "new\nline", "0.50", rng.random().hex()] + ["a],[b"] * (rng.random() < 0.02))
     if kind == "bool":
         return rng.random() < 0.5
     if kind == "date":

@@ -13,6 +13,7 @@ from kernel.evidence import (
     ARTIFACT_CAPTURE_FAILED,
     ArtifactCaptureFailed,
     ProducedFile,
+    RowBatches,
     capture_file,
     capture_python_execution,
     capture_sql_execution,
@@ -262,3 +263,31 @@ def test_memory_does_not_grow_with_the_row_count_of_very_wide_rows(sink):
     many, size = peak(40)
     # one row at a time (orjson reserves a few times a string's size while writing it)
     assert many < few * 1.2 + (1 << 20) and many < size / 2, (few, many, size)
+
+
+def test_rows_handed_over_in_a_drivers_batches_store_the_same_bytes(sink):
+    rows = [(i, "row %d" % i, i * 0.5) for i in range(20_000)]
+    cuts = [0, 1, 1, 4096, 4096, 15_000, 20_000]  # an empty batch, one row, one far over the batch size
+    batches = [rows[a:b] for a, b in zip(cuts, cuts[1:])]
+    handed = []
+
+    def produced():
+        for batch in batches:
+            handed.append(len(batch))
+            yield batch
+
+    plain = _sql(sink, ["i", "s", "x"], iter(rows))
+    batched = _sql(sink, ["i", "s", "x"], RowBatches(produced()))
+    assert handed == [len(b) for b in batches]
+    assert batched.sha256 == plain.sha256 and batched.row_count == plain.row_count == 20_000
+    assert batched.preview == plain.preview
+    assert list(RowBatches(iter(batches))) == rows  # still an iterable of rows for other consumers
+
+
+def test_a_batch_that_crosses_the_size_guard_is_cut_at_a_row(monkeypatch):
+    monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", "10000")
+    sink = make_kernel().new_run().artifacts
+    record = _sql(sink, ["i", "s"], RowBatches(iter([[(i, "row %d" % i) for i in range(50_000)]])))
+    assert not record.complete and 0 < record.row_count < 1000 and record.byte_size <= 10_000
+    back = read_artifact_result(sink, record.artifact_id, {"rows": [-1, None]})
+    assert back.rows == [[record.row_count - 1, "row %d" % (record.row_count - 1)]]

@@ -203,7 +203,7 @@ def recording_capture(monkeypatch) -> Any:
     from plugins.sql import capture as capture_module
 
     def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
-                     column_types=None, decimal_text_columns=()):
+                     column_types=None, decimal_text_columns=(), value_kinds=None):
         if sink.fail:
             raise RuntimeError("disk full")
         from decimal import Decimal
