@@ -21,7 +21,8 @@ def _value(rng: random.Random, kind: str):
     if kind == "int":
         return rng.choice([0, -1, 2**63 - 1, -(2**63), rng.randint(-10**9, 10**9)])
     if kind == "str":
-        return rng.choice(["", "x", "None", "é", '"}', "null", "tab\there", "new\nline", "0.50", rng.random().hex()] + ["a],[b"] * (rng.random() < 0.02))
+        texts = ["", "x", "None", "é", '"}', "null", "tab\there", "new\nline", "0.50", rng.random().hex()]
+        return rng.choice(texts + ["a],[b"] * (rng.random() < 0.02))  # a rare "],[": its batch is cut row by row
     if kind == "bool":
         return rng.random() < 0.5
     if kind == "date":
