@@ -65,9 +65,10 @@ class ArtifactSink:
 class _Staged:
     """A staging file being written: hashed and sized as it grows.
 
-    Large writes are hashed and written on a helper thread (both release the
-    GIL) while the caller encodes the next batch; one write is in flight at a
-    time, so the bytes go out in order. After each large write the kernel is
+    Small writes are gathered up to about 1 MiB. Large writes are hashed and
+    written on a helper thread (both release the GIL) while the caller
+    encodes the next batch; one write is in flight at a time, so the bytes
+    go out in order. After each large write the kernel is
     asked to start writing the pages back (``sync_file_range``), so the final
     ``fsync`` has little left to wait for. The bytes and the hash are the same
     as a plain sequential write.
@@ -81,9 +82,22 @@ class _Staged:
         self._written = 0
         self._helper: Any = None
         self._pending: Any = None
+        self._gathered: list[bytes] = []
+        self._gathered_size = 0
 
     def write(self, data: bytes) -> None:
         self.size += len(data)
+        self._gathered.append(data)
+        self._gathered_size += len(data)
+        if self._gathered_size >= _BATCH_TARGET:
+            self._flush()
+
+    def _flush(self) -> None:
+        """Hand the gathered bytes to the file (on the helper thread when they are large)."""
+        if not self._gathered:
+            return
+        data = self._gathered[0] if len(self._gathered) == 1 else b"".join(self._gathered)
+        self._gathered, self._gathered_size = [], 0
         if self._helper is None and len(data) < _ASYNC_WRITE_MIN:
             self._write_now(data)
             return
@@ -116,6 +130,7 @@ class _Staged:
 
     def publish(self) -> tuple[str, int]:
         try:
+            self._flush()
             self._wait()
         finally:
             self._stop_helper()
@@ -132,6 +147,7 @@ class _Staged:
                 self._wait()
             except BaseException:  # noqa: BLE001 - the file is being thrown away
                 pass
+            self._gathered = []
             self._stop_helper()
             self.fh.close()
         finally:
