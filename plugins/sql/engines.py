@@ -183,7 +183,7 @@ class SqliteEngine(SqlEngine):
         def check() -> int:
             return 1 if monotonic() >= deadline or state.cancel_requested() else 0
 
-        raw.set_progress_handler(check, 1000)
+        raw.set_progress_handler(check, 10_000)  # well under a millisecond of work between checks
 
     def end(self, raw: sqlite3.Connection) -> None:
         raw.set_progress_handler(None, 0)
