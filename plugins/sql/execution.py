@@ -329,12 +329,12 @@ class Executor:
             while True:
                 if attempt.done:
                     return None
+                if attempt.rows_done:  # the statement is over: a cancel has nothing left to stop, and
+                    attempt._cond.wait(0.05)  # the consumer (the capture) finishes and records the result
+                    continue
                 if attempt._external_cancel:
                     return "cancelled"
                 now = time.monotonic()
-                if attempt.rows_done:  # the statement is over; what is left is the consumer's
-                    attempt._cond.wait(0.05)
-                    continue
                 if attempt.deadline is not None and now >= attempt.deadline:
                     return "timeout"
                 wait = attempt.deadline - now if attempt.deadline is not None else 0.05

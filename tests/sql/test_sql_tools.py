@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 import pytest
@@ -212,6 +213,30 @@ async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_att
     assert [c["status"] for c in sink.captures] == ["failed"]
     assert "SQL_QUERY_CANCELLED" in sink.captures[0]["error"] and "confirmed stopped" in sink.captures[0]["error"]
     assert db.query("SELECT count(*) FROM stores").rows[0][0] > 0
+
+
+async def test_cancelling_the_task_after_every_row_arrived_keeps_the_result_and_no_cancelled_record(
+        request, kernel, monkeypatch):
+    from kernel.evidence import capture as capture_module
+
+    attach(kernel, "sqlite", request)
+    real_publish, publishing = capture_module._Staged.publish, threading.Event()
+
+    def slow_publish(self):
+        publishing.set()  # every row is in; the capture is being published
+        time.sleep(0.5)
+        return real_publish(self)
+
+    monkeypatch.setattr(capture_module._Staged, "publish", slow_publish)
+    run = kernel.new_run()
+    task = asyncio.create_task(kernel.acall_tool("sql_query", {"sql": "SELECT * FROM stores"}, run=run))
+    assert await asyncio.to_thread(publishing.wait, 10)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    records = run.artifacts.records()
+    assert [(r.status, r.complete) for r in records] == [("succeeded", True)]  # the query had finished
+    assert records[0].row_count > 0 and records[0].provenance["error"] is None
 
 
 def test_result_over_max_result_rows_is_sql_result_too_large(request, kernel):
