@@ -6,7 +6,9 @@ producing and sending the rest. Two engines stream natively:
 
 * PostgreSQL, with libpq's chunked-rows mode (libpq 17 and newer): the
   server keeps sending while a chunk is encoded; numeric columns come as the
-  server's text (see ``_NumericAsText`` in :mod:`.engines`).
+  server's text (see ``_NumericAsText`` in :mod:`.engines`), and when
+  psycopg's stock loaders read every column the stream promises each
+  column's value kind, which spares the encoder its per-column type passes.
 * SQLite, which steps the statement as rows are fetched (``fetchmany``).
 * DuckDB, with ``fetchmany``; DECIMAL columns are cast to VARCHAR by a
   projection over the statement (only for a plain query with unique column
