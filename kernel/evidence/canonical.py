@@ -189,7 +189,7 @@ def row_line(row: Any, columns: Sequence[str] = ()) -> bytes:
 
 
 def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequence[int] = (),
-               value_kinds: Sequence[str | None] | None = None) -> bytes:
+               value_kinds: Sequence[str] | None = None) -> bytes:
     """Rows as canonical JSON lines (UTF-8, each ending in a newline).
 
     Fast path: one orjson call for the whole batch, cut at the row
@@ -206,8 +206,8 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
     ``Decimal(text)`` and takes the usual path.
 
     ``value_kinds`` is a driver's promise, one entry per column, of what every
-    non-None value of the column is (see ``PROMISED_KINDS``; None: no promise).
-    When every column carries one, the per-column type passes are skipped.
+    non-None value of the column is (a key of ``PROMISED_KINDS``). When it
+    fits the batch, the per-column type passes are skipped.
     """
     if not batch:
         return b""
@@ -379,7 +379,7 @@ PROMISED_KINDS: dict[str, tuple[type, ...]] = {
 _NONE = type(None)
 
 
-def _promised_rows_bytes(batch: list[Any], kinds: Sequence[str | None], text_cols: frozenset[int]) -> bytes | None:
+def _promised_rows_bytes(batch: list[Any], kinds: Sequence[str], text_cols: frozenset[int]) -> bytes | None:
     """Canonical lines for a batch whose every column is promised, or None (use the other paths)."""
     width = len(kinds)
     if (not set(kinds) <= PROMISED_KINDS.keys() or {j for j, k in enumerate(kinds) if k == "decimal_text"} != text_cols
@@ -395,11 +395,12 @@ def _promised_rows_bytes(batch: list[Any], kinds: Sequence[str | None], text_col
     fed = []
     for j in sorted(text_cols):
         col = [row[j] for row in batch]
-        nullable = None in col
-        if set(map(type, col)) - {bytes, _NONE}:
+        types = set(map(type, col))
+        if not types <= {bytes, _NONE}:
             return None
-        if nullable and len(col) == col.count(None):
+        if types == {_NONE}:
             continue
+        nullable = _NONE in types
         values = _decimal_column(col, nullable, text_kind=bytes)
         if values is None:
             return None

@@ -147,7 +147,7 @@ class _Staged:
                 self._wait()
             except BaseException:  # noqa: BLE001 - the file is being thrown away
                 pass
-            self._gathered = []
+            self._gathered, self._gathered_size = [], 0
             self._stop_helper()
             self.fh.close()
         finally:
@@ -199,7 +199,7 @@ def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
 
 def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
                 preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = (),
-                value_kinds: Sequence[str | None] | None = None) -> tuple[int, bool]:
+                value_kinds: Sequence[str] | None = None) -> tuple[int, bool]:
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
     count, size = 0, [1]  # rows may be wide: measure one, then aim at ~1 MiB batches
     for batch in _batches(rows, size):
@@ -253,7 +253,7 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
                  status: str = "succeeded", column_types: Sequence[str] | None = None,
                  provenance: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
                  decimal_text_columns: Sequence[int] = (),
-                 value_kinds: Sequence[str | None] | None = None) -> ArtifactRecord:
+                 value_kinds: Sequence[str] | None = None) -> ArtifactRecord:
     """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`).
 
     ``decimal_text_columns``: columns whose ``str`` values are decimal text from
@@ -290,7 +290,7 @@ def capture_sql_execution(
     database: str, dialect: str, elapsed_ms: float | Callable[[], float],
     status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
-    decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str | None] | None = None,
+    decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str] | None = None,
 ) -> ArtifactRecord | None:
     """Keep a SQL result as evidence; ``None`` when the run captures nothing.
 

@@ -31,7 +31,7 @@ def _capture_fn() -> Any:
 def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any,
             elapsed_ms: float | Callable[[], float],
             column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None,
-            decimal_text: tuple[int, ...] = (), value_kinds: tuple[str | None, ...] | None = None) -> Any:
+            decimal_text: tuple[int, ...] = (), value_kinds: tuple[str, ...] | None = None) -> Any:
     """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED.
 
     ``decimal_text``: columns the engine returned as numeric text (stored as their Decimal would be).

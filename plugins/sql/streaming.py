@@ -43,7 +43,7 @@ class Streamed:
     batches: Iterator[list[tuple]]
     decimal_text: tuple[int, ...] = ()
     # What the driver's loaders promise each column holds (kernel.evidence.canonical.PROMISED_KINDS)
-    value_kinds: tuple[str | None, ...] | None = None
+    value_kinds: tuple[str, ...] | None = None
 
     def close(self) -> None:
         """Stop early: the rest of the result is cancelled and drained (the connection is reusable)."""
