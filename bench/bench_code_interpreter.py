@@ -34,8 +34,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 def kernel_for(home: str):
-    from kernel import Kernel, Settings
-    from kernel.sandbox import get_manager
+    from assay import Kernel, Settings
+    from assay.kernel.sandbox import get_manager
 
     kernel = Kernel(settings=Settings.from_env(home=home))
     kernel.start()
@@ -84,8 +84,8 @@ def bench_warm_call(kernel, calls: int) -> bool:
 def bench_million_rows(kernel, rows: int) -> None:
     import pandas as pd
 
-    from kernel.evidence import capture_sql_execution, open_verified_content
-    from plugins.code_interpreter import sandbox_tables
+    from assay.kernel.evidence import capture_sql_execution, open_verified_content
+    from assay.plugins.code_interpreter import sandbox_tables
 
     rng = random.Random(7)
     stores = [f"store_{i:02d}" for i in range(40)]
@@ -155,7 +155,7 @@ def bench_million_rows(kernel, rows: int) -> None:
 
 
 def kernel_manager_config(kernel):
-    from kernel.sandbox import get_manager
+    from assay.kernel.sandbox import get_manager
 
     return get_manager(kernel).config
 

@@ -51,10 +51,10 @@ def make_db(path: Path, n: int) -> None:
 _CHILD = r'''
 import json, sqlite3, sys, time
 sys.path.insert(0, sys.argv[4])
-from kernel import Settings
-from kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution
-from kernel.evidence.canonical import rows_bytes
-from plugins.artifact_stores.local import LocalContentStore
+from assay import Settings
+from assay.kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution
+from assay.kernel.evidence.canonical import rows_bytes
+from assay.plugins.artifact_stores.local import LocalContentStore
 
 def hwm_kib():
     for line in open("/proc/self/status"):
@@ -88,10 +88,10 @@ def child(mode: str, db: Path, home: Path) -> dict:
 
 
 def main() -> None:
-    from kernel import Settings
-    from kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution, render_preview
-    from kernel.evidence import preview as preview_mod
-    from plugins.artifact_stores.local import LocalContentStore
+    from assay import Settings
+    from assay.kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution, render_preview
+    from assay.kernel.evidence import preview as preview_mod
+    from assay.plugins.artifact_stores.local import LocalContentStore
 
     tmp = Path(tempfile.mkdtemp(prefix="assay-bench-"))
     db = tmp / "bench.sqlite"
@@ -190,7 +190,7 @@ def main() -> None:
     print(f"   ratio:                      {pr:7.2f}x  target: same cost (<= 2x): {'MET' if pr <= 2 else 'NOT MET'}")
 
     # extra: verified read-back of the last row (hashes the whole artifact)
-    from kernel.evidence import read_artifact_result
+    from assay.kernel.evidence import read_artifact_result
 
     t = time.perf_counter()
     sel = read_artifact_result(sink, record.artifact_id, {"path": [-1]})

@@ -6,7 +6,7 @@ Run: .venv/bin/python bench/bench_kernel.py
    ``Kernel().start()`` discovering and loading every installed plugin,
    beside a bare ``importlib.metadata.entry_points(group="assay")`` scan in
    the same kind of process. Median of several runs. Target: <= 50 ms.
-   ``import kernel`` (pydantic, structlog, pluggy...) is printed too, apart.
+   ``import assay`` (pydantic, structlog, pluggy...) is printed too, apart.
 2. Dispatch: ``kernel.call_tool`` of a 3-argument sync tool (validate, call,
    envelope, filtered log event) against calling the function directly.
    Target: <= 20 microseconds above the direct call (both through the same
@@ -29,7 +29,7 @@ START_UP = r"""
 import json, time
 import importlib.metadata as md
 t0 = time.perf_counter()
-import kernel
+import assay
 t1 = time.perf_counter()
 spent = {}
 original_load = md.EntryPoint.load
@@ -40,7 +40,7 @@ def timed_load(self):  # time spent importing plugin modules (the plugins' own c
     finally:
         spent[self.name] = (time.perf_counter() - s) * 1e3
 md.EntryPoint.load = timed_load
-import kernel.plugins as loading
+import assay.kernel.loader as loading
 hooks = {}
 original_call = loading.call_impl
 def timed_call(impl, available):  # time spent inside the plugins' register hooks
@@ -53,7 +53,7 @@ def timed_call(impl, available):  # time spent inside the plugins' register hook
 loading.call_impl = timed_call
 t2 = time.perf_counter()
 c2 = time.process_time()
-k = kernel.Kernel()
+k = assay.Kernel()
 k.start()
 t3 = time.perf_counter()
 c3 = time.process_time()
@@ -77,7 +77,7 @@ print(json.dumps({"scan_ms": (t1 - t0) * 1e3, "entry_points": len(eps)}))
 
 ALONE = r"""
 import json, sys, time, importlib
-import kernel
+import assay
 t0 = time.perf_counter()
 try:
     module, _, attr = sys.argv[1].partition(":")  # an entry point may name an object in a module
@@ -143,14 +143,14 @@ def bench_start_up() -> None:
     print("    slowest register hooks (last run): " + ", ".join(f"{n} {ms:.1f} ms" for ms, n in slow_hooks))
     print(f"  kernel start-up, kernel-owned plugins   : {own_start:8.2f} ms  ({own_start / scan:.1f}x the scan)"
           f"  [min {min(r['start_ms'] for r in own):.2f} ms; CPU time {med(own, 'start_cpu_ms'):.2f} ms; {KERNEL_OWNED}]")
-    print(f"  (import kernel, before start-up         : {imp:8.2f} ms, not part of the figure)")
+    print(f"  (import assay,  before start-up         : {imp:8.2f} ms, not part of the figure)")
     print(f"  target <= 50 ms, every plugin: {verdict(start <= 50.0)}; kernel itself: {verdict(overhead <= 50.0)}; "
           f"kernel-owned plugins: {verdict(own_start <= 50.0)}")
     alone = {}
     for name, module in sorted({(ep, mod) for r in runs[-1:] for ep, mod in _entry_points()}):
         alone[name] = fresh(ALONE, module)["ms"]
     ranked = sorted(((ms, n) for n, ms in alone.items() if ms is not None), reverse=True)
-    print("  each plugin module imported alone after `import kernel` (fresh process each):")
+    print("  each plugin module imported alone after `import assay` (fresh process each):")
     print("    " + ", ".join(f"{n} {ms:.1f} ms" for ms, n in ranked))
 
 
@@ -162,7 +162,7 @@ def _entry_points() -> list[tuple[str, str]]:
 
 def bench_dispatch() -> None:
     sys.path.insert(0, str(ROOT))
-    from kernel import Kernel, Settings, hookimpl, tool
+    from assay import Kernel, Settings, hookimpl, tool
 
     @tool
     def combine(a: int, b: float, label: str) -> float:

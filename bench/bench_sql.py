@@ -91,7 +91,7 @@ class Activity:
 
 
 def ours_once(db, engine: str, activity: Activity | None) -> float:
-    from plugins.sql.errors import SqlError
+    from assay.plugins.sql.errors import SqlError
 
     attempt = db.new_attempt(TIMEOUT_S)
     gone: list[float] = []
@@ -173,7 +173,7 @@ def baseline_once(engine: str, ctx: dict, activity: Activity | None) -> float:
 
 
 def bench_cancellation(ctx: dict, runs: int) -> None:
-    from plugins.sql import DatabaseResource
+    from assay.plugins.sql import DatabaseResource
 
     print(f"\n== cancellation: deadline -> query gone ({runs} runs per engine, limit {TIMEOUT_S * 1000:.0f} ms) ==")
     print(f"{'engine':<11} {'assay p50':>10} {'assay p95':>10} {'baseline p50':>13} {'baseline p95':>13} "
@@ -236,15 +236,15 @@ def raw_fetch(engine: str, ctx: dict, sql: str) -> float:
 
 
 def bench_results(ctx: dict, runs: int) -> None:
-    from kernel import Kernel
-    from plugins.sql import open_datasource
+    from assay import Kernel
+    from assay.plugins.sql import open_datasource
 
     print("\n== sql_query on a 100,000-row result vs the raw driver (%d interleaved pairs) ==" % runs)
     print("   ratio = median of the per-pair ratios (each pair runs back to back, in alternating order,")
     print("   so the machine's drift hits both alike); the medians are shown beside it")
     print(f"{'engine':<11} {'raw driver':>11} {'sql_query':>10} {'ratio':>7} {'no capture':>11} {'ratio':>6} "
           f"{'capture':>9}  target  met")
-    kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
     kernel.start()
     for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
         if engine not in ctx["urls"]:
@@ -305,7 +305,7 @@ def setup(tmp: Path) -> dict:
                      "(i * 1.25)::DECIMAL(12,2) AS amount, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts "
                      "FROM range(1, 100001) r(i)")
     ctx["urls"]["duckdb"] = f"duckdb:///{path}"
-    from plugins.sql.engines import DUCKDB_LOCKED_CONFIG
+    from assay.plugins.sql.engines import DUCKDB_LOCKED_CONFIG
 
     ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=dict(DUCKDB_LOCKED_CONFIG)).cursor()
     ctx["big_sql"]["duckdb"] = "SELECT * FROM t"

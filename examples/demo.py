@@ -105,8 +105,8 @@ def prefer_local_image() -> None:
 
 def choose_sandbox() -> str:
     """Probe the configured sandbox; opt into the local runtime explicitly if none works."""
-    from kernel import Kernel
-    from kernel.sandbox import SandboxError, get_manager
+    from assay import Kernel
+    from assay.kernel.sandbox import SandboxError, get_manager
 
     prefer_local_image()
     kernel = Kernel()
@@ -197,9 +197,9 @@ def main() -> int:
     say(f"execution time limit: {os.environ['SANDBOX_TIMEOUT']} s (SANDBOX_TIMEOUT)")
     say(f"sandbox: {choose_sandbox()}")
 
-    from kernel import Kernel
-    from kernel.agent import run_agent
-    from plugins.models.scripted import ScriptedModel
+    from assay import Kernel
+    from assay.kernel.agent import run_agent
+    from assay.plugins.models.scripted import ScriptedModel
 
     banner("3. kernel and plugins")
     kernel = Kernel().start()

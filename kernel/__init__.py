@@ -7,10 +7,10 @@ from .context import RunContext
 from .errors import AssayError, ConfigError, PluginError
 from .hookspecs import hookimpl
 from .kernel import Kernel
-from .plugins import PluginInfo
+from .loader import PluginInfo
 from .registry import Lazy
 from .resources import PromptBudget, Resource, ResourcePack, ResourceType
-from .results import ArtifactRef, ToolResult
+from .tool_result import ArtifactRef, ToolResult
 from .settings import Settings
 from .tools import BaseTool, FunctionTool, JsonSchemaTool, LazyTool, tool
 

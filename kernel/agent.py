@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from .messages import Message
 from .models import Model
 from .resources import Resource
-from .results import ToolResult
+from .tool_result import ToolResult
 
 if TYPE_CHECKING:
     from .context import RunContext

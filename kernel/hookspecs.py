@@ -47,7 +47,7 @@ def register_tools(register, settings, kernel):
     """Add tools the model can call.
 
     ``register(tool)`` takes a :class:`kernel.BaseTool`, a plain function
-    (wrapped with :func:`kernel.tool`), a ``"package.module:attr"`` string or
+    (wrapped with :func:`assay.tool`), a ``"package.module:attr"`` string or
     a :class:`kernel.Lazy` (a :class:`kernel.LazyTool`, listed at once,
     imported when its schema is read or it is called). Names must be unique
     across plugins.
@@ -60,7 +60,7 @@ def register_database_engines(register, settings, kernel):
 
     ``register(engine)`` takes an object with ``name`` (the URL scheme family,
     such as ``"sqlite"``) and ``schemes`` (URL schemes it accepts); the SQL
-    plugin drives it through :class:`plugins.sql.engines.SqlEngine`'s methods
+    plugin drives it through :class:`assay.plugins.sql.engines.SqlEngine`'s methods
     (read-only pool, per-statement begin/end, cancel, introspect).
     """
 
@@ -69,7 +69,7 @@ def register_database_engines(register, settings, kernel):
 def register_sandbox_runtimes(register, settings, kernel):
     """Add sandbox runtimes (container engines or the local fallback).
 
-    ``register(runtime_cls)`` takes a :class:`kernel.sandbox.SandboxRuntime`
+    ``register(runtime_cls)`` takes a :class:`assay.kernel.sandbox.SandboxRuntime`
     subclass with a unique ``name`` and an ``isolated`` flag (a lazy one
     declares it: ``Lazy(path, name=..., isolated=True)``).
     """
@@ -79,7 +79,7 @@ def register_sandbox_runtimes(register, settings, kernel):
 def register_artifact_stores(register, settings, kernel):
     """Add places where evidence (artifact content) can be kept.
 
-    ``register(store_cls)`` takes a :class:`kernel.evidence.ContentStore`
+    ``register(store_cls)`` takes a :class:`assay.kernel.evidence.ContentStore`
     subclass with a unique ``name``; ``ASSAY_ARTIFACT_STORE`` chooses one.
     """
 
@@ -97,7 +97,7 @@ def register_report_renderers(register, settings, kernel):
 def register_models(register, settings, kernel):
     """Add model providers that drive the agent.
 
-    ``register(model_cls)`` takes a :class:`kernel.models.Model` subclass with a
+    ``register(model_cls)`` takes a :class:`assay.kernel.models.Model` subclass with a
     unique ``model_id``.
     """
 

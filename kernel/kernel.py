@@ -13,7 +13,7 @@ import threading
 import time
 from typing import Any, Iterable
 
-from . import plugins as plugin_loading
+from . import loader as plugin_loading
 from .context import RunContext
 from .errors import (
     PLUGIN_LOAD_FAILED,
@@ -27,10 +27,10 @@ from .errors import (
 )
 from .log import configure_logging, get_logger
 from .log import enabled as log_enabled
-from .plugins import PluginInfo
+from .loader import PluginInfo
 from .registry import REGISTER_HOOKS, VALIDATORS, Lazy, Registry, validate
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
-from .results import ToolResult
+from .tool_result import ToolResult
 from .settings import Settings
 from .tools import ArgumentsInvalid, BaseTool, LazyTool
 
@@ -60,6 +60,7 @@ class Kernel:
         self._extra_plugins = list(plugins)
         self._lock = threading.RLock()
         self._started = False
+        self._loading_thread: int | None = None  # the thread running the register hooks, while it does
         self._reset()
 
     def _reset(self) -> None:
@@ -88,11 +89,14 @@ class Kernel:
             if self._started:
                 return self
             configure_logging(self.settings.log_level, self.settings.log_format)
+            self._loading_thread = threading.get_ident()
             try:
                 self._load_plugins()
             except BaseException:
                 self._reset()
                 raise
+            finally:
+                self._loading_thread = None
             self._started = True
         return self
 
@@ -202,8 +206,14 @@ class Kernel:
     # --- registries -------------------------------------------------------
 
     def registry(self, kind: str) -> Registry[Any]:
-        """The registry of ``kind`` ("tools", "resources", "sandbox_runtimes", ...)."""
-        self.start()
+        """The registry of ``kind`` ("tools", "resources", "sandbox_runtimes", ...).
+
+        From inside a register hook it is the registry as filled so far (the
+        hooks run in :data:`~assay.kernel.registry.REGISTER_HOOKS` order, so
+        ``register_resources`` sees every database engine).
+        """
+        if self._loading_thread != threading.get_ident():
+            self.start()
         return self._registries[kind]
 
     @property
@@ -434,7 +444,7 @@ class Kernel:
                     closer()
                 except Exception as exc:  # noqa: BLE001
                     log.warning("resource_close_failed", resource=resource.name, error=repr(exc))
-        sandbox = sys.modules.get("kernel.sandbox.manager")  # only if a sandbox was ever used
+        sandbox = sys.modules.get("assay.kernel.sandbox.manager")  # only if a sandbox was ever used
         if sandbox is not None:
             sandbox.close_for(self)
 

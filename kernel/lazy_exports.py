@@ -1,6 +1,6 @@
 """Package namespaces whose names load on first access.
 
-Subsystem packages (``kernel.evidence``, ``kernel.sandbox``) map each public
+Subsystem packages (``assay.kernel.evidence``, ``assay.kernel.sandbox``) map each public
 name to the submodule defining it, so ``import kernel.sandbox`` costs nothing
 until a name is used.
 """

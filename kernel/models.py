@@ -26,7 +26,7 @@ def __getattr__(name: str) -> Any:
         from . import messages
 
         return getattr(messages, name)
-    raise AttributeError(f"module 'kernel.models' has no attribute {name!r}")
+    raise AttributeError(f"module 'assay.kernel.models' has no attribute {name!r}")
 
 
 class Model:

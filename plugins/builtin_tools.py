@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from kernel import hookimpl, tool
+from assay import hookimpl, tool
 
 
 @tool

@@ -1,7 +1,7 @@
 """The ``assay artifacts`` commands: list, show, verify, export and clean up evidence.
 
 Loaded only when the command line is built (``register_commands`` of
-:mod:`plugins.evidence_tools`).
+:mod:`assay.plugins.evidence_tools`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import sys
 from typing import Any
 
-from kernel import evidence as ev
+from assay.kernel import evidence as ev
 
 
 def _parse_select(values: tuple[str, ...]) -> dict[str, Any] | None:
@@ -81,7 +81,7 @@ def add_commands(cli, kernel) -> None:
     @artifacts.command("verify")
     def verify_cmd() -> None:
         """Re-hash every artifact; list missing or corrupt ones (exit 1 if any)."""
-        from kernel.evidence.maintenance import verify_all
+        from assay.kernel.evidence.maintenance import verify_all
 
         report = verify_all(ev.get_catalog(kernel))
         for artifact_id in report.missing:
@@ -99,7 +99,7 @@ def add_commands(cli, kernel) -> None:
     @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File (default stdout).")
     def export_cmd(artifact_id: str, fmt: str, output: str | None) -> None:
         """Write an artifact's verified content as CSV or JSON Lines."""
-        from kernel.evidence.maintenance import export
+        from assay.kernel.evidence.maintenance import export
 
         catalog = ev.get_catalog(kernel)
         if output:
@@ -115,7 +115,7 @@ def add_commands(cli, kernel) -> None:
     @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
     def gc_cmd(grace: float, dry_run: bool) -> None:
         """Remove content that no record references, and stale staging files."""
-        from kernel.evidence.maintenance import collect_garbage
+        from assay.kernel.evidence.maintenance import collect_garbage
 
         report = collect_garbage(ev.get_catalog(kernel), grace_s=grace, dry_run=dry_run)
         verb = "would remove" if dry_run else "removed"

@@ -1,4 +1,4 @@
-"""The model-facing evidence tools (registered lazily by :mod:`plugins.evidence_tools`).
+"""The model-facing evidence tools (registered lazily by :mod:`assay.plugins.evidence_tools`).
 
 ``read_artifact_result`` (a verified, bounded selection of one artifact),
 ``report_evidence_manifest`` (what the run captured) and
@@ -11,8 +11,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from kernel import RunContext, ToolResult, tool
-from kernel import evidence as ev
+from assay import RunContext, ToolResult, tool
+from assay.kernel import evidence as ev
 
 
 def _catalog(run: RunContext):

@@ -1,6 +1,6 @@
-"""Model-facing evidence tools and the ``assay artifacts`` commands (in :mod:`plugins.evidence_cli`).
+"""Model-facing evidence tools and the ``assay artifacts`` commands (in :mod:`assay.plugins.evidence_cli`).
 
-Tools (in :mod:`plugins.evidence_read_tools`, imported on first use):
+Tools (in :mod:`assay.plugins.evidence_read_tools`, imported on first use):
 ``read_artifact_result`` (a verified, bounded selection of one artifact),
 ``report_evidence_manifest`` (what the run captured) and
 ``artifact_details`` (full records of up to 12 artifacts).
@@ -8,9 +8,9 @@ Tools (in :mod:`plugins.evidence_read_tools`, imported on first use):
 
 from __future__ import annotations
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
-_TOOLS = "plugins.evidence_read_tools"
+_TOOLS = "assay.plugins.evidence_read_tools"
 
 
 @hookimpl
@@ -22,6 +22,6 @@ def register_tools(register):
 
 @hookimpl
 def register_commands(cli, kernel):
-    from plugins.evidence_cli import add_commands
+    from assay.plugins.evidence_cli import add_commands
 
     add_commands(cli, kernel)

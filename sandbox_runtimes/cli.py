@@ -10,16 +10,17 @@ from typing import Any
 
 import click
 
-from kernel import hookimpl
+from assay import hookimpl
 
-BUILD_SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "build-sandbox-image.sh"
+# Shipped as package data, so an installed wheel can build the image too.
+BUILD_SCRIPT = Path(__file__).resolve().parent / "image" / "build-sandbox-image.sh"
 
 
 def _kernel(ctx: click.Context) -> Any:
     obj = ctx.find_root().obj or {}
     kernel = obj.get("kernel")
     if kernel is None:
-        from kernel import Kernel
+        from assay import Kernel
 
         kernel = Kernel()
         ctx.find_root().ensure_object(dict)["kernel"] = kernel
@@ -36,7 +37,7 @@ def sandbox_group() -> None:
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     """Which runtime would be used, its version, OCI runtime, cgroups, image and enforced limits."""
-    from kernel.sandbox import SandboxConfig, SandboxError, select_runtime
+    from assay.kernel.sandbox import SandboxConfig, SandboxError, select_runtime
 
     kernel = _kernel(ctx)
     config = SandboxConfig.from_env()
@@ -93,9 +94,9 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
 @sandbox_group.command("build-image", context_settings={"ignore_unknown_options": True})
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def build_image_cmd(args: tuple[str, ...]) -> None:
-    """Build the Python sandbox image from Debian packages (scripts/build-sandbox-image.sh)."""
+    """Build the Python sandbox image from Debian packages (needs root, debootstrap and podman)."""
     if not BUILD_SCRIPT.exists():
-        click.echo(f"error: {BUILD_SCRIPT} is missing (run from a source checkout of assay)", err=True)
+        click.echo(f"error: {BUILD_SCRIPT} is missing (reinstall assay)", err=True)
         sys.exit(2)
     sys.exit(subprocess.call(["bash", str(BUILD_SCRIPT), *args]))
 
@@ -110,7 +111,7 @@ def build_image_cmd(args: tuple[str, ...]) -> None:
 def run_cmd(ctx: click.Context, runtime_name: str | None, timeout_s: float | None, language: str,
             as_json: bool, code: tuple[str, ...]) -> None:
     """Run CODE (after --; '-' reads stdin) in a fresh sandbox and print the result."""
-    from kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.kernel.sandbox import SandboxConfig, SandboxManager
 
     source = sys.stdin.read() if code == ("-",) else " ".join(code)
     kernel = _kernel(ctx)

@@ -25,9 +25,9 @@ import tempfile
 import time
 from typing import Any
 
-from kernel import hookimpl
-from kernel.log import get_logger
-from kernel.sandbox import (
+from assay import hookimpl
+from assay.kernel.log import get_logger
+from assay.kernel.sandbox import (
     LOCAL_WARNING,
     SANDBOX_EXEC_FAILED,
     SANDBOX_FILE_NOT_FOUND,
@@ -44,7 +44,7 @@ from kernel.sandbox import (
     SandboxError,
     SandboxRuntime,
 )
-from kernel.sandbox.spec import normalize_language
+from assay.kernel.sandbox.spec import normalize_language
 
 log = get_logger("assay.sandbox.local")
 

@@ -32,9 +32,9 @@ import tempfile
 import threading
 from typing import Any, Iterator
 
-from kernel import hookimpl
-from kernel.log import get_logger
-from kernel.sandbox import (
+from assay import hookimpl
+from assay.kernel.log import get_logger
+from assay.kernel.sandbox import (
     ContainerSession,
     ContainerSpec,
     ExecStream,
@@ -43,8 +43,8 @@ from kernel.sandbox import (
     SandboxError,
     SandboxRuntime,
 )
-from kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
-from kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
+from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
+from assay.kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
 
 log = get_logger("assay.sandbox.nerdctl")
 

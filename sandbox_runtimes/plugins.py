@@ -3,16 +3,16 @@
 Each runtime plugin (``docker``, ``podman``, ``nerdctl``, ``local``) registers
 its runtime class as a :class:`kernel.Lazy` (name, ``module:Class`` path and
 the ``isolated`` flag the kernel reads before importing); the runtime module,
-:mod:`kernel.sandbox` and the engine SDKs load when a sandbox is first used.
-``sandbox_cli`` adds ``assay sandbox`` (click and :mod:`sandbox_runtimes.cli`
+:mod:`assay.kernel.sandbox` and the engine SDKs load when a sandbox is first used.
+``sandbox_cli`` adds ``assay sandbox`` (click and :mod:`assay.sandbox_runtimes.cli`
 load only when the command line is built). The runtime modules keep their own
 hook implementations, so passing one as a host plugin
-(``Kernel(plugins=["sandbox_runtimes.podman"])``) still registers it eagerly.
+(``Kernel(plugins=["assay.sandbox_runtimes.podman"])``) still registers it eagerly.
 """
 
 from __future__ import annotations
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
 
 class RuntimePlugin:
@@ -41,8 +41,8 @@ class SandboxCliPlugin:
         cli.add_command(sandbox_group)
 
 
-docker = RuntimePlugin("docker", "sandbox_runtimes.docker:DockerRuntime", isolated=True)
-podman = RuntimePlugin("podman", "sandbox_runtimes.podman:PodmanRuntime", isolated=True)
-nerdctl = RuntimePlugin("nerdctl", "sandbox_runtimes.nerdctl:NerdctlRuntime", isolated=True)
-local = RuntimePlugin("local", "sandbox_runtimes.local:LocalRuntime", isolated=False)
+docker = RuntimePlugin("docker", "assay.sandbox_runtimes.docker:DockerRuntime", isolated=True)
+podman = RuntimePlugin("podman", "assay.sandbox_runtimes.podman:PodmanRuntime", isolated=True)
+nerdctl = RuntimePlugin("nerdctl", "assay.sandbox_runtimes.nerdctl:NerdctlRuntime", isolated=True)
+local = RuntimePlugin("local", "assay.sandbox_runtimes.local:LocalRuntime", isolated=False)
 sandbox_cli = SandboxCliPlugin()

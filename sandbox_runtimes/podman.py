@@ -10,7 +10,7 @@ nothing outlives a killed owner for long).
 The container is created from the hardened spec by posting a libpod
 SpecGenerator directly (podman-py's ``containers.create`` cannot express
 nosuid/nodev tmpfs options); execution, timeouts and files come from
-:class:`kernel.sandbox.ContainerSession`.
+:class:`assay.kernel.sandbox.ContainerSession`.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from kernel import hookimpl
-from kernel.log import get_logger
-from kernel.sandbox import (
+from assay import hookimpl
+from assay.kernel.log import get_logger
+from assay.kernel.sandbox import (
     SANDBOX_IMAGE_MISSING,
     SANDBOX_START_FAILED,
     ContainerSession,
@@ -37,8 +37,8 @@ from kernel.sandbox import (
     SandboxError,
     SandboxRuntime,
 )
-from kernel.sandbox import labels as sandbox_labels
-from kernel.sandbox.spec import verify_inspect
+from assay.kernel.sandbox import labels as sandbox_labels
+from assay.kernel.sandbox.spec import verify_inspect
 
 log = get_logger("assay.sandbox.podman")
 

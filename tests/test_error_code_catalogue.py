@@ -39,10 +39,9 @@ CODES_THAT_ARE_ALSO_SETTINGS = {"SANDBOX_TIMEOUT"}
 
 def _source_files() -> list[Path]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = project["tool"]["setuptools"]["packages"]["find"]["include"]
-    packages = sorted({p.rstrip("*").rstrip(".") for p in patterns})
-    files = [f for pkg in packages for f in sorted((ROOT / pkg).rglob("*.py"))]
-    assert files, f"no source files under {packages}"
+    folders = sorted(set(project["tool"]["setuptools"]["package-dir"].values()))
+    files = [f for folder in folders for f in sorted((ROOT / folder).rglob("*.py"))]
+    assert files, f"no source files under {folders}"
     return files
 
 
@@ -171,8 +170,8 @@ def test_codes_compared_against_in_the_source_exist():
 
 
 def test_the_collector_does_not_take_settings_for_codes():
-    from kernel.sandbox.config import SandboxConfig
-    from kernel.settings import Settings
+    from assay.kernel.sandbox.config import SandboxConfig
+    from assay.kernel.settings import Settings
 
     settings = {f"SANDBOX_{name.upper()}" for name in SandboxConfig.model_fields}
     settings |= {f"ASSAY_{name.upper()}" for name in Settings.model_fields}

@@ -9,7 +9,7 @@ checking the hash. See docs/evidence.md.
 
 from typing import TYPE_CHECKING
 
-from kernel.lazy_exports import lazy_exports
+from assay.kernel.lazy_exports import lazy_exports
 
 # Public names -> the submodule defining them. Importing this package (or one
 # of its submodules, as store plugins do) loads nothing else: each name
@@ -30,7 +30,7 @@ _WHERE = {
     "resolve_catalog": "readback", "verify": "readback",
     "ArtifactRecord": "records", "ProducedFile": "records", "SelectedResult": "records", "Selectors": "records",
     "EvidenceSettings": "settings",
-    "ContentStore": "store",
+    "ContentStore": "content_store",
     "get_catalog": "stores", "open_sink": "stores",
 }
 
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
     from .readback import get_record, open_verified_content, read_artifact_result, resolve_catalog, verify
     from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
     from .settings import EvidenceSettings
-    from .store import ContentStore
+    from .content_store import ContentStore
     from .stores import get_catalog, open_sink
 
 __all__ = [

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from .records import ArtifactRecord
-from .store import ContentStore
+from .content_store import ContentStore
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS artifacts (

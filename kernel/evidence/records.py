@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..results import ArtifactRef
+from ..tool_result import ArtifactRef
 
 URI_PREFIX = "artifact://sha256/"
 

@@ -25,7 +25,7 @@ def store_class(kernel: Any, name: str):
     cls = kernel.registry("artifact_stores").get(name)
     if cls is None and name == "local":
         # a kernel started without entry points still gets the default store
-        cls = importlib.import_module("plugins.artifact_stores.local_store").LocalContentStore
+        cls = importlib.import_module("assay.plugins.artifact_stores.local_store").LocalContentStore
     if cls is None:
         known = sorted(kernel.registry("artifact_stores")) or ["local"]
         raise ArtifactError(ARTIFACT_STORE_UNKNOWN, f"no artifact store {name!r}",

@@ -14,11 +14,11 @@ and engines' SDKs load inside runtime plugins.
 
 from typing import TYPE_CHECKING
 
-from kernel.lazy_exports import lazy_exports
+from assay.kernel.lazy_exports import lazy_exports
 
 # Public names -> the submodule defining them, imported on first access: the
 # runtime plugins register lazily, so kernel start-up imports none of this
-# package, and importing one submodule (``kernel.sandbox.errors``) loads only it.
+# package, and importing one submodule (``assay.kernel.sandbox.errors``) loads only it.
 _WHERE = {
     **dict.fromkeys("SandboxConfig parse_size".split(), "config"),
     **dict.fromkeys("ContainerSession ExecStream".split(), "container"),

@@ -6,7 +6,7 @@ An engine (podman, docker, nerdctl) implements :meth:`ContainerSession._exec`
 and :meth:`ContainerSession._remove`. Everything else lives here, once:
 
 * the code runs under the in-container launcher (its own kill timer and
-  output caps, see :mod:`kernel.sandbox.launcher`);
+  output caps, see :mod:`assay.kernel.sandbox.launcher`);
 * the host caps stdout/stderr again while reading, and keeps its own
   deadline (timeout + ``SANDBOX_HOST_GRACE``): past it the container's
   processes are killed and the container restarted, so a launcher the code
@@ -27,7 +27,7 @@ import time
 from abc import abstractmethod
 from typing import Iterator
 
-from kernel.log import get_logger
+from assay.kernel.log import get_logger
 
 from .errors import (
     SANDBOX_EXEC_FAILED,

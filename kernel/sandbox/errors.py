@@ -8,7 +8,7 @@ is an :class:`~kernel.sandbox.results.ExecutionResult` with ``timed_out`` or
 
 from __future__ import annotations
 
-from kernel.errors import AssayError
+from assay.kernel.errors import AssayError
 
 SANDBOX_RUNTIME_UNAVAILABLE = "SANDBOX_RUNTIME_UNAVAILABLE"
 SANDBOX_LOCAL_NOT_ALLOWED = "SANDBOX_LOCAL_NOT_ALLOWED"

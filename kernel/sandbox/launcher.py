@@ -10,7 +10,7 @@ tagged with a per-execution nonce, to stderr: exit code, timed_out,
 oom_killed, truncation and files. The host strips the trailer.
 
 The host never trusts the launcher alone: it caps both streams again while
-reading and keeps its own deadline (see :mod:`kernel.sandbox.container`).
+reading and keeps its own deadline (see :mod:`assay.kernel.sandbox.container`).
 Code can read the nonce (it runs as the same uid), so it could forge its
 *own* result trailer; that gains nothing the exit code would not.
 """

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from kernel.log import get_logger
+from assay.kernel.log import get_logger
 
 from .config import SandboxConfig
 from .errors import (

@@ -6,7 +6,7 @@ A runtime plugin registers a :class:`SandboxRuntime` subclass through the
 a daemon ping or a version call over the socket or CLI, never ``which``),
 and then :meth:`SandboxRuntime.create_session` once per sandbox session.
 
-Container runtimes should subclass :class:`kernel.sandbox.container.ContainerSession`
+Container runtimes should subclass :class:`assay.kernel.sandbox.container.ContainerSession`
 for their sessions: it implements execution, timeouts, output caps and file
 transfer on top of four small primitives (exec with streamed output, put a
 tar archive, hard reset, destroy), so every engine behaves the same.

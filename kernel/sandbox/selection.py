@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from kernel.log import get_logger
+from assay.kernel.log import get_logger
 
 from .config import DETECTION_ORDER, RUNTIME_NAMES, SandboxConfig
 from .errors import SANDBOX_LOCAL_NOT_ALLOWED, SANDBOX_UNKNOWN_RUNTIME, SandboxError, unavailable

@@ -1,7 +1,7 @@
 """The ``local_store`` plugin: registers the default artifact store, ``local``.
 
 Thin on purpose (kernel start-up imports it): the store itself,
-:class:`plugins.artifact_stores.local_store.LocalContentStore`, loads when
+:class:`assay.plugins.artifact_stores.local_store.LocalContentStore`, loads when
 evidence is first captured or read.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
 
 def __getattr__(name: str) -> Any:  # the class, for code that imports it from here
@@ -22,4 +22,4 @@ def __getattr__(name: str) -> Any:  # the class, for code that imports it from h
 
 @hookimpl
 def register_artifact_stores(register):
-    register(Lazy("plugins.artifact_stores.local_store:LocalContentStore", name="local"))
+    register(Lazy("assay.plugins.artifact_stores.local_store:LocalContentStore", name="local"))

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from kernel.evidence.store import ContentStore
+from assay.kernel.evidence.content_store import ContentStore
 
 
 class LocalContentStore(ContentStore):

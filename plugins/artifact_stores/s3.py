@@ -1,7 +1,7 @@
 """The ``s3_store`` plugin: registers the S3-compatible artifact store, ``s3``.
 
 Thin on purpose (kernel start-up imports it): the store and its settings,
-:mod:`plugins.artifact_stores.s3_store`, load when ``ASSAY_ARTIFACT_STORE=s3``
+:mod:`assay.plugins.artifact_stores.s3_store`, load when ``ASSAY_ARTIFACT_STORE=s3``
 is first used (and boto3 only when the store first talks to the bucket).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
 
 def __getattr__(name: str) -> Any:  # the classes, for code that imports them from here
@@ -22,4 +22,4 @@ def __getattr__(name: str) -> Any:  # the classes, for code that imports them fr
 
 @hookimpl
 def register_artifact_stores(register):
-    register(Lazy("plugins.artifact_stores.s3_store:S3ContentStore", name="s3"))
+    register(Lazy("assay.plugins.artifact_stores.s3_store:S3ContentStore", name="s3"))

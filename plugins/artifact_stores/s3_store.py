@@ -24,8 +24,8 @@ from typing import IO, Any
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from kernel.evidence.errors import ARTIFACT_STORE_UNAVAILABLE, ArtifactError
-from kernel.evidence.store import ContentStore
+from assay.kernel.evidence.errors import ARTIFACT_STORE_UNAVAILABLE, ArtifactError
+from assay.kernel.evidence.content_store import ContentStore
 
 
 class S3Settings(BaseSettings):

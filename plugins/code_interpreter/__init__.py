@@ -8,9 +8,9 @@ See docs/code_interpreter.md.
 
 from __future__ import annotations
 
-from kernel import hookimpl
+from assay import hookimpl
 
 
 @hookimpl
 def register_tools(register):
-    register("plugins.code_interpreter.tool:code_interpreter")  # a LazyTool: the module loads on first use
+    register("assay.plugins.code_interpreter.tool:code_interpreter")  # a LazyTool: the module loads on first use

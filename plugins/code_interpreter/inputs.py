@@ -48,7 +48,7 @@ def _extension(record: Any) -> str:
 
 def resolve_inputs(source: Any, ids: list[str], workdir: str) -> list[InputArtifact]:
     """Read and verify each artifact; raises the evidence store's ARTIFACT_* errors."""
-    from kernel.evidence import ArtifactIntegrityFailed, open_verified_content
+    from assay.kernel.evidence import ArtifactIntegrityFailed, open_verified_content
 
     out: list[InputArtifact] = []
     seen: set[str] = set()

@@ -2,7 +2,7 @@
 
 Uploaded beside the runner (as ``assay_ci_tables``) and imported only when a
 cell calls ``load_artifact`` or ``list_artifacts``. Standard library and pandas
-only; the host's tests import it as ``plugins.code_interpreter.sandbox_tables``.
+only; the host's tests import it as ``assay.plugins.code_interpreter.sandbox_tables``.
 """
 
 import io

@@ -15,8 +15,8 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from kernel import AssayError, RunContext, ToolResult
-from kernel.log import get_logger
+from assay import AssayError, RunContext, ToolResult
+from assay.kernel.log import get_logger
 
 from . import errors as E
 from .frame import Frame, raw_before_frame
@@ -59,7 +59,7 @@ def code_interpreter(
     if kernel is None:
         return ToolResult.fail(E.SANDBOX_UNAVAILABLE, "this run has no kernel, so it has no sandbox",
                                E.UNAVAILABLE_HINT)
-    from kernel.sandbox import SandboxError, get_manager
+    from assay.kernel.sandbox import SandboxError, get_manager
 
     try:
         manager = get_manager(kernel)
@@ -165,7 +165,7 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
     sink = run.artifacts
     record, file_refs = None, []
     if sink is not None:
-        from kernel.evidence import capture_python_execution, get_record
+        from assay.kernel.evidence import capture_python_execution, get_record
 
         record = capture_python_execution(
             sink, code=code, result=result_value if result_set else None, result_set=result_set,
@@ -177,7 +177,7 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
             item["artifact_id"] = fid
         file_refs = [get_record(sink, fid).ref() for fid in file_ids]
     artifact_id = record.artifact_id if record else None
-    from kernel.evidence import canonical_value, dumps
+    from assay.kernel.evidence import canonical_value, dumps
 
     canonical = canonical_value(result_value) if result_set else None
     value_text = dumps(canonical) if result_set else ""
@@ -243,7 +243,7 @@ def _failure(ex: Any, frame: Frame | None, outcome: CallOutcome, cfg: Any, stdou
 
 def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterSettings):
     """Produced charts and files: (ProducedFile list, display dicts, skipped descriptions)."""
-    from kernel.evidence import ProducedFile
+    from assay.kernel.evidence import ProducedFile
 
     files, produced, skipped = [], [], []
     if frame is None:

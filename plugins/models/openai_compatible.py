@@ -1,7 +1,7 @@
 """The ``openai_compatible`` plugin: registers the OpenAI-compatible chat-completions model.
 
 Thin on purpose (kernel start-up imports it): the client,
-:class:`plugins.models.openai_model.OpenAICompatibleModel`, and its settings
+:class:`assay.plugins.models.openai_model.OpenAICompatibleModel`, and its settings
 load on first use; ``assay config`` still shows the ``openai`` section.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
 _PUBLIC = ("OpenAICompatibleModel", "MODEL_REQUEST_FAILED", "MODEL_RESPONSE_INVALID")
 
@@ -24,5 +24,5 @@ def __getattr__(name: str) -> Any:  # the model's public names, for code that im
 
 @hookimpl
 def register_models(register, settings):
-    settings.declare_section("openai", "plugins.models.openai_settings:OpenAISettings")  # for `assay config`
-    register(Lazy("plugins.models.openai_model:OpenAICompatibleModel", name="openai_compatible"))
+    settings.declare_section("openai", "assay.plugins.models.openai_settings:OpenAISettings")  # for `assay config`
+    register(Lazy("assay.plugins.models.openai_model:OpenAICompatibleModel", name="openai_compatible"))

@@ -14,11 +14,11 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from kernel import AssayError
-from kernel.models import Model
+from assay import AssayError
+from assay.kernel.models import Model
 
 if TYPE_CHECKING:
-    from kernel.models import Message
+    from assay.kernel.models import Message
 
     from .openai_settings import OpenAISettings
 
@@ -32,7 +32,7 @@ class OpenAICompatibleModel(Model):
     def __init__(self, settings: OpenAISettings | None = None, **overrides: Any) -> None:
         from pydantic import SecretStr
 
-        from kernel.models import Usage
+        from assay.kernel.models import Usage
 
         from .openai_settings import OpenAISettings
 
@@ -87,7 +87,7 @@ class OpenAICompatibleModel(Model):
         return self.parse_response(payload)
 
     def parse_response(self, payload: dict[str, Any]) -> Message:
-        from kernel.models import Message, ToolCall, Usage
+        from assay.kernel.models import Message, ToolCall, Usage
 
         try:
             choice = payload["choices"][0]["message"]

@@ -1,14 +1,14 @@
 """The ``scripted_model`` plugin: registers the deterministic ``scripted`` model.
 
 Thin on purpose (kernel start-up imports it): the model,
-:class:`plugins.models.scripted_model.ScriptedModel`, loads on first use.
+:class:`assay.plugins.models.scripted_model.ScriptedModel`, loads on first use.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
 
 def __getattr__(name: str) -> Any:  # the model's public names, for code that imports them from here
@@ -21,4 +21,4 @@ def __getattr__(name: str) -> Any:  # the model's public names, for code that im
 
 @hookimpl
 def register_models(register):
-    register(Lazy("plugins.models.scripted_model:ScriptedModel", name="scripted"))
+    register(Lazy("assay.plugins.models.scripted_model:ScriptedModel", name="scripted"))

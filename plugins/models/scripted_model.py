@@ -4,7 +4,7 @@ The script is a list of steps played in order, one per model turn. A step is
 ``{"tool": name, "arguments": {...}}`` (one tool call),
 ``{"tools": [{"tool": ..., "arguments": ...}, ...]}`` (several calls in one
 turn), ``{"text": "..."}`` (the final answer), or a callable taking the
-conversation so far (a list of :class:`kernel.models.Message`) and returning
+conversation so far (a list of :class:`assay.kernel.models.Message`) and returning
 one of those: that is how a script uses an artifact id a previous tool
 returned. When the script runs out, the model answers with its last text.
 """
@@ -16,10 +16,10 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
-from kernel.models import Model
+from assay.kernel.models import Model
 
 if TYPE_CHECKING:
-    from kernel.models import Message
+    from assay.kernel.models import Message
 
 Step = Union[dict[str, Any], Callable[[list["Message"]], dict[str, Any]]]
 
@@ -37,7 +37,7 @@ class ScriptedModel(Model):
         self.seen: list[list[Message]] = []  # the conversation at each turn, for assertions
 
     def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
-        from kernel.models import Message
+        from assay.kernel.models import Message
 
         with self._lock:
             self.seen.append(list(messages))
@@ -50,7 +50,7 @@ class ScriptedModel(Model):
         return self._message(step)
 
     def _message(self, step: dict[str, Any]) -> Message:
-        from kernel.models import Message, ToolCall
+        from assay.kernel.models import Message, ToolCall
 
         if "text" in step:
             return Message(role="assistant", content=str(step["text"]))

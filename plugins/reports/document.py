@@ -3,7 +3,7 @@
 A document is a title and a list of blocks. Every value that comes from data
 is a *citation*: an artifact id and a selector (``path`` for one value,
 ``columns`` and ``rows`` for a table). The renderer reads each citation
-through :func:`kernel.evidence.read_artifact_result`, which verifies the
+through :func:`assay.kernel.evidence.read_artifact_result`, which verifies the
 artifact's SHA-256, so a report can only show what the evidence holds.
 """
 

@@ -1,16 +1,16 @@
 """The ``markdown_report`` plugin: the ``markdown`` report renderer and the ``render_report`` tool.
 
 Thin on purpose (kernel start-up imports it): both live in
-:mod:`plugins.reports.markdown_renderer` and load on first use.
+:mod:`assay.plugins.reports.markdown_renderer` and load on first use.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from kernel import Lazy, hookimpl
+from assay import Lazy, hookimpl
 
-_IMPL = "plugins.reports.markdown_renderer"
+_IMPL = "assay.plugins.reports.markdown_renderer"
 _PUBLIC = ("MarkdownRenderer", "REPORT_CITATION_INVALID", "ReportDocument", "render_report")
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import string
 from typing import TYPE_CHECKING, Any
 
-from kernel import AssayError, RunContext, ToolResult, tool
+from assay import AssayError, RunContext, ToolResult, tool
 
 if TYPE_CHECKING:
     from .document import ReportDocument
@@ -108,7 +108,7 @@ class _Render:
         return record
 
     def value(self, citation: Any) -> str:
-        from kernel.evidence import read_artifact_result
+        from assay.kernel.evidence import read_artifact_result
 
         self.citable(citation.artifact_id)
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
@@ -117,7 +117,7 @@ class _Render:
         return f"{text}{self.mark(citation.artifact_id)}"
 
     def table(self, block: Any) -> str:
-        from kernel.evidence import read_artifact_result
+        from assay.kernel.evidence import read_artifact_result
 
         record = self.citable(block.artifact_id)
         selected = read_artifact_result(self.reader, block.artifact_id, {"rows": [0, block.max_rows]},
@@ -139,7 +139,7 @@ class _Render:
 
     def record(self, artifact_id: str) -> Any:
         if artifact_id not in self.records:
-            from kernel.evidence import get_record
+            from assay.kernel.evidence import get_record
 
             self.records[artifact_id] = get_record(self.reader, artifact_id)
         return self.records[artifact_id]
@@ -186,7 +186,7 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
         return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",
                                "Start the run with capture enabled.")
     markdown = MarkdownRenderer().render(document, run.artifacts)
-    from kernel.evidence import capture_file
+    from assay.kernel.evidence import capture_file
 
     record = capture_file(run.artifacts, data=markdown, name="report.md", media_type="text/markdown",
                           kind="report", provenance={"title": document.title})

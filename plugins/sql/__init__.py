@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from kernel import Lazy, hookimpl
-from kernel.log import get_logger
-from kernel.settings import mask_url
+from assay import Lazy, hookimpl
+from assay.kernel.log import get_logger
+from assay.kernel.settings import mask_url
 
 log = get_logger("assay.sql")
 
@@ -64,18 +64,18 @@ SETTINGS_ENV_PREFIX = "ASSAY_SQL_"
 @hookimpl
 def register_database_engines(register):
     for name, attr in ENGINES.items():
-        register(Lazy(f"plugins.sql.engines:{attr}", name=name))
+        register(Lazy(f"assay.plugins.sql.engines:{attr}", name=name))
 
 
 @hookimpl
 def register_tools(register):
     for name, factory in TOOLS.items():
-        register(Lazy(f"plugins.sql.tools:{factory}", name=name, factory=True))  # called with the kernel
+        register(Lazy(f"assay.plugins.sql.tools:{factory}", name=name, factory=True))  # called with the kernel
 
 
 @hookimpl
 def register_resources(register, settings, kernel):
-    settings.declare_section("sql", "plugins.sql.settings:SqlSettings")  # for `assay config`
+    settings.declare_section("sql", "assay.plugins.sql.settings:SqlSettings")  # for `assay config`
     if not settings.provided("sql", SETTINGS_ENV_PREFIX):
         return  # no ASSAY_SQL_* variable and no [sql] table: no datasources, nothing to check yet
     from .errors import SqlError

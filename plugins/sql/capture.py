@@ -1,6 +1,6 @@
 """The one place the SQL plugin hands results to the evidence store.
 
-``kernel.evidence.capture_sql_execution`` (see /contracts) streams the rows
+``assay.kernel.evidence.capture_sql_execution`` (see /contracts) streams the rows
 into a content-addressed artifact. A capture that fails is reported as
 ARTIFACT_CAPTURE_FAILED: the query ran, no snapshot was saved.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from kernel.log import get_logger
-from kernel.settings import mask_url
+from assay.kernel.log import get_logger
+from assay.kernel.settings import mask_url
 
 from .errors import ARTIFACT_CAPTURE_FAILED, SqlError
 
@@ -20,7 +20,7 @@ CAPTURE_HINT = "The query already ran; do not re-run it. No snapshot was saved, 
 
 
 def _capture_fn() -> Any:
-    from kernel import evidence
+    from assay.kernel import evidence
 
     fn = getattr(evidence, "capture_sql_execution", None)
     if fn is None:

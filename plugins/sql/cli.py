@@ -13,7 +13,7 @@ def _kernel(ctx: click.Context) -> Any:
     obj = ctx.find_object(dict) or {}
     kernel = obj.get("kernel")
     if kernel is None:
-        from kernel import Kernel
+        from assay import Kernel
 
         kernel = Kernel()
         ctx.ensure_object(dict)["kernel"] = kernel
@@ -80,7 +80,7 @@ def add_commands(cli: click.Group) -> None:
     def schema_cmd(ctx: click.Context, db_url: str | None, datasource: str | None, as_json: bool,
                    max_chars: int | None) -> None:
         """Print the schema of a datasource: tables, columns, keys, row estimates."""
-        from kernel import PromptBudget
+        from assay import PromptBudget
 
         from .tools import Datasources
 

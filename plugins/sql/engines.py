@@ -587,5 +587,5 @@ class DuckdbEngine(SqlEngine):
 
 
 BUILTIN_ENGINES: tuple[SqlEngine, ...] = (SqliteEngine(), PostgresEngine(), MysqlEngine(), DuckdbEngine())
-# By name, for the plugin's lazy registrations (``plugins.sql.engines:SQLITE`` ...).
+# By name, for the plugin's lazy registrations (``assay.plugins.sql.engines:SQLITE`` ...).
 SQLITE, POSTGRESQL, MYSQL, DUCKDB = BUILTIN_ENGINES

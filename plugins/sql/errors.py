@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kernel.errors import AssayError
+from assay.kernel.errors import AssayError
 
 SQL_DATASOURCE_REQUIRED = "SQL_DATASOURCE_REQUIRED"
 SQL_DATASOURCE_NOT_FOUND = "SQL_DATASOURCE_NOT_FOUND"

@@ -23,8 +23,8 @@ from decimal import Decimal
 from itertools import chain
 from typing import Any, Callable
 
-from kernel.log import get_logger
-from kernel.settings import mask_url
+from assay.kernel.log import get_logger
+from assay.kernel.settings import mask_url
 
 from .engines import SqlEngine
 from .errors import (
@@ -97,7 +97,7 @@ class RowStream:
     @property
     def rows(self) -> Iterable[tuple]:
         """The rows, in the batches the engine produced (a capture takes them whole)."""
-        from kernel.evidence import RowBatches
+        from assay.kernel.evidence import RowBatches
 
         return RowBatches(self._counted())
 

@@ -6,9 +6,9 @@ import asyncio
 import threading
 from typing import Any, Iterable
 
-from kernel import PromptBudget, Resource, ResourceType
-from kernel.log import get_logger
-from kernel.settings import mask_url
+from assay import PromptBudget, Resource, ResourceType
+from assay.kernel.log import get_logger
+from assay.kernel.settings import mask_url
 
 from .engines import BUILTIN_ENGINES, SqlEngine
 from .errors import SQL_DATASOURCE_INVALID, SQL_TABLE_NOT_FOUND, SqlError

@@ -42,7 +42,7 @@ class DatasourceConfig(BaseModel):
     @field_serializer("url")
     def _masked_url(self, url: str) -> str:
         # Dumps (``assay config``, logs) never carry the password; connecting reads ``.url``.
-        from kernel.settings import mask_url
+        from assay.kernel.settings import mask_url
 
         return mask_url(url)
 

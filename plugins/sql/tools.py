@@ -12,8 +12,8 @@ from typing import Annotated, Any, Callable
 
 from pydantic import Field
 
-from kernel import FunctionTool, RunContext, ToolResult
-from kernel.log import get_logger
+from assay import FunctionTool, RunContext, ToolResult
+from assay.kernel.log import get_logger
 
 from .capture import capture, capture_failure
 from .errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
@@ -250,7 +250,7 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
 
 
 # --- lazy registration ---------------------------------------------------------
-# The plugin registers ``Lazy("plugins.sql.tools:sql_query_tool", factory=True)``
+# The plugin registers ``Lazy("assay.plugins.sql.tools:sql_query_tool", factory=True)``
 # and friends: each is called with the kernel on first use and returns that
 # kernel's tool. (No per-kernel cache here: the tools hold the kernel, so a
 # module-level cache would keep every kernel alive; building is cheap.)

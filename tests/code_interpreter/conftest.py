@@ -32,8 +32,8 @@ def _podman_image_ready() -> tuple[bool, str]:
 
 def _kernel_with(home, **env: str):
     """A kernel whose sandbox manager is created under ``env`` (it keeps that config)."""
-    from kernel import Kernel, Settings
-    from kernel.sandbox import get_manager
+    from assay import Kernel, Settings
+    from assay.kernel.sandbox import get_manager
 
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
@@ -59,7 +59,7 @@ def podman_kernel(tmp_path_factory):
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home"), SANDBOX_RUNTIME="podman",
                           SANDBOX_IMAGE_PYTHON=IMAGE, SANDBOX_CPU_LIMIT="1")
     yield kernel
-    from kernel.sandbox import get_manager
+    from assay.kernel.sandbox import get_manager
 
     get_manager(kernel).close()
 
@@ -69,7 +69,7 @@ def local_kernel(tmp_path_factory):
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-local"), SANDBOX_RUNTIME="local",
                           SANDBOX_ALLOW_LOCAL_RUNTIME="1")
     yield kernel
-    from kernel.sandbox import get_manager
+    from assay.kernel.sandbox import get_manager
 
     get_manager(kernel).close()
 
@@ -120,7 +120,7 @@ def sales_db(tmp_path):
 
 def capture_query(sink, con, sql: str):
     """Run ``sql`` on SQLite and capture it the way the sql tool does."""
-    from kernel.evidence import capture_sql_execution
+    from assay.kernel.evidence import capture_sql_execution
 
     cur = con.execute(sql)
     columns = [d[0] for d in cur.description]

@@ -16,14 +16,14 @@ PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 def _content(kernel_or_run, artifact_id: str) -> bytes:
     from pathlib import Path
 
-    from kernel.evidence import open_verified_content
+    from assay.kernel.evidence import open_verified_content
 
     _, content = open_verified_content(kernel_or_run, artifact_id)
     return Path(content).read_bytes() if isinstance(content, (str, Path)) else content
 
 
 def _record(sink, artifact_id: str):
-    from kernel.evidence import get_record
+    from assay.kernel.evidence import get_record
 
     return get_record(sink, artifact_id)
 
@@ -247,7 +247,7 @@ def test_syntax_error_is_an_execution_failure(call):
 
 
 def test_input_altered_on_disk_fails_before_running(any_call, any_run, sales_db):
-    from kernel.evidence import open_verified_content
+    from assay.kernel.evidence import open_verified_content
 
     record = capture_query(any_run.artifacts, sales_db, "SELECT store, amount FROM sales")
     _, path = open_verified_content(any_run.artifacts, record.artifact_id)
@@ -300,7 +300,7 @@ def test_state_and_result_work_on_every_runtime(any_kernel):
 
 
 def test_no_container_runtime_and_no_allow_flag_runs_nothing(monkeypatch, tmp_path):
-    from kernel import Kernel, Settings
+    from assay import Kernel, Settings
 
     monkeypatch.delenv("SANDBOX_RUNTIME", raising=False)
     monkeypatch.delenv("SANDBOX_ALLOW_LOCAL_RUNTIME", raising=False)
@@ -322,7 +322,7 @@ def test_no_container_runtime_and_no_allow_flag_runs_nothing(monkeypatch, tmp_pa
 
 
 def test_local_runtime_named_without_allow_flag_is_refused(monkeypatch, tmp_path):
-    from kernel import Kernel, Settings
+    from assay import Kernel, Settings
 
     monkeypatch.setenv("SANDBOX_RUNTIME", "local")
     monkeypatch.delenv("SANDBOX_ALLOW_LOCAL_RUNTIME", raising=False)
@@ -355,7 +355,7 @@ def test_out_of_memory_is_reported_and_keeps_the_last_state(call):
 
 def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales_db, podman_kernel):
     """End to end with the real sql_query tool: Python over its artifact == the figure in SQL."""
-    from kernel import Kernel, Settings
+    from assay import Kernel, Settings
 
     db_path = sales_db.execute("PRAGMA database_list").fetchone()[2]
     monkeypatch.setenv("ASSAY_SQL_DATABASES", json.dumps({"sales": f"sqlite:///{db_path}"}))
@@ -375,14 +375,14 @@ def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales
                 "REPORT_RESULT = [[s, float(v)] for s, v in rate.items()]\n" % art)
         result = kernel.call_tool("code_interpreter", {"code": code, "inputs": [art]}, run=run)
         assert result.success, result.for_model()
-        from kernel.evidence import read_artifact_result
+        from assay.kernel.evidence import read_artifact_result
 
         expected = read_artifact_result(run.artifacts, in_sql.data["artifact_id"], max_rows=10).rows
         assert [r[0] for r in result.data["result"]] == [r[0] for r in expected]
         assert [r[1] for r in result.data["result"]] == pytest.approx([r[1] for r in expected], rel=1e-12)
     finally:
         run.close()
-        from kernel.sandbox import get_manager
+        from assay.kernel.sandbox import get_manager
 
         get_manager(kernel).close()
 
@@ -407,7 +407,7 @@ def test_lingering_thread_does_not_turn_a_finished_cell_into_a_timeout(call):
 def test_copy_changed_inside_the_sandbox_is_caught_before_running(call, run, sales_db):
     record = capture_query(run.artifacts, sales_db, "SELECT store FROM sales LIMIT 5")
     assert call("REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id]).success
-    from plugins.code_interpreter.inputs import resolve_inputs
+    from assay.plugins.code_interpreter.inputs import resolve_inputs
 
     # Overwrite the placed copy behind the tool's back (as a compromised sandbox could).
     notebook = run.peek("code_interpreter.notebook")
@@ -447,7 +447,7 @@ def test_dataframe_index_is_kept_only_when_it_is_data(call):
 
 
 def test_sandbox_restarted_by_the_host_loses_state_and_says_so(podman_kernel, call, run):
-    from kernel.sandbox import get_manager
+    from assay.kernel.sandbox import get_manager
 
     assert call("before = 1").success
     session = run.peek("sandbox.python")

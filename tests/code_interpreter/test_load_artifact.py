@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from plugins.code_interpreter import sandbox_tables as runner
+from assay.plugins.code_interpreter import sandbox_tables as runner
 
 
 @pytest.fixture
 def sink(tmp_path):
-    from kernel import Kernel, Settings
+    from assay import Kernel, Settings
 
     kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
     run = kernel.new_run()
@@ -25,7 +25,7 @@ def sink(tmp_path):
 
 
 def _captured(sink, columns, rows) -> Path:
-    from kernel.evidence import capture_sql_execution, open_verified_content
+    from assay.kernel.evidence import capture_sql_execution, open_verified_content
 
     record = capture_sql_execution(sink, columns=columns, rows=rows, sql="select", database="t",
                                    dialect="sqlite", elapsed_ms=0.0)

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Kernel
-from kernel.evidence import ArtifactSink, open_sink
+from assay import Kernel
+from assay.kernel.evidence import ArtifactSink, open_sink
 from tests.conftest import require
 
-EVIDENCE_PLUGINS = ["plugins.artifact_stores.local", "plugins.artifact_stores.s3", "plugins.evidence_tools"]
+EVIDENCE_PLUGINS = ["assay.plugins.artifact_stores.local", "assay.plugins.artifact_stores.s3", "assay.plugins.evidence_tools"]
 
 
 def make_kernel(**settings_overrides) -> Kernel:
-    from kernel import Settings
+    from assay import Settings
 
     settings = Settings.from_env(**settings_overrides)
     return Kernel(load_entrypoints=False, plugins=EVIDENCE_PLUGINS, settings=settings)

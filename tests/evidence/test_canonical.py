@@ -11,8 +11,8 @@ from decimal import Decimal
 
 import pytest
 
-from kernel.evidence import capture_sql_execution, decode, dumps
-from kernel.evidence.canonical import row_line, rows_bytes
+from assay.kernel.evidence import capture_sql_execution, decode, dumps
+from assay.kernel.evidence.canonical import row_line, rows_bytes
 
 UTC = dt.UTC
 
@@ -156,7 +156,7 @@ def test_numpy_and_pandas_values_take_their_python_spelling():
 
 def test_a_dataframe_result_is_kept_as_row_objects(sink):
     pd = pytest.importorskip("pandas")
-    from kernel.evidence import capture_python_execution
+    from assay.kernel.evidence import capture_python_execution
 
     frame = pd.DataFrame({"k": ["a", "b"], "v": [1.5, None]})
     record = capture_python_execution(sink, code="", result=frame, result_set=True, stdout="", stderr="",

@@ -16,7 +16,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from kernel.evidence.canonical import _decimal_column, _typed_rows_bytes, row_line, rows_bytes
+from assay.kernel.evidence.canonical import _decimal_column, _typed_rows_bytes, row_line, rows_bytes
 
 UTC = dt.UTC
 ZONES = [None, UTC, dt.timezone(dt.timedelta(hours=8)), dt.timezone(dt.timedelta(hours=-5, minutes=-30)),

@@ -12,7 +12,7 @@ import datetime as dt
 import random
 from decimal import Decimal
 
-from kernel.evidence.canonical import _promised_rows_bytes, row_line, rows_bytes
+from assay.kernel.evidence.canonical import _promised_rows_bytes, row_line, rows_bytes
 
 KINDS = ["int", "str", "bool", "date", "naive_datetime", "decimal_text"]
 

@@ -8,8 +8,8 @@ import tracemalloc
 
 import pytest
 
-from kernel import RunContext, tool
-from kernel.evidence import (
+from assay import RunContext, tool
+from assay.kernel.evidence import (
     ARTIFACT_CAPTURE_FAILED,
     ArtifactCaptureFailed,
     ProducedFile,
@@ -229,7 +229,7 @@ def test_file_over_the_size_guard_is_kept_cut_and_marked_incomplete(monkeypatch)
 
 
 def test_kernel_new_run_attaches_a_sink_on_the_default_local_store():
-    from kernel import Kernel
+    from assay import Kernel
 
     kernel = Kernel()  # entry points, as the product runs
     run = kernel.new_run()

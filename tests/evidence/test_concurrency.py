@@ -12,8 +12,8 @@ import threading
 import time
 from pathlib import Path
 
-from kernel.evidence import capture_sql_execution, read_artifact_result
-from kernel.evidence.maintenance import collect_garbage, verify_all
+from assay.kernel.evidence import capture_sql_execution, read_artifact_result
+from assay.kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
 
 N = 32
@@ -81,7 +81,7 @@ _KILLED_CHILD = textwrap.dedent("""
     import sys, time
     from pathlib import Path
     from tests.evidence.conftest import make_kernel
-    from kernel.evidence import capture_sql_execution
+    from assay.kernel.evidence import capture_sql_execution
 
     marker = Path(sys.argv[1])
     sink = make_kernel().new_run(run_id="run_killed").artifacts

@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from kernel.evidence import (
+from assay.kernel.evidence import (
     ArtifactFileMissing,
     ArtifactIntegrityFailed,
     ArtifactNotFound,

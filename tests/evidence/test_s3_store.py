@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel.evidence import (
+from assay.kernel.evidence import (
     ArtifactFileMissing,
     ArtifactIntegrityFailed,
     capture_file,
@@ -13,7 +13,7 @@ from kernel.evidence import (
     open_verified_content,
     read_artifact_result,
 )
-from kernel.evidence.maintenance import collect_garbage, verify_all
+from assay.kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
 
 
@@ -91,7 +91,7 @@ def test_s3_gc_removes_unreferenced_objects(s3_env):
 def test_s3_store_without_bucket_says_how_to_configure(monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_STORE", "s3")
     monkeypatch.delenv("ASSAY_ARTIFACT_S3_BUCKET", raising=False)
-    from kernel.evidence import ArtifactError
+    from assay.kernel.evidence import ArtifactError
 
     with pytest.raises(ArtifactError) as info:
         make_kernel().new_run()
@@ -100,7 +100,7 @@ def test_s3_store_without_bucket_says_how_to_configure(monkeypatch):
 
 def test_unknown_store_name_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_STORE", "floppy")
-    from kernel.evidence import ArtifactError
+    from assay.kernel.evidence import ArtifactError
 
     with pytest.raises(ArtifactError) as info:
         make_kernel().new_run()

@@ -13,8 +13,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from kernel.evidence import capture_python_execution, capture_sql_execution, evidence_manifest
-from plugins import evidence_tools
+from assay.kernel.evidence import capture_python_execution, capture_sql_execution, evidence_manifest
+from assay.plugins import evidence_tools
 
 
 def _sql(sink, n=5, sql="select id, name from people"):
@@ -146,7 +146,7 @@ def test_cli_gc_removes_only_unreferenced_content(cli, kernel):
 
 def test_assay_artifacts_command_is_registered_through_entry_points(tmp_path):
     env = dict(os.environ, ASSAY_HOME=str(tmp_path))
-    out = subprocess.run([sys.executable, "-m", "kernel.cli", "artifacts", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "artifacts", "--help"], capture_output=True,
                          text=True, env=env, timeout=60)
     assert out.returncode == 0, out.stderr
     for sub in ("ls", "show", "verify", "export", "gc"):
@@ -154,7 +154,7 @@ def test_assay_artifacts_command_is_registered_through_entry_points(tmp_path):
 
 
 def test_importing_the_evidence_package_stays_light():
-    code = ("import sys, kernel.evidence, plugins.artifact_stores.s3, plugins.evidence_tools;"
+    code = ("import sys, assay.kernel.evidence, assay.plugins.artifact_stores.s3, assay.plugins.evidence_tools;"
             "heavy=[m for m in ('boto3','botocore','pandas','pyarrow','numpy','sqlalchemy') if m in sys.modules];"
             "print(','.join(heavy))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)

@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from kernel import Kernel, Settings
+from assay import Kernel, Settings
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def bare_kernel(*plugins: object, **settings: object) -> Kernel:
 
 
 TOOL_PLUGIN = '''
-from kernel import hookimpl, tool
+from assay import hookimpl, tool
 
 @tool
 def {name}(x: int) -> int:
@@ -83,6 +83,6 @@ def plugin_info(kernel: Kernel, name: str):
 def _default_logging():
     """Logging is process-wide: put it back to the defaults after each test."""
     yield
-    from kernel.log import configure_logging
+    from assay.kernel.log import configure_logging
 
     configure_logging("WARNING", "auto")

@@ -90,7 +90,7 @@ def test_unexpected_crash_is_one_line_without_traceback():
     from click.testing import CliRunner  # noqa: F401 - the console script path is what is tested
 
     code = (
-        "import sys, kernel.cli as c\n"
+        "import sys, assay.kernel.cli as c\n"
         "@c.cli.command('crash')\n"
         "def crash():\n"
         "    raise RuntimeError('something broke')\n"

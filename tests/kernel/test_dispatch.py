@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from kernel import AssayError, JsonSchemaTool, RunContext, ToolResult, hookimpl, tool
+from assay import AssayError, JsonSchemaTool, RunContext, ToolResult, hookimpl, tool
 from tests.kernel.conftest import bare_kernel
 
 
@@ -233,11 +233,11 @@ def test_mcp_export_shape():
 def test_lazy_tool_registered_by_path_imports_on_first_use(make_dist, only):
     import sys
 
-    from kernel import Kernel, LazyTool
+    from assay import Kernel, LazyTool
 
     modules = make_dist("acme", {
         "lazy": '''
-from kernel import hookimpl
+from assay import hookimpl
 
 @hookimpl
 def register_tools(register):
@@ -259,7 +259,7 @@ def register_tools(register):
 
 
 def test_lazy_tool_that_fails_to_import_answers_tool_load_failed():
-    from kernel import LazyTool
+    from assay import LazyTool
 
     kernel = kernel_with(LazyTool("no_such_module_anywhere:thing"))
     result = kernel.call_tool("thing", {})

@@ -7,9 +7,9 @@ import types
 import click
 from click.testing import CliRunner
 
-from kernel import Resource, ResourceType, hookimpl, tool
-from kernel.cli import build_cli
-from kernel.models import Message, Model
+from assay import Resource, ResourceType, hookimpl, tool
+from assay.kernel.cli import build_cli
+from assay.kernel.models import Message, Model
 from tests.kernel.conftest import bare_kernel, plugin_info
 
 

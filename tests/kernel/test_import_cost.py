@@ -1,4 +1,4 @@
-"""`import kernel` stays light: heavy libraries load only inside the plugins that need them."""
+"""`import assay` stays light: heavy libraries load only inside the plugins that need them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import sys
 HEAVY = ["docker", "podman", "sqlalchemy", "pyarrow", "pandas", "matplotlib"]
 
 
-def test_import_kernel_imports_no_heavy_library():
+def test_import_assay_imports_no_heavy_library():
     code = (
-        "import sys, json, kernel, kernel.cli, kernel.agent, kernel.models; "
+        "import sys, json, assay, assay.kernel.cli, assay.kernel.agent, assay.kernel.models; "
         f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -21,7 +21,7 @@ def test_import_kernel_imports_no_heavy_library():
 
 def test_starting_the_kernel_with_every_builtin_plugin_imports_no_heavy_library():
     code = (
-        "import sys, json, kernel; k = kernel.Kernel(); k.start(); "
+        "import sys, json, assay; k = assay.Kernel(); k.start(); "
         f"print(json.dumps({{m: [p.name for p in k.plugins() if p.status == 'loaded'] for m in {HEAVY!r} "
         "if m in sys.modules}))"
     )

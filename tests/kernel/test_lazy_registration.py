@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from kernel import Kernel, Lazy, LazyTool, PluginError, Settings, hookimpl
+from assay import Kernel, Lazy, LazyTool, PluginError, Settings, hookimpl
 from tests.kernel.conftest import bare_kernel, plugin_info
 
 
@@ -131,7 +131,7 @@ def make(kernel):
 
 def test_lazy_tool_lists_without_importing_and_factory_tool_gets_the_kernel(impl_module):
     module = impl_module('''
-from kernel import tool
+from assay import tool
 
 def make(kernel):
     @tool
@@ -159,7 +159,7 @@ def test_lazy_tool_load_failure_fails_its_plugin_and_keeps_answering_tool_load_f
 
 def test_lazy_resource_declares_its_type_and_loads_when_listed(impl_module):
     module = impl_module('''
-from kernel import Resource, ResourceType
+from assay import Resource, ResourceType
 
 class Notes(Resource):
     name = "notes"
@@ -202,12 +202,12 @@ def test_settings_provided_sees_the_environment_and_the_config_file(tmp_path, mo
 
 # What the built-in plugins keep out of start-up: they register descriptors, these load on first use.
 DEFERRED = [
-    "click", "kernel.sandbox", "kernel.evidence.catalog", "kernel.evidence.capture", "kernel.evidence.records",
-    "sandbox_runtimes.docker", "sandbox_runtimes.podman", "sandbox_runtimes.nerdctl", "sandbox_runtimes.local",
-    "sandbox_runtimes.cli", "plugins.sql.engines", "plugins.sql.tools", "plugins.sql.settings",
-    "plugins.code_interpreter.tool", "plugins.artifact_stores.local_store", "plugins.artifact_stores.s3_store",
-    "plugins.evidence_read_tools", "plugins.evidence_cli", "plugins.reports.markdown_renderer",
-    "plugins.models.scripted_model", "plugins.models.openai_model",
+    "click", "assay.kernel.sandbox", "assay.kernel.evidence.catalog", "assay.kernel.evidence.capture", "assay.kernel.evidence.records",
+    "assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.podman", "assay.sandbox_runtimes.nerdctl", "assay.sandbox_runtimes.local",
+    "assay.sandbox_runtimes.cli", "assay.plugins.sql.engines", "assay.plugins.sql.tools", "assay.plugins.sql.settings",
+    "assay.plugins.code_interpreter.tool", "assay.plugins.artifact_stores.local_store", "assay.plugins.artifact_stores.s3_store",
+    "assay.plugins.evidence_read_tools", "assay.plugins.evidence_cli", "assay.plugins.reports.markdown_renderer",
+    "assay.plugins.models.scripted_model", "assay.plugins.models.openai_model",
 ]
 
 
@@ -216,7 +216,7 @@ def test_starting_with_every_builtin_plugin_imports_only_thin_plugin_modules():
     import os
     import subprocess
 
-    code = ("import sys, json, kernel; k = kernel.Kernel(); k.start(); "
+    code = ("import sys, json, assay; k = assay.Kernel(); k.start(); "
             "print(json.dumps({'failed': [p.name for p in k.plugins() if p.status == 'failed'], "
             "'loaded': len([p for p in k.plugins() if p.status == 'loaded']), "
             f"'imported': [m for m in {DEFERRED!r} if m in sys.modules]}}))")
@@ -234,7 +234,7 @@ def test_every_builtin_plugin_loads_in_strict_mode():
     import os
     import subprocess
 
-    code = "import kernel; k = kernel.Kernel(); k.start(); print(len(k.tools))"
+    code = "import assay; k = assay.Kernel(); k.start(); print(len(k.tools))"
     env = {k: v for k, v in os.environ.items() if k not in ("ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS")
            and not k.upper().startswith("ASSAY_SQL_")}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,

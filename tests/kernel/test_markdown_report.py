@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel import AssayError, Kernel
-from kernel.evidence import capture_file, capture_sql_execution
+from assay import AssayError, Kernel
+from assay.kernel.evidence import capture_file, capture_sql_execution
 
 
 @pytest.fixture
@@ -117,7 +117,7 @@ def test_markdown_report_refuses_to_cite_a_failed_execution(run):
 
 
 def test_markdown_report_refuses_a_python_run_without_report_result(run):
-    from kernel.evidence import capture_python_execution
+    from assay.kernel.evidence import capture_python_execution
 
     printed_only = capture_python_execution(
         run.artifacts, code="print({'rate': 0.1})", result=None, result_set=False,

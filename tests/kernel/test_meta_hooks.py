@@ -8,7 +8,7 @@ from pathlib import Path
 import pluggy
 import pytest
 
-from kernel import hookspecs
+from assay.kernel import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_ATTR = pluggy.HookspecMarker("assay").project_name + "_spec"  # set by @hookspec

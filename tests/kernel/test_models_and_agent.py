@@ -8,11 +8,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from kernel import AssayError, Resource, hookimpl, tool
-from kernel.agent import arun_agent, run_agent
-from kernel.models import Message
-from plugins.models.openai_compatible import OpenAICompatibleModel
-from plugins.models.scripted import ScriptedModel
+from assay import AssayError, Resource, hookimpl, tool
+from assay.kernel.agent import arun_agent, run_agent
+from assay.kernel.models import Message
+from assay.plugins.models.openai_compatible import OpenAICompatibleModel
+from assay.plugins.models.scripted import ScriptedModel
 from tests.kernel.conftest import bare_kernel
 
 
@@ -42,8 +42,8 @@ class AgentPlugin:
 
 
 def agent_kernel():
-    import plugins.models.openai_compatible as openai_plugin
-    import plugins.models.scripted as scripted_plugin
+    import assay.plugins.models.openai_compatible as openai_plugin
+    import assay.plugins.models.scripted as scripted_plugin
 
     return bare_kernel(AgentPlugin(), scripted_plugin, openai_plugin)
 

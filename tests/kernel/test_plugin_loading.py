@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kernel import Kernel, PluginError
+from assay import Kernel, PluginError
 from tests.kernel.conftest import TOOL_PLUGIN, bare_kernel, plugin_info
 
 
@@ -91,7 +91,7 @@ def test_import_failure_rolls_back_partial_registrations(make_dist, only):
 
 def test_register_failure_rolls_back_everything_the_plugin_registered(make_dist, only):
     source = '''
-from kernel import hookimpl, tool, Resource
+from assay import hookimpl, tool, Resource
 
 class Notes(Resource):
     name = "half_notes"
@@ -125,7 +125,7 @@ def register_tools(register):
 
 def test_register_rejects_invalid_objects_as_plugin_failure(make_dist, only):
     source = '''
-from kernel import hookimpl
+from assay import hookimpl
 
 @hookimpl
 def register_resources(register):
@@ -175,7 +175,7 @@ def test_same_plugin_registering_a_name_twice_is_its_own_failure():
 
 def test_misspelled_hook_implementation_is_caught(make_dist, only):
     source = '''
-from kernel import hookimpl
+from assay import hookimpl
 
 @hookimpl
 def register_tool(register):  # missing "s"
@@ -190,7 +190,7 @@ def register_tool(register):  # missing "s"
 
 def test_hook_implementation_with_undeclared_argument_is_isolated(make_dist, only):
     source = '''
-from kernel import hookimpl
+from assay import hookimpl
 
 @hookimpl
 def register_tools(register, database):
@@ -207,7 +207,7 @@ def test_hook_implementations_receive_only_declared_arguments():
 
     seen = {}
     plugin = types.ModuleType("argplug")
-    from kernel import hookimpl
+    from assay import hookimpl
 
     @hookimpl
     def register_tools(kernel, settings):
@@ -222,7 +222,7 @@ def test_hook_implementations_receive_only_declared_arguments():
 def test_two_kernels_in_one_process_share_no_state():
     import types
 
-    from kernel import Resource, ResourceType
+    from assay import Resource, ResourceType
 
     class Db(Resource):
         type = ResourceType.DATABASE
@@ -245,7 +245,7 @@ def test_two_kernels_in_one_process_share_no_state():
 
 def test_start_is_lazy_and_idempotent(make_dist, only):
     modules = make_dist("acme", {"counted": '''
-from kernel import hookimpl
+from assay import hookimpl
 CALLS = []
 
 @hookimpl

@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from kernel import PromptBudget, Resource, ResourcePack, ResourceType
+from assay import PromptBudget, Resource, ResourcePack, ResourceType
 from tests.kernel.conftest import bare_kernel
 
 
@@ -62,7 +62,7 @@ def test_detach_removes_only_host_resources():
 
 
 def test_attaching_a_taken_name_is_an_error():
-    from kernel import PluginError
+    from assay import PluginError
 
     kernel = bare_kernel()
     kernel.attach(Db("sales"))

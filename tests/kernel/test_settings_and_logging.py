@@ -9,8 +9,8 @@ from click.testing import CliRunner
 from pydantic import SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from kernel import ConfigError, Settings, hookimpl, tool
-from kernel.cli import build_cli
+from assay import ConfigError, Settings, hookimpl, tool
+from assay.kernel.cli import build_cli
 from tests.kernel.conftest import bare_kernel
 
 

@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import Field
 
-from kernel import AssayError, FunctionTool, RunContext, tool
+from assay import AssayError, FunctionTool, RunContext, tool
 
 
 def test_schema_comes_from_signature_and_type_hints():
@@ -185,7 +185,7 @@ def test_schema_is_built_on_first_use_not_at_decoration():
 def test_strict_mode_builds_tool_schemas_at_registration():
     import types
 
-    from kernel import PluginError, hookimpl
+    from assay import PluginError, hookimpl
     from tests.kernel.conftest import bare_kernel, plugin_info
 
     @tool
@@ -211,7 +211,7 @@ def test_annotations_resolve_through_a_lazy_module_getattr():
     module = types.ModuleType("lazy_annotations_mod")
     source = '''
 from __future__ import annotations
-from kernel import tool
+from assay import tool
 
 def __getattr__(name):
     if name == "Point":

@@ -6,8 +6,8 @@ Used by the orphan tests: it is SIGKILLed or SIGTERMed by the test.
 import sys
 import time
 
-from kernel.sandbox import SandboxConfig, SandboxManager
-from sandbox_runtimes.podman import PodmanRuntime
+from assay.kernel.sandbox import SandboxConfig, SandboxManager
+from assay.sandbox_runtimes.podman import PodmanRuntime
 
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 2
 manager = SandboxManager(SandboxConfig.from_env(runtime="podman"), {"podman": PodmanRuntime})

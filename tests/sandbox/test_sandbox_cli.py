@@ -16,7 +16,7 @@ def _assay(*args: str, env_extra: dict | None = None) -> subprocess.CompletedPro
     import os
 
     env = {**os.environ, "ASSAY_LOG_LEVEL": "ERROR", **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "kernel.cli", *args], capture_output=True, text=True, env=env,
+    return subprocess.run([sys.executable, "-m", "assay.kernel.cli", *args], capture_output=True, text=True, env=env,
                           timeout=120)
 
 

@@ -6,9 +6,9 @@ import threading
 
 import pytest
 
-from kernel.sandbox import SANDBOX_TIMEOUT, ContainerSession, ExecRequest, ExecStream, SandboxConfig, SandboxError
-from kernel.sandbox import build_spec
-from kernel.sandbox.container import _KILL_ALL
+from assay.kernel.sandbox import SANDBOX_TIMEOUT, ContainerSession, ExecRequest, ExecStream, SandboxConfig, SandboxError
+from assay.kernel.sandbox import build_spec
+from assay.kernel.sandbox.container import _KILL_ALL
 
 
 class HangingStream(ExecStream):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kernel.sandbox import (
+from assay.kernel.sandbox import (
     SANDBOX_OVERRIDE_REFUSED,
     SANDBOX_SESSION_LIMIT,
     SANDBOX_SESSION_NOT_FOUND,
@@ -16,7 +16,7 @@ from kernel.sandbox import (
     SandboxError,
     SandboxManager,
 )
-from sandbox_runtimes.local import LocalRuntime
+from assay.sandbox_runtimes.local import LocalRuntime
 
 
 def _manager(**config) -> SandboxManager:

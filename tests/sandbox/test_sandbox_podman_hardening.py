@@ -186,7 +186,7 @@ def test_default_seccomp_profile_is_kept(podman_manager, podman_session):
 def test_labels_name_the_owner_and_expiry(podman_manager, podman_session):
     import os
 
-    from kernel.sandbox.labels import process_start_time
+    from assay.kernel.sandbox.labels import process_start_time
 
     labels = _inspect(podman_manager, podman_session)["Config"]["Labels"]
     assert labels["assay.sandbox"] == "1"
@@ -198,7 +198,7 @@ def test_labels_name_the_owner_and_expiry(podman_manager, podman_session):
 def test_gvisor_is_opt_in_and_fails_closed_when_missing(podman_manager, podman_session):
     import shutil
 
-    from kernel.sandbox import SandboxError
+    from assay.kernel.sandbox import SandboxError
 
     assert _inspect(podman_manager, podman_session)["OCIRuntime"] != "runsc"
     if shutil.which("runsc"):

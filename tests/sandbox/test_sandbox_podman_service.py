@@ -16,8 +16,8 @@ pytestmark = pytest.mark.podman
 def test_starts_its_own_service_and_the_service_exits_when_idle(tmp_path, monkeypatch):
     ok, what = podman_ready()
     require(ok, what)
-    import sandbox_runtimes.podman as podman_rt
-    from kernel.sandbox import SandboxConfig
+    import assay.sandbox_runtimes.podman as podman_rt
+    from assay.kernel.sandbox import SandboxConfig
 
     sock = tmp_path / "svc" / "podman.sock"
     monkeypatch.setattr(podman_rt, "_own_socket_path", lambda: sock)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from kernel import Kernel
-from kernel.sandbox import (
+from assay import Kernel
+from assay.kernel.sandbox import (
     SANDBOX_LOCAL_NOT_ALLOWED,
     SANDBOX_RUNTIME_UNAVAILABLE,
     SANDBOX_UNKNOWN_RUNTIME,
@@ -112,7 +112,7 @@ def test_a_probe_that_raises_counts_as_unavailable():
 
 
 def test_real_podman_probe_against_a_dead_socket_fails_closed(tmp_path):
-    from sandbox_runtimes.podman import PodmanRuntime
+    from assay.sandbox_runtimes.podman import PodmanRuntime
 
     config = SandboxConfig.from_env(runtime="podman", podman_socket=str(tmp_path / "none.sock"), probe_timeout=2)
     with pytest.raises(SandboxError) as err:

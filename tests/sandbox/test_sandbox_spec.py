@@ -6,15 +6,15 @@ import dataclasses
 
 import pytest
 
-from kernel.sandbox import (
+from assay.kernel.sandbox import (
     SANDBOX_LANGUAGE_UNSUPPORTED,
     SANDBOX_OVERRIDE_REFUSED,
     SandboxConfig,
     SandboxError,
     build_spec,
 )
-from kernel.sandbox.labels import owner_labels
-from kernel.sandbox.paths import sandbox_path
+from assay.kernel.sandbox.labels import owner_labels
+from assay.kernel.sandbox.paths import sandbox_path
 
 
 def _spec(**overrides):

@@ -13,7 +13,7 @@ import os
 import re
 from typing import Any
 
-from kernel.sandbox import SandboxConfig, SandboxManager, SandboxRuntime
+from assay.kernel.sandbox import SandboxConfig, SandboxManager, SandboxRuntime
 
 CONTAINER_RUNTIMES = ("podman", "docker", "nerdctl")
 ALL_RUNTIMES = (*CONTAINER_RUNTIMES, "local")

@@ -17,14 +17,14 @@ import uuid
 
 import pytest
 
-from kernel.sandbox import SandboxError, SandboxManager, build_spec
-from kernel.sandbox.errors import (
+from assay.kernel.sandbox import SandboxError, SandboxManager, build_spec
+from assay.kernel.sandbox.errors import (
     SANDBOX_IMAGE_MISSING,
     SANDBOX_PATH_INVALID,
     SANDBOX_RUNTIME_UNAVAILABLE,
     SANDBOX_START_FAILED,
 )
-from kernel.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
+from assay.kernel.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
 from tests.conftest import require
 from tests.sandbox_engines.engines import config_for, manager_for, runtime_class
 
@@ -308,7 +308,7 @@ def test_nerdctl_namespace_flag_only_when_configured():
     assert spaced.cli.argv("ps")[:3] == [spaced.cli.binary, "--namespace", "assay"]
 
 
-@pytest.mark.parametrize("module", ["sandbox_runtimes.docker", "sandbox_runtimes.nerdctl"])
+@pytest.mark.parametrize("module", ["assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.nerdctl"])
 def test_importing_the_runtime_plugin_does_not_import_the_engine_sdk(module):
     code = f"import sys, {module}; print(sorted(m for m in ('docker', 'podman', 'requests') if m in sys.modules))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)

@@ -233,7 +233,7 @@ def test_no_host_mounts(runtime, observed):
 
 def test_environment_is_only_the_allow_list(runtime, observed):
     inspect, facts, config = observed(runtime)
-    from kernel.sandbox.spec import base_environment
+    from assay.kernel.sandbox.spec import base_environment
 
     allowed = set(base_environment(config)) | {"HOSTNAME", "container", "TERM", "HOME"}
     names = {item.partition("=")[0] for item in inspect["Config"].get("Env") or []}

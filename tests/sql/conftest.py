@@ -144,7 +144,7 @@ def engine(request) -> str:
 @pytest.fixture
 def db(engine, request, _resources) -> Any:
     """A DatabaseResource named ``retail`` on ``engine`` (shared across tests)."""
-    from plugins.sql import DatabaseResource
+    from assay.plugins.sql import DatabaseResource
 
     url = url_for(engine, request)
     if engine not in _resources:
@@ -154,7 +154,7 @@ def db(engine, request, _resources) -> Any:
 
 def config_for(engine: str, url: str, request: pytest.FixtureRequest) -> Any:
     """PostgreSQL: describe only this run's schema (other tests share the database)."""
-    from plugins.sql.settings import DatasourceConfig
+    from assay.plugins.sql.settings import DatasourceConfig
 
     schemas = [request.getfixturevalue("pg_schema")] if engine == "postgresql" else None
     return DatasourceConfig(url=url, schemas=schemas)
@@ -162,7 +162,7 @@ def config_for(engine: str, url: str, request: pytest.FixtureRequest) -> Any:
 
 def new_db(engine: str, request: pytest.FixtureRequest, name: str = "retail", **settings: Any) -> Any:
     """A fresh DatabaseResource (the caller closes it) with SqlSettings overrides."""
-    from plugins.sql import DatabaseResource, SqlSettings
+    from assay.plugins.sql import DatabaseResource, SqlSettings
 
     url = url_for(engine, request)
     return DatabaseResource(name, url, settings=SqlSettings(**settings), config=config_for(engine, url, request))
@@ -171,9 +171,9 @@ def new_db(engine: str, request: pytest.FixtureRequest, name: str = "retail", **
 @pytest.fixture
 def kernel() -> Any:
     """A kernel with only the SQL plugin (its evidence goes to the test's own ASSAY_HOME)."""
-    from kernel import Kernel
+    from assay import Kernel
 
-    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    k = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
     k.start()
     yield k
     k.close()
@@ -192,7 +192,7 @@ class FakeRecord:
         self.artifact_id, self.status, self.row_count = artifact_id, status, row_count
 
     def ref(self) -> Any:
-        from kernel import ArtifactRef
+        from assay import ArtifactRef
 
         return ArtifactRef(artifact_id=self.artifact_id, kind="sql", status=self.status, row_count=self.row_count)
 
@@ -200,7 +200,7 @@ class FakeRecord:
 @pytest.fixture
 def recording_capture(monkeypatch) -> Any:
     """Route the plugin's one capture call to a recorder (rows consumed like a real store)."""
-    from plugins.sql import capture as capture_module
+    from assay.plugins.sql import capture as capture_module
 
     def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
                      column_types=None, decimal_text_columns=(), value_kinds=None):

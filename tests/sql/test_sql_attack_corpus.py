@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
 
 COMMON = [
     "INSERT INTO stores VALUES (999, 'evil', 'x', 'y', '2020-01-01')",

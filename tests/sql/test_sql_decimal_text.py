@@ -17,9 +17,9 @@ import re
 import duckdb
 import pytest
 
-from kernel import Kernel
-from kernel.evidence.canonical import dumps_bytes, row_line
-from plugins.sql import engines, open_datasource
+from assay import Kernel
+from assay.kernel.evidence.canonical import dumps_bytes, row_line
+from assay.plugins.sql import engines, open_datasource
 from tests.conftest import require
 from tests.sql.conftest import PG_BASE, pg_admin, pg_available, unique
 
@@ -73,7 +73,7 @@ def _run_variants(kernel: Kernel, name: str, sql: str, monkeypatch):
 @pytest.fixture
 def kernel(tmp_path, monkeypatch):
     monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
-    k = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    k = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
     k.start()
     yield k
     k.close()

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from plugins.sql.errors import SQL_QUERY_FAILED, SQL_QUERY_TIMEOUT, SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.errors import SQL_QUERY_FAILED, SQL_QUERY_TIMEOUT, SQL_READ_ONLY_REQUIRED, SqlError
 from tests.sql.conftest import RUNAWAY, mariadb_admin, new_db, pg_admin
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
-from plugins.sql.guard import check_read_only
+from assay.plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.guard import check_read_only
 
 DIALECTS = ["sqlite", "postgresql", "mysql", "mariadb", "duckdb"]
 

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from kernel import Kernel
+from assay import Kernel
 from tests.kernel.conftest import plugin_info
 
 
@@ -21,8 +21,8 @@ def _fresh(code: str, **env: str) -> dict:
 
 
 def test_starting_without_sql_configuration_loads_no_sql_module_beyond_the_plugin():
-    code = ("import sys, json, kernel; k = kernel.Kernel(plugins=['plugins.sql'], load_entrypoints=False).start(); "
-            "print(json.dumps({'loaded': sorted(m for m in sys.modules if m.startswith('plugins.sql.')), "
+    code = ("import sys, json, assay; k = assay.Kernel(plugins=['assay.plugins.sql'], load_entrypoints=False).start(); "
+            "print(json.dumps({'loaded': sorted(m for m in sys.modules if m.startswith('assay.plugins.sql.')), "
             "'tools': sorted(k.tools)}))")
     found = _fresh(code)
     assert found == {"loaded": [], "tools": ["describe_table", "list_tables", "sql_query"]}
@@ -30,16 +30,16 @@ def test_starting_without_sql_configuration_loads_no_sql_module_beyond_the_plugi
 
 def test_invalid_sql_setting_still_fails_the_plugin_at_start_up(monkeypatch):
     monkeypatch.setenv("ASSAY_SQL_POOL_SIZE", "0")
-    kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False).start()
+    kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False).start()
     info = plugin_info(kernel, "sql")
     assert info.status == "failed" and "pool_size" in info.error["message"]
 
 
 def test_lazy_sql_tools_are_bound_to_their_own_kernel(monkeypatch, sqlite_path):
     monkeypatch.setenv("ASSAY_SQL_DATABASES", f"retail=sqlite:///{sqlite_path}")
-    with_db = Kernel(plugins=["plugins.sql"], load_entrypoints=False).start()
+    with_db = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False).start()
     monkeypatch.delenv("ASSAY_SQL_DATABASES")
-    without = Kernel(plugins=["plugins.sql"], load_entrypoints=False).start()
+    without = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False).start()
     try:
         assert with_db.call_tool("list_tables", {}).success
         assert without.call_tool("list_tables", {}).error_code == "SQL_DATASOURCE_NOT_FOUND"

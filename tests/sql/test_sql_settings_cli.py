@@ -7,12 +7,12 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from kernel import Kernel
-from plugins.sql.settings import SqlSettings, name_for_url, parse_databases
+from assay import Kernel
+from assay.plugins.sql.settings import SqlSettings, name_for_url, parse_databases
 
 
 def sql_kernel() -> Kernel:
-    return Kernel(plugins=["plugins.sql"], load_entrypoints=False).start()
+    return Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False).start()
 
 
 def test_databases_env_accepts_json_pairs_and_bare_urls():
@@ -107,7 +107,7 @@ def test_plugin_module_imports_without_sqlalchemy_or_sqlglot():
 
 
 def run_cli(*args: str):
-    from kernel.cli import build_cli, cli
+    from assay.kernel.cli import build_cli, cli
 
     kernel = Kernel()
     group = build_cli(kernel)

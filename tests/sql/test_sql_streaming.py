@@ -20,11 +20,11 @@ import psycopg
 import pytest
 from psycopg.adapt import Loader, Transformer
 
-from kernel import Kernel
-from kernel.evidence.canonical import dumps_bytes, row_line
-from plugins.sql import open_datasource
-from plugins.sql.errors import SQL_QUERY_TIMEOUT, SQL_RESULT_TOO_LARGE, SqlError
-from plugins.sql.streaming import _decimal_projection, _postgres_kinds, postgres_stream
+from assay import Kernel
+from assay.kernel.evidence.canonical import dumps_bytes, row_line
+from assay.plugins.sql import open_datasource
+from assay.plugins.sql.errors import SQL_QUERY_TIMEOUT, SQL_RESULT_TOO_LARGE, SqlError
+from assay.plugins.sql.streaming import _decimal_projection, _postgres_kinds, postgres_stream
 from tests.conftest import require
 from tests.sql.conftest import PG_BASE, new_db, pg_admin, pg_available
 
@@ -117,7 +117,7 @@ def test_timeout_through_the_tool_mid_stream_leaves_a_failed_attempt_only(reques
 @pytest.mark.parametrize("engine", STREAMING)
 def test_capture_cut_at_its_byte_limit_still_counts_every_row(engine, request, monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", "20000")
-    kernel = Kernel(plugins=["plugins.sql"], load_entrypoints=False)
+    kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
     kernel.start()
     try:
         kernel.attach(new_db(engine, request))

@@ -8,8 +8,8 @@ import time
 
 import pytest
 
-from kernel import Kernel, RunContext
-from plugins.sql.errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED
+from assay import Kernel, RunContext
+from assay.plugins.sql.errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED
 from tests.sql.conftest import RUNAWAY, new_db
 
 
@@ -77,7 +77,7 @@ def test_capture_failure_is_artifact_capture_failed_saying_the_query_ran(request
 
 
 def test_sql_query_with_the_real_evidence_store_returns_a_readable_artifact(request, kernel):
-    from kernel.evidence import read_artifact_result
+    from assay.kernel.evidence import read_artifact_result
 
     attach(kernel, "sqlite", request)
     run = kernel.new_run()
@@ -135,7 +135,7 @@ def test_schema_prompt_shows_tables_keys_and_row_estimates(engine, request, kern
 
 
 def test_large_schema_is_cut_with_a_note_naming_list_tables(request, kernel):
-    from kernel import PromptBudget
+    from assay import PromptBudget
 
     db = attach(kernel, "sqlite", request)
     prompt = db.get_prompt(PromptBudget(max_chars=700))
@@ -144,7 +144,7 @@ def test_large_schema_is_cut_with_a_note_naming_list_tables(request, kernel):
 
 
 def test_password_never_appears_in_prompts_errors_or_logs(kernel, capsys):
-    from plugins.sql import open_datasource
+    from assay.plugins.sql import open_datasource
 
     db = kernel.attach(open_datasource("secret", "postgresql://analyst:hunter2@127.0.0.1:1/nope", kernel=kernel))
     assert "hunter2" not in db.url and "***" in db.url
@@ -217,7 +217,7 @@ async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_att
 
 async def test_cancelling_the_task_after_every_row_arrived_keeps_the_result_and_no_cancelled_record(
         request, kernel, monkeypatch):
-    from kernel.evidence import capture as capture_module
+    from assay.kernel.evidence import capture as capture_module
 
     attach(kernel, "sqlite", request)
     real_publish, publishing = capture_module._Staged.publish, threading.Event()
@@ -248,15 +248,15 @@ def test_result_over_max_result_rows_is_sql_result_too_large(request, kernel):
 
 
 def test_a_datasource_from_another_plugin_is_reachable_by_the_tools(sqlite_path):
-    from kernel import hookimpl
-    from plugins.sql import DatabaseResource
+    from assay import hookimpl
+    from assay.plugins.sql import DatabaseResource
 
     class WarehousePlugin:
         @hookimpl
         def register_resources(self, register):
             register(DatabaseResource("warehouse", f"sqlite:///{sqlite_path}"))
 
-    k = Kernel(plugins=["plugins.sql", WarehousePlugin()], load_entrypoints=False).start()
+    k = Kernel(plugins=["assay.plugins.sql", WarehousePlugin()], load_entrypoints=False).start()
     try:
         result = k.call_tool("sql_query", {"sql": "SELECT count(*) AS n FROM stores"})
         assert result.success and result.data["datasource"] == "warehouse"

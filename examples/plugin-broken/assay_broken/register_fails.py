@@ -1,6 +1,6 @@
 """Registers a tool, then fails: the kernel must roll the tool back."""
 
-from kernel import hookimpl, tool
+from assay import hookimpl, tool
 
 
 @tool

@@ -10,7 +10,7 @@ from typing import Annotated
 
 from pydantic import Field
 
-from kernel import Resource, ResourceType, hookimpl, tool
+from assay import Resource, ResourceType, hookimpl, tool
 
 
 @tool

@@ -30,7 +30,7 @@ class ArtifactRef(BaseModel):
 class ToolResult(BaseModel):
     """Outcome of one tool call: success, or an error with a stable code."""
 
-    # defer_build: the validator is built on first use, not when `import kernel` runs.
+    # defer_build: the validator is built on first use, not when `import assay` runs.
     model_config = ConfigDict(extra="forbid", defer_build=True)
 
     success: bool
