@@ -91,7 +91,8 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"selected: {sel['runtime']} ({iso})")
 
 
-@sandbox_group.command("build-image", context_settings={"ignore_unknown_options": True})
+# --help goes to the script, whose usage lists its own options.
+@sandbox_group.command("build-image", context_settings={"ignore_unknown_options": True}, add_help_option=False)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def build_image_cmd(args: tuple[str, ...]) -> None:
     """Build the Python sandbox image from Debian packages (needs root, debootstrap and podman)."""

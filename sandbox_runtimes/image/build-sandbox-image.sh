@@ -3,7 +3,8 @@
 # filesystem from Debian's packages (debootstrap), a non-root user and an
 # empty /workspace, imported into podman as one layer.
 #
-# Usage: assay sandbox build-image (or scripts/build-sandbox-image.sh) [--force] [--no-cache]
+# Usage: assay sandbox build-image [--force] [--no-cache]
+#   (from a source checkout also: scripts/build-sandbox-image.sh [--force] [--no-cache])
 #   --force     rebuild and re-import even when the image already exists
 #   --no-cache  ignore the cached root filesystem tarball (debootstrap again)
 #
@@ -30,7 +31,7 @@ main() {
     case "$arg" in
       --force) force=1 ;;
       --no-cache) use_cache=0 ;;
-      -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+      -h|--help) sed -n '2,/^[^#]/{/^#/p}' "$0"; exit 0 ;;
       *) echo "build-sandbox-image: unknown argument: $arg" >&2; exit 2 ;;
     esac
   done
