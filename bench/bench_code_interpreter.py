@@ -35,11 +35,10 @@ def pct(values: list[float], q: float) -> float:
 
 def kernel_for(home: str):
     from assay import Kernel, Settings
-    from assay.kernel.sandbox import get_manager
 
     kernel = Kernel(settings=Settings.from_env(home=home))
     kernel.start()
-    get_manager(kernel)  # the manager keeps the SANDBOX_* config read now
+    kernel.sandbox  # the manager keeps the SANDBOX_* config read now
     return kernel
 
 
@@ -155,9 +154,7 @@ def bench_million_rows(kernel, rows: int) -> None:
 
 
 def kernel_manager_config(kernel):
-    from assay.kernel.sandbox import get_manager
-
-    return get_manager(kernel).config
+    return kernel.sandbox.config
 
 
 def main() -> int:

@@ -54,7 +54,7 @@ sys.path.insert(0, sys.argv[4])
 from assay import Settings
 from assay.kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution
 from assay.kernel.evidence.canonical import rows_bytes
-from assay.plugins.artifact_stores.local import LocalContentStore
+from assay.kernel.evidence.local_store import LocalContentStore
 
 def hwm_kib():
     for line in open("/proc/self/status"):
@@ -91,7 +91,7 @@ def main() -> None:
     from assay import Settings
     from assay.kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution, render_preview
     from assay.kernel.evidence import preview as preview_mod
-    from assay.plugins.artifact_stores.local import LocalContentStore
+    from assay.kernel.evidence.local_store import LocalContentStore
 
     tmp = Path(tempfile.mkdtemp(prefix="assay-bench-"))
     db = tmp / "bench.sqlite"

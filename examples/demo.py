@@ -106,12 +106,12 @@ def prefer_local_image() -> None:
 def choose_sandbox() -> str:
     """Probe the configured sandbox; opt into the local runtime explicitly if none works."""
     from assay import Kernel
-    from assay.kernel.sandbox import SandboxError, get_manager
+    from assay.kernel.sandbox import SandboxError
 
     prefer_local_image()
     kernel = Kernel()
     try:
-        session = get_manager(kernel).open_session("python")
+        session = kernel.sandbox.open_session("python")
         try:
             result = session.run_code("print('ok')")
         finally:

@@ -88,8 +88,10 @@ def register_artifact_stores(register, settings, kernel):
 def register_report_renderers(register, settings, kernel):
     """Add renderers that turn a report document citing artifacts into output.
 
-    ``register(renderer)`` takes an object with ``name``, ``media_type`` and
-    ``render(document, reader) -> bytes``.
+    ``register(renderer)`` takes an :class:`assay.kernel.reports.ReportRenderer`:
+    an object with ``name``, ``media_type`` and ``render(document, reader) ->
+    bytes``, where ``document`` is an :class:`assay.kernel.reports.ReportDocument`
+    (or its JSON form) and ``reader`` an artifact sink, catalog, run or kernel.
     """
 
 

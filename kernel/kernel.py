@@ -2,16 +2,18 @@
 
 A :class:`Kernel` owns everything it loads; several kernels can live in one
 process without sharing state. Start-up is lazy and idempotent: the first
-access to a registry loads the plugins.
+access to a registry loads the plugins. Its subsystems are attributes made on
+first use and closed by :meth:`Kernel.close`: ``kernel.evidence`` (the
+artifact store's catalog and run sinks) and ``kernel.sandbox`` (the sandbox
+manager); neither is imported until then.
 """
 
 from __future__ import annotations
 
 import json
-import sys
 import threading
 import time
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from . import loader as plugin_loading
 from .context import RunContext
@@ -33,6 +35,10 @@ from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_res
 from .tool_result import ToolResult
 from .settings import Settings
 from .tools import ArgumentsInvalid, BaseTool, LazyTool
+
+if TYPE_CHECKING:
+    from .evidence.kernel_evidence import KernelEvidence
+    from .sandbox.manager import SandboxManager
 
 log = get_logger("assay.kernel")
 
@@ -61,6 +67,8 @@ class Kernel:
         self._lock = threading.RLock()
         self._started = False
         self._loading_thread: int | None = None  # the thread running the register hooks, while it does
+        self._evidence: KernelEvidence | None = None  # made on first use (kernel.evidence)
+        self._sandbox: SandboxManager | None = None  # made on first use (kernel.sandbox)
         self._reset()
 
     def _reset(self) -> None:
@@ -331,6 +339,34 @@ class Kernel:
         chosen = list(resources) if resources is not None else list(self.resources.values())
         return build_resource_prompt(chosen, budget, heading="You can use these resources:")
 
+    # --- subsystems, made on first use ----------------------------------
+
+    @property
+    def evidence(self) -> KernelEvidence:
+        """The kernel's evidence: the configured artifact store's catalog and run sinks."""
+        evidence = self._evidence
+        if evidence is None:
+            with self._lock:
+                if self._evidence is None:
+                    from .evidence.kernel_evidence import KernelEvidence
+
+                    self._evidence = KernelEvidence(self)
+                evidence = self._evidence
+        return evidence
+
+    @property
+    def sandbox(self) -> SandboxManager:
+        """The kernel's sandbox manager, on its registered runtimes (made again after a close)."""
+        manager = self._sandbox
+        if manager is None or manager.closed:
+            with self._lock:
+                if self._sandbox is None or self._sandbox.closed:
+                    from .sandbox.manager import SandboxManager
+
+                    self._sandbox = SandboxManager.for_kernel(self)
+                manager = self._sandbox
+        return manager
+
     # --- runs and tool calls ---------------------------------------------
 
     def new_run(self, *, capture: bool = True, run_id: str | None = None) -> RunContext:
@@ -338,9 +374,7 @@ class Kernel:
         self.start()
         run = RunContext(kernel=self) if run_id is None else RunContext(kernel=self, run_id=run_id)
         if capture:
-            from .evidence import open_sink
-
-            run.artifacts = open_sink(self, run.run_id)
+            run.artifacts = self.evidence.open_sink(run.run_id)
         return run
 
     def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None) -> ToolResult:
@@ -432,7 +466,10 @@ class Kernel:
         return result
 
     def close(self) -> None:
-        """Release what plugins opened (connection pools, sandbox sessions)."""
+        """Release what plugins opened (connection pools), the sandbox and the evidence catalog.
+
+        The kernel stays usable: ``kernel.sandbox`` and ``kernel.evidence`` are made again on next use.
+        """
         resources = self._registries["resources"]
         for name in list(resources):
             resource = resources.peek(name)
@@ -444,9 +481,13 @@ class Kernel:
                     closer()
                 except Exception as exc:  # noqa: BLE001
                     log.warning("resource_close_failed", resource=resource.name, error=repr(exc))
-        sandbox = sys.modules.get("assay.kernel.sandbox.manager")  # only if a sandbox was ever used
+        with self._lock:
+            sandbox, self._sandbox = self._sandbox, None
+            evidence, self._evidence = self._evidence, None
         if sandbox is not None:
-            sandbox.close_for(self)
+            sandbox.close()
+        if evidence is not None:
+            evidence.close()
 
     def __enter__(self) -> "Kernel":
         return self.start()

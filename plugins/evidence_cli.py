@@ -43,7 +43,7 @@ def add_commands(cli, kernel) -> None:
     @click.option("--json", "as_json", is_flag=True, help="Print records as JSON lines.")
     def ls_cmd(run_id: str | None, as_json: bool) -> None:
         """List artifacts (oldest first)."""
-        catalog = ev.get_catalog(kernel)
+        catalog = kernel.evidence.catalog
         catalog.import_shared(run_id)  # records other workers kept in a shared store
         for r in catalog.iter(run_id):
             if as_json:
@@ -63,7 +63,7 @@ def add_commands(cli, kernel) -> None:
     @click.option("--json", "as_json", is_flag=True, help="Print the record and selection as JSON.")
     def show_cmd(artifact_id: str, select: tuple[str, ...], max_rows: int, as_json: bool) -> None:
         """Show a record and a verified selection of its content."""
-        catalog = ev.get_catalog(kernel)
+        catalog = kernel.evidence.catalog
         record = ev.get_record(catalog, artifact_id)
         selected = ev.read_artifact_result(catalog, artifact_id, _parse_select(select), max_rows=max_rows)
         if as_json:
@@ -83,7 +83,7 @@ def add_commands(cli, kernel) -> None:
         """Re-hash every artifact; list missing or corrupt ones (exit 1 if any)."""
         from assay.kernel.evidence.maintenance import verify_all
 
-        report = verify_all(ev.get_catalog(kernel))
+        report = verify_all(kernel.evidence.catalog)
         for artifact_id in report.missing:
             click.echo(f"MISSING  {artifact_id}")
         for artifact_id in report.corrupt:
@@ -101,7 +101,7 @@ def add_commands(cli, kernel) -> None:
         """Write an artifact's verified content as CSV or JSON Lines."""
         from assay.kernel.evidence.maintenance import export
 
-        catalog = ev.get_catalog(kernel)
+        catalog = kernel.evidence.catalog
         if output:
             with open(output, "wb") as fh:
                 n = export(catalog, artifact_id, fmt, fh)
@@ -117,7 +117,7 @@ def add_commands(cli, kernel) -> None:
         """Remove content that no record references, and stale staging files."""
         from assay.kernel.evidence.maintenance import collect_garbage
 
-        report = collect_garbage(ev.get_catalog(kernel), grace_s=grace, dry_run=dry_run)
+        report = collect_garbage(kernel.evidence.catalog, grace_s=grace, dry_run=dry_run)
         verb = "would remove" if dry_run else "removed"
         for sha in report.removed:
             click.echo(f"{verb} {sha}")

@@ -21,7 +21,7 @@ def _catalog(run: RunContext):
     if run.kernel is None:
         raise ev.ArtifactError("ARTIFACT_STORE_UNAVAILABLE", "this run has no evidence store",
                                "Start the run from a kernel with capture enabled.")
-    return ev.get_catalog(run.kernel)
+    return run.kernel.evidence.catalog
 
 
 @tool(name="read_artifact_result")

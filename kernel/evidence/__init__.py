@@ -31,7 +31,7 @@ _WHERE = {
     "ArtifactRecord": "records", "ProducedFile": "records", "SelectedResult": "records", "Selectors": "records",
     "EvidenceSettings": "settings",
     "ContentStore": "content_store",
-    "get_catalog": "stores", "open_sink": "stores",
+    "KernelEvidence": "kernel_evidence", "LocalContentStore": "local_store",
 }
 
 
@@ -70,7 +70,8 @@ if TYPE_CHECKING:
     from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
     from .settings import EvidenceSettings
     from .content_store import ContentStore
-    from .stores import get_catalog, open_sink
+    from .kernel_evidence import KernelEvidence
+    from .local_store import LocalContentStore
 
 __all__ = [
                       "ARTIFACT_CAPTURE_FAILED",
@@ -91,6 +92,8 @@ __all__ = [
                       "ArtifactSink",
                       "ContentStore",
                       "EvidenceSettings",
+                      "KernelEvidence",
+                      "LocalContentStore",
                       "ProducedFile",
                       "RowBatches",
                       "SelectedResult",
@@ -104,10 +107,8 @@ __all__ = [
                       "decode",
                       "dumps",
                       "evidence_manifest",
-                      "get_catalog",
                       "get_record",
                       "manifest_entry",
-                      "open_sink",
                       "open_verified_content",
                       "read_artifact_result",
                       "render_preview",

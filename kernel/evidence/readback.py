@@ -41,9 +41,7 @@ def resolve_catalog(source: Any) -> ArtifactCatalog:
         return artifacts.catalog  # a RunContext with a sink
     kernel = getattr(source, "kernel", None) if not hasattr(source, "registry") else source
     if kernel is not None and hasattr(kernel, "registry"):
-        from .stores import get_catalog
-
-        return get_catalog(kernel)
+        return kernel.evidence.catalog
     raise TypeError(f"cannot find an artifact catalog in {type(source).__name__}")
 
 

@@ -6,7 +6,7 @@ Layers (as in the seed design):
 * execution - :class:`SandboxRuntime` plugins (``sandbox_runtimes/``) and
   their sessions, built on the hardened :class:`ContainerSpec`;
 * display - :class:`ExecutionResult`, the same for every runtime;
-* user - :class:`SandboxSession`, from :func:`get_manager(kernel).open_session()`.
+* user - :class:`SandboxSession`, from ``kernel.sandbox.open_session()``.
 
 Importing this package is cheap: names load their submodule on first access,
 and engines' SDKs load inside runtime plugins.
@@ -32,7 +32,7 @@ _WHERE = {
         "SANDBOX_SESSION_NOT_FOUND SANDBOX_START_FAILED SANDBOX_TIMEOUT "
         "SANDBOX_UNKNOWN_RUNTIME SandboxError"
     ).split(), "errors"),
-    **dict.fromkeys("SandboxManager close_all get_manager kernel_sandbox".split(), "manager"),
+    **dict.fromkeys("SandboxManager close_all".split(), "manager"),
     **dict.fromkeys((
         "ExecutionResult FileInfo OutputCapture ProbeResult ProducedFile "
         "SessionStatus"
@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         SANDBOX_UNKNOWN_RUNTIME,
         SandboxError,
     )
-    from .manager import SandboxManager, close_all, get_manager, kernel_sandbox
+    from .manager import SandboxManager, close_all
     from .results import ExecutionResult, FileInfo, OutputCapture, ProbeResult, ProducedFile, SessionStatus
     from .runtime import ExecRequest, RuntimeSession, SandboxRuntime
     from .selection import LOCAL_WARNING, select_runtime
@@ -115,8 +115,6 @@ __all__ = [
     "build_spec",
     "check_overrides",
     "close_all",
-    "get_manager",
-    "kernel_sandbox",
     "parse_size",
     "select_runtime",
 ]

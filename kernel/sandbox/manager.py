@@ -1,7 +1,7 @@
 """The control layer: sessions, one lock each, TTLs, the reaper, clean-up.
 
-A :class:`SandboxManager` (one per :class:`~kernel.Kernel`, see
-:func:`get_manager`) selects the runtime (fail-closed, once, lazily), then
+A :class:`SandboxManager` (one per :class:`~assay.kernel.Kernel`, its
+``kernel.sandbox``) selects the runtime (fail-closed, once, lazily), then
 connects, configures, executes in, reports on and disconnects sessions. Each
 session has its own lock, so executions in one session are serialised while
 sessions run in parallel. A background reaper closes sessions idle longer
@@ -87,6 +87,15 @@ class SandboxManager:
         self._pool_filling = False
         _MANAGERS.add(self)
         _install_exit_handlers()
+
+    @classmethod
+    def for_kernel(cls, kernel: Any) -> "SandboxManager":
+        """A manager on the kernel's registered runtimes (what ``kernel.sandbox`` makes)."""
+        return cls(SandboxConfig.from_env(), kernel.registry("sandbox_runtimes").as_dict())
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
     # --- runtime ---------------------------------------------------------------
 
@@ -453,29 +462,3 @@ def _install_exit_handlers() -> None:
                 os.kill(os.getpid(), num)
 
         signal.signal(signum, handler)
-
-
-_BY_KERNEL: "weakref.WeakKeyDictionary[Any, SandboxManager]" = weakref.WeakKeyDictionary()
-_BY_KERNEL_LOCK = threading.Lock()
-
-
-def get_manager(kernel: Any) -> SandboxManager:
-    """The kernel's sandbox manager, created on first use with its registered runtimes."""
-    with _BY_KERNEL_LOCK:
-        manager = _BY_KERNEL.get(kernel)
-        if manager is None or manager._closed:
-            runtimes = kernel.registry("sandbox_runtimes").as_dict()
-            manager = SandboxManager(SandboxConfig.from_env(), runtimes)
-            _BY_KERNEL[kernel] = manager
-        return manager
-
-
-def close_for(kernel: Any) -> None:
-    """Close the kernel's manager, if it has one (``Kernel.close`` calls this)."""
-    with _BY_KERNEL_LOCK:
-        manager = _BY_KERNEL.pop(kernel, None)
-    if manager is not None:
-        manager.close()
-
-
-kernel_sandbox = get_manager

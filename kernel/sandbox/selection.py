@@ -107,15 +107,3 @@ def _named(
         log.warning("sandbox_local_selected", warning=LOCAL_WARNING)
     log.info("sandbox_runtime_selected", runtime=name, version=probe.version, detected=False)
     return runtime, [probe]
-
-
-def probe_all(config: SandboxConfig, runtimes: Mapping[str, type[SandboxRuntime]]) -> list[ProbeResult]:
-    """Probe every registered runtime (for ``assay sandbox doctor``)."""
-    out = []
-    for name, cls in sorted(runtimes.items()):
-        runtime = cls(config)
-        try:
-            out.append(_probe(runtime))
-        finally:
-            runtime.close()
-    return out

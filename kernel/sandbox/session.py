@@ -1,6 +1,6 @@
 """The user layer: the Python API the kernel's tools use.
 
->>> with get_manager(kernel).open_session() as sb:      # doctest: +SKIP
+>>> with kernel.sandbox.open_session() as sb:      # doctest: +SKIP
 ...     sb.put_file("data.csv", b"a,b\\n1,2\\n")
 ...     result = sb.run_code("import pandas as pd; print(pd.read_csv('data.csv'))")
 ...     png = sb.get_file("chart.png")

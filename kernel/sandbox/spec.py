@@ -16,7 +16,7 @@ engine's default seccomp profile; gVisor (``runsc``) only when asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 from .config import SandboxConfig
@@ -329,10 +329,6 @@ def build_spec(
         oci_runtime=ov.get("oci_runtime") or config.oci_runtime,
     )
     return spec.check()
-
-
-def with_timeout(spec: ContainerSpec, timeout_s: float) -> ContainerSpec:
-    return replace(spec, timeout_s=timeout_s)
 
 
 def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:

@@ -59,10 +59,10 @@ def code_interpreter(
     if kernel is None:
         return ToolResult.fail(E.SANDBOX_UNAVAILABLE, "this run has no kernel, so it has no sandbox",
                                E.UNAVAILABLE_HINT)
-    from assay.kernel.sandbox import SandboxError, get_manager
+    from assay.kernel.sandbox import SandboxError
 
     try:
-        manager = get_manager(kernel)
+        manager = kernel.sandbox
         workdir = manager.config.workdir
         resolved = []
         if ids:

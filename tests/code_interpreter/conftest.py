@@ -33,14 +33,13 @@ def _podman_image_ready() -> tuple[bool, str]:
 def _kernel_with(home, **env: str):
     """A kernel whose sandbox manager is created under ``env`` (it keeps that config)."""
     from assay import Kernel, Settings
-    from assay.kernel.sandbox import get_manager
 
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
         kernel = Kernel(settings=Settings.from_env(home=str(home)))
         kernel.start()
-        get_manager(kernel)
+        assert kernel.sandbox.config.runtime == env.get("SANDBOX_RUNTIME")  # made now, under env
     finally:
         for key, value in saved.items():
             if value is None:
@@ -59,9 +58,7 @@ def podman_kernel(tmp_path_factory):
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home"), SANDBOX_RUNTIME="podman",
                           SANDBOX_IMAGE_PYTHON=IMAGE, SANDBOX_CPU_LIMIT="1")
     yield kernel
-    from assay.kernel.sandbox import get_manager
-
-    get_manager(kernel).close()
+    kernel.sandbox.close()
 
 
 @pytest.fixture(scope="session")
@@ -69,9 +66,7 @@ def local_kernel(tmp_path_factory):
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-local"), SANDBOX_RUNTIME="local",
                           SANDBOX_ALLOW_LOCAL_RUNTIME="1")
     yield kernel
-    from assay.kernel.sandbox import get_manager
-
-    get_manager(kernel).close()
+    kernel.sandbox.close()
 
 
 @pytest.fixture(params=["podman", "local"])

@@ -382,9 +382,7 @@ def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales
         assert [r[1] for r in result.data["result"]] == pytest.approx([r[1] for r in expected], rel=1e-12)
     finally:
         run.close()
-        from assay.kernel.sandbox import get_manager
-
-        get_manager(kernel).close()
+        kernel.sandbox.close()
 
 
 def test_expired_session_is_replaced_and_the_loss_is_said(call, run):
@@ -447,12 +445,10 @@ def test_dataframe_index_is_kept_only_when_it_is_data(call):
 
 
 def test_sandbox_restarted_by_the_host_loses_state_and_says_so(podman_kernel, call, run):
-    from assay.kernel.sandbox import get_manager
-
     assert call("before = 1").success
     session = run.peek("sandbox.python")
     # What a host-side kill does: the container restarts and its tmpfs working directory is empty.
-    get_manager(podman_kernel)._get(session.id).runtime._hard_reset()
+    podman_kernel.sandbox._get(session.id).runtime._hard_reset()
     result = call("REPORT_RESULT = 'before' in globals()")
     assert result.success, result.for_model()
     assert result.data["result"] is False

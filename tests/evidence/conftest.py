@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from assay import Kernel
-from assay.kernel.evidence import ArtifactSink, open_sink
+from assay.kernel.evidence import ArtifactSink
 from tests.conftest import require
 
 EVIDENCE_PLUGINS = ["assay.plugins.artifact_stores.local", "assay.plugins.artifact_stores.s3", "assay.plugins.evidence_tools"]
@@ -35,7 +35,7 @@ def kernel() -> Kernel:
 
 @pytest.fixture
 def sink(kernel) -> ArtifactSink:
-    return open_sink(kernel, "run_" + uuid.uuid4().hex[:12])
+    return kernel.evidence.open_sink("run_" + uuid.uuid4().hex[:12])
 
 
 @pytest.fixture

@@ -205,8 +205,9 @@ DEFERRED = [
     "click", "assay.kernel.sandbox", "assay.kernel.evidence.catalog", "assay.kernel.evidence.capture", "assay.kernel.evidence.records",
     "assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.podman", "assay.sandbox_runtimes.nerdctl", "assay.sandbox_runtimes.local",
     "assay.sandbox_runtimes.cli", "assay.plugins.sql.engines", "assay.plugins.sql.tools", "assay.plugins.sql.settings",
-    "assay.plugins.code_interpreter.tool", "assay.plugins.artifact_stores.local_store", "assay.plugins.artifact_stores.s3_store",
-    "assay.plugins.evidence_read_tools", "assay.plugins.evidence_cli", "assay.plugins.reports.markdown_renderer",
+    "assay.plugins.code_interpreter.tool", "assay.kernel.evidence.local_store", "assay.plugins.artifact_stores.s3_store",
+    "assay.plugins.evidence_read_tools", "assay.plugins.evidence_cli", "assay.kernel.reports",
+    "assay.kernel.evidence.kernel_evidence",
     "assay.plugins.models.scripted_model", "assay.plugins.models.openai_model",
 ]
 

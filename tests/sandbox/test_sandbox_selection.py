@@ -13,7 +13,6 @@ from assay.kernel.sandbox import (
     SandboxConfig,
     SandboxError,
     SandboxRuntime,
-    get_manager,
     select_runtime,
 )
 
@@ -127,8 +126,8 @@ def test_runtimes_register_through_the_hook_and_the_kernel_manager_uses_them(mon
     registry = kernel.registry("sandbox_runtimes")
     assert {"podman", "local"} <= set(registry)
     assert registry.get("local").isolated is False and registry.get("podman").isolated is True
-    manager = get_manager(kernel)
-    assert get_manager(kernel) is manager
+    manager = kernel.sandbox
+    assert kernel.sandbox is manager
     with pytest.raises(SandboxError) as err:
         manager.open_session()
     assert err.value.code == SANDBOX_LOCAL_NOT_ALLOWED

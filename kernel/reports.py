@@ -1,15 +1,20 @@
-"""The report document: prose plus citations, never copied numbers.
+"""The report contract: the document a renderer receives, and the renderer protocol.
 
 A document is a title and a list of blocks. Every value that comes from data
 is a *citation*: an artifact id and a selector (``path`` for one value,
-``columns`` and ``rows`` for a table). The renderer reads each citation
+``columns`` and ``rows`` for a table). A renderer reads each citation
 through :func:`assay.kernel.evidence.read_artifact_result`, which verifies the
 artifact's SHA-256, so a report can only show what the evidence holds.
+
+Renderers (``register_report_renderers``) satisfy :class:`ReportRenderer`;
+the built-in ``markdown`` renderer is :mod:`assay.plugins.reports.markdown`.
+Nothing imports this module at kernel start-up (building the document models
+costs several milliseconds); it loads with the first render.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,7 +79,7 @@ class ImageBlock(BaseModel):
 Block = Annotated[Union[HeadingBlock, TextBlock, NumberBlock, TableBlock, ImageBlock], Field(discriminator="type")]
 
 
-class ReportDocument(BaseModel):
+class ReportDocument(BaseModel):  # no docstring: it would become the tool schema's description
     model_config = ConfigDict(extra="forbid")
 
     title: str
@@ -83,3 +88,21 @@ class ReportDocument(BaseModel):
     @classmethod
     def coerce(cls, document: Any) -> "ReportDocument":
         return document if isinstance(document, cls) else cls.model_validate(document)
+
+
+@runtime_checkable
+class ReportRenderer(Protocol):
+    """What ``register_report_renderers`` takes: turns a report document into output bytes.
+
+    ``document`` is a :class:`ReportDocument` or its JSON form (a dict;
+    :meth:`ReportDocument.coerce` accepts both). ``reader`` is what
+    :func:`assay.kernel.evidence.read_artifact_result` reads from: an artifact
+    sink, a catalog, a run or a kernel. A citation that cannot be read must
+    fail the render (an :class:`~assay.kernel.errors.AssayError`), never
+    produce a report with a made-up value.
+    """
+
+    name: str
+    media_type: str
+
+    def render(self, document: ReportDocument | dict[str, Any], reader: Any) -> bytes: ...

@@ -4,6 +4,10 @@ Files live at ``content/sha256/<2 hex>/<64 hex>``, read-only. A staged file
 is published with ``os.replace`` (atomic on one filesystem) and the
 directory is fsynced, so after a crash a content file is either whole or
 absent.
+
+The kernel names this store directly (it is the default, also for a kernel
+started without entry points); the ``local_store`` plugin registers it so
+``assay plugins`` lists it beside the others.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from assay.kernel.evidence.content_store import ContentStore
+from .content_store import ContentStore
 
 
 class LocalContentStore(ContentStore):
