@@ -3,7 +3,10 @@
 The kernel's own settings live in :class:`Settings`. Each plugin keeps its
 options in a section of its own: a pydantic-settings class it asks for with
 ``settings.section("sql", SqlSettings)``, read from ``ASSAY_SQL_*`` variables
-and the ``[sql]`` table of the file named by ``ASSAY_CONFIG``.
+and the ``[sql]`` table of the file named by ``ASSAY_CONFIG``. The kernel's
+sandbox is one such section, ``[sandbox]``, read from its ``SANDBOX_*``
+variables. Everywhere the environment beats the file, and the file beats the
+defaults; the file is read by pydantic-settings' own TOML source.
 """
 
 from __future__ import annotations
@@ -15,7 +18,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 from .errors import ConfigError
 
@@ -30,6 +38,10 @@ _SECRET_WORDS = ("password", "secret", "token", "credential")
 def mask_url(text: str) -> str:
     """Replace any password in ``scheme://user:password@host`` forms with ``***``."""
     return _URL_PASSWORD.sub(lambda m: f"{m['head']}***{m['tail']}", text)
+
+
+# Sections the kernel itself owns: shown by ``assay config`` even before use.
+KERNEL_SECTIONS = {"sandbox": "assay.kernel.sandbox.config:SandboxConfig"}
 
 
 def _default_home() -> Path:
@@ -57,40 +69,57 @@ class Settings(BaseSettings):
 
     def model_post_init(self, __context: Any) -> None:
         self._sections = {}
-        self._declared = {}
+        self._declared = dict(KERNEL_SECTIONS)
         self._file_data = _read_config_file(self.config)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then ``ASSAY_*`` variables, then the ``[kernel]`` table of the file."""
+        given = getattr(init_settings, "init_kwargs", {}).get("config")
+        path = given or os.environ.get("ASSAY_CONFIG")
+        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings, dotenv_settings,
+                                                            file_secret_settings)
+        table = _toml_table(settings_cls, path, "kernel")
+        return (*sources, table) if table is not None else sources
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Settings":
         """Build settings from the environment, with keyword overrides winning."""
         try:
-            kernel_file = _read_config_file(overrides.get("config") or os.environ.get("ASSAY_CONFIG"))
-            file_values = {k: v for k, v in kernel_file.get("kernel", {}).items() if f"ASSAY_{k.upper()}" not in os.environ}
-            return cls(**{**file_values, **overrides})
+            return cls(**overrides)
         except ValidationError as exc:
             raise ConfigError(message=_short_validation_message(exc), hint="Check the ASSAY_* variables.") from None
 
-    def section(self, name: str, model: type[S]) -> S:
+    def section(self, name: str, model: type[S], **overrides: Any) -> S:
         """The plugin section ``name``, read once into ``model``.
 
         Values come from the ``[name]`` table of the config file, overridden by
         the environment variables the model declares (for example with
-        ``env_prefix="ASSAY_SQL_"``).
+        ``env_prefix="ASSAY_SQL_"``). Keyword ``overrides`` beat both; a
+        section built with overrides is a fresh one, neither cached nor shown
+        by ``assay config``.
         """
-        cached = self._sections.get(name)
+        cached = None if overrides else self._sections.get(name)
         if cached is not None:
             if not isinstance(cached, model):
                 raise ConfigError(message=f"settings section {name!r} is claimed by two models")
             return cached
-        file_values = self._file_data.get(name, {})
         try:
-            instance = _with_file_defaults(model, file_values)
+            instance = _build_section(model, _toml_table(model, self.config, name, self._file_data), overrides)
         except ValidationError as exc:
             raise ConfigError(
                 message=f"settings section [{name}]: {_short_validation_message(exc)}",
                 hint=f"Check the variables and the [{name}] table of the config file.",
             ) from None
-        self._sections[name] = instance
+        if not overrides:
+            self._sections[name] = instance
         return instance
 
     def declare_section(self, name: str, model_path: str) -> None:
@@ -129,28 +158,56 @@ class Settings(BaseSettings):
         return out
 
 
-def _with_file_defaults(model: type[S], file_values: dict[str, Any]) -> S:
-    # Environment beats the file: build from the environment first, then fill
-    # in file values only for fields the environment did not set.
-    from_env = model()
-    explicit = from_env.model_fields_set
-    merged = {k: v for k, v in file_values.items() if k not in explicit}
-    if not merged:
-        return from_env
-    return model(**{**{k: getattr(from_env, k) for k in explicit}, **merged})
+def _build_section(model: type[S], table: TomlConfigSettingsSource | None, overrides: dict[str, Any]) -> S:
+    # A plugin's model keeps its own sources (keyword overrides, then its
+    # environment variables, ...), whatever it customised; the file's table is
+    # the layer under them: it fills only the fields they left unset.
+    own = model(**overrides)
+    if table is None:
+        return own
+    taken = set(own.model_fields_set)
+    for field_name in own.model_fields_set:
+        alias = type(own).model_fields[field_name].alias
+        if alias:
+            taken.add(alias)
+    rest = {key: value for key, value in table().items() if key not in taken}
+    if not rest:
+        return own
+    return model(**{**{k: getattr(own, k) for k in own.model_fields_set}, **rest})
+
+
+def _toml_table(
+    model: type[BaseSettings], path: Any, name: str, data: dict[str, Any] | None = None
+) -> TomlConfigSettingsSource | None:
+    """pydantic-settings' TOML source for the ``[name]`` table of the config file
+    (``None`` when there is no file or it has no such table). ``data``, the whole
+    file when already read, saves reading it for a table it does not have."""
+    if not path or (data is not None and not isinstance(data.get(name), dict)):
+        return None
+    try:
+        return TomlConfigSettingsSource(model, toml_file=_existing(path), toml_table_header=(name,))
+    except KeyError:  # the file has no [name] table
+        return None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file.") from None
 
 
 def _read_config_file(path: Any) -> dict[str, Any]:
+    """The whole config file (empty without one): which tables it has."""
     if not path:
         return {}
-    p = Path(path)
     try:
-        with p.open("rb") as fh:
-            return tomllib.load(fh)
-    except FileNotFoundError:
-        raise ConfigError(message=f"config file {p} does not exist", hint="Fix ASSAY_CONFIG.") from None
+        return TomlConfigSettingsSource(Settings, toml_file=_existing(path)).toml_data
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(message=f"config file {p} is not valid TOML: {exc}", hint="Fix the file.") from None
+        raise ConfigError(message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file.") from None
+
+
+def _existing(path: Any) -> Path:
+    # pydantic-settings skips a missing file silently; a named one that is missing is an error here.
+    p = Path(path)
+    if not p.is_file():
+        raise ConfigError(message=f"config file {p} does not exist", hint="Fix ASSAY_CONFIG.")
+    return p
 
 
 def _masked_dump(model: BaseSettings) -> dict[str, Any]:

@@ -1,4 +1,8 @@
-"""Sandbox settings from ``SANDBOX_*`` environment variables.
+"""Sandbox settings: the ``[sandbox]`` section of the kernel's settings.
+
+Each field reads ``SANDBOX_<FIELD>`` (the names the sandbox always had) and,
+under that, the ``[sandbox]`` table of the ``ASSAY_CONFIG`` file, like every
+other section (:meth:`Settings.section`); ``assay config`` shows it.
 
 The defaults are the seed's: 256 MB of memory, 50% of one core, 30 s per
 execution, 10 MB per file, 10 processes, ``/workspace``, one slim image per
@@ -11,12 +15,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import SANDBOX_CONFIG_INVALID, SandboxError
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+SECTION = "sandbox"
 
 RUNTIME_NAMES = ("docker", "podman", "nerdctl", "local")
 DETECTION_ORDER = ("docker", "podman", "nerdctl")
@@ -128,15 +137,26 @@ class SandboxConfig(BaseSettings):
     # --- derived values ---------------------------------------------------
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "SandboxConfig":
-        """Read the environment; errors become ``SANDBOX_CONFIG_INVALID``."""
+    def from_settings(cls, settings: "Settings", **overrides: Any) -> "SandboxConfig":
+        """The ``[sandbox]`` section of ``settings``: ``SANDBOX_*`` variables over the
+        config file's ``[sandbox]`` table over the defaults, keyword ``overrides``
+        over all three. Errors become ``SANDBOX_CONFIG_INVALID``."""
+        from ..errors import ConfigError
+
         try:
-            return cls(**overrides)
-        except ValidationError as exc:
-            parts = [f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()]
+            return settings.section(SECTION, cls, **overrides)
+        except ConfigError as exc:
             raise SandboxError(
-                SANDBOX_CONFIG_INVALID, "; ".join(parts), "Fix the SANDBOX_* environment variables."
+                SANDBOX_CONFIG_INVALID, exc.message,
+                "Fix the SANDBOX_* environment variables or the [sandbox] table of the config file.",
             ) from None
+
+    @classmethod
+    def from_env(cls, **overrides: Any) -> "SandboxConfig":
+        """:meth:`from_settings` on the settings the environment names (``ASSAY_CONFIG`` too)."""
+        from ..settings import Settings
+
+        return cls.from_settings(Settings.from_env(), **overrides)
 
     def image_for(self, language: str) -> str:
         """The image for ``language``.

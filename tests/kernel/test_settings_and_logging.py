@@ -69,6 +69,41 @@ def test_assay_config_shows_effective_settings_with_secrets_masked(monkeypatch):
         assert secret not in result.output
 
 
+def test_kernel_table_is_read_and_the_environment_beats_it(monkeypatch, tmp_path):
+    config = tmp_path / "assay.toml"
+    config.write_text('[kernel]\nlog_level = "ERROR"\ndisable_plugins = "from_file"\n')
+    monkeypatch.setenv("ASSAY_CONFIG", str(config))
+    monkeypatch.setenv("ASSAY_DISABLE_PLUGINS", "from_env")
+    s = Settings.from_env()
+    assert s.log_level == "ERROR" and s.disable_plugins == "from_env"
+    assert Settings.from_env(log_level="DEBUG").log_level == "DEBUG"  # keywords beat both
+
+
+def test_a_missing_or_broken_config_file_is_a_config_error(monkeypatch, tmp_path):
+    monkeypatch.setenv("ASSAY_CONFIG", str(tmp_path / "nope.toml"))
+    with pytest.raises(ConfigError, match="does not exist"):
+        Settings.from_env()
+    broken = tmp_path / "broken.toml"
+    broken.write_text("[kernel\n")
+    monkeypatch.setenv("ASSAY_CONFIG", str(broken))
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        Settings.from_env()
+
+
+def test_assay_config_shows_the_sandbox_section_from_file_and_environment(monkeypatch, tmp_path):
+    config = tmp_path / "assay.toml"
+    config.write_text('[sandbox]\ntimeout = 12\nmax_processes = 5\n')
+    monkeypatch.setenv("ASSAY_CONFIG", str(config))
+    monkeypatch.setenv("SANDBOX_MAX_PROCESSES", "7")
+    kernel = bare_kernel()
+    result = CliRunner().invoke(build_cli(kernel), ["config"], obj={"kernel": kernel})
+    assert result.exit_code == 0, result.output
+    sandbox = json.loads(result.output)["sandbox"]
+    assert sandbox["timeout"] == 12.0  # from the [sandbox] table
+    assert sandbox["max_processes"] == 7  # SANDBOX_MAX_PROCESSES beats the table
+    assert sandbox["memory_limit"] == 256 * 1024**2  # the default
+
+
 @tool
 def add(a: int, b: int) -> int:
     """Add."""

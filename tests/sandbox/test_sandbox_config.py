@@ -59,3 +59,51 @@ def test_sizes_parse_units():
     assert parse_size(4096) == 4096
     with pytest.raises(ValueError):
         parse_size("12 parsecs")
+
+
+def _config_file(tmp_path, monkeypatch, text: str):
+    path = tmp_path / "assay.toml"
+    path.write_text(text)
+    monkeypatch.setenv("ASSAY_CONFIG", str(path))
+    return path
+
+
+def test_a_sandbox_table_in_the_config_file_is_read(monkeypatch, tmp_path):
+    monkeypatch.delenv("SANDBOX_IMAGE_PYTHON", raising=False)
+    _config_file(tmp_path, monkeypatch, '[sandbox]\nruntime = "podman"\nmemory_limit = "128m"\n'
+                                        'timeout = 12\nimage_python = "localhost/from-file:1"\n')
+    c = SandboxConfig.from_env()
+    assert (c.runtime, c.memory_limit, c.timeout) == ("podman", 128 * 1024**2, 12)
+    assert c.image_for("python") == "localhost/from-file:1"
+    assert c.cpu_limit == 0.5  # what the file does not name keeps its default
+
+
+def test_sandbox_variables_win_over_the_config_file(monkeypatch, tmp_path):
+    _config_file(tmp_path, monkeypatch, '[sandbox]\ntimeout = 12\nmax_processes = 5\n'
+                                        'image_python = "localhost/from-file:1"\n')
+    monkeypatch.setenv("SANDBOX_TIMEOUT", "7")
+    monkeypatch.setenv("SANDBOX_IMAGE_PYTHON", "localhost/from-env:1")
+    c = SandboxConfig.from_env()
+    assert (c.timeout, c.max_processes) == (7, 5)
+    assert c.image_for("python") == "localhost/from-env:1"
+
+
+def test_explicit_overrides_win_over_variables_and_file(monkeypatch, tmp_path):
+    from assay import Settings
+
+    _config_file(tmp_path, monkeypatch, '[sandbox]\ntimeout = 12\n')
+    monkeypatch.setenv("SANDBOX_IMAGE_PYTHON", "localhost/from-env:1")
+    settings = Settings.from_env()
+    c = SandboxConfig.from_settings(settings, image_python="localhost/explicit:1", timeout=3)
+    assert c.image_for("python") == "localhost/explicit:1" and c.timeout == 3
+    # an overridden config is a one-off: the section itself still reads variables and file
+    plain = SandboxConfig.from_settings(settings)
+    assert plain.image_for("python") == "localhost/from-env:1" and plain.timeout == 12
+    assert settings.sections()["sandbox"] is plain
+
+
+def test_an_invalid_value_in_the_file_is_refused_with_the_sandbox_code(monkeypatch, tmp_path):
+    _config_file(tmp_path, monkeypatch, '[sandbox]\nuser = "0:0"\n')
+    with pytest.raises(SandboxError) as err:
+        SandboxConfig.from_env()
+    assert err.value.code == SANDBOX_CONFIG_INVALID and "user" in err.value.message
