@@ -24,10 +24,7 @@ def require(available: bool, what: str) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_assay_env(tmp_path_factory, monkeypatch):
-    """Every test gets its own ASSAY_HOME and no inherited plugin controls."""
-    home = tmp_path_factory.mktemp("assay-home")
-    monkeypatch.setenv("ASSAY_HOME", str(home))
-    for var in ("ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS", "ASSAY_STRICT_PLUGINS", "ASSAY_CONFIG"):
-        monkeypatch.delenv(var, raising=False)
-    yield
+def _isolated_assay_env(assay_env):
+    """Every test gets its own ASSAY_HOME and no inherited plugin controls
+    (``assay_env``, from assay's pytest plugin, ``assay.kernel.testing``)."""
+    return assay_env

@@ -27,10 +27,9 @@ def make_kernel(**settings_overrides) -> Kernel:
 
 
 @pytest.fixture
-def kernel() -> Kernel:
-    k = make_kernel()
-    yield k
-    k.close()
+def kernel(make_assay_kernel) -> Kernel:
+    """A fresh kernel with the evidence plugins (assay's pytest plugin closes it)."""
+    return make_assay_kernel(*EVIDENCE_PLUGINS)
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from typing import Callable
 
 import pytest
 
-from assay import Kernel, Settings
+from assay import Kernel
 
 
 @pytest.fixture
@@ -56,9 +56,8 @@ def only(monkeypatch: pytest.MonkeyPatch) -> Callable[..., None]:
     return restrict
 
 
-def bare_kernel(*plugins: object, **settings: object) -> Kernel:
-    """A kernel with no entry points, just ``plugins``."""
-    return Kernel(load_entrypoints=False, plugins=plugins, settings=Settings.from_env(**settings))
+# A fresh kernel with no entry points, just given plugins: the ``make_assay_kernel``
+# fixture of assay's pytest plugin (assay.kernel.testing), closed after each test.
 
 
 TOOL_PLUGIN = '''

@@ -8,7 +8,6 @@ import threading
 import pytest
 
 from assay import AssayError, JsonSchemaTool, RunContext, ToolResult, hookimpl, tool
-from tests.kernel.conftest import bare_kernel
 
 
 class _Tools:
@@ -24,8 +23,10 @@ class _Tools:
             register(t)
 
 
-def kernel_with(*tools):
-    return bare_kernel(_Tools(*tools))
+@pytest.fixture
+def kernel_with(make_assay_kernel):
+    """``kernel_with(*tools)``: a fresh kernel with just those tools (the plugin's factory)."""
+    return lambda *tools: make_assay_kernel(_Tools(*tools))
 
 
 @tool
@@ -53,14 +54,14 @@ async def slow_async(delay: float) -> str:
     return "done"
 
 
-def test_valid_call_returns_success_envelope():
+def test_valid_call_returns_success_envelope(kernel_with):
     result = kernel_with(scale).call_tool("scale", {"values": [1, 2], "factor": 3})
     assert result.success and result.tool == "scale" and result.error_code is None
     assert result.data == {"label": "x", "values": [3.0, 6.0]}
     assert result.elapsed_ms is not None and result.elapsed_ms >= 0
 
 
-def test_invalid_arguments_give_error_code_and_paths_not_traceback():
+def test_invalid_arguments_give_error_code_and_paths_not_traceback(kernel_with):
     result = kernel_with(scale).call_tool("scale", {"values": [1, "two"], "factor": "big", "extra": 1})
     assert not result.success and result.error_code == "TOOL_ARGUMENTS_INVALID"
     paths = {e["path"] for e in result.errors}
@@ -68,30 +69,30 @@ def test_invalid_arguments_give_error_code_and_paths_not_traceback():
     assert "Traceback" not in result.for_model() and "values.1" in result.for_model()
 
 
-def test_missing_required_argument_is_reported_with_its_path():
+def test_missing_required_argument_is_reported_with_its_path(kernel_with):
     result = kernel_with(scale).call_tool("scale", {})
     assert result.error_code == "TOOL_ARGUMENTS_INVALID"
     assert result.errors[0]["path"] == "values" and result.errors[0]["type"] == "missing"
 
 
-def test_arguments_must_be_an_object():
+def test_arguments_must_be_an_object(kernel_with):
     result = kernel_with(scale).call_tool("scale", "[1, 2]")
     assert result.error_code == "TOOL_ARGUMENTS_INVALID" and result.errors[0]["path"] == ""
 
 
-def test_unknown_tool_gives_tool_not_found():
+def test_unknown_tool_gives_tool_not_found(kernel_with):
     result = kernel_with(scale).call_tool("scael", {})
     assert result.error_code == "TOOL_NOT_FOUND" and "scale" in result.hint
 
 
-def test_exception_in_tool_gives_execution_failed_with_type_and_message():
+def test_exception_in_tool_gives_execution_failed_with_type_and_message(kernel_with):
     result = kernel_with(explode).call_tool("explode", {"message": "no such column"})
     assert result.error_code == "TOOL_EXECUTION_FAILED"
     assert result.message == "KeyError: 'no such column'"
     assert result.metadata["exception_type"] == "KeyError"
 
 
-def test_assay_error_in_tool_keeps_its_code():
+def test_assay_error_in_tool_keeps_its_code(kernel_with):
     @tool
     def picky() -> None:
         """Fails with a code."""
@@ -101,18 +102,18 @@ def test_assay_error_in_tool_keeps_its_code():
     assert (result.error_code, result.message, result.hint) == ("PICKY_FAILED", "nope", "try later")
 
 
-def test_json_encoded_strings_are_accepted_for_non_string_parameters():
+def test_json_encoded_strings_are_accepted_for_non_string_parameters(kernel_with):
     result = kernel_with(scale).call_tool("scale", {"values": "[1, 2]", "factor": "2", "label": "[not decoded]"})
     assert result.success, result
     assert result.data == {"label": "[not decoded]", "values": [2.0, 4.0]}
 
 
-def test_whole_arguments_as_json_string_are_accepted():
+def test_whole_arguments_as_json_string_are_accepted(kernel_with):
     result = kernel_with(scale).call_tool("scale", '{"values": [5]}')
     assert result.success and result.data["values"] == [5.0]
 
 
-def test_tool_returning_tool_result_is_passed_through():
+def test_tool_returning_tool_result_is_passed_through(kernel_with):
     @tool
     def rich() -> ToolResult:
         """Rich result."""
@@ -122,7 +123,7 @@ def test_tool_returning_tool_result_is_passed_through():
     assert result.content == "one row" and result.tool == "rich"
 
 
-def test_run_context_is_injected():
+def test_run_context_is_injected(kernel_with):
     @tool
     def whoami(run: RunContext) -> str:
         """The run id."""
@@ -133,7 +134,7 @@ def test_run_context_is_injected():
     assert kernel.call_tool("whoami", {}, run=run).data == run.run_id
 
 
-def test_async_tool_through_sync_channel_raises_clear_error():
+def test_async_tool_through_sync_channel_raises_clear_error(kernel_with):
     kernel = kernel_with(slow_async)
     with pytest.raises(AssayError) as caught:
         kernel.call_tool("slow_async", {"delay": 0})
@@ -145,12 +146,12 @@ def test_async_tool_direct_execute_raises_clear_error():
         slow_async.execute(0)
 
 
-async def test_async_tool_through_async_channel():
+async def test_async_tool_through_async_channel(kernel_with):
     result = await kernel_with(slow_async).acall_tool("slow_async", {"delay": 0})
     assert result.success and result.data == "done"
 
 
-async def test_sync_tool_from_async_code_runs_off_the_event_loop():
+async def test_sync_tool_from_async_code_runs_off_the_event_loop(kernel_with):
     loop_thread = threading.get_ident()
     started, release = threading.Event(), threading.Event()
 
@@ -175,7 +176,7 @@ async def test_sync_tool_from_async_code_runs_off_the_event_loop():
     assert result.success and result.data != loop_thread
 
 
-def test_json_schema_tool_validates_with_jsonschema():
+def test_json_schema_tool_validates_with_jsonschema(kernel_with):
     seen = []
     proxied = JsonSchemaTool(
         "remote_lookup",
@@ -206,7 +207,7 @@ def test_json_schema_tool_requires_description_and_valid_schema():
         JsonSchemaTool("t", "d", {"type": "no-such-type"}, lambda a, r: None)
 
 
-async def test_async_json_schema_tool():
+async def test_async_json_schema_tool(kernel_with):
     async def handler(args, run):
         return args["n"] + 1
 
@@ -215,7 +216,7 @@ async def test_async_json_schema_tool():
     assert t.is_async and (await kernel.acall_tool("inc", {"n": 1})).data == 2
 
 
-def test_openai_export_shape():
+def test_openai_export_shape(kernel_with):
     definition = kernel_with(scale).tool_definitions("openai")[0]
     assert definition["type"] == "function"
     fn = definition["function"]
@@ -224,7 +225,7 @@ def test_openai_export_shape():
     assert fn["parameters"]["properties"]["values"]["description"] == "Numbers to scale."
 
 
-def test_mcp_export_shape():
+def test_mcp_export_shape(kernel_with):
     definition = kernel_with(scale).tool_definitions("mcp")[0]
     assert set(definition) == {"name", "description", "inputSchema"}
     assert definition["inputSchema"]["required"] == ["values"]
@@ -258,7 +259,7 @@ def register_tools(register):
     sys.modules.pop(impl, None)
 
 
-def test_lazy_tool_that_fails_to_import_answers_tool_load_failed():
+def test_lazy_tool_that_fails_to_import_answers_tool_load_failed(kernel_with):
     from assay import LazyTool
 
     kernel = kernel_with(LazyTool("no_such_module_anywhere:thing"))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from assay import Kernel, Lazy, LazyTool, PluginError, Settings, hookimpl
-from tests.kernel.conftest import bare_kernel, plugin_info
+from tests.kernel.conftest import plugin_info
 
 
 def plugin(name: str, **hooks) -> types.ModuleType:
@@ -44,9 +44,9 @@ class FakeRuntime:
 '''
 
 
-def test_lazy_runtime_is_not_imported_at_start_up_and_loads_on_first_get(impl_module):
+def test_lazy_runtime_is_not_imported_at_start_up_and_loads_on_first_get(make_assay_kernel, impl_module):
     module = impl_module(RUNTIME.format(isolated=True))
-    kernel = bare_kernel(plugin("rt", register_sandbox_runtimes=lambda register: register(
+    kernel = make_assay_kernel(plugin("rt", register_sandbox_runtimes=lambda register: register(
         Lazy(f"{module}:FakeRuntime", name="fake", isolated=True))))
     registry = kernel.registry("sandbox_runtimes")
     assert "fake" in registry and registry.peek("fake").isolated is True
@@ -56,7 +56,7 @@ def test_lazy_runtime_is_not_imported_at_start_up_and_loads_on_first_get(impl_mo
     assert registry.as_dict() == {"fake": runtime} and kernel.provenance("sandbox_runtimes", "fake") == "rt"
 
 
-def test_lazy_that_fails_to_import_fails_its_plugin_with_plugin_load_failed():
+def test_lazy_that_fails_to_import_fails_its_plugin_with_plugin_load_failed(make_assay_kernel):
     def register_runtimes(register):
         register(Lazy("no_such_module_anywhere_xyz:Runtime", name="ghost", isolated=True))
 
@@ -64,7 +64,7 @@ def test_lazy_that_fails_to_import_fails_its_plugin_with_plugin_load_failed():
         """Something else of the same plugin, rolled back with it."""
         return 42
 
-    kernel = bare_kernel(plugin("ghostly", register_sandbox_runtimes=register_runtimes,
+    kernel = make_assay_kernel(plugin("ghostly", register_sandbox_runtimes=register_runtimes,
                                 register_tools=lambda register: register(answer)))
     assert plugin_info(kernel, "ghostly").status == "loaded" and kernel.call_tool("answer").data == 42
     with pytest.raises(PluginError) as caught:
@@ -78,42 +78,42 @@ def test_lazy_that_fails_to_import_fails_its_plugin_with_plugin_load_failed():
     assert kernel.call_tool("answer").error_code == "PLUGIN_LOAD_FAILED"
 
 
-def test_listing_a_registry_leaves_out_a_failed_lazy_entry_and_reports_it(impl_module):
+def test_listing_a_registry_leaves_out_a_failed_lazy_entry_and_reports_it(make_assay_kernel, impl_module):
     module = impl_module(RUNTIME.format(isolated=True))
     good = plugin("good", register_sandbox_runtimes=lambda register: register(
         Lazy(f"{module}:FakeRuntime", name="fake", isolated=True)))
     bad = plugin("bad", register_sandbox_runtimes=lambda register: register(
         Lazy(f"{module}:Missing", name="missing", isolated=True)))
-    kernel = bare_kernel(good, bad)
+    kernel = make_assay_kernel(good, bad)
     assert sorted(kernel.registry("sandbox_runtimes").as_dict()) == ["fake"]
     assert plugin_info(kernel, "bad").error["code"] == "PLUGIN_LOAD_FAILED"
     assert plugin_info(kernel, "good").status == "loaded"
 
 
-def test_lazy_whose_declared_attribute_differs_from_the_object_fails(impl_module):
+def test_lazy_whose_declared_attribute_differs_from_the_object_fails(make_assay_kernel, impl_module):
     module = impl_module(RUNTIME.format(isolated=False))
-    kernel = bare_kernel(plugin("liar", register_sandbox_runtimes=lambda register: register(
+    kernel = make_assay_kernel(plugin("liar", register_sandbox_runtimes=lambda register: register(
         Lazy(f"{module}:FakeRuntime", name="fake", isolated=True))))
     with pytest.raises(PluginError, match="isolated"):
         kernel.registry("sandbox_runtimes").get("fake")
 
 
-def test_lazy_runtime_must_declare_isolated():
-    kernel = bare_kernel(plugin("undeclared", register_sandbox_runtimes=lambda register: register(
+def test_lazy_runtime_must_declare_isolated(make_assay_kernel):
+    kernel = make_assay_kernel(plugin("undeclared", register_sandbox_runtimes=lambda register: register(
         Lazy("anything:Runtime", name="fake"))))
     info = plugin_info(kernel, "undeclared")
     assert info.status == "failed" and "isolated" in info.error["message"]
 
 
-def test_strict_mode_loads_lazy_registrations_at_start_up():
-    kernel = bare_kernel(plugin("ghostly", register_models=lambda register: register(
+def test_strict_mode_loads_lazy_registrations_at_start_up(make_assay_kernel):
+    kernel = make_assay_kernel(plugin("ghostly", register_models=lambda register: register(
         Lazy("no_such_module_anywhere_xyz:Model", name="ghost"))), strict_plugins=True)
     with pytest.raises(PluginError) as caught:
         kernel.start()
     assert caught.value.code == "PLUGIN_LOAD_FAILED"
 
 
-def test_factory_lazy_is_called_with_the_kernel(impl_module):
+def test_factory_lazy_is_called_with_the_kernel(make_assay_kernel, impl_module):
     module = impl_module('''
 class Engine:
     def __init__(self, kernel):
@@ -124,12 +124,12 @@ class Engine:
 def make(kernel):
     return Engine(kernel)
 ''')
-    kernel = bare_kernel(plugin("eng", register_database_engines=lambda register: register(
+    kernel = make_assay_kernel(plugin("eng", register_database_engines=lambda register: register(
         Lazy(f"{module}:make", name="bound", factory=True))))
     assert kernel.registry("database_engines").get("bound").kernel is kernel
 
 
-def test_lazy_tool_lists_without_importing_and_factory_tool_gets_the_kernel(impl_module):
+def test_lazy_tool_lists_without_importing_and_factory_tool_gets_the_kernel(make_assay_kernel, impl_module):
     module = impl_module('''
 from assay import tool
 
@@ -140,15 +140,15 @@ def make(kernel):
         return kernel.label
     return whoami
 ''')
-    kernel = bare_kernel(plugin("who", register_tools=lambda register: register(
+    kernel = make_assay_kernel(plugin("who", register_tools=lambda register: register(
         Lazy(f"{module}:make", name="whoami", factory=True))))
     kernel.label = "mine"
     assert isinstance(kernel.tools["whoami"], LazyTool) and module not in sys.modules
     assert kernel.call_tool("whoami").data == "mine"
 
 
-def test_lazy_tool_load_failure_fails_its_plugin_and_keeps_answering_tool_load_failed():
-    kernel = bare_kernel(plugin("broken_tools", register_tools=lambda register: register(
+def test_lazy_tool_load_failure_fails_its_plugin_and_keeps_answering_tool_load_failed(make_assay_kernel):
+    kernel = make_assay_kernel(plugin("broken_tools", register_tools=lambda register: register(
         "no_such_module_anywhere_xyz:thing")))
     first = kernel.call_tool("thing", {})
     assert first.error_code == "TOOL_LOAD_FAILED"
@@ -157,7 +157,7 @@ def test_lazy_tool_load_failure_fails_its_plugin_and_keeps_answering_tool_load_f
     assert kernel.call_tool("thing", {}).error_code == "TOOL_LOAD_FAILED"
 
 
-def test_lazy_resource_declares_its_type_and_loads_when_listed(impl_module):
+def test_lazy_resource_declares_its_type_and_loads_when_listed(make_assay_kernel, impl_module):
     module = impl_module('''
 from assay import Resource, ResourceType
 
@@ -169,7 +169,7 @@ class Notes(Resource):
 
 NOTES = Notes()
 ''')
-    kernel = bare_kernel(plugin("notes", register_resources=lambda register: register(
+    kernel = make_assay_kernel(plugin("notes", register_resources=lambda register: register(
         Lazy(f"{module}:NOTES", name="notes", type="knowledge"))))
     assert "notes" in kernel.registry("resources") and module not in sys.modules
     assert "some notes" in kernel.system_prompt()

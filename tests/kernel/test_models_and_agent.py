@@ -13,7 +13,6 @@ from assay.kernel.agent import arun_agent, run_agent
 from assay.kernel.models import Message
 from assay.plugins.models.openai_compatible import OpenAICompatibleModel
 from assay.plugins.models.scripted import ScriptedModel
-from tests.kernel.conftest import bare_kernel
 
 
 @tool
@@ -41,14 +40,16 @@ class AgentPlugin:
         register(Glossary())
 
 
-def agent_kernel():
+@pytest.fixture
+def agent_kernel(make_assay_kernel):
+    """``agent_kernel()``: a fresh kernel with the agent test plugin and both model plugins."""
     import assay.plugins.models.openai_compatible as openai_plugin
     import assay.plugins.models.scripted as scripted_plugin
 
-    return bare_kernel(AgentPlugin(), scripted_plugin, openai_plugin)
+    return lambda: make_assay_kernel(AgentPlugin(), scripted_plugin, openai_plugin)
 
 
-def test_register_models_scripted_and_openai_compatible_are_registered():
+def test_register_models_scripted_and_openai_compatible_are_registered(agent_kernel):
     kernel = agent_kernel()
     assert sorted(kernel.registry("models")) == ["openai_compatible", "scripted"]
     assert isinstance(kernel.model("scripted", steps=[{"text": "hi"}]), ScriptedModel)
@@ -57,7 +58,7 @@ def test_register_models_scripted_and_openai_compatible_are_registered():
     assert caught.value.code == "MODEL_NOT_FOUND"
 
 
-def test_scripted_model_drives_the_agent_loop_to_a_final_answer():
+def test_scripted_model_drives_the_agent_loop_to_a_final_answer(agent_kernel):
     kernel = agent_kernel()
     model = ScriptedModel([
         {"tool": "add", "arguments": {"a": 2, "b": 3}},
@@ -73,7 +74,7 @@ def test_scripted_model_drives_the_agent_loop_to_a_final_answer():
     assert transcript.tool_results[0].data == 5
 
 
-def test_agent_loop_feeds_tool_errors_back_to_the_model():
+def test_agent_loop_feeds_tool_errors_back_to_the_model(agent_kernel):
     kernel = agent_kernel()
     model = ScriptedModel([{"tool": "add", "arguments": {"a": "two"}}, {"text": "sorry"}])
     with kernel.new_run(capture=False) as run:
@@ -82,7 +83,7 @@ def test_agent_loop_feeds_tool_errors_back_to_the_model():
     assert error_text.startswith("error TOOL_ARGUMENTS_INVALID") and "- a:" in error_text and "- b:" in error_text
 
 
-def test_agent_loop_is_bounded_by_max_steps():
+def test_agent_loop_is_bounded_by_max_steps(agent_kernel):
     kernel = agent_kernel()
     model = ScriptedModel([{"tool": "add", "arguments": {"a": 1, "b": 1}}] * 10)
     with kernel.new_run(capture=False) as run:
@@ -135,7 +136,7 @@ def completion(content=None, tool_calls=None):
                  "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
 
 
-async def test_openai_compatible_model_runs_tool_calls_over_http(monkeypatch):
+async def test_openai_compatible_model_runs_tool_calls_over_http(agent_kernel, monkeypatch):
     replies = [
         completion(tool_calls=[{"id": "call_a", "type": "function",
                                 "function": {"name": "add", "arguments": "{\"a\": 40, \"b\": 2}"}}]),
@@ -191,7 +192,7 @@ def test_openai_compatible_model_rejects_a_non_completion_body():
     assert caught.value.code == "MODEL_RESPONSE_INVALID"
 
 
-def test_openai_api_key_is_masked_in_config(monkeypatch):
+def test_openai_api_key_is_masked_in_config(agent_kernel, monkeypatch):
     monkeypatch.setenv("ASSAY_OPENAI_API_KEY", "sk-very-secret")
     kernel = agent_kernel()
     kernel.start()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assay import Kernel, PluginError
-from tests.kernel.conftest import TOOL_PLUGIN, bare_kernel, plugin_info
+from tests.kernel.conftest import TOOL_PLUGIN, plugin_info
 
 
 def test_entry_point_plugin_is_discovered_with_distribution_and_version(make_dist):
@@ -161,14 +161,14 @@ def test_duplicate_name_across_plugins_is_a_start_up_error_naming_both(make_dist
     assert caught.value.details["plugins"] == ["first", "second"]
 
 
-def test_same_plugin_registering_a_name_twice_is_its_own_failure():
+def test_same_plugin_registering_a_name_twice_is_its_own_failure(make_assay_kernel):
     import types
 
     plugin = types.ModuleType("twice")
     exec(TOOL_PLUGIN.format(name="twice_tool").replace("register(twice_tool)",
                                                        "register(twice_tool); register(twice_tool)"),
          plugin.__dict__)
-    kernel = bare_kernel(plugin)
+    kernel = make_assay_kernel(plugin)
     assert kernel.tools == {}
     assert kernel.plugins()[0].error["code"] == "PLUGIN_REGISTER_FAILED"
 
@@ -202,7 +202,7 @@ def register_tools(register, database):
     assert info.status == "failed" and info.error["code"] == "PLUGIN_HOOK_INVALID"
 
 
-def test_hook_implementations_receive_only_declared_arguments():
+def test_hook_implementations_receive_only_declared_arguments(make_assay_kernel):
     import types
 
     seen = {}
@@ -214,12 +214,12 @@ def test_hook_implementations_receive_only_declared_arguments():
         seen["kernel"], seen["settings"] = kernel, settings
 
     plugin.register_tools = register_tools
-    kernel = bare_kernel(plugin)
+    kernel = make_assay_kernel(plugin)
     kernel.start()
     assert seen == {"kernel": kernel, "settings": kernel.settings}
 
 
-def test_two_kernels_in_one_process_share_no_state():
+def test_two_kernels_in_one_process_share_no_state(make_assay_kernel):
     import types
 
     from assay import Resource, ResourceType
@@ -235,7 +235,7 @@ def test_two_kernels_in_one_process_share_no_state():
 
     plugin = types.ModuleType("one")
     exec(TOOL_PLUGIN.format(name="only_in_one"), plugin.__dict__)
-    first, second = bare_kernel(plugin), bare_kernel()
+    first, second = make_assay_kernel(plugin), make_assay_kernel()
     first.attach(Db("db_one"))
     assert "only_in_one" in first.tools and second.tools == {}
     assert "db_one" in first.resources and second.resources == {}

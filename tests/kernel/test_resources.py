@@ -7,7 +7,6 @@ import asyncio
 import pytest
 
 from assay import PromptBudget, Resource, ResourcePack, ResourceType
-from tests.kernel.conftest import bare_kernel
 
 
 class Db(Resource):
@@ -33,8 +32,8 @@ def test_resource_pack_bundles_sub_resources():
         pack.execute()
 
 
-def test_system_prompt_is_built_from_attached_resources():
-    kernel = bare_kernel()
+def test_system_prompt_is_built_from_attached_resources(make_assay_kernel):
+    kernel = make_assay_kernel()
     kernel.attach(Db("sales"))
     kernel.attach(ResourcePack("docs", [Db("wiki", "how revenue is defined")]))
     prompt = kernel.system_prompt()
@@ -44,16 +43,16 @@ def test_system_prompt_is_built_from_attached_resources():
     assert kernel.provenance("resources", "sales") == "host"
 
 
-def test_system_prompt_budget_names_resources_that_did_not_fit():
-    kernel = bare_kernel()
+def test_system_prompt_budget_names_resources_that_did_not_fit(make_assay_kernel):
+    kernel = make_assay_kernel()
     kernel.attach(Db("big", "x" * 500))
     kernel.attach(Db("late"))
     prompt = kernel.system_prompt(budget=PromptBudget(max_chars=300))
     assert "[database:late] (description omitted: prompt budget exhausted)" in prompt
 
 
-def test_detach_removes_only_host_resources():
-    kernel = bare_kernel()
+def test_detach_removes_only_host_resources(make_assay_kernel):
+    kernel = make_assay_kernel()
     kernel.attach(Db("sales"))
     kernel.detach("sales")
     assert "sales" not in kernel.resources
@@ -61,10 +60,10 @@ def test_detach_removes_only_host_resources():
         kernel.detach("sales")
 
 
-def test_attaching_a_taken_name_is_an_error():
+def test_attaching_a_taken_name_is_an_error(make_assay_kernel):
     from assay import PluginError
 
-    kernel = bare_kernel()
+    kernel = make_assay_kernel()
     kernel.attach(Db("sales"))
     with pytest.raises(PluginError):
         kernel.attach(Db("sales"))

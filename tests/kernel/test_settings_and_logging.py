@@ -11,7 +11,6 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assay import ConfigError, Settings, hookimpl, tool
 from assay.kernel.cli import build_cli
-from tests.kernel.conftest import bare_kernel
 
 
 class WarehouseSettings(BaseSettings):
@@ -54,11 +53,11 @@ def test_invalid_setting_is_a_config_error(monkeypatch):
     assert "strict_plugins" in caught.value.message
 
 
-def test_assay_config_shows_effective_settings_with_secrets_masked(monkeypatch):
+def test_assay_config_shows_effective_settings_with_secrets_masked(make_assay_kernel, monkeypatch):
     monkeypatch.setenv("ASSAY_WAREHOUSE_URL", "postgresql://analyst:hunter2@db.example/sales")
     monkeypatch.setenv("ASSAY_WAREHOUSE_PASSWORD", "s3cret")
     monkeypatch.setenv("ASSAY_WAREHOUSE_API_KEY", "sk-live-123")
-    kernel = bare_kernel(WarehousePlugin())
+    kernel = make_assay_kernel(WarehousePlugin())
     result = CliRunner().invoke(build_cli(kernel), ["config"], obj={"kernel": kernel})
     assert result.exit_code == 0
     shown = json.loads(result.output)
@@ -90,12 +89,12 @@ def test_a_missing_or_broken_config_file_is_a_config_error(monkeypatch, tmp_path
         Settings.from_env()
 
 
-def test_assay_config_shows_the_sandbox_section_from_file_and_environment(monkeypatch, tmp_path):
+def test_assay_config_shows_the_sandbox_section_from_file_and_environment(make_assay_kernel, monkeypatch, tmp_path):
     config = tmp_path / "assay.toml"
     config.write_text('[sandbox]\ntimeout = 12\nmax_processes = 5\n')
     monkeypatch.setenv("ASSAY_CONFIG", str(config))
     monkeypatch.setenv("SANDBOX_MAX_PROCESSES", "7")
-    kernel = bare_kernel()
+    kernel = make_assay_kernel()
     result = CliRunner().invoke(build_cli(kernel), ["config"], obj={"kernel": kernel})
     assert result.exit_code == 0, result.output
     sandbox = json.loads(result.output)["sandbox"]
@@ -118,8 +117,8 @@ class AddPlugin:
         register(add)
 
 
-def test_tool_calls_are_logged_as_json_with_tool_plugin_duration_outcome(capsys):
-    kernel = bare_kernel(AddPlugin(), log_level="INFO", log_format="json")
+def test_tool_calls_are_logged_as_json_with_tool_plugin_duration_outcome(make_assay_kernel, capsys):
+    kernel = make_assay_kernel(AddPlugin(), log_level="INFO", log_format="json")
     kernel.call_tool("add", {"a": 1, "b": 2})
     kernel.call_tool("add", {"a": "x"})
     err = capsys.readouterr().err
@@ -131,14 +130,14 @@ def test_tool_calls_are_logged_as_json_with_tool_plugin_duration_outcome(capsys)
     assert capsys.readouterr().out == ""  # logs never pollute stdout
 
 
-def test_tool_call_logs_are_filtered_below_the_level(capsys):
-    kernel = bare_kernel(AddPlugin(), log_level="WARNING", log_format="json")
+def test_tool_call_logs_are_filtered_below_the_level(make_assay_kernel, capsys):
+    kernel = make_assay_kernel(AddPlugin(), log_level="WARNING", log_format="json")
     kernel.call_tool("add", {"a": 1, "b": 2})
     assert "tool_call" not in capsys.readouterr().err
 
 
-def test_console_format_is_readable_not_json(capsys):
-    kernel = bare_kernel(AddPlugin(), log_level="INFO", log_format="console")
+def test_console_format_is_readable_not_json(make_assay_kernel, capsys):
+    kernel = make_assay_kernel(AddPlugin(), log_level="INFO", log_format="console")
     kernel.call_tool("add", {"a": 1, "b": 2})
     line = [ln for ln in capsys.readouterr().err.splitlines() if "tool_call" in ln][0]
     assert not line.startswith("{") and "tool=add" in line

@@ -182,11 +182,11 @@ def test_schema_is_built_on_first_use_not_at_decoration():
     assert caught.value.code == "TOOL_SCHEMA_INVALID" and "NameError" in caught.value.message
 
 
-def test_strict_mode_builds_tool_schemas_at_registration():
+def test_strict_mode_builds_tool_schemas_at_registration(make_assay_kernel):
     import types
 
     from assay import PluginError, hookimpl
-    from tests.kernel.conftest import bare_kernel, plugin_info
+    from tests.kernel.conftest import plugin_info
 
     @tool
     def broken(x: "NotDefinedAnywhere") -> int:  # noqa: F821
@@ -195,11 +195,11 @@ def test_strict_mode_builds_tool_schemas_at_registration():
 
     plugin = types.ModuleType("lazy_plugin")
     plugin.register_tools = hookimpl(lambda register: register(broken))
-    lenient = bare_kernel(plugin)
+    lenient = make_assay_kernel(plugin)
     assert "broken" in lenient.tools  # default: found on first use, as an error envelope
     assert lenient.call_tool("broken", {"x": 1}).error_code == "TOOL_SCHEMA_INVALID"
     with pytest.raises(PluginError) as caught:
-        bare_kernel(plugin, strict_plugins=True).start()
+        make_assay_kernel(plugin, strict_plugins=True).start()
     assert "NotDefinedAnywhere" in caught.value.message
     assert plugin_info(lenient, "lazy_plugin").status == "loaded"
 
