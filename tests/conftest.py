@@ -28,3 +28,28 @@ def _isolated_assay_env(assay_env):
     """Every test gets its own ASSAY_HOME and no inherited plugin controls
     (``assay_env``, from assay's pytest plugin, ``assay.kernel.testing``)."""
     return assay_env
+
+
+def run_assay(*args: str, env: dict[str, str] | None = None, input: str | None = None):
+    """``assay ARGS`` run in this process, exactly as the console script runs it
+    (``assay.kernel.cli:main``: a kernel from the environment, entry-point
+    plugins, one-line errors and exit codes), through click's ``CliRunner``; a
+    subprocess per call costs about a second. ``env`` is added to the
+    environment for the call. Returns click's ``Result`` (``exit_code``,
+    ``stdout``, ``stderr``)."""
+    from click.testing import CliRunner
+
+    from assay.kernel import cli
+    from assay.kernel.log import configure_logging
+
+    class _ConsoleScript:  # what CliRunner.invoke needs of a command: a name and main()
+        name = "assay"
+
+        @staticmethod
+        def main(args: list[str], prog_name: str, **_: object) -> None:
+            cli.main(list(args))
+
+    try:
+        return CliRunner().invoke(_ConsoleScript(), list(args), env=env, input=input)  # type: ignore[arg-type]
+    finally:
+        configure_logging("WARNING", "auto")  # the run's ASSAY_LOG_* must not outlive it

@@ -15,6 +15,7 @@ from click.testing import CliRunner
 
 from assay.kernel.evidence import capture_python_execution, capture_sql_execution, evidence_manifest
 from assay.plugins import evidence_tools
+from tests.conftest import run_assay
 
 
 def _sql(sink, n=5, sql="select id, name from people"):
@@ -145,10 +146,8 @@ def test_cli_gc_removes_only_unreferenced_content(cli, kernel):
 
 
 def test_assay_artifacts_command_is_registered_through_entry_points(tmp_path):
-    env = dict(os.environ, ASSAY_HOME=str(tmp_path))
-    out = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "artifacts", "--help"], capture_output=True,
-                         text=True, env=env, timeout=60)
-    assert out.returncode == 0, out.stderr
+    out = run_assay("artifacts", "--help", env={"ASSAY_HOME": str(tmp_path)})
+    assert out.exit_code == 0, out.stderr
     for sub in ("ls", "show", "verify", "export", "gc"):
         assert sub in out.stdout
 

@@ -1,4 +1,5 @@
-"""The `assay` command line, run as the installed console script."""
+"""The `assay` command line: in-process through click's CliRunner (``run_assay``),
+and once as the installed console script."""
 
 from __future__ import annotations
 
@@ -8,16 +9,19 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.conftest import run_assay
+
 ASSAY = str(Path(sys.executable).with_name("assay"))
 
 
-def assay(*args: str, **env: str) -> subprocess.CompletedProcess:
-    full_env = {**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools", **env}
-    return subprocess.run([ASSAY, *args], capture_output=True, text=True, env=full_env, timeout=60)
+def assay(*args: str, **env: str):
+    return run_assay(*args, env={"ASSAY_LOAD_PLUGINS": "builtin_tools", **env})
 
 
 def test_plugins_table_lists_plugins_with_distribution_version_hooks_status():
-    out = assay("plugins", ASSAY_LOAD_PLUGINS="builtin_tools")
+    # The one CLI test that pays for a process: run as the installed `assay` console script.
+    out = subprocess.run([ASSAY, "plugins"], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools"})
     assert out.returncode == 0, out.stderr
     header, *rows = out.stdout.splitlines()
     assert header.split() == ["plugin", "distribution", "version", "status", "hooks"]
@@ -46,14 +50,14 @@ def test_tools_json_includes_schemas_and_provenance():
 
 def test_tool_call_prints_the_result_envelope():
     out = assay("tool", "call", "arithmetic", "--args", '{"a": 6, "b": 7, "op": "mul"}')
-    assert out.returncode == 0, out.stderr
+    assert out.exit_code == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["success"] is True and result["data"] == 42.0
 
 
 def test_tool_call_failure_exits_non_zero_with_one_line():
     out = assay("tool", "call", "arithmetic", "--args", '{"a": 1, "b": 0, "op": "div"}')
-    assert out.returncode == 1
+    assert out.exit_code == 1
     assert json.loads(out.stdout)["error_code"] == "TOOL_EXECUTION_FAILED"
     assert out.stderr.strip().splitlines() == ["error: TOOL_EXECUTION_FAILED: ZeroDivisionError: division by zero"]
 
@@ -67,7 +71,7 @@ def test_bad_input_exits_non_zero_with_one_clear_line():
     ]
     for args, expected in cases:
         out = assay(*args)
-        assert out.returncode != 0, args
+        assert out.exit_code != 0, args
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith(expected), (args, out.stderr)
         assert "Traceback" not in out.stderr
@@ -75,29 +79,28 @@ def test_bad_input_exits_non_zero_with_one_clear_line():
 
 def test_invalid_setting_exits_with_one_line():
     out = assay("plugins", ASSAY_STRICT_PLUGINS="maybe")
-    assert out.returncode != 0
+    assert out.exit_code != 0
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: CONFIG_INVALID: strict_plugins")
 
 
 def test_config_command_prints_json():
     out = assay("config")
-    assert out.returncode == 0
+    assert out.exit_code == 0
     assert json.loads(out.stdout)["kernel"]["load_plugins"] == "builtin_tools"
 
 
 def test_unexpected_crash_is_one_line_without_traceback():
-    from click.testing import CliRunner  # noqa: F401 - the console script path is what is tested
+    import assay.kernel.cli as c
 
-    code = (
-        "import sys, assay.kernel.cli as c\n"
-        "@c.cli.command('crash')\n"
-        "def crash():\n"
-        "    raise RuntimeError('something broke')\n"
-        "c.main(['crash'])\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools"})
-    assert out.returncode == 1
+    @c.cli.command("crash")
+    def crash():
+        raise RuntimeError("something broke")
+
+    try:
+        out = assay("crash")
+    finally:
+        del c.cli.commands["crash"]  # the root group is shared by the whole test process
+    assert out.exit_code == 1
     assert out.stderr.strip().splitlines() == [
         "error: internal error: RuntimeError: something broke (set ASSAY_LOG_LEVEL=DEBUG for details)"]
