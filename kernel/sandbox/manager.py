@@ -90,8 +90,9 @@ class SandboxManager:
 
     @classmethod
     def for_kernel(cls, kernel: Any) -> "SandboxManager":
-        """A manager on the kernel's registered runtimes (what ``kernel.sandbox`` makes)."""
-        return cls(SandboxConfig.from_env(), kernel.registry("sandbox_runtimes").as_dict())
+        """A manager on the kernel's registered runtimes and the ``[sandbox]`` section of
+        its settings (what ``kernel.sandbox`` makes)."""
+        return cls(SandboxConfig.from_settings(kernel.settings), kernel.registry("sandbox_runtimes").as_dict())
 
     @property
     def closed(self) -> bool:

@@ -15,7 +15,6 @@ import pytest
 from assay import Kernel, hookimpl
 from assay.kernel.evidence import ArtifactError
 from assay.kernel.sandbox import ProbeResult, SandboxRuntime
-from tests.kernel.conftest import bare_kernel
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernel"
 
@@ -37,25 +36,25 @@ def same_from_threads(get, n: int = 8) -> list:
 
 # --- evidence ---------------------------------------------------------------------------
 
-def test_evidence_is_made_once_per_kernel_even_under_concurrent_first_use():
-    kernel = bare_kernel()
+def test_evidence_is_made_once_per_kernel_even_under_concurrent_first_use(make_assay_kernel):
+    kernel = make_assay_kernel()
     seen = same_from_threads(lambda: kernel.evidence)
     assert all(e is seen[0] for e in seen)
     catalogs = same_from_threads(lambda: kernel.evidence.catalog)
     assert all(c is catalogs[0] for c in catalogs)
-    assert bare_kernel().evidence is not kernel.evidence  # kernels share nothing
+    assert make_assay_kernel().evidence is not kernel.evidence  # kernels share nothing
 
 
-def test_a_kernel_without_plugins_still_has_the_default_local_store():
-    kernel = bare_kernel()
+def test_a_kernel_without_plugins_still_has_the_default_local_store(make_assay_kernel):
+    kernel = make_assay_kernel()
     assert "local" not in kernel.registry("artifact_stores")
     run = kernel.new_run()
     assert run.artifacts is not None and run.artifacts.store.name == "local"
     assert run.artifacts.catalog is kernel.evidence.catalog
 
 
-def test_close_closes_the_evidence_and_the_next_use_makes_it_again():
-    kernel = bare_kernel()
+def test_close_closes_the_evidence_and_the_next_use_makes_it_again(make_assay_kernel):
+    kernel = make_assay_kernel()
     sink = kernel.new_run().artifacts
     first = kernel.evidence
     kernel.close()
@@ -68,19 +67,19 @@ def test_close_closes_the_evidence_and_the_next_use_makes_it_again():
     assert kernel.evidence.catalog.get(record.artifact_id) is not None
 
 
-def test_store_none_gives_no_sink_and_a_catalog_error(monkeypatch):
+def test_store_none_gives_no_sink_and_a_catalog_error(make_assay_kernel, monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_STORE", "none")
-    kernel = bare_kernel()
+    kernel = make_assay_kernel()
     assert kernel.evidence.open_sink("run_x") is None and kernel.new_run().artifacts is None
     with pytest.raises(ArtifactError) as err:
         kernel.evidence.catalog
     assert err.value.code == "ARTIFACT_STORE_UNAVAILABLE"
 
 
-def test_an_unknown_store_names_the_registered_ones(monkeypatch):
+def test_an_unknown_store_names_the_registered_ones(make_assay_kernel, monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_STORE", "nowhere")
     with pytest.raises(ArtifactError) as err:
-        bare_kernel().new_run()
+        make_assay_kernel().new_run()
     assert err.value.code == "ARTIFACT_STORE_UNKNOWN" and "local" in err.value.hint
 
 
@@ -97,13 +96,19 @@ class QuietRuntime(SandboxRuntime):
         raise NotImplementedError
 
 
-def quiet_kernel() -> Kernel:
-    plugin = types.ModuleType("quiet_rt")
-    plugin.register_sandbox_runtimes = hookimpl(lambda register: register(QuietRuntime))
-    return bare_kernel(plugin)
+@pytest.fixture
+def quiet_kernel(make_assay_kernel):
+    """``quiet_kernel()``: a fresh kernel whose one runtime never answers."""
+
+    def make() -> Kernel:
+        plugin = types.ModuleType("quiet_rt")
+        plugin.register_sandbox_runtimes = hookimpl(lambda register: register(QuietRuntime))
+        return make_assay_kernel(plugin)
+
+    return make
 
 
-def test_sandbox_is_the_kernels_manager_on_its_registered_runtimes():
+def test_sandbox_is_the_kernels_manager_on_its_registered_runtimes(quiet_kernel):
     kernel = quiet_kernel()
     seen = same_from_threads(lambda: kernel.sandbox)
     assert all(m is seen[0] for m in seen)
@@ -112,7 +117,7 @@ def test_sandbox_is_the_kernels_manager_on_its_registered_runtimes():
     kernel.close()
 
 
-def test_close_closes_the_sandbox_and_the_next_use_makes_a_new_one():
+def test_close_closes_the_sandbox_and_the_next_use_makes_a_new_one(quiet_kernel):
     kernel = quiet_kernel()
     first = kernel.sandbox
     kernel.close()
@@ -151,11 +156,11 @@ def test_the_kernel_never_imports_a_plugin_by_path():
     assert offenders == []
 
 
-def test_renderers_satisfy_the_kernel_protocol():
+def test_renderers_satisfy_the_kernel_protocol(make_assay_kernel):
     from assay.kernel.reports import ReportDocument, ReportRenderer
     from assay.plugins.reports.markdown import MarkdownRenderer
 
-    kernel = bare_kernel("assay.plugins.reports.markdown")
+    kernel = make_assay_kernel("assay.plugins.reports.markdown")
     assert isinstance(kernel.renderer("markdown"), ReportRenderer)
     assert isinstance(MarkdownRenderer(), ReportRenderer)
     assert not isinstance(object(), ReportRenderer)
