@@ -23,6 +23,16 @@ def require(available: bool, what: str) -> None:
     pytest.skip(f"{what} is not available here")
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # assay's pytest plugin normally arrives through its pytest11 entry point; an
+    # environment without it (plugin autoloading off, or an editable install made
+    # before the entry point existed) still gets the fixtures the suite relies on.
+    if not config.pluginmanager.has_plugin("assay"):
+        import assay.kernel.testing
+
+        config.pluginmanager.register(assay.kernel.testing, "assay")
+
+
 @pytest.fixture(autouse=True)
 def _isolated_assay_env(assay_env):
     """Every test gets its own ASSAY_HOME and no inherited plugin controls
