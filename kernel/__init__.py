@@ -12,7 +12,7 @@ from .registry import Lazy
 from .resources import PromptBudget, Resource, ResourcePack, ResourceType
 from .tool_result import ArtifactRef, ToolResult
 from .settings import Settings
-from .tools import BaseTool, FunctionTool, JsonSchemaTool, LazyTool, tool
+from .tools import BaseTool, FunctionTool, JsonSchemaTool, tool
 
 __all__ = [
     "ArtifactRef",
@@ -23,7 +23,6 @@ __all__ = [
     "JsonSchemaTool",
     "Kernel",
     "Lazy",
-    "LazyTool",
     "PluginError",
     "PluginInfo",
     "PromptBudget",

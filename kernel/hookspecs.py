@@ -47,10 +47,11 @@ def register_tools(register, settings, kernel):
     """Add tools the model can call.
 
     ``register(tool)`` takes a :class:`kernel.BaseTool`, a plain function
-    (wrapped with :func:`assay.tool`), a ``"package.module:attr"`` string or
-    a :class:`kernel.Lazy` (a :class:`kernel.LazyTool`, listed at once,
-    imported when its schema is read or it is called). Names must be unique
-    across plugins.
+    (wrapped with :func:`assay.tool`), a :class:`kernel.Lazy` or a
+    ``"package.module:attr"`` string (short for ``Lazy(that string)``): a
+    lazy tool's name is listed at once, and it is imported when it is first
+    looked up or listed (``kernel.get_tool``, ``kernel.tools``, a call).
+    Names must be unique across plugins.
     """
 
 

@@ -34,7 +34,7 @@ from .registry import REGISTER_HOOKS, VALIDATORS, Lazy, Registry, validate
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
 from .tool_result import ToolResult
 from .settings import Settings
-from .tools import ArgumentsInvalid, BaseTool, LazyTool
+from .tools import ArgumentsInvalid, BaseTool
 
 if TYPE_CHECKING:
     from .evidence.kernel_evidence import KernelEvidence
@@ -149,8 +149,6 @@ class Kernel:
             name, value = validate(kind, item)
             if kind == "resources" and str(value.type) not in self._registries["resource_types"]:
                 raise TypeError(f"resource {name!r} has unknown type {value.type!r}")
-            if isinstance(value, LazyTool):
-                value.bind(self, lambda error: self._lazy_failed(plugin, error, name))
             if strict:  # strict mode loads lazy registrations and builds every schema now; by default on first use
                 if type(value) is Lazy:
                     value = registry.load_lazy(value)
@@ -192,13 +190,16 @@ class Kernel:
                 self._pm.unregister(obj)
             self._record_failure(self._infos[plugin], error, cause)
 
-    def _lazy_failed(self, plugin: str, error: AssayError, tool: str | None = None) -> None:
-        """A lazy registration of ``plugin`` could not be loaded on first use: the plugin fails."""
+    def _lazy_failed(self, plugin: str, error: AssayError) -> None:
+        """A lazy registration of ``plugin`` could not be loaded on first use: the plugin fails.
+
+        The name that failed keeps answering its own error (``TOOL_LOAD_FAILED``
+        for a tool, the registry recorded it); the plugin's other names answer
+        ``PLUGIN_LOAD_FAILED``.
+        """
         info = self._infos.get(plugin)
         if info is None or info.status == "failed":
             return  # already recorded (or a host registration, which has no plugin to fail)
-        if tool is not None:
-            self._registries["tools"].mark_failed(tool, error)
         failure = error if error.code == PLUGIN_LOAD_FAILED else PluginError(
             PLUGIN_LOAD_FAILED, f"plugin {plugin!r}: {error.message}", error.hint, details=error.details)
         self._fail_plugin(plugin, failure, error.__cause__ or error, tombstone=failure)
@@ -417,7 +418,10 @@ class Kernel:
         if not self._started:
             self.start()
         tools = self._registries["tools"]
-        entry = tools.entry(name)
+        try:
+            entry = tools.entry(name)  # a lazy tool is imported now
+        except AssayError as exc:  # it could not be (now or before): TOOL_LOAD_FAILED, its plugin failed
+            return None, None, ToolResult.from_error(exc)
         if entry is None:
             failed = tools.failure(name)
             if failed is not None:  # its plugin failed to load something on first use

@@ -7,10 +7,14 @@ registered twice is an error naming both plugins.
 A plugin may register a :class:`Lazy` descriptor instead of the object: a
 name, a ``"package.module:attr"`` path and the few attributes the kernel
 reads without importing (``isolated`` for sandbox runtimes, ``type`` for
-resources). The registry imports the path on first use (``get``, ``items``,
-``as_dict``), checks the object as if it had been registered directly,
-caches it, and reports a failure as the plugin's failure
-(``PLUGIN_LOAD_FAILED``): the kernel rolls the plugin back and records why.
+resources). This is the kernel's one way of being lazy, for every kind,
+tools included (a plain ``"package.module:attr"`` string registered as a
+tool is a :class:`Lazy` too). The name is listed at once; the registry
+imports the path on first use (``get``, ``entry``, ``items``, ``as_dict``),
+checks the object as if it had been registered directly, caches it, and
+reports a failure as the plugin's failure (``PLUGIN_LOAD_FAILED``): the
+kernel rolls the plugin back and records why. :func:`resolve_path` is the
+one resolver of ``"package.module:attr"`` strings.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Generic, Iterator, TypeVar
 
-from .errors import PLUGIN_LOAD_FAILED, PLUGIN_NAME_CONFLICT, PLUGIN_REGISTER_FAILED, AssayError, PluginError
+from .errors import (
+    PLUGIN_LOAD_FAILED,
+    PLUGIN_NAME_CONFLICT,
+    PLUGIN_REGISTER_FAILED,
+    TOOL_LOAD_FAILED,
+    AssayError,
+    PluginError,
+)
 
 T = TypeVar("T")
 _SIMPLE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -140,8 +151,9 @@ class Registry(Generic[T]):
     def get(self, name: str) -> T | None:
         """The object (a lazy one is loaded now); None when unknown.
 
-        Raises :class:`PluginError` ``PLUGIN_LOAD_FAILED`` when ``name`` was
-        lazy and could not be loaded (now or before).
+        Raises :class:`PluginError` ``PLUGIN_LOAD_FAILED`` (``TOOL_LOAD_FAILED``
+        for a tool) when ``name`` was lazy and could not be loaded (now or
+        before).
         """
         entry = self._entries.get(name)
         if entry is None:
@@ -156,7 +168,7 @@ class Registry(Generic[T]):
         entry = self._entries.get(name)
         if entry is None or type(entry.obj) is not Lazy:
             return entry
-        self._load(entry)  # raises PLUGIN_LOAD_FAILED
+        self._load(entry)  # raises PLUGIN_LOAD_FAILED (TOOL_LOAD_FAILED for a tool)
         return self._entries.get(name)
 
     def peek(self, name: str) -> Any:
@@ -169,10 +181,6 @@ class Registry(Generic[T]):
         entry = self._entries.get(name)
         return entry.plugin if entry else None
 
-    def mark_failed(self, name: str, error: AssayError) -> None:
-        """Have :meth:`get` answer ``error`` for ``name`` once it is removed."""
-        self._failed[name] = error
-
     def failure(self, name: str) -> AssayError | None:
         """Why the lazy ``name`` is gone, if its loading failed."""
         return self._failed.get(name)
@@ -181,6 +189,8 @@ class Registry(Generic[T]):
         """Import and check ``lazy``; raises :class:`PluginError` ``PLUGIN_LOAD_FAILED``. No side effects."""
         try:
             obj = lazy.load(self.owner)
+            if self.kind == "tools":
+                obj = _as_tool(obj, lazy.name)
             name, value = VALIDATORS[self.kind](obj)
             if name != lazy.name:
                 raise TypeError(f"it is {self.kind} {name!r}, registered as {lazy.name!r}")
@@ -210,14 +220,20 @@ class Registry(Generic[T]):
                 exc.message = f"plugin {current.plugin!r}: {exc.message}"
                 exc.args = (f"{exc.code}: {exc.message}",)
                 del self._entries[current.name]
-                self._failed[current.name] = exc
+                # the name itself answers its kind's code (TOOL_LOAD_FAILED for a tool); the plugin fails
+                # with PLUGIN_LOAD_FAILED, and its other names answer that
+                own = exc
+                if self.kind in NAME_LOAD_FAILED:
+                    own = PluginError(NAME_LOAD_FAILED[self.kind], exc.message, exc.hint, details=exc.details)
+                    own.__cause__ = exc.__cause__
+                self._failed[current.name] = own
                 failed = exc
             else:
                 self._entries[current.name] = Entry(current.name, value, current.plugin)
                 return value
         if self.on_failure is not None:  # outside the lock: the kernel rolls back every registry
             self.on_failure(current.plugin, failed)
-        raise failed
+        raise self._failed.get(current.name, failed)
 
     def _loaded_items(self) -> list[tuple[str, T]]:
         out = []
@@ -283,34 +299,37 @@ def _resource(obj: Any) -> tuple[str, Any]:
     return obj.name, obj
 
 
-def _tool(obj: Any) -> tuple[str, Any]:
-    from .tools import BaseTool, FunctionTool, LazyTool
+def _as_tool(obj: Any, name: str | None = None) -> Any:
+    """``obj`` as a tool: a :class:`~assay.kernel.tools.BaseTool` as is, a function wrapped (named ``name``)."""
+    from .tools import BaseTool, FunctionTool
 
     if isinstance(obj, BaseTool):
-        return obj.name, obj
-    if isinstance(obj, str):
-        lazy = LazyTool(obj)
-        return lazy.name, lazy
+        return obj
     if callable(obj):
-        wrapped = FunctionTool(obj)
-        return wrapped.name, wrapped
+        return FunctionTool(obj, name=name)
     raise TypeError(f"register_tools takes a BaseTool or a function, got {type(obj).__name__}")
+
+
+def _tool(obj: Any) -> tuple[str, Any]:
+    tool = _as_tool(obj)
+    return tool.name, tool
 
 
 def validate(kind: str, item: Any) -> tuple[str, Any]:
     """(name, what to store) for ``item`` registered as ``kind``; raises ``TypeError`` when invalid.
 
-    A :class:`Lazy` is stored as is (a tool one becomes a
-    :class:`kernel.LazyTool`, so it lists like any tool); it must declare the
-    attributes :data:`LAZY_DECLARED` names for its kind.
+    A :class:`Lazy` is stored as is; it must declare the attributes
+    :data:`LAZY_DECLARED` names for its kind. A ``"package.module:attr"``
+    string registered as a tool becomes ``Lazy(that string)``.
     """
+    if kind == "tools" and isinstance(item, str):
+        item = Lazy(item)
     if type(item) is not Lazy:
         return VALIDATORS[kind](item)
     if kind == "tools":
-        from .tools import LazyTool
+        from .tools import check_name
 
-        tool = LazyTool(item.target, name=item.name, factory=item.factory)
-        return tool.name, tool
+        check_name(item.name)
     if kind == "resource_types":
         raise TypeError("resource types are registered by name, not lazily")
     if not isinstance(item.name, str) or not item.name:
@@ -327,6 +346,9 @@ LAZY_DECLARED: dict[str, tuple[str, ...]] = {
     "sandbox_runtimes": ("isolated",),
     "resources": ("type",),
 }
+
+#: Kinds whose lazy entries answer their own code, not ``PLUGIN_LOAD_FAILED``, once loading failed.
+NAME_LOAD_FAILED: dict[str, str] = {"tools": TOOL_LOAD_FAILED}
 
 VALIDATORS: dict[str, Callable[[Any], tuple[str, Any]]] = {
     "resource_types": _resource_type,

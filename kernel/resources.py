@@ -1,23 +1,24 @@
-"""Resources: one interface for everything the model can be given.
+"""Resources: what the model is told about.
 
-A database, a tool, a knowledge base or a pack of them all answer the same two
-questions: how to describe yourself to the model (:meth:`Resource.get_prompt`)
-and how to do the work (:meth:`Resource.execute`).
+A database, a knowledge base or a pack of them describe themselves to the
+model (:meth:`Resource.get_prompt`); the system prompt is built from those
+descriptions. A resource is not run: the work is done through the tools that
+plugins register for it (a database is queried through ``sql_query``), and
+tools (:mod:`assay.kernel.tools`) are called, not described here.
 """
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
-from typing import Any, ClassVar, Iterable, Sequence
+from typing import ClassVar, Iterable, Sequence
 
 
 class ResourceType(str):
-    """The kind of a resource. The four built-in kinds are class attributes;
-    plugins add more through the ``register_resource_types`` hook."""
+    """The kind of a resource. The three built-in kinds are class attributes;
+    plugins add more through the ``register_resource_types`` hook. (Tools are
+    not resources, so there is no ``tool`` kind.)"""
 
     DATABASE: ClassVar["ResourceType"]
-    TOOL: ClassVar["ResourceType"]
     KNOWLEDGE: ClassVar["ResourceType"]
     PACK: ClassVar["ResourceType"]
 
@@ -26,11 +27,10 @@ class ResourceType(str):
 
 
 ResourceType.DATABASE = ResourceType("database")
-ResourceType.TOOL = ResourceType("tool")
 ResourceType.KNOWLEDGE = ResourceType("knowledge")
 ResourceType.PACK = ResourceType("pack")
 
-BUILTIN_RESOURCE_TYPES = (ResourceType.DATABASE, ResourceType.TOOL, ResourceType.KNOWLEDGE, ResourceType.PACK)
+BUILTIN_RESOURCE_TYPES = (ResourceType.DATABASE, ResourceType.KNOWLEDGE, ResourceType.PACK)
 
 
 @dataclass(frozen=True)
@@ -43,16 +43,11 @@ class PromptBudget:
 class Resource:
     """Base class of every resource.
 
-    Subclasses set ``name`` and ``type`` and implement :meth:`get_prompt` and
-    one of :meth:`execute` / :meth:`async_execute` (``is_async`` says which).
+    Subclasses set ``name`` and ``type`` and implement :meth:`get_prompt`.
     """
 
     name: str = ""
     type: ResourceType = ResourceType.KNOWLEDGE
-
-    @property
-    def is_async(self) -> bool:
-        return False
 
     @property
     def is_pack(self) -> bool:
@@ -65,14 +60,6 @@ class Resource:
     def get_prompt(self, budget: PromptBudget | None = None) -> str:
         """Describe this resource to the model, within ``budget``."""
         raise NotImplementedError
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Do the resource's work synchronously."""
-        raise NotImplementedError(f"resource {self.name!r} has no synchronous execute")
-
-    async def async_execute(self, *args: Any, **kwargs: Any) -> Any:
-        """Do the resource's work from async code (sync work runs off the loop)."""
-        return await asyncio.to_thread(self.execute, *args, **kwargs)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.type}:{self.name}>"
@@ -98,19 +85,6 @@ class ResourcePack(Resource):
 
     def get_prompt(self, budget: PromptBudget | None = None) -> str:
         return build_resource_prompt(self._resources, budget, heading=self.description)
-
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        raise TypeError(f"pack {self.name!r} is not executable; execute one of its resources")
-
-
-def flatten(resources: Iterable[Resource]) -> list[Resource]:
-    """Resources with packs expanded, depth first, in order."""
-    out: list[Resource] = []
-    for resource in resources:
-        out.append(resource)
-        if resource.is_pack:
-            out.extend(flatten(resource.sub_resources))
-    return out
 
 
 def build_resource_prompt(

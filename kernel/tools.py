@@ -4,12 +4,17 @@
 Schema comes from its signature. :class:`JsonSchemaTool` is for tools defined
 by a raw JSON Schema (for example proxied from another system). Both validate
 arguments before every call and report problems with their paths.
+
+A tool is not a resource: resources describe themselves to the model
+(``get_prompt``) and are worked through the tools they provide; a tool is
+called, through :meth:`BaseTool.invoke` / :meth:`BaseTool.ainvoke`. A tool
+registered lazily is a :class:`~assay.kernel.registry.Lazy` entry of the
+``tools`` registry, imported on first use like any other kind.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import threading
 from typing import Any, Awaitable, Callable, overload
@@ -17,7 +22,7 @@ from typing import Any, Awaitable, Callable, overload
 from pydantic import ValidationError
 
 from .context import RunContext
-from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, TOOL_LOAD_FAILED, TOOL_SCHEMA_INVALID, AssayError
+from .errors import TOOL_ARGUMENTS_INVALID, TOOL_ASYNC_ONLY, TOOL_SCHEMA_INVALID, AssayError
 from .function_schema import (
     FunctionSchema,
     check_function,
@@ -26,7 +31,6 @@ from .function_schema import (
     is_async_callable,
     unwrap,
 )
-from .resources import PromptBudget, Resource, ResourceType
 
 _TOOL_NAME = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_.-]{0,63}$")
 
@@ -45,11 +49,21 @@ class ArgumentsInvalid(AssayError):
         )
 
 
-class BaseTool(Resource):
-    """A resource the model calls with JSON arguments."""
+class BaseTool:
+    """Something the model calls with JSON arguments.
 
-    type = ResourceType.TOOL
+    Subclasses set ``name`` and ``description`` and implement
+    :attr:`parameters`, :meth:`validate_arguments` and :meth:`invoke` (or
+    :meth:`ainvoke`, with ``is_async`` true).
+    """
+
+    name: str = ""
     description: str = ""
+
+    @property
+    def is_async(self) -> bool:
+        """True when the tool runs only from async code (:meth:`ainvoke`)."""
+        return False
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -71,11 +85,6 @@ class BaseTool(Resource):
         """Run the tool from async code; sync tools run in a worker thread."""
         return await asyncio.to_thread(self.invoke, validated, run)
 
-    def get_prompt(self, budget: PromptBudget | None = None) -> str:
-        text = f"{self.name}: {self.description}\nparameters: {json.dumps(self.parameters, sort_keys=True)}"
-        limit = (budget or PromptBudget()).max_chars
-        return text if len(text) <= limit else text[: max(0, limit - 20)] + " ... (truncated)"
-
     def to_openai(self) -> dict[str, Any]:
         """The OpenAI function-calling definition."""
         return {
@@ -86,6 +95,9 @@ class BaseTool(Resource):
     def to_mcp(self) -> dict[str, Any]:
         """The MCP ``tools/list`` entry."""
         return {"name": self.name, "description": self.description, "inputSchema": self.parameters}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name}>"
 
 
 class FunctionTool(BaseTool):
@@ -99,7 +111,7 @@ class FunctionTool(BaseTool):
     def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
         target = unwrap(func)
         self.func = func
-        self.name = _check_name(name or getattr(target, "__name__", ""))
+        self.name = check_name(name or getattr(target, "__name__", ""))
         check_function(func, description)
         self._description = description
         self._is_async = is_async_callable(func)
@@ -168,17 +180,6 @@ class FunctionTool(BaseTool):
             return await self.func(*args, **kwargs)
         return await asyncio.to_thread(self.invoke, validated, run)
 
-    # The seed's direct-call surface: execute for sync, async_execute for async.
-    def execute(self, *args: Any, **kwargs: Any) -> Any:
-        if self._is_async:
-            raise ValueError("The function is asynchronous")
-        return self.func(*args, **kwargs)
-
-    async def async_execute(self, *args: Any, **kwargs: Any) -> Any:
-        if not self._is_async:
-            return await asyncio.to_thread(self.func, *args, **kwargs)
-        return await self.func(*args, **kwargs)
-
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.func(*args, **kwargs)
 
@@ -200,7 +201,7 @@ class JsonSchemaTool(BaseTool):
 
         if not description or not description.strip():
             raise ValueError("The description is required")
-        self.name = _check_name(name)
+        self.name = check_name(name)
         self.description = description.strip()
         jsonschema.Draft202012Validator.check_schema(parameters)
         self._parameters = parameters
@@ -236,96 +237,6 @@ class JsonSchemaTool(BaseTool):
         return await asyncio.to_thread(self.handler, validated, run)
 
 
-class LazyTool(BaseTool):
-    """A tool named now and imported on first use: ``LazyTool("pkg.module:attr")``.
-
-    ``attr`` is a :class:`BaseTool` or a function (wrapped with :func:`tool`);
-    with ``factory=True`` it is called with the kernel and returns the tool
-    (for tools bound to one kernel). Plugins whose tools pull in heavy modules
-    register them this way (or pass ``"pkg.module:attr"`` or a
-    :class:`kernel.Lazy` to ``register``), so start-up imports nothing of
-    them. It lists like any tool; its description and schema import it. An
-    import failure answers ``TOOL_LOAD_FAILED`` and fails the plugin that
-    registered it (``PLUGIN_LOAD_FAILED`` in ``assay plugins``);
-    ``ASSAY_STRICT_PLUGINS=1`` loads every lazy tool at registration.
-    """
-
-    def __init__(self, target: str, *, name: str | None = None, factory: bool = False) -> None:
-        module, sep, attr = target.partition(":")
-        if not sep or not module or not attr:
-            raise ValueError(f"a lazy tool is named 'package.module:attribute', got {target!r}")
-        self.target = target
-        self.name = _check_name(name or attr.rsplit(".", 1)[-1])
-        self.factory = factory
-        self._tool: BaseTool | None = None
-        self._lock = threading.Lock()
-        self._owner: Any = None
-        self._on_failure: Callable[[AssayError], None] | None = None
-
-    def bind(self, owner: Any, on_failure: Callable[[AssayError], None] | None = None) -> None:
-        """Set the kernel a factory is called with, and who is told when loading fails."""
-        self._owner = owner
-        self._on_failure = on_failure
-
-    @property
-    def loaded(self) -> BaseTool:
-        if self._tool is None:
-            failed = None
-            with self._lock:
-                if self._tool is None:
-                    try:
-                        self._tool = self._load()
-                    except AssayError as exc:
-                        failed = exc
-            if failed is not None:
-                if self._on_failure is not None:  # outside the lock: the kernel rolls the plugin back
-                    self._on_failure(failed)
-                raise failed
-        return self._tool  # type: ignore[return-value]
-
-    def _load(self) -> BaseTool:
-        from .registry import resolve_path
-
-        try:
-            obj: Any = resolve_path(self.target, call_with=(self._owner,) if self.factory else None)
-            if not isinstance(obj, BaseTool):
-                obj = FunctionTool(obj, name=self.name)
-        except Exception as exc:  # noqa: BLE001 - reported as the tool's outcome
-            raise AssayError(
-                TOOL_LOAD_FAILED,
-                f"tool {self.name!r} could not be loaded from {self.target}: {type(exc).__name__}: {exc}",
-                "Reinstall or fix the plugin that provides it.",
-            ) from exc
-        if obj.name != self.name:
-            raise AssayError(TOOL_LOAD_FAILED, f"{self.target} is tool {obj.name!r}, registered as {self.name!r}",
-                             "Register it under the name the tool has.")
-        return obj
-
-    def prepare(self) -> None:
-        self.loaded.prepare()
-
-    @property
-    def description(self) -> str:  # type: ignore[override]
-        return self.loaded.description
-
-    @property
-    def is_async(self) -> bool:
-        return self.loaded.is_async
-
-    @property
-    def parameters(self) -> dict[str, Any]:
-        return self.loaded.parameters
-
-    def validate_arguments(self, arguments: dict[str, Any]) -> Any:
-        return self.loaded.validate_arguments(arguments)
-
-    def invoke(self, validated: Any, run: RunContext | None) -> Any:
-        return self.loaded.invoke(validated, run)
-
-    async def ainvoke(self, validated: Any, run: RunContext | None) -> Any:
-        return await self.loaded.ainvoke(validated, run)
-
-
 @overload
 def tool(func: Callable[..., Any], /) -> FunctionTool: ...
 @overload
@@ -351,7 +262,7 @@ def _async_only(name: str) -> AssayError:
     )
 
 
-def _check_name(name: str) -> str:
+def check_name(name: str) -> str:
     if not _TOOL_NAME.match(name or ""):
         raise ValueError(f"invalid tool name {name!r}: use letters, digits, '_', '.', '-' (max 64)")
     return name

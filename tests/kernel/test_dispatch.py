@@ -141,9 +141,10 @@ def test_async_tool_through_sync_channel_raises_clear_error(kernel_with):
     assert caught.value.code == "TOOL_ASYNC_ONLY" and "acall_tool" in caught.value.hint
 
 
-def test_async_tool_direct_execute_raises_clear_error():
-    with pytest.raises(ValueError, match="asynchronous"):
-        slow_async.execute(0)
+def test_async_tool_direct_invoke_raises_clear_error():
+    with pytest.raises(AssayError) as caught:
+        slow_async.invoke({"delay": 0}, None)
+    assert caught.value.code == "TOOL_ASYNC_ONLY" and "acall_tool" in caught.value.hint
 
 
 async def test_async_tool_through_async_channel(kernel_with):
@@ -234,7 +235,7 @@ def test_mcp_export_shape(kernel_with):
 def test_lazy_tool_registered_by_path_imports_on_first_use(make_dist, only):
     import sys
 
-    from assay import Kernel, LazyTool
+    from assay import BaseTool, Kernel, Lazy
 
     modules = make_dist("acme", {
         "lazy": '''
@@ -252,16 +253,17 @@ def register_tools(register):
     Path(sys.path[0], impl + ".py").write_text('def triple(x: int) -> int:\n    """Triple x."""\n    return 3 * x\n')
     only("lazy")
     kernel = Kernel()
-    assert isinstance(kernel.tools["triple"], LazyTool) and impl not in sys.modules  # started, not imported
+    tools = kernel.registry("tools")  # started, listed, not imported
+    assert "triple" in tools and type(tools.peek("triple")) is Lazy and impl not in sys.modules
     result = kernel.call_tool("triple", {"x": 2})
-    assert result.data == 6 and impl in sys.modules
+    assert result.data == 6 and impl in sys.modules and isinstance(tools.peek("triple"), BaseTool)
     assert kernel.tools["triple"].parameters["properties"]["x"]["type"] == "integer"
     sys.modules.pop(impl, None)
 
 
 def test_lazy_tool_that_fails_to_import_answers_tool_load_failed(kernel_with):
-    from assay import LazyTool
+    from assay import Lazy
 
-    kernel = kernel_with(LazyTool("no_such_module_anywhere:thing"))
+    kernel = kernel_with(Lazy("no_such_module_anywhere:thing"))
     result = kernel.call_tool("thing", {})
     assert result.error_code == "TOOL_LOAD_FAILED" and "no_such_module_anywhere" in result.message

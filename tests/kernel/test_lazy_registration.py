@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from assay import Kernel, Lazy, LazyTool, PluginError, Settings, hookimpl
+from assay import BaseTool, Kernel, Lazy, PluginError, Settings, hookimpl
 from tests.kernel.conftest import plugin_info
 
 
@@ -143,18 +143,39 @@ def make(kernel):
     kernel = make_assay_kernel(plugin("who", register_tools=lambda register: register(
         Lazy(f"{module}:make", name="whoami", factory=True))))
     kernel.label = "mine"
-    assert isinstance(kernel.tools["whoami"], LazyTool) and module not in sys.modules
+    tools = kernel.registry("tools")
+    assert list(tools) == ["whoami"] and type(tools.peek("whoami")) is Lazy  # listed by name, not imported
+    assert kernel.plugins()[0].registered == {"tools": ["whoami"]} and module not in sys.modules
     assert kernel.call_tool("whoami").data == "mine"
+    assert isinstance(tools.peek("whoami"), BaseTool)  # loaded once, cached
 
 
 def test_lazy_tool_load_failure_fails_its_plugin_and_keeps_answering_tool_load_failed(make_assay_kernel):
     kernel = make_assay_kernel(plugin("broken_tools", register_tools=lambda register: register(
         "no_such_module_anywhere_xyz:thing")))
+    assert "thing" in kernel.registry("tools")  # listed before anything is imported
     first = kernel.call_tool("thing", {})
     assert first.error_code == "TOOL_LOAD_FAILED"
     info = plugin_info(kernel, "broken_tools")
     assert info.status == "failed" and info.error["code"] == "PLUGIN_LOAD_FAILED"
     assert kernel.call_tool("thing", {}).error_code == "TOOL_LOAD_FAILED"
+    with pytest.raises(PluginError) as caught:  # looking it up answers the same, never a silent None
+        kernel.get_tool("thing")
+    assert caught.value.code == "TOOL_LOAD_FAILED"
+
+
+def test_listing_tools_loads_lazy_ones_and_leaves_out_a_failed_one(make_assay_kernel):
+    def answer() -> int:
+        """The answer."""
+        return 42
+
+    broken = plugin("broken", register_tools=lambda register: register("no_such_module_anywhere_xyz:thing"))
+    fine = plugin("fine", register_tools=lambda register: register(answer))
+    kernel = make_assay_kernel(broken, fine)
+    assert sorted(kernel.registry("tools")) == ["answer", "thing"]
+    assert sorted(kernel.tools) == ["answer"]
+    assert plugin_info(kernel, "broken").error["code"] == "PLUGIN_LOAD_FAILED"
+    assert [d["function"]["name"] for d in kernel.tool_definitions()] == ["answer"]
 
 
 def test_lazy_resource_declares_its_type_and_loads_when_listed(make_assay_kernel, impl_module):

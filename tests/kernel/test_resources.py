@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import pytest
 
 from assay import PromptBudget, Resource, ResourcePack, ResourceType
@@ -18,9 +16,6 @@ class Db(Resource):
     def get_prompt(self, budget=None):
         return self.text
 
-    def execute(self, sql: str) -> str:
-        return f"ran {sql} on {self.name}"
-
 
 def test_resource_pack_bundles_sub_resources():
     pack = ResourcePack("warehouse", [Db("sales"), Db("hr")], description="The warehouse.")
@@ -28,8 +23,7 @@ def test_resource_pack_bundles_sub_resources():
     assert [r.name for r in pack.sub_resources] == ["sales", "hr"]
     prompt = pack.get_prompt()
     assert prompt.startswith("The warehouse.") and "[database:sales]" in prompt and "[database:hr]" in prompt
-    with pytest.raises(TypeError):
-        pack.execute()
+    assert not hasattr(pack, "execute")  # a pack, like any resource, is worked through the tools it provides
 
 
 def test_system_prompt_is_built_from_attached_resources(make_assay_kernel):
@@ -69,6 +63,16 @@ def test_attaching_a_taken_name_is_an_error(make_assay_kernel):
         kernel.attach(Db("sales"))
 
 
-def test_resource_async_execute_runs_sync_execute():
-    assert asyncio.run(Db("s").async_execute("select 1")) == "ran select 1 on s"
-    assert Db("s").is_async is False
+def test_resources_describe_themselves_and_tools_are_not_resources():
+    from assay import BaseTool, tool
+
+    @tool
+    def count(sql: str) -> int:
+        """Count rows."""
+        return 0
+
+    assert not isinstance(count, Resource) and isinstance(count, BaseTool)
+    for name in ("execute", "async_execute", "is_async"):
+        assert not hasattr(Db("s"), name)
+    assert not hasattr(count, "execute") and not hasattr(count, "get_prompt")
+    assert Db("s").get_prompt() == "database s: tables orders, customers"
