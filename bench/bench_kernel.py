@@ -76,14 +76,13 @@ print(json.dumps({"scan_ms": (t1 - t0) * 1e3, "entry_points": len(eps)}))
 """
 
 ALONE = r"""
-import json, sys, time, importlib
+import json, sys, time
 import assay
 t0 = time.perf_counter()
 try:
-    module, _, attr = sys.argv[1].partition(":")  # an entry point may name an object in a module
-    loaded = importlib.import_module(module)
-    for part in filter(None, attr.split(".")):
-        loaded = getattr(loaded, part)
+    from assay.kernel.registry import resolve_path  # imported by `import assay` already
+
+    loaded = resolve_path(sys.argv[1])  # an entry point may name an object in a module
     ms = (time.perf_counter() - t0) * 1e3
 except Exception:
     ms = None

@@ -10,7 +10,6 @@ to register is isolated: the failure is recorded and everything else works.
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata as md
 import re
 from dataclasses import asdict, dataclass, field
@@ -123,11 +122,15 @@ def _name_and_version(dist: Any) -> tuple[str | None, str | None]:
 
 
 def candidate_for_object(obj: Any, name: str | None = None) -> Candidate:
-    """A host-supplied plugin: a module, a module path string, or any object with hook functions."""
+    """A host-supplied plugin: a module, a ``"package.module"`` or ``"package.module:attr"`` path
+    (resolved by :func:`~assay.kernel.registry.resolve_path`), or any object with hook functions."""
     if isinstance(obj, str):
-        module_name = obj
-        return Candidate(name or module_name.rsplit(".", 1)[-1], module_name, None, None,
-                         lambda: importlib.import_module(module_name), host=True)
+        from .registry import resolve_path
+
+        path = obj
+        module_name, _, attr = path.partition(":")
+        return Candidate(name or (attr or module_name).rsplit(".", 1)[-1], module_name, None, None,
+                         lambda: resolve_path(path), host=True)
     module = obj.__name__ if isinstance(obj, ModuleType) else getattr(obj, "__module__", type(obj).__module__)
     plugin_name = name or getattr(obj, "__name__", None) or type(obj).__name__
     return Candidate(plugin_name.rsplit(".", 1)[-1], module, None, None, lambda: obj, host=True)

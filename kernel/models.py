@@ -1,11 +1,11 @@
 """Models: what drives the agent, behind one small interface.
 
-(``Message``, ``ToolCall`` and ``Usage`` are importable from here too.)
-
 A model provider is a :class:`Model` subclass registered through the
 ``register_models`` hook. It turns a conversation (a list of
 :class:`Message`) plus tool definitions (OpenAI function-calling shape) into
-the next assistant :class:`Message`: final text, or tool calls.
+the next assistant :class:`Message`: final text, or tool calls. The message
+types live in :mod:`assay.kernel.messages` (pydantic models, imported when a
+model first answers, so a model plugin's module imports without building them).
 """
 
 from __future__ import annotations
@@ -14,19 +14,7 @@ import asyncio
 from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
-    from .messages import Message, ToolCall, Usage
-
-_LAZY = {"Message", "ToolCall", "Usage", "Role"}
-
-
-def __getattr__(name: str) -> Any:
-    # The pydantic message types live in kernel.messages and load on first use,
-    # so a model plugin's module imports without building them.
-    if name in _LAZY:
-        from . import messages
-
-        return getattr(messages, name)
-    raise AttributeError(f"module 'assay.kernel.models' has no attribute {name!r}")
+    from .messages import Message
 
 
 class Model:

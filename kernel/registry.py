@@ -78,10 +78,13 @@ class Lazy:
 
 
 def resolve_path(target: str, call_with: tuple[Any, ...] | None = None) -> Any:
-    """The object at ``"package.module:attr.sub"``; called with ``call_with`` when given."""
+    """The object at ``"package.module:attr.sub"`` (the module itself for ``"package.module"``).
+
+    The one resolver of such paths in the kernel; called with ``call_with`` when given.
+    """
     module, _, attr = target.partition(":")
     obj: Any = importlib.import_module(module)
-    for part in attr.split("."):
+    for part in filter(None, attr.split(".")):
         obj = getattr(obj, part)
     return obj(*call_with) if call_with is not None else obj
 

@@ -1,5 +1,8 @@
 """The model-facing evidence tools (registered lazily by :mod:`assay.plugins.evidence_tools`).
 
+Kept apart from that plugin module because importing these loads the evidence
+store (~30 ms measured), which kernel start-up must not.
+
 ``read_artifact_result`` (a verified, bounded selection of one artifact),
 ``report_evidence_manifest`` (what the run captured) and
 ``artifact_details`` (full records of up to 12 artifacts).

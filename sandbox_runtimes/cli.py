@@ -10,8 +10,6 @@ from typing import Any
 
 import click
 
-from assay import hookimpl
-
 # Shipped as package data, so an installed wheel can build the image too.
 BUILD_SCRIPT = Path(__file__).resolve().parent / "image" / "build-sandbox-image.sh"
 
@@ -138,8 +136,3 @@ def run_cmd(ctx: click.Context, runtime_name: str | None, timeout_s: float | Non
     if result.timed_out:
         sys.exit(124)
     sys.exit(result.exit_code if result.exit_code is not None else 1)
-
-
-@hookimpl
-def register_commands(cli):
-    cli.add_command(sandbox_group)

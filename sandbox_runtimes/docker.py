@@ -26,7 +26,6 @@ import threading
 import time
 from typing import Any, Iterator
 
-from assay import hookimpl
 from assay.kernel.log import get_logger
 from assay.kernel.sandbox import (
     ContainerSession,
@@ -424,8 +423,3 @@ class DockerRuntime(SandboxRuntime):
                 except Exception:  # noqa: BLE001
                     pass
                 self._api = None
-
-
-@hookimpl
-def register_sandbox_runtimes(register):
-    register(DockerRuntime)

@@ -25,7 +25,6 @@ import tempfile
 import time
 from typing import Any
 
-from assay import hookimpl
 from assay.kernel.log import get_logger
 from assay.kernel.sandbox import (
     LOCAL_WARNING,
@@ -319,8 +318,3 @@ def _user_process_count() -> int:
             except OSError:
                 continue
     return count
-
-
-@hookimpl
-def register_sandbox_runtimes(register):
-    register(LocalRuntime)

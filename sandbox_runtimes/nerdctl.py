@@ -32,7 +32,6 @@ import tempfile
 import threading
 from typing import Any, Iterator
 
-from assay import hookimpl
 from assay.kernel.log import get_logger
 from assay.kernel.sandbox import (
     ContainerSession,
@@ -423,8 +422,3 @@ def _parse_info(info: dict[str, Any]) -> dict[str, Any]:
             "cgroup_driver": info.get("CgroupDriver"),
         },
     }
-
-
-@hookimpl
-def register_sandbox_runtimes(register):
-    register(NerdctlRuntime)

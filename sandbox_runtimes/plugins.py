@@ -5,9 +5,10 @@ its runtime class as a :class:`kernel.Lazy` (name, ``module:Class`` path and
 the ``isolated`` flag the kernel reads before importing); the runtime module,
 :mod:`assay.kernel.sandbox` and the engine SDKs load when a sandbox is first used.
 ``sandbox_cli`` adds ``assay sandbox`` (click and :mod:`assay.sandbox_runtimes.cli`
-load only when the command line is built). The runtime modules keep their own
-hook implementations, so passing one as a host plugin
-(``Kernel(plugins=["assay.sandbox_runtimes.podman"])``) still registers it eagerly.
+load only when the command line is built). These are the only hook
+implementations of the sandbox plugins: the runtime modules and ``cli`` hold
+none. A host wanting one runtime passes its object,
+``Kernel(plugins=[assay.sandbox_runtimes.plugins.podman])``.
 """
 
 from __future__ import annotations

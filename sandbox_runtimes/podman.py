@@ -25,7 +25,6 @@ import time
 from pathlib import Path
 from typing import Any, Iterator
 
-from assay import hookimpl
 from assay.kernel.log import get_logger
 from assay.kernel.sandbox import (
     SANDBOX_IMAGE_MISSING,
@@ -426,8 +425,3 @@ def _swap_accounting(version: str | None) -> bool:
     if version == "v2":
         return True
     return Path("/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes").exists()
-
-
-@hookimpl
-def register_sandbox_runtimes(register):
-    register(PodmanRuntime)

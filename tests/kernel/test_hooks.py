@@ -9,7 +9,8 @@ from click.testing import CliRunner
 
 from assay import Resource, ResourceType, hookimpl, tool
 from assay.kernel.cli import build_cli
-from assay.kernel.models import Message, Model
+from assay.kernel.messages import Message
+from assay.kernel.models import Model
 from tests.kernel.conftest import plugin_info
 
 

@@ -227,9 +227,8 @@ DEFERRED = [
     "assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.podman", "assay.sandbox_runtimes.nerdctl", "assay.sandbox_runtimes.local",
     "assay.sandbox_runtimes.cli", "assay.plugins.sql.engines", "assay.plugins.sql.tools", "assay.plugins.sql.settings",
     "assay.plugins.code_interpreter.tool", "assay.kernel.evidence.local_store", "assay.plugins.artifact_stores.s3_store",
-    "assay.plugins.evidence_read_tools", "assay.plugins.evidence_cli", "assay.kernel.reports",
-    "assay.kernel.evidence.kernel_evidence",
-    "assay.plugins.models.scripted_model", "assay.plugins.models.openai_model",
+    "assay.plugins.evidence_read_tools", "assay.kernel.reports", "assay.kernel.evidence.kernel_evidence",
+    "assay.kernel.evidence", "assay.kernel.messages", "assay.plugins.models.openai_settings",
 ]
 
 
@@ -263,3 +262,11 @@ def test_every_builtin_plugin_loads_in_strict_mode():
                          env={**env, "ASSAY_STRICT_PLUGINS": "1"})
     assert out.returncode == 0, out.stderr  # every lazy path resolves and matches its declaration
     assert int(out.stdout.strip().splitlines()[-1]) >= 10
+
+
+def test_host_plugin_named_by_module_attr_path_is_resolved_like_a_lazy_entry():
+    kernel = Kernel(load_entrypoints=False, settings=Settings.from_env(),
+                    plugins=["assay.sandbox_runtimes.plugins:podman"]).start()
+    runtimes = kernel.registry("sandbox_runtimes")
+    assert list(runtimes) == ["podman"] and kernel.provenance("sandbox_runtimes", "podman") == "podman"
+    assert type(runtimes.peek("podman")) is Lazy and runtimes.peek("podman").isolated is True

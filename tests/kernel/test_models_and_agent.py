@@ -10,7 +10,7 @@ import pytest
 
 from assay import AssayError, Resource, hookimpl, tool
 from assay.kernel.agent import arun_agent, run_agent
-from assay.kernel.models import Message
+from assay.kernel.messages import Message
 from assay.plugins.models.openai_compatible import OpenAICompatibleModel
 from assay.plugins.models.scripted import ScriptedModel
 

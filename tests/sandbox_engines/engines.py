@@ -22,8 +22,8 @@ NERDCTL_BINARY = os.environ.get("ASSAY_TEST_NERDCTL_BINARY", "podman")
 
 
 def runtime_class(name: str) -> type[SandboxRuntime]:
-    """The runtime plugin class ``name`` from ``sandbox_runtimes.<name>``."""
-    module = importlib.import_module(f"sandbox_runtimes.{name}")
+    """The runtime plugin class ``name`` from ``assay.sandbox_runtimes.<name>``."""
+    module = importlib.import_module(f"assay.sandbox_runtimes.{name}")
     for value in vars(module).values():
         if isinstance(value, type) and issubclass(value, SandboxRuntime) and getattr(value, "name", None) == name:
             return value
