@@ -264,9 +264,8 @@ def test_every_builtin_plugin_loads_in_strict_mode():
     assert int(out.stdout.strip().splitlines()[-1]) >= 10
 
 
-def test_host_plugin_named_by_module_attr_path_is_resolved_like_a_lazy_entry():
-    kernel = Kernel(load_entrypoints=False, settings=Settings.from_env(),
-                    plugins=["assay.sandbox_runtimes.plugins:podman"]).start()
+def test_host_plugin_named_by_module_attr_path_is_resolved_like_a_lazy_entry(make_assay_kernel):
+    kernel = make_assay_kernel("assay.sandbox_runtimes.plugins:podman").start()
     runtimes = kernel.registry("sandbox_runtimes")
     assert list(runtimes) == ["podman"] and kernel.provenance("sandbox_runtimes", "podman") == "podman"
     assert type(runtimes.peek("podman")) is Lazy and runtimes.peek("podman").isolated is True
