@@ -173,7 +173,7 @@ def baseline_once(engine: str, ctx: dict, activity: Activity | None) -> float:
 
 
 def bench_cancellation(ctx: dict, runs: int) -> None:
-    from assay.plugins.sql import DatabaseResource
+    from assay.plugins.sql.resource import DatabaseResource
 
     print(f"\n== cancellation: deadline -> query gone ({runs} runs per engine, limit {TIMEOUT_S * 1000:.0f} ms) ==")
     print(f"{'engine':<11} {'assay p50':>10} {'assay p95':>10} {'baseline p50':>13} {'baseline p95':>13} "
@@ -305,9 +305,9 @@ def setup(tmp: Path) -> dict:
                      "(i * 1.25)::DECIMAL(12,2) AS amount, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts "
                      "FROM range(1, 100001) r(i)")
     ctx["urls"]["duckdb"] = f"duckdb:///{path}"
-    from assay.plugins.sql.engines import DUCKDB_LOCKED_CONFIG
+    from assay.plugins.sql.engines.duckdb import LOCKED_CONFIG
 
-    ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=dict(DUCKDB_LOCKED_CONFIG)).cursor()
+    ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=dict(LOCKED_CONFIG)).cursor()
     ctx["big_sql"]["duckdb"] = "SELECT * FROM t"
 
     name = "bench_sql_" + uuid.uuid4().hex[:8]

@@ -60,9 +60,10 @@ def register_database_engines(register, settings, kernel):
     """Add SQL engines that datasource URLs can name.
 
     ``register(engine)`` takes an object with ``name`` (the URL scheme family,
-    such as ``"sqlite"``) and ``schemes`` (URL schemes it accepts); the SQL
-    plugin drives it through :class:`assay.plugins.sql.engines.SqlEngine`'s methods
-    (read-only pool, per-statement begin/end, cancel, introspect).
+    such as ``"sqlite"``) and ``schemes`` (URL schemes it accepts) that
+    satisfies :class:`assay.kernel.database_engine.DatabaseEngine`: the SQL
+    plugin drives it through those methods (read-only pool, per-statement
+    begin/end, cancel, streaming, introspect).
     """
 
 

@@ -1,8 +1,11 @@
 """The SQL plugin: databases as resources, and the read-only ``sql_query`` tool.
 
 Engines: SQLite, DuckDB, PostgreSQL (psycopg 3) and MySQL/MariaDB (pymysql),
-through SQLAlchemy 2 pools. This module stays light: SQLAlchemy, sqlglot and
-the drivers load only when a datasource is first used.
+through SQLAlchemy 2 pools, one module each under ``engines/``. This module
+stays light: the engines and tools are registered as ``Lazy`` entries, and
+SQLAlchemy, sqlglot and the drivers load only when a datasource is first used.
+Import ``DatabaseResource`` from :mod:`.resource` and ``SqlSettings`` from
+:mod:`.settings`.
 """
 
 from __future__ import annotations
@@ -15,19 +18,7 @@ from assay.kernel.settings import mask_url
 
 log = get_logger("assay.sql")
 
-__all__ = ["DatabaseResource", "SqlSettings", "open_datasource"]
-
-
-def __getattr__(name: str) -> Any:  # lazy public names
-    if name == "DatabaseResource":
-        from .resource import DatabaseResource
-
-        return DatabaseResource
-    if name == "SqlSettings":
-        from .settings import SqlSettings
-
-        return SqlSettings
-    raise AttributeError(name)
+__all__ = ["open_datasource"]
 
 
 def sql_settings(settings: Any) -> Any:
@@ -37,13 +28,14 @@ def sql_settings(settings: Any) -> Any:
 
 
 def kernel_engines(kernel: Any) -> list[Any]:
-    """Engines registered through ``register_database_engines`` (built-ins first)."""
+    """Engines registered through ``register_database_engines`` (built-ins first).
+
+    Safe from inside a register hook: the registry is then the one filled so far.
+    """
     from .engines import BUILTIN_ENGINES
 
-    registries = getattr(kernel, "_registries", None) or {}
-    registry = registries.get("database_engines")
-    extra = [e for _, e in registry.items()] if registry is not None else []
-    return list(BUILTIN_ENGINES) + [e for e in extra if e not in BUILTIN_ENGINES]
+    registered = [engine for _, engine in kernel.registry("database_engines").items()]
+    return list(BUILTIN_ENGINES) + [e for e in registered if e not in BUILTIN_ENGINES]
 
 
 def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = None, config: Any = None) -> Any:
@@ -56,15 +48,16 @@ def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = 
 
 
 # Registered lazily: SQLAlchemy, sqlglot and the engine and tool modules load on first use.
-ENGINES = {"sqlite": "SQLITE", "postgresql": "POSTGRESQL", "mysql": "MYSQL", "duckdb": "DUCKDB"}
+ENGINES = {"sqlite": "sqlite:SQLITE", "postgresql": "postgres:POSTGRESQL", "mysql": "mysql:MYSQL",
+           "duckdb": "duckdb:DUCKDB"}
 TOOLS = {"sql_query": "sql_query_tool", "list_tables": "list_tables_tool", "describe_table": "describe_table_tool"}
 SETTINGS_ENV_PREFIX = "ASSAY_SQL_"
 
 
 @hookimpl
 def register_database_engines(register):
-    for name, attr in ENGINES.items():
-        register(Lazy(f"assay.plugins.sql.engines:{attr}", name=name))
+    for name, target in ENGINES.items():
+        register(Lazy(f"assay.plugins.sql.engines.{target}", name=name))
 
 
 @hookimpl

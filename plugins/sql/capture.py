@@ -65,6 +65,21 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
         raise SqlError(ARTIFACT_CAPTURE_FAILED, mask_url(message), CAPTURE_HINT) from None
 
 
+def stream_capture(sink: Any, *, resource: Any, sql: str) -> Callable[[Any], Any]:
+    """The consumer ``sql_query`` gives its attempt: it captures the rows while the statement streams them.
+
+    Called on the worker thread with the running statement's
+    :class:`~assay.plugins.sql.execution.RowStream`; returns the record.
+    """
+
+    def consume(stream: Any) -> Any:
+        return capture(sink, resource=resource, sql=sql, columns=stream.columns, rows=stream.rows,
+                       elapsed_ms=stream.elapsed_ms, column_types=stream.column_types,
+                       decimal_text=stream.decimal_text, value_kinds=stream.value_kinds)
+
+    return consume
+
+
 def capture_failure(sink: Any, *, resource: Any, sql: str, error: SqlError, elapsed_ms: float) -> Any:
     """Record a failed, timed-out or cancelled attempt; never raises (the query's own error wins)."""
     try:

@@ -1,20 +1,32 @@
 """Running one statement with a time limit that really stops it.
 
-A worker thread holds the pooled connection and runs the statement; the
-caller waits for it. When the deadline passes (or the caller is cancelled)
-the waiter asks the engine to cancel the statement, then waits a short grace
-period for the worker to come back. Only a worker that came back counts as
-"confirmed stopped"; otherwise the message says cancellation was requested
-and nothing more.
+The path of every statement, top to bottom:
+
+1. :meth:`Executor.run` checks the text (:func:`.guard.check_read_only`:
+   exactly one read-only statement; no flag skips it), then starts a worker
+   thread and waits for it.
+2. The worker (:meth:`Executor._work`) takes a pooled connection, lets the
+   engine set the statement up (``begin``: read-only transaction, server-side
+   backstop), runs it and fetches the rows, then always lets it ``end``
+   (roll back) and returns the connection.
+3. When the deadline passes (or the caller is cancelled) the waiter asks the
+   engine to cancel the statement, then waits a short grace period for the
+   worker to come back. Only a worker that came back counts as "confirmed
+   stopped"; otherwise the message says cancellation was requested and
+   nothing more.
 
 A caller that only stores the rows (``sql_query``) gives the attempt a
-consumer: the worker then hands it the rows while the statement streams them
-(:mod:`.streaming`), so the capture overlaps the server's work; the time limit
-covers the statement until its last row arrived.
+consumer: the worker then hands it the rows while the engine streams them
+(``SqlEngine.stream``), so the capture overlaps the server's work; the time
+limit covers the statement until its last row arrived.
+
+The engine's own catalog queries (``introspect``) take a separate path,
+:meth:`Executor.introspect`, that never takes a caller's text.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -23,10 +35,11 @@ from decimal import Decimal
 from itertools import chain
 from typing import Any, Callable
 
+from assay.kernel.database_engine import DatabaseEngine, DatabasePool
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
-from .engines import SqlEngine
+from .engines.base import Streamed
 from .errors import (
     SQL_DATASOURCE_BUSY,
     SQL_DATASOURCE_UNAVAILABLE,
@@ -37,11 +50,13 @@ from .errors import (
     TIMEOUT_HINT,
     SqlError,
 )
-from .streaming import Streamed
+from .guard import check_read_only
+from .schema import TableInfo
 
 log = get_logger("assay.sql")
 
 STREAM_CHUNK_ROWS = 4096  # rows per batch a streaming engine hands over
+CATALOG_TIMEOUT_S = 15.0  # for the engine's own catalog queries (introspect)
 
 
 @dataclass
@@ -194,20 +209,34 @@ class Attempt:
 
 
 class Executor:
-    """Runs statements of one datasource: pool, worker threads and the cancel path."""
+    """Runs statements of one datasource: the read-only check, the pool, worker threads and the cancel path."""
 
-    def __init__(self, name: str, engine: SqlEngine, pool: Any, *, cancel_grace_s: float,
+    def __init__(self, name: str, engine: DatabaseEngine, pool: DatabasePool, *, dialect: str, cancel_grace_s: float,
                  backstop_margin_s: float, max_result_rows: int) -> None:
         self.name = name
         self.engine = engine
         self.pool = pool
+        self.dialect = dialect
         self.cancel_grace_s = cancel_grace_s
         self.backstop_margin_s = backstop_margin_s
         self.max_result_rows = max_result_rows
         self._seq = 0
 
-    def run(self, sql: str, attempt: Attempt, params: Any = None) -> QueryResult:
-        """Run ``sql`` within ``attempt.timeout_s``; raise :class:`SqlError` on timeout, cancel or failure."""
+    def run(self, sql: str, attempt: Attempt) -> QueryResult:
+        """Check ``sql`` and run it within ``attempt.timeout_s``; raise :class:`SqlError` on refusal, timeout,
+        cancel or failure."""
+        check_read_only(sql, self.dialect)  # SQL_READ_ONLY_REQUIRED: nothing reaches the database
+        return self._run(sql, attempt, None)
+
+    def introspect(self, schemas: list[str] | None) -> list[TableInfo]:
+        """The engine reads the catalog with its own queries (never a caller's text), on the same path."""
+
+        def catalog_rows(sql: str, params: Any) -> list[tuple]:
+            return self._run(sql, Attempt(timeout_s=CATALOG_TIMEOUT_S), params).rows
+
+        return self.engine.introspect(catalog_rows, schemas)
+
+    def _run(self, sql: str, attempt: Attempt, params: Any) -> QueryResult:
         # A daemon thread per statement: a statement that never stops must not keep the process alive.
         self._seq += 1
         threading.Thread(target=self._work, args=(sql, params, attempt), daemon=True,
@@ -413,19 +442,7 @@ class Executor:
         )
 
     def close(self) -> None:
-        try:
-            self.pool.dispose()
-        except Exception:  # noqa: BLE001
-            pass
-        database = getattr(self.pool, "_assay_database", None)
-        if database is not None:
-            database.close()
-        control = getattr(self.pool, "_assay_control", None)
-        if control is not None:
-            control.close_unlocked()
-        engine = getattr(self.pool, "_assay_engine", None)
-        if engine is not None:
-            engine.dispose()
+        self.pool.close()
 
 
 def _engine_message(exc: BaseException) -> str:
@@ -449,8 +466,27 @@ def _connect_error(name: str, exc: BaseException) -> SqlError:
     )
 
 
-def _close_quietly(engine: SqlEngine, cur: Any) -> None:
+def _close_quietly(engine: DatabaseEngine, cur: Any) -> None:
     try:
         engine.close_cursor(cur)
     except Exception:  # noqa: BLE001
         pass
+
+
+async def run_cancellable(call: Callable[[], Any], attempt: Attempt, *, grace_s: float) -> Any:
+    """Run blocking ``call`` (which runs ``attempt``) in a thread; if the awaiting task is cancelled, cancel the
+    statement too.
+
+    The cancellation waits (bounded) for the statement's fate to be known, then
+    re-raises :class:`asyncio.CancelledError`; ``call`` itself decides what the
+    outcome leaves behind (``sql_query`` records the cancelled attempt).
+    """
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        attempt.request_cancel()
+        done, _ = await asyncio.wait({task}, timeout=grace_s + 6.0)
+        if task in done and not task.cancelled():
+            task.exception()  # retrieved: the SQL_QUERY_CANCELLED error is on the attempt's path
+        raise

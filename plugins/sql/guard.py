@@ -6,7 +6,7 @@ DESCRIBE) and whose tree holds no write, DDL, session, transaction, COPY,
 ATTACH, PRAGMA, ``SELECT ... INTO`` or locking node anywhere (so a
 data-modifying CTE is caught), and no function that reaches files, other
 sessions or the server. This is the first line; the connection itself is read
-only below it (see ``engines.py``).
+only below it (each engine module under ``engines/``).
 """
 
 from __future__ import annotations

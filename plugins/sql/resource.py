@@ -2,27 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from assay import PromptBudget, Resource, ResourceType
-from assay.kernel.log import get_logger
+from assay.kernel.database_engine import DatabaseEngine
 from assay.kernel.settings import mask_url
 
-from .engines import BUILTIN_ENGINES, SqlEngine
-from .errors import SQL_DATASOURCE_INVALID, SQL_TABLE_NOT_FOUND, SqlError
-from .execution import Attempt, Executor, QueryResult
-from .guard import check_read_only
+from .engines import BUILTIN_ENGINES
+from .errors import SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_TABLE_NOT_FOUND, SqlError
+from .execution import Attempt, Executor, QueryResult, RowStream, run_cancellable
 from .schema import TableInfo, render_schema
 from .settings import DatasourceConfig, SqlSettings
 
-log = get_logger("assay.sql")
 
-INTROSPECTION_TIMEOUT_S = 15.0
-
-
-def find_engine(url: Any, engines: Iterable[SqlEngine] = BUILTIN_ENGINES) -> SqlEngine:
+def find_engine(url: Any, engines: Iterable[DatabaseEngine] = BUILTIN_ENGINES) -> DatabaseEngine:
     scheme = url.drivername.lower()
     for engine in engines:
         if scheme in engine.schemes:
@@ -38,9 +32,9 @@ def find_engine(url: Any, engines: Iterable[SqlEngine] = BUILTIN_ENGINES) -> Sql
 class DatabaseResource(Resource):
     """One datasource: a read-only, time-limited, pooled connection to a database.
 
-    ``query`` checks the SQL (one read-only statement), runs it with a time
-    limit that cancels it on the server, and returns the fetched rows.
-    Connections open lazily on first use; ``close`` releases them.
+    ``query`` / ``aquery`` check the SQL (one read-only statement, always),
+    run it with a time limit that cancels it on the server, and return the
+    fetched rows. Connections open lazily on first use; ``close`` releases them.
     """
 
     type = ResourceType.DATABASE
@@ -52,7 +46,7 @@ class DatabaseResource(Resource):
         *,
         settings: SqlSettings | None = None,
         config: DatasourceConfig | None = None,
-        engines: Iterable[SqlEngine] | None = None,
+        engines: Iterable[DatabaseEngine] | None = None,
         description: str = "",
     ) -> None:
         from sqlalchemy.engine import make_url
@@ -97,6 +91,7 @@ class DatabaseResource(Resource):
     # --- running SQL ------------------------------------------------------
 
     def executor(self) -> Executor:
+        """The datasource's executor (its pool opens now, once)."""
         with self._lock:
             if self._executor is None:
                 size = self.config.pool_size or self.settings.pool_size
@@ -105,62 +100,43 @@ class DatabaseResource(Resource):
                 except SqlError:
                     raise
                 except Exception as exc:  # noqa: BLE001
-                    from .errors import SQL_DATASOURCE_UNAVAILABLE
-
                     raise SqlError(
                         SQL_DATASOURCE_UNAVAILABLE,
                         f"cannot open datasource {self.name!r} ({self.url}): {mask_url(str(exc))}",
                         "Check the URL and that the database exists and is reachable.",
                     ) from None
                 self._executor = Executor(
-                    self.name, self.engine, pool, cancel_grace_s=self.settings.cancel_grace_s,
+                    self.name, self.engine, pool, dialect=self.dialect, cancel_grace_s=self.settings.cancel_grace_s,
                     backstop_margin_s=self.settings.backstop_margin_s, max_result_rows=self.settings.max_result_rows,
                 )
             return self._executor
 
-    def check(self, sql: str) -> None:
-        """Raise SQL_READ_ONLY_REQUIRED unless ``sql`` is exactly one read-only statement."""
-        check_read_only(sql, self.dialect)
+    def new_attempt(self, timeout_s: float | None = None, *, consume: Callable[[RowStream], Any] | None = None,
+                    keep_rows: int = 50, decimal_text: bool = False) -> Attempt:
+        """One statement's state: its time limit (clamped), and what the caller takes (see :class:`Attempt`)."""
+        return Attempt(timeout_s=self.effective_timeout(timeout_s), consume=consume, keep_rows=keep_rows,
+                       decimal_text=decimal_text)
 
-    def new_attempt(self, timeout_s: float | None = None) -> Attempt:
-        return Attempt(timeout_s=self.effective_timeout(timeout_s))
-
-    def query(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None,
-              check: bool = True) -> QueryResult:
+    def query(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None) -> QueryResult:
         """Check and run one read-only statement; rows come back fetched.
 
-        ``check=False`` skips the parser (tests use it to prove the database
-        itself refuses writes); the connection stays read-only either way.
+        Raises :class:`SqlError` (``SQL_READ_ONLY_REQUIRED`` before anything
+        runs; a timeout, cancellation or the engine's error after).
         """
-        if check:
-            self.check(sql)
-        attempt = attempt or self.new_attempt(timeout_s)
-        return self.executor().run(sql, attempt)
+        return self.executor().run(sql, attempt or self.new_attempt(timeout_s))
 
-    async def aquery(self, sql: str, *, timeout_s: float | None = None, check: bool = True) -> QueryResult:
+    async def aquery(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None) -> QueryResult:
         """:meth:`query` off the event loop; cancelling the task cancels the statement the same way."""
-        if check:
-            self.check(sql)
-        attempt = self.new_attempt(timeout_s)
-        return await run_cancellable(lambda: self.query(sql, attempt=attempt, check=False), attempt,
+        attempt = attempt or self.new_attempt(timeout_s)
+        return await run_cancellable(lambda: self.query(sql, attempt=attempt), attempt,
                                      grace_s=self.settings.cancel_grace_s)
-
-    def execute(self, sql: str, timeout_s: float | None = None) -> QueryResult:
-        return self.query(sql, timeout_s=timeout_s)
-
-    async def async_execute(self, sql: str, timeout_s: float | None = None) -> QueryResult:
-        return await self.aquery(sql, timeout_s=timeout_s)
-
-    def _fetch(self, sql: str, params: Any) -> list[tuple]:
-        attempt = Attempt(timeout_s=INTROSPECTION_TIMEOUT_S)
-        return self.executor().run(sql, attempt, params).rows
 
     # --- schema -----------------------------------------------------------
 
     def tables(self, refresh: bool = False) -> list[TableInfo]:
         """Every table and view with columns, keys and row estimates (cached)."""
         if self._schema is None or refresh:
-            self._schema = self.engine.introspect(self._fetch, self.config.schemas)
+            self._schema = self.executor().introspect(self.config.schemas)
         return self._schema
 
     def table(self, name: str) -> TableInfo:
@@ -198,19 +174,3 @@ class DatabaseResource(Resource):
     def __repr__(self) -> str:
         return f"<DatabaseResource {self.name} {self.url}>"
 
-
-async def run_cancellable(call: Any, attempt: Attempt, *, grace_s: float) -> Any:
-    """Run blocking ``call`` in a thread; if the awaiting task is cancelled, cancel the statement too.
-
-    The cancellation waits (bounded) for the statement's fate to be known, then
-    re-raises :class:`asyncio.CancelledError`; ``attempt`` keeps the outcome.
-    """
-    task = asyncio.ensure_future(asyncio.to_thread(call))
-    try:
-        return await asyncio.shield(task)
-    except asyncio.CancelledError:
-        attempt.request_cancel()
-        done, _ = await asyncio.wait({task}, timeout=grace_s + 6.0)
-        if task in done and not task.cancelled():
-            task.exception()  # retrieved: the SQL_QUERY_CANCELLED error is on the attempt's path
-        raise

@@ -3,6 +3,21 @@
 ``sql_query`` captures the full result as an artifact first, then shows the
 model a bounded Markdown preview. Failures are results with stable codes,
 and a failed, timed-out or cancelled attempt is recorded as a failed artifact.
+
+The model's SQL text goes down once, and a result comes back up once:
+
+1. :class:`SqlQueryCall` resolves the datasource and makes the attempt: the
+   time limit, numeric columns as decimal text, and (when the run keeps
+   evidence) a consumer that captures the rows as they stream
+   (:func:`.capture.stream_capture`).
+2. :meth:`.DatabaseResource.query` -> :meth:`.Executor.run`: the read-only
+   check, then a worker thread runs the statement through the engine while
+   the caller's thread waits, cancelling it on the server at the deadline
+   (:mod:`.execution`, :mod:`.engines`).
+3. Back here: :func:`success_result`, or :func:`failure_result`, which
+   records the failed attempt. The async path runs steps 2-3 in a thread
+   (:func:`.execution.run_cancellable`), so cancelling the task cancels the
+   statement and the cancelled attempt is still recorded.
 """
 
 from __future__ import annotations
@@ -13,16 +28,13 @@ from typing import Annotated, Any, Callable
 from pydantic import Field
 
 from assay import FunctionTool, RunContext, ToolResult
-from assay.kernel.log import get_logger
 
-from .capture import capture, capture_failure
+from .capture import capture_failure, stream_capture
 from .errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
-from .execution import Attempt, QueryResult, RowStream
+from .execution import QueryResult, run_cancellable
 from .preview import markdown_table
-from .resource import DatabaseResource, run_cancellable
+from .resource import DatabaseResource
 from .settings import SqlSettings
-
-log = get_logger("assay.sql")
 
 
 class Datasources:
@@ -66,8 +78,47 @@ class Datasources:
 # --- sql_query ---------------------------------------------------------------
 
 
-def success_result(resource: DatabaseResource, result: QueryResult, record: Any, settings: SqlSettings) -> ToolResult:
-    """The model-facing result of a finished query (the artifact is already captured)."""
+class SqlQueryCall:
+    """One ``sql_query`` call: the datasource and attempt (step 1), then :meth:`run` or :meth:`arun`."""
+
+    def __init__(self, sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
+                 run: RunContext | None) -> None:
+        self.sql = sql
+        self.settings = sources.settings
+        self.sink = getattr(run, "artifacts", None)  # None: this run keeps no evidence
+        self.resource: DatabaseResource | None = None
+        try:
+            self.resource = sources.resolve(datasource, run)
+        except SqlError as exc:
+            self.unresolved: ToolResult | None = failure_result(None, sql, exc, self.sink)
+            return
+        self.unresolved = None
+        consume = stream_capture(self.sink, resource=self.resource, sql=sql) if self.sink is not None else None
+        # The rows are only stored and previewed: numeric columns may stay decimal text.
+        self.attempt = self.resource.new_attempt(timeout_s, consume=consume, keep_rows=self.settings.preview_rows,
+                                                 decimal_text=True)
+
+    def run(self) -> ToolResult:
+        """Steps 2-3 on this thread: the success, or the failure (recorded as a failed artifact)."""
+        if self.unresolved is not None:
+            return self.unresolved
+        assert self.resource is not None
+        try:
+            result = self.resource.query(self.sql, attempt=self.attempt)
+        except SqlError as exc:  # refused, timed out, cancelled, failed, or its capture failed
+            return failure_result(self.resource, self.sql, exc, self.sink)
+        return success_result(self.resource, result, self.settings)
+
+    async def arun(self) -> ToolResult:
+        """:meth:`run` off the event loop; cancelling the task cancels the statement (and re-raises)."""
+        if self.unresolved is not None:
+            return self.unresolved
+        return await run_cancellable(self.run, self.attempt, grace_s=self.settings.cancel_grace_s)
+
+
+def success_result(resource: DatabaseResource, result: QueryResult, settings: SqlSettings) -> ToolResult:
+    """The model-facing result of a finished query (its artifact, if any, was captured as the rows streamed)."""
+    record = result.consumed
     n = result.row_count
     artifact_id = getattr(record, "artifact_id", None)
     evidence = f"artifact {artifact_id}" if artifact_id else "no artifact (this run keeps no evidence)"
@@ -111,72 +162,6 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
     return ToolResult.fail(error.code, error.message, error.hint, metadata=metadata, artifacts=artifacts)
 
 
-def finish_query(resource: DatabaseResource, sql: str, result: QueryResult, sink: Any, settings: SqlSettings) -> ToolResult:
-    if result.total_rows is not None:  # captured on the worker while the rows streamed
-        record = result.consumed
-    else:
-        record = capture(sink, resource=resource, sql=sql, columns=result.columns, rows=result.rows,
-                         elapsed_ms=result.elapsed_ms, column_types=result.column_types,
-                         decimal_text=result.decimal_text)
-    return success_result(resource, result, record, settings)
-
-
-def prepare_attempt(resource: DatabaseResource, sql: str, sink: Any, timeout_s: float | None,
-                    settings: SqlSettings) -> Attempt:
-    """An attempt whose rows are captured as they arrive (when the run keeps evidence)."""
-    attempt = resource.new_attempt(timeout_s)
-    attempt.decimal_text = True  # rows are only stored and previewed here
-    attempt.keep_rows = settings.preview_rows
-    if sink is not None:
-        def consume(stream: RowStream) -> Any:
-            return capture(sink, resource=resource, sql=sql, columns=stream.columns, rows=stream.rows,
-                           elapsed_ms=stream.elapsed_ms, column_types=stream.column_types,
-                           decimal_text=stream.decimal_text, value_kinds=stream.value_kinds)
-
-        attempt.consume = consume
-    return attempt
-
-
-def _prepare(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
-             run: RunContext | None) -> tuple[DatabaseResource, Attempt, Any] | ToolResult:
-    """The checked statement's datasource, attempt and sink; or the failure result (nothing ran)."""
-    sink = getattr(run, "artifacts", None)
-    resource = None
-    try:
-        resource = sources.resolve(datasource, run)
-        resource.check(sql)
-        return resource, prepare_attempt(resource, sql, sink, timeout_s, sources.settings), sink
-    except SqlError as exc:
-        return failure_result(resource, sql, exc, sink)
-
-
-def _execute(sources: Datasources, sql: str, resource: DatabaseResource, attempt: Attempt, sink: Any) -> ToolResult:
-    """Run a checked statement; its failure (timeouts and cancellations too) is recorded and returned."""
-    try:
-        result = resource.query(sql, attempt=attempt, check=False)
-        return finish_query(resource, sql, result, sink, sources.settings)
-    except SqlError as exc:
-        return failure_result(resource, sql, exc, sink)
-
-
-def run_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
-            run: RunContext | None) -> ToolResult:
-    prepared = _prepare(sources, sql, datasource, timeout_s, run)
-    if isinstance(prepared, ToolResult):
-        return prepared
-    return _execute(sources, sql, *prepared)
-
-
-async def arun_sql(sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
-                   run: RunContext | None) -> ToolResult:
-    prepared = _prepare(sources, sql, datasource, timeout_s, run)
-    if isinstance(prepared, ToolResult):
-        return prepared
-    attempt = prepared[1]
-    return await run_cancellable(lambda: _execute(sources, sql, *prepared), attempt,
-                                 grace_s=sources.settings.cancel_grace_s)
-
-
 class SqlTool(FunctionTool):
     """A sync tool with a real async path (so task cancellation reaches the database)."""
 
@@ -202,11 +187,11 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
         Markdown preview of at most 50 rows. Writes, DDL, several statements and
         file access are refused. Queries over the time limit are cancelled.
         """
-        return run_sql(sources, sql, datasource, timeout_s, run)
+        return SqlQueryCall(sources, sql, datasource, timeout_s, run).run()
 
     async def asql_query(sql: str, datasource: str | None = None, timeout_s: float | None = None,
                          run: RunContext | None = None) -> ToolResult:
-        return await arun_sql(sources, sql, datasource, timeout_s, run)
+        return await SqlQueryCall(sources, sql, datasource, timeout_s, run).arun()
 
     def list_tables(
         datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,

@@ -225,7 +225,10 @@ def test_settings_provided_sees_the_environment_and_the_config_file(tmp_path, mo
 DEFERRED = [
     "click", "assay.kernel.sandbox", "assay.kernel.evidence.catalog", "assay.kernel.evidence.capture", "assay.kernel.evidence.records",
     "assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.podman", "assay.sandbox_runtimes.nerdctl", "assay.sandbox_runtimes.local",
-    "assay.sandbox_runtimes.cli", "assay.plugins.sql.engines", "assay.plugins.sql.tools", "assay.plugins.sql.settings",
+    "assay.sandbox_runtimes.cli", "assay.plugins.sql.engines", "assay.plugins.sql.engines.base",
+    "assay.plugins.sql.engines.sqlite", "assay.plugins.sql.engines.postgres", "assay.plugins.sql.engines.mysql",
+    "assay.plugins.sql.engines.duckdb", "assay.plugins.sql.tools", "assay.plugins.sql.settings",
+    "assay.plugins.sql.resource", "assay.plugins.sql.execution",
     "assay.plugins.code_interpreter.tool", "assay.kernel.evidence.local_store", "assay.plugins.artifact_stores.s3_store",
     "assay.plugins.evidence_read_tools", "assay.kernel.reports", "assay.kernel.evidence.kernel_evidence",
     "assay.kernel.evidence", "assay.kernel.messages", "assay.plugins.models.openai_settings",

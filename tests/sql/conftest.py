@@ -144,7 +144,7 @@ def engine(request) -> str:
 @pytest.fixture
 def db(engine, request, _resources) -> Any:
     """A DatabaseResource named ``retail`` on ``engine`` (shared across tests)."""
-    from assay.plugins.sql import DatabaseResource
+    from assay.plugins.sql.resource import DatabaseResource
 
     url = url_for(engine, request)
     if engine not in _resources:
@@ -162,10 +162,19 @@ def config_for(engine: str, url: str, request: pytest.FixtureRequest) -> Any:
 
 def new_db(engine: str, request: pytest.FixtureRequest, name: str = "retail", **settings: Any) -> Any:
     """A fresh DatabaseResource (the caller closes it) with SqlSettings overrides."""
-    from assay.plugins.sql import DatabaseResource, SqlSettings
+    from assay.plugins.sql.resource import DatabaseResource
+    from assay.plugins.sql.settings import SqlSettings
 
     url = url_for(engine, request)
     return DatabaseResource(name, url, settings=SqlSettings(**settings), config=config_for(engine, url, request))
+
+
+@pytest.fixture
+def parser_bypassed(monkeypatch) -> None:
+    """Take the read-only parser out of the way (no flag can), to prove what the database itself refuses."""
+    from assay.plugins.sql import execution
+
+    monkeypatch.setattr(execution, "check_read_only", lambda sql, dialect: None)
 
 
 @pytest.fixture

@@ -213,7 +213,7 @@ def fingerprint(db) -> dict:
     out = {}
     for table in TABLES:
         key = db.table(table).columns[0].name
-        result = db.query(f"SELECT count(*), sum({key}) FROM {table}", check=False)
+        result = db.query(f"SELECT count(*), sum({key}) FROM {table}")
         out[table] = tuple(int(v or 0) for v in result.rows[0])
     out["_tables"] = sorted(t.name for t in db.tables(refresh=True))
     return out
@@ -247,11 +247,11 @@ def test_attack_corpus_is_refused_or_harmless(engine, db, attack_dir):
     assert list(attack_dir.iterdir()) == []
 
 
-def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db):
+def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db, parser_bypassed):
     before = fingerprint(db)
     for sql in DB_LEVEL_WRITES:
         with pytest.raises(SqlError) as info:
-            db.query(sql, check=False, timeout_s=10)
+            db.query(sql, timeout_s=10)
         assert info.value.code == "SQL_QUERY_FAILED", (sql, info.value.code, info.value.message)
     assert fingerprint(db) == before
 
@@ -260,7 +260,7 @@ def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db)
 # transaction; there the parser's refusal by name is the line, and a
 # least-privilege role is the documented advice.
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
-def test_file_access_with_the_parser_bypassed_is_refused_by_sqlite_and_duckdb(engine, db, attack_dir):
+def test_file_access_with_the_parser_bypassed_is_refused_by_sqlite_and_duckdb(engine, db, attack_dir, parser_bypassed):
     statements = {
         "sqlite": [f"ATTACH DATABASE '{attack_dir}/evil.db' AS evil", "SELECT load_extension('/tmp/evil.so')",
                    "PRAGMA query_only = 0", "PRAGMA user_version = 5"],
@@ -270,6 +270,6 @@ def test_file_access_with_the_parser_bypassed_is_refused_by_sqlite_and_duckdb(en
     }[engine]
     for sql in statements:
         with pytest.raises(SqlError) as info:
-            db.query(sql, check=False, timeout_s=10)
+            db.query(sql, timeout_s=10)
         assert info.value.code == "SQL_QUERY_FAILED", (sql, info.value.message)
     assert list(attack_dir.iterdir()) == []

@@ -19,7 +19,8 @@ import pytest
 
 from assay import Kernel
 from assay.kernel.evidence.canonical import dumps_bytes, row_line
-from assay.plugins.sql import engines, open_datasource
+from assay.plugins.sql import open_datasource
+from assay.plugins.sql.engines import postgres
 from tests.conftest import require
 from tests.sql.conftest import PG_BASE, pg_admin, pg_available, unique
 
@@ -44,7 +45,7 @@ def _run_variants(kernel: Kernel, name: str, sql: str, monkeypatch):
     """The same query through sql_query three ways: streamed (numeric as text), fetched whole with
     numeric as text (an engine without streaming), and fetched whole as Decimal."""
     out, taken = [], []
-    real_stream = engines.PostgresEngine.stream
+    real_stream = postgres.PostgresEngine.stream
 
     def spy(self, raw, cur, sql, **kw):
         got = real_stream(self, raw, cur, sql, **kw)
@@ -58,7 +59,7 @@ def _run_variants(kernel: Kernel, name: str, sql: str, monkeypatch):
     ]
     for patches in variants:
         for attr, fn in patches.items():
-            monkeypatch.setattr(engines.PostgresEngine, attr, fn)
+            monkeypatch.setattr(postgres.PostgresEngine, attr, fn)
         run = kernel.new_run()
         result = kernel.call_tool("sql_query", {"sql": sql, "datasource": name}, run=run)
         assert result.success, result.message
@@ -125,11 +126,11 @@ def test_postgresql_fast_path_is_really_taken_and_skipped_for_nested_numerics(pg
 
     with psycopg.connect(PG_BASE) as raw:
         cur = raw.execute(f"SELECT amount, price, label FROM {pg_numeric_table}.t ORDER BY id LIMIT 3")
-        rows, columns = engines.POSTGRESQL.fetch_decimal_text(raw, cur, 10)
+        rows, columns = postgres.POSTGRESQL.fetch_decimal_text(raw, cur, 10)
         assert columns == [0, 1] and rows[0][0] == b"1.25" and rows[1][1] == b"1.25" and rows[0][1] is None
         for nested in ("SELECT ARRAY[1.5::numeric]", "SELECT numrange(1.5, 2.5)", "SELECT ROW(1.5::numeric, 2)"):
-            assert engines.POSTGRESQL.fetch_decimal_text(raw, raw.execute(nested), 10) is None, nested
-        assert engines.POSTGRESQL.fetch_decimal_text(raw, raw.execute("SELECT 1, 'x'"), 10) is None
+            assert postgres.POSTGRESQL.fetch_decimal_text(raw, raw.execute(nested), 10) is None, nested
+        assert postgres.POSTGRESQL.fetch_decimal_text(raw, raw.execute("SELECT 1, 'x'"), 10) is None
 
 
 def test_duckdb_capture_equals_the_reference_encoder(kernel, tmp_path):

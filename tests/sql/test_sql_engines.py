@@ -31,9 +31,9 @@ def test_unparseable_text_is_refused_before_the_database(engine, db):
     assert "does not parse" in info.value.message
 
 
-def test_syntax_error_from_the_engine_is_sql_query_failed_with_its_message(engine, db):
+def test_syntax_error_from_the_engine_is_sql_query_failed_with_its_message(engine, db, parser_bypassed):
     with pytest.raises(SqlError) as info:
-        db.query("SELEC order_id FROM orders", check=False)
+        db.query("SELEC order_id FROM orders")
     assert info.value.code == SQL_QUERY_FAILED
     assert "syntax" in info.value.message.lower() or "parser" in info.value.message.lower()
 
@@ -59,11 +59,11 @@ def test_writes_are_refused_by_the_parser(engine, db):
         assert info.value.code == SQL_READ_ONLY_REQUIRED, sql
 
 
-def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db):
+def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db, parser_bypassed):
     before = db.query("SELECT count(*) FROM refunds").rows[0][0]
     for sql in ("DELETE FROM refunds", "CREATE TABLE evil_probe (a int)", "DROP TABLE refunds"):
         with pytest.raises(SqlError) as info:
-            db.query(sql, check=False)
+            db.query(sql)
         assert info.value.code == SQL_QUERY_FAILED, sql
     assert db.query("SELECT count(*) FROM refunds").rows[0][0] == before
     assert "evil_probe" not in {t.name for t in db.tables(refresh=True)}

@@ -97,7 +97,7 @@ def test_plugin_module_imports_without_sqlalchemy_or_sqlglot():
     import subprocess
     import sys
 
-    code = ("import sys, plugins.sql, plugins.sql.tools; "
+    code = ("import sys, assay.plugins.sql, assay.plugins.sql.tools; "
             "print(sorted(m for m in ('sqlalchemy', 'sqlglot', 'psycopg', 'pymysql', 'duckdb') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

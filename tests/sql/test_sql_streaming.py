@@ -24,7 +24,8 @@ from assay import Kernel
 from assay.kernel.evidence.canonical import dumps_bytes, row_line
 from assay.plugins.sql import open_datasource
 from assay.plugins.sql.errors import SQL_QUERY_TIMEOUT, SQL_RESULT_TOO_LARGE, SqlError
-from assay.plugins.sql.streaming import _decimal_projection, _postgres_kinds, postgres_stream
+from assay.plugins.sql.engines.duckdb import decimal_projection
+from assay.plugins.sql.engines.postgres import chunked_stream, value_kinds
 from tests.conftest import require
 from tests.sql.conftest import PG_BASE, new_db, pg_admin, pg_available
 
@@ -169,12 +170,12 @@ def test_duckdb_decimal_projection_keeps_the_order_and_reports_the_query_types(k
 ])
 def test_duckdb_decimal_projection_steps_aside_where_it_cannot_apply(decimal_duckdb, sql):
     with duckdb.connect(str(decimal_duckdb), read_only=True) as conn:
-        assert _decimal_projection(conn, sql) == (sql, (), None)
+        assert decimal_projection(conn, sql) == (sql, (), None)
 
 
 def test_duckdb_decimal_projection_wraps_a_query_with_a_trailing_semicolon(decimal_duckdb):
     with duckdb.connect(str(decimal_duckdb), read_only=True) as conn:
-        statement, columns, types = _decimal_projection(conn, "SELECT id, amount FROM t ORDER BY id DESC;\n")
+        statement, columns, types = decimal_projection(conn, "SELECT id, amount FROM t ORDER BY id DESC;\n")
         assert columns == (1,) and [str(t) for t in types] == ["BIGINT", "DECIMAL(12,2)"]
         assert conn.execute(statement).fetchmany(2) == [(30000, "37500.00"), (29999, "37498.75")]
 
@@ -184,7 +185,7 @@ PROMISED = ("SELECT 1::int AS a, 2::bigint AS b, 'x'::text AS c, 'y'::varchar AS
 
 
 def _pg_stream(raw, sql):
-    streamed = postgres_stream(raw, sql, 100, True)
+    streamed = chunked_stream(raw, sql, 100, True)
     assert streamed is not None, "this libpq cannot stream chunked rows"
     rows = [r for batch in streamed.batches for r in batch]
     return streamed, rows
@@ -198,8 +199,8 @@ def test_postgresql_stream_promises_the_kinds_of_its_stock_loaders():
         assert rows == [(1, 2, "x", "y", b"1.50", dt.date(2024, 1, 1), dt.datetime(2024, 1, 1, 10), True)]
         for unpromised in ("SELECT 1::int, now()", "SELECT '{}'::json", "SELECT 1.5::float8"):
             assert _pg_stream(raw, unpromised)[0].value_kinds is None, unpromised
-        assert _postgres_kinds(Transformer(raw), [25], (), "utf-8") == ("str",)
-        assert _postgres_kinds(Transformer(raw), [25], (), "ascii") is None  # SQL_ASCII text comes as bytes
+        assert value_kinds(Transformer(raw), [25], (), "utf-8") == ("str",)
+        assert value_kinds(Transformer(raw), [25], (), "ascii") is None  # SQL_ASCII text comes as bytes
 
 
 def test_postgresql_stream_promises_nothing_when_a_loader_is_not_the_stock_one():

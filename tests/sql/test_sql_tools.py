@@ -249,7 +249,7 @@ def test_result_over_max_result_rows_is_sql_result_too_large(request, kernel):
 
 def test_a_datasource_from_another_plugin_is_reachable_by_the_tools(sqlite_path):
     from assay import hookimpl
-    from assay.plugins.sql import DatabaseResource
+    from assay.plugins.sql.resource import DatabaseResource
 
     class WarehousePlugin:
         @hookimpl

@@ -1,0 +1,269 @@
+"""PostgreSQL (psycopg 3): read-only sessions, cancel requests, chunked-rows streaming, numeric as text.
+
+- Pool: every session defaults to ``default_transaction_read_only``; each
+  statement runs in a READ ONLY transaction that is always rolled back, with
+  ``statement_timeout`` (limit + margin) as the server-side backstop.
+- Cancel: a cancel request for the backend (``cancel_safe``).
+- Streaming: libpq's chunked-rows mode (libpq 17 and newer), so the server
+  keeps sending while a chunk is encoded; one statement by the extended
+  protocol, whatever the text holds. An older libpq is fetched whole.
+- Types: ``numeric`` columns may be read as the server's text (ASCII bytes,
+  C loader) instead of ``Decimal`` objects; when psycopg's stock loaders read
+  every column the stream promises each column's value kind, which spares
+  the evidence encoder its per-column type passes.
+"""
+
+from __future__ import annotations
+
+import select
+from collections.abc import Iterator
+from typing import Any
+
+from assay.kernel.database_engine import CatalogFetch, StatementDeadline
+
+from ..schema import ForeignKey, TableInfo
+from .base import Pool, SqlEngine, StreamColumn, Streamed, group_tables, server_pool
+
+SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema', 'pg_toast')"
+NUMERIC = 1700
+# Scalar types whose loaders never consult the numeric loader (arrays, ranges, records and
+# composites of numeric do: a result holding any other type is fetched as usual).
+PLAIN_TYPES = frozenset({
+    16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1266,
+    NUMERIC, 2950, 3802,
+})
+# The kinds psycopg's own text loaders produce, by type oid: bool, int2/4/8 and oid,
+# text/varchar/bpchar/name (str unless the connection is SQL_ASCII), date, timestamp.
+STOCK_KINDS = {16: ("BoolLoader", "bool"), 20: ("IntLoader", "int"), 21: ("IntLoader", "int"),
+               23: ("IntLoader", "int"), 26: ("IntLoader", "int"), 25: ("TextLoader", "str"),
+               1043: ("TextLoader", "str"), 1042: ("TextLoader", "str"), 19: ("TextLoader", "str"),
+               1082: ("DateLoader", "date"), 1114: ("TimestampLoader", "naive_datetime")}
+
+
+class NumericAsText:
+    """An adaptation context: the connection's loaders, with numeric read as its ASCII text, as bytes.
+
+    The C bytea loader is used for that: in text format it unescapes only
+    backslash sequences, which numeric output never holds, so each value is
+    the server's text byte for byte. Bytes (unlike str) are handed to the
+    canonical encoder's ``default`` like Decimals, so rows are not rebuilt.
+    """
+
+    def __init__(self, raw: Any) -> None:
+        from psycopg.adapt import AdaptersMap
+        from psycopg.types.string import ByteaLoader
+
+        self.connection = raw
+        self.adapters = AdaptersMap(raw.adapters)
+        self.adapters.register_loader(NUMERIC, ByteaLoader)
+
+
+def _read_only_session(dbapi_conn: Any) -> None:
+    dbapi_conn.read_only = True  # every transaction psycopg opens is BEGIN READ ONLY
+    with dbapi_conn.cursor() as cur:
+        cur.execute("SET default_transaction_read_only = on")
+    dbapi_conn.commit()
+
+
+class PostgresEngine(SqlEngine):
+    name = "postgresql"
+    schemes = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "postgresql+psycopg3")
+    dialect = "postgresql"
+
+    def normalize_url(self, url: Any) -> Any:
+        return url.set(drivername="postgresql+psycopg")
+
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s,
+                                          on_connect=_read_only_session)
+        return Pool(connections, closers=[engine.dispose])
+
+    def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
+        if raw.info.transaction_status != 0:  # pragma: no cover - pool reset normally leaves it idle
+            raw.rollback()
+        raw.read_only = True
+        with raw.cursor() as cur:
+            cur.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(backstop_s * 1000)}ms",))
+
+    def end(self, raw: Any) -> None:
+        raw.rollback()
+
+    def session_id(self, raw: Any) -> Any:
+        return raw.info.backend_pid
+
+    def cancel(self, raw: Any, session_id: Any, pool: Pool) -> None:
+        raw.cancel_safe(timeout=5.0)
+
+    def is_timeout_error(self, exc: BaseException) -> bool:
+        import psycopg
+
+        return isinstance(exc, psycopg.errors.QueryCanceled)
+
+    def column_types(self, raw: Any, description: Any, rows: list[tuple]) -> list[str]:
+        out = []
+        for col in description or ():
+            info = raw.adapters.types.get(col.type_code)
+            out.append(info.name if info is not None else str(col.type_code))
+        return out
+
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed | None:
+        return chunked_stream(raw, sql, chunk_rows, decimal_text)
+
+    def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
+        # psycopg's numeric loader is Decimal(text) of the server's text output: loading that
+        # text as bytes with a C loader instead skips 100,000s of Decimal objects.
+        res = cur.pgresult
+        if res is None or cur.rownumber not in (0, None):
+            return None
+        oids = [res.ftype(i) for i in range(res.nfields)]
+        if NUMERIC not in oids or not set(oids) <= PLAIN_TYPES:
+            return None
+        if any(res.fformat(i) != 0 for i in range(res.nfields)):  # binary results: the usual path
+            return None
+        from psycopg.adapt import Transformer
+
+        tx = Transformer(NumericAsText(raw))
+        tx.set_pgresult(res)
+        rows = tx.load_rows(0, min(res.ntuples, limit), tuple)
+        return rows, [i for i, oid in enumerate(oids) if oid == NUMERIC]
+
+    def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
+        where = "n.nspname = ANY(%s)" if schemas else f"n.nspname NOT IN {SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg_%%'"
+        params = (schemas,) if schemas else ()
+        rows = fetch(
+            "SELECT CASE WHEN n.nspname = ANY(current_schemas(false)) THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "CASE WHEN c.relkind IN ('v', 'm') THEN 'view' ELSE 'table' END, c.reltuples::bigint, "
+            "a.attname, format_type(a.atttypid, a.atttypmod), NOT a.attnotnull, "
+            "EXISTS (SELECT 1 FROM pg_constraint p WHERE p.conrelid = c.oid AND p.contype = 'p' AND a.attnum = ANY(p.conkey)) "
+            "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped "
+            f"WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND {where} AND has_schema_privilege(n.oid, 'USAGE') "
+            "ORDER BY NOT (n.nspname = ANY(current_schemas(false))), n.nspname, c.relname, a.attnum",
+            params,
+        )
+        tables = group_tables(rows)
+        fks = fetch(
+            "SELECT CASE WHEN n.nspname = ANY(current_schemas(false)) THEN c.relname ELSE n.nspname || '.' || c.relname END, "
+            "CASE WHEN fn.nspname = ANY(current_schemas(false)) THEN fc.relname ELSE fn.nspname || '.' || fc.relname END, "
+            "ARRAY(SELECT a.attname FROM unnest(con.conkey) WITH ORDINALITY k(num, ord) "
+            "      JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.num ORDER BY k.ord), "
+            "ARRAY(SELECT a.attname FROM unnest(con.confkey) WITH ORDINALITY k(num, ord) "
+            "      JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.num ORDER BY k.ord) "
+            "FROM pg_constraint con JOIN pg_class c ON c.oid = con.conrelid "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "JOIN pg_class fc ON fc.oid = con.confrelid JOIN pg_namespace fn ON fn.oid = fc.relnamespace "
+            f"WHERE con.contype = 'f' AND {where} ORDER BY con.conname",
+            params,
+        )
+        for table, ref, cols, ref_cols in fks:
+            if table in tables:
+                tables[table].foreign_keys.append(ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols)))
+        return list(tables.values())
+
+
+POSTGRESQL = PostgresEngine()
+
+
+# --- streaming: libpq chunked rows ------------------------------------------------
+
+
+def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool) -> Streamed | None:
+    """Send ``sql`` in chunked-rows mode; None when this libpq cannot (the caller fetches as usual)."""
+    from psycopg import pq
+
+    pgconn = raw.pgconn
+    if pq.version() < 170000 or not hasattr(pgconn, "set_chunked_rows_mode"):
+        return None
+    encoding = raw.info.encoding
+    # The extended protocol runs exactly one statement, whatever the text holds.
+    pgconn.send_query_params(sql.encode(encoding), None)
+    pgconn.set_chunked_rows_mode(chunk_rows)
+    _flush(pgconn)
+    first = _next_result(pgconn)
+    try:
+        _raise_if_failed(pgconn, first, encoding)
+    except BaseException:
+        _drain(pgconn)
+        raise
+    if first is None or first.nfields == 0:
+        _drain(pgconn)
+        return Streamed(None, iter(()))
+    from psycopg.adapt import Transformer
+
+    oids = [first.ftype(i) for i in range(first.nfields)]
+    as_text = decimal_text and NUMERIC in oids and set(oids) <= PLAIN_TYPES
+    tx = Transformer(NumericAsText(raw) if as_text else raw)
+    description = [StreamColumn(first.fname(i).decode(encoding, "replace"), oids[i]) for i in range(first.nfields)]
+    text_columns = tuple(i for i, oid in enumerate(oids) if oid == NUMERIC) if as_text else ()
+    kinds = value_kinds(tx, oids, text_columns, encoding)
+    return Streamed(description, _batches(raw, first, tx, encoding), text_columns, kinds)
+
+
+def value_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encoding: str) -> tuple[str, ...] | None:
+    """Each column's value kind when psycopg's stock loaders read every column, else None."""
+    from psycopg import pq
+
+    kinds = []
+    for j, oid in enumerate(oids):
+        if j in text_columns:
+            kinds.append("decimal_text")
+            continue
+        loader_name, kind = STOCK_KINDS.get(oid, ("", ""))
+        loader = type(tx.get_loader(oid, pq.Format.TEXT))
+        if not kind or loader.__name__ != loader_name or not loader.__module__.startswith("psycopg"):
+            return None
+        if kind == "str" and encoding == "ascii":  # SQL_ASCII text comes as bytes
+            return None
+        kinds.append(kind)
+    return tuple(kinds)
+
+
+def _batches(raw: Any, res: Any, tx: Any, encoding: str) -> Iterator[list[tuple]]:
+    pgconn = raw.pgconn
+    finished = False
+    try:
+        while res is not None:
+            _raise_if_failed(pgconn, res, encoding)
+            if res.ntuples:
+                tx.set_pgresult(res)
+                yield tx.load_rows(0, res.ntuples, tuple)
+            res = _next_result(pgconn)
+        finished = True
+    finally:
+        if not finished:  # stopped early (row limit, capture failure, an error): end the statement
+            try:
+                if pgconn.transaction_status == 1:  # ACTIVE: rows are still coming
+                    raw.cancel_safe(timeout=5.0)
+            finally:
+                _drain(pgconn)
+
+
+def _flush(pgconn: Any) -> None:
+    while pgconn.flush() == 1:
+        select.select([], [pgconn.socket], [])
+
+
+def _next_result(pgconn: Any) -> Any:
+    """The next result of the running statement (None when it is complete), waiting without the GIL."""
+    while True:
+        pgconn.consume_input()
+        if not pgconn.is_busy():
+            return pgconn.get_result()
+        select.select([pgconn.socket], [], [])
+
+
+def _raise_if_failed(pgconn: Any, res: Any, encoding: str) -> None:
+    from psycopg import errors, pq
+
+    if res is not None and res.status == pq.ExecStatus.FATAL_ERROR:
+        _drain(pgconn)
+        raise errors.error_from_result(res, encoding=encoding)
+
+
+def _drain(pgconn: Any) -> None:
+    """Read every remaining result, so the connection is idle again (errors included)."""
+    try:
+        while _next_result(pgconn) is not None:
+            pass
+    except Exception:  # noqa: BLE001 - a broken connection is found (and dropped) by end()
+        pass

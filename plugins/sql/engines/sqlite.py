@@ -1,0 +1,119 @@
+"""SQLite: a read-only file, an authorizer below the parser, a deadline in the VM.
+
+Connections open the file with ``mode=ro`` and ``PRAGMA query_only``, and an
+authorizer refuses ATTACH/DETACH, file functions and writing PRAGMAs. A
+progress handler checks the deadline every 10,000 VM steps (well under a
+millisecond of work), ``interrupt()`` backs it up for a cancel, and rows
+stream as the statement steps (``fetchmany``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from typing import Any
+from urllib.parse import quote
+
+from assay.kernel.database_engine import CatalogFetch, StatementDeadline
+
+from ..schema import ColumnInfo, ForeignKey, TableInfo
+from .base import Pool, SqlEngine, Streamed, cursor_stream, queue_pool
+
+DENY = sqlite3.SQLITE_DENY
+OK = sqlite3.SQLITE_OK
+READ_PRAGMAS = frozenset({
+    "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
+    "collation_list", "database_list", "query_only", "user_version", "schema_version", "page_count", "page_size",
+})
+DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+
+
+def authorizer(action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> int:
+    """Below the parser: no ATTACH/DETACH, no file functions, no writing PRAGMAs."""
+    if action in (sqlite3.SQLITE_ATTACH, sqlite3.SQLITE_DETACH):
+        return DENY
+    if action == sqlite3.SQLITE_FUNCTION and str(arg2 or "").lower() in DENIED_FUNCTIONS:
+        return DENY
+    if action == sqlite3.SQLITE_PRAGMA:
+        name = str(arg1 or "").lower()
+        if name not in READ_PRAGMAS or (arg2 is not None and name in {"query_only", "user_version"}):
+            return DENY
+    return OK
+
+
+class SqliteEngine(SqlEngine):
+    name = "sqlite"
+    schemes = ("sqlite", "sqlite+pysqlite")
+    dialect = "sqlite"
+    streams_rows = True
+
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+        path = url.database or ""
+        if not path or path == ":memory:":
+            raise ValueError("SQLite datasources must name a database file (read-only in-memory databases are empty)")
+
+        def creator() -> sqlite3.Connection:
+            conn = sqlite3.connect(
+                f"file:{quote(path)}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+            )
+            conn.execute("PRAGMA query_only = 1")
+            conn.set_authorizer(authorizer)
+            return conn
+
+        return Pool(queue_pool(creator, pool_size, pool_timeout_s))
+
+    def begin(self, raw: sqlite3.Connection, state: StatementDeadline, backstop_s: float) -> None:
+        deadline = state.deadline or float("inf")
+        monotonic = time.monotonic
+
+        def check() -> int:
+            return 1 if monotonic() >= deadline or state.cancel_requested() else 0
+
+        raw.set_progress_handler(check, 10_000)  # well under a millisecond of work between checks
+
+    def end(self, raw: sqlite3.Connection) -> None:
+        raw.set_progress_handler(None, 0)
+
+    def cancel(self, raw: sqlite3.Connection, session_id: Any, pool: Pool) -> None:
+        raw.interrupt()  # the progress handler also stops it at the deadline
+
+    def is_timeout_error(self, exc: BaseException) -> bool:
+        return isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc)
+
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
+        return cursor_stream(cur, sql, chunk_rows)
+
+    def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
+        objects = fetch(
+            "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
+            "AND name NOT LIKE 'sqlite_%' ORDER BY name",
+            (),
+        )
+        tables = []
+        for name, kind in objects:
+            cols = fetch("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", (name,))
+            fks: dict[int, ForeignKey] = {}
+            for fk_id, _seq, ref, col_from, col_to in fetch(
+                "SELECT id, seq, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq", (name,)
+            ):
+                fk = fks.setdefault(fk_id, ForeignKey(columns=[], ref_table=ref, ref_columns=[]))
+                fk.columns.append(col_from)
+                if col_to:
+                    fk.ref_columns.append(col_to)
+            estimate = None
+            if kind == "table" and len(objects) <= 200:
+                quoted = '"' + name.replace('"', '""') + '"'
+                estimate = fetch(f"SELECT count(*) FROM {quoted}", ())[0][0]
+            tables.append(
+                TableInfo(
+                    name=name,
+                    kind=kind,
+                    row_estimate=estimate,
+                    columns=[ColumnInfo(name=c, type=t or "", nullable=not nn, primary_key=bool(pk)) for c, t, nn, pk in cols],
+                    foreign_keys=list(fks.values()),
+                )
+            )
+        return tables
+
+
+SQLITE = SqliteEngine()

@@ -1,0 +1,87 @@
+"""The engines' shape: the kernel's contract, a typed pool, one module per dialect, a guard no flag skips."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+from pathlib import Path
+
+import pytest
+
+from assay import Kernel
+from assay.kernel.database_engine import DatabaseEngine, DatabasePool
+from assay.plugins.sql.engines import BUILTIN_ENGINES, Pool
+from assay.plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.resource import DatabaseResource
+
+SQL_PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "sql"
+
+
+def test_every_builtin_engine_satisfies_the_kernel_contract():
+    for engine in BUILTIN_ENGINES:
+        assert isinstance(engine, DatabaseEngine), engine
+    missing = {engine.name: [m for m in dir(DatabaseEngine) if not m.startswith("_") and not hasattr(engine, m)]
+               for engine in BUILTIN_ENGINES}
+    assert missing == {"sqlite": [], "postgresql": [], "mysql": [], "duckdb": []}
+
+
+def test_the_plugin_registers_each_engine_from_its_own_module():
+    kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False).start()
+    try:
+        registered = kernel.registry("database_engines").as_dict()
+    finally:
+        kernel.close()
+    assert {name: type(e).__module__ for name, e in registered.items()} == {
+        "sqlite": "assay.plugins.sql.engines.sqlite", "postgresql": "assay.plugins.sql.engines.postgres",
+        "mysql": "assay.plugins.sql.engines.mysql", "duckdb": "assay.plugins.sql.engines.duckdb",
+    }
+    assert set(registered.values()) == set(BUILTIN_ENGINES)  # the same objects, not copies
+
+
+def test_make_pool_returns_a_typed_pool_and_pins_nothing_on_sqlalchemy(engine, db):
+    db.query("SELECT 1")
+    pool = db.executor().pool
+    assert isinstance(pool, Pool) and isinstance(pool, DatabasePool)
+    assert not [a for a in vars(pool.connections) if a.startswith("_assay")]
+    assert (pool.control is not None) == (engine == "mariadb")  # the KILL QUERY connection
+
+
+def test_no_plugin_module_imports_another_modules_private_names():
+    offenders = []
+    for path in sorted(SQL_PLUGIN.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom):
+                private = [a.name for a in node.names if a.name.startswith("_")]
+                if private:
+                    offenders.append((path.relative_to(SQL_PLUGIN).as_posix(), node.module, private))
+    assert offenders == []
+    assert "_assay_" not in "".join(p.read_text() for p in SQL_PLUGIN.rglob("*.py"))
+
+
+# --- the read-only check runs on every path ------------------------------------------------
+
+
+def test_no_query_method_takes_a_flag_that_skips_the_check():
+    for method in (DatabaseResource.query, DatabaseResource.aquery):
+        assert set(inspect.signature(method).parameters) == {"self", "sql", "timeout_s", "attempt"}
+    assert not {"execute", "async_execute", "check"} & set(vars(DatabaseResource))  # databases query / aquery
+
+
+def test_every_query_path_refuses_a_write(sqlite_path):
+    import asyncio
+
+    db = DatabaseResource("retail", f"sqlite:///{sqlite_path}")
+    try:
+        paths = {
+            "query": lambda: db.query("DELETE FROM stores"),
+            "query with an attempt": lambda: db.query("DELETE FROM stores", attempt=db.new_attempt(5)),
+            "aquery": lambda: asyncio.run(db.aquery("DELETE FROM stores")),
+            "the executor": lambda: db.executor().run("DELETE FROM stores", db.new_attempt(5)),
+        }
+        for name, call in paths.items():
+            with pytest.raises(SqlError) as info:
+                call()
+            assert info.value.code == SQL_READ_ONLY_REQUIRED, name
+        assert db.query("SELECT count(*) FROM stores").rows[0][0] == 8
+    finally:
+        db.close()
