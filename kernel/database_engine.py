@@ -42,7 +42,8 @@ class DatabasePool(Protocol):
     """What ``make_pool`` returns: pooled connections and whatever the engine keeps open beside them."""
 
     def connect(self) -> Any:
-        """A pooled connection (``.dbapi_connection`` is the driver's; ``.close()`` returns it)."""
+        """A pooled connection: ``.dbapi_connection`` is the driver's, ``.close()`` hands it back,
+        ``.invalidate()`` drops it (SQLAlchemy's pooled-connection interface)."""
         ...
 
     def close(self) -> None:

@@ -254,6 +254,7 @@ class Executor:
     # --- the worker -------------------------------------------------------
 
     def _work(self, sql: str, params: Any, attempt: Attempt) -> None:
+        """On the worker thread: a pooled connection, the statement on it, the connection handed back."""
         try:
             fairy = self.pool.connect()
         except Exception as exc:  # noqa: BLE001
@@ -264,27 +265,7 @@ class Executor:
         error: BaseException | None = None
         healthy = True
         try:
-            if attempt.cancel_requested():  # cancelled while waiting for a connection: never start
-                raise SqlError(SQL_QUERY_CANCELLED, "cancelled before the statement was sent")
-            attempt.started = time.monotonic()
-            attempt.deadline = attempt.started + attempt.timeout_s
-            attempt._mark_started(raw, self.engine.session_id(raw))
-            self.engine.begin(raw, attempt, attempt.timeout_s + self.backstop_margin_s)
-            cur = self.engine.cursor(raw)
-            try:
-                if attempt.consume is not None and params is None:
-                    result = self._consume(raw, cur, sql, attempt)
-                else:
-                    description, rows, text_columns = self._fetch_all(raw, cur, sql, params, attempt)
-                    result = QueryResult(
-                        columns=[str(d[0]) for d in description or ()],
-                        column_types=self.engine.column_types(raw, description, rows),
-                        rows=rows,
-                        elapsed_ms=(time.monotonic() - attempt.started) * 1000,
-                        decimal_text=text_columns,
-                    )
-            finally:
-                _close_quietly(self.engine, cur)
+            result = self._statement(raw, sql, params, attempt)
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             error = exc
         finally:
@@ -301,6 +282,29 @@ class Executor:
             else:
                 fairy.invalidate()
         attempt._finish(result, error)
+
+    def _statement(self, raw: Any, sql: str, params: Any, attempt: Attempt) -> QueryResult:
+        """Start the clock, let the engine set the statement up, run it and take its rows."""
+        if attempt.cancel_requested():  # cancelled while waiting for a connection: never start
+            raise SqlError(SQL_QUERY_CANCELLED, "cancelled before the statement was sent")
+        attempt.started = time.monotonic()
+        attempt.deadline = attempt.started + attempt.timeout_s
+        attempt._mark_started(raw, self.engine.session_id(raw))
+        self.engine.begin(raw, attempt, attempt.timeout_s + self.backstop_margin_s)
+        cur = self.engine.cursor(raw)
+        try:
+            if attempt.consume is not None and params is None:
+                return self._consume(raw, cur, sql, attempt)
+            description, rows, text_columns = self._fetch_all(raw, cur, sql, params, attempt)
+            return QueryResult(
+                columns=[str(d[0]) for d in description or ()],
+                column_types=self.engine.column_types(raw, description, rows),
+                rows=rows,
+                elapsed_ms=(time.monotonic() - attempt.started) * 1000,
+                decimal_text=text_columns,
+            )
+        finally:
+            _close_quietly(self.engine, cur)
 
     def _fetch_all(self, raw: Any, cur: Any, sql: str, params: Any,
                    attempt: Attempt) -> tuple[Any, list[tuple], tuple[int, ...]]:
