@@ -211,16 +211,26 @@ class Attempt:
 class Executor:
     """Runs statements of one datasource: the read-only check, the pool, worker threads and the cancel path."""
 
-    def __init__(self, name: str, engine: DatabaseEngine, pool: DatabasePool, *, dialect: str, cancel_grace_s: float,
-                 backstop_margin_s: float, max_result_rows: int) -> None:
+    def __init__(self, name: str, engine: DatabaseEngine, open_pool: Callable[[], DatabasePool], *, dialect: str,
+                 cancel_grace_s: float, backstop_margin_s: float, max_result_rows: int) -> None:
         self.name = name
         self.engine = engine
-        self.pool = pool
         self.dialect = dialect
         self.cancel_grace_s = cancel_grace_s
         self.backstop_margin_s = backstop_margin_s
         self.max_result_rows = max_result_rows
+        self._open_pool = open_pool
+        self._pool: DatabasePool | None = None
+        self._pool_lock = threading.Lock()
         self._seq = 0
+
+    @property
+    def pool(self) -> DatabasePool:
+        """The engine's read-only pool, opened on first use (raises SQL_DATASOURCE_UNAVAILABLE)."""
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = self._open_pool()
+            return self._pool
 
     def run(self, sql: str, attempt: Attempt) -> QueryResult:
         """Check ``sql`` and run it within ``attempt.timeout_s``; raise :class:`SqlError` on refusal, timeout,
@@ -237,26 +247,27 @@ class Executor:
         return self.engine.introspect(catalog_rows, schemas)
 
     def _run(self, sql: str, attempt: Attempt, params: Any) -> QueryResult:
+        pool = self.pool  # opened here, on the caller's thread: an unreachable datasource fails before a worker
         # A daemon thread per statement: a statement that never stops must not keep the process alive.
         self._seq += 1
-        threading.Thread(target=self._work, args=(sql, params, attempt), daemon=True,
+        threading.Thread(target=self._work, args=(pool, sql, params, attempt), daemon=True,
                          name=f"assay-sql-{self.name}-{self._seq}").start()
         reason = self._wait(attempt)
         if reason is None:
             if attempt.error is not None:
                 if attempt._external_cancel:  # SQLite's handler saw the cancel before the waiter did
-                    return self._stop(attempt, "cancelled")
+                    return self._stop(attempt, "cancelled", pool)
                 raise self._failure(attempt, attempt.error)
             assert attempt.result is not None
             return attempt.result
-        return self._stop(attempt, reason)
+        return self._stop(attempt, reason, pool)
 
     # --- the worker -------------------------------------------------------
 
-    def _work(self, sql: str, params: Any, attempt: Attempt) -> None:
+    def _work(self, pool: DatabasePool, sql: str, params: Any, attempt: Attempt) -> None:
         """On the worker thread: a pooled connection, the statement on it, the connection handed back."""
         try:
-            fairy = self.pool.connect()
+            fairy = pool.connect()
         except Exception as exc:  # noqa: BLE001
             attempt._finish(None, _connect_error(self.name, exc))
             return
@@ -373,14 +384,14 @@ class Executor:
                 wait = attempt.deadline - now if attempt.deadline is not None else 0.05
                 attempt._cond.wait(max(wait, 0.0005))
 
-    def _stop(self, attempt: Attempt, reason: str) -> QueryResult:
+    def _stop(self, attempt: Attempt, reason: str, pool: DatabasePool) -> QueryResult:
         cancel_error = None
         with attempt._cond:
             attempt.stop_reason = reason
             attempt.cancel_sent_at = time.monotonic()
             if attempt.raw is not None and not attempt.statement_done:
                 try:
-                    self.engine.cancel(attempt.raw, attempt.session_id, self.pool)
+                    self.engine.cancel(attempt.raw, attempt.session_id, pool)
                 except Exception as exc:  # noqa: BLE001 - reported below, never hidden
                     cancel_error = f"{type(exc).__name__}: {mask_url(str(exc))}"
         with attempt._cond:
@@ -446,7 +457,10 @@ class Executor:
         )
 
     def close(self) -> None:
-        self.pool.close()
+        with self._pool_lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
 
 
 def _engine_message(exc: BaseException) -> str:

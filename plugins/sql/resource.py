@@ -6,7 +6,7 @@ import threading
 from typing import Any, Callable, Iterable
 
 from assay import PromptBudget, Resource, ResourceType
-from assay.kernel.database_engine import DatabaseEngine
+from assay.kernel.database_engine import DatabaseEngine, DatabasePool
 from assay.kernel.settings import mask_url
 
 from .engines import BUILTIN_ENGINES
@@ -91,25 +91,28 @@ class DatabaseResource(Resource):
     # --- running SQL ------------------------------------------------------
 
     def executor(self) -> Executor:
-        """The datasource's executor (its pool opens now, once)."""
+        """The datasource's executor; its pool opens on the first statement that passes the read-only check."""
         with self._lock:
             if self._executor is None:
-                size = self.config.pool_size or self.settings.pool_size
-                try:
-                    pool = self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
-                except SqlError:
-                    raise
-                except Exception as exc:  # noqa: BLE001
-                    raise SqlError(
-                        SQL_DATASOURCE_UNAVAILABLE,
-                        f"cannot open datasource {self.name!r} ({self.url}): {mask_url(str(exc))}",
-                        "Check the URL and that the database exists and is reachable.",
-                    ) from None
                 self._executor = Executor(
-                    self.name, self.engine, pool, dialect=self.dialect, cancel_grace_s=self.settings.cancel_grace_s,
-                    backstop_margin_s=self.settings.backstop_margin_s, max_result_rows=self.settings.max_result_rows,
+                    self.name, self.engine, self._open_pool, dialect=self.dialect,
+                    cancel_grace_s=self.settings.cancel_grace_s, backstop_margin_s=self.settings.backstop_margin_s,
+                    max_result_rows=self.settings.max_result_rows,
                 )
             return self._executor
+
+    def _open_pool(self) -> DatabasePool:
+        size = self.config.pool_size or self.settings.pool_size
+        try:
+            return self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
+        except SqlError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise SqlError(
+                SQL_DATASOURCE_UNAVAILABLE,
+                f"cannot open datasource {self.name!r} ({self.url}): {mask_url(str(exc))}",
+                "Check the URL and that the database exists and is reachable.",
+            ) from None
 
     def new_attempt(self, timeout_s: float | None = None, *, consume: Callable[[RowStream], Any] | None = None,
                     keep_rows: int = 50, decimal_text: bool = False) -> Attempt:

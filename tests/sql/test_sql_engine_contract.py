@@ -85,3 +85,16 @@ def test_every_query_path_refuses_a_write(sqlite_path):
         assert db.query("SELECT count(*) FROM stores").rows[0][0] == 8
     finally:
         db.close()
+
+
+def test_the_check_runs_before_the_datasource_is_opened(tmp_path):
+    db = DatabaseResource("gone", f"duckdb:///{tmp_path / 'missing.duckdb'}")  # read-only: cannot be opened
+    try:
+        with pytest.raises(SqlError) as refused:
+            db.query("DROP TABLE orders")
+        assert refused.value.code == SQL_READ_ONLY_REQUIRED
+        with pytest.raises(SqlError) as unavailable:
+            db.query("SELECT 1")
+        assert unavailable.value.code == "SQL_DATASOURCE_UNAVAILABLE"
+    finally:
+        db.close()
