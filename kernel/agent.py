@@ -2,7 +2,7 @@
 
 The system prompt is built from the attached resources; tools are offered in
 OpenAI function-calling shape; each call goes through
-:meth:`kernel.Kernel.acall_tool` (validated, logged, never raising into the
+:meth:`assay.Kernel.acall_tool` (validated, logged, never raising into the
 model). The loop is bounded by ``max_steps`` model turns.
 """
 

@@ -4,13 +4,13 @@ Every hook hands the plugin a ``register`` callback instead of asking for a
 return value, so the kernel validates each object, decides its name and
 records which plugin it came from. An implementation declares only the
 arguments it uses (any of ``register``, ``settings`` - the kernel's
-:class:`kernel.Settings` - and ``kernel``); new arguments can be added here
+:class:`assay.Settings` - and ``kernel``); new arguments can be added here
 without breaking plugins. The kernel calls each hook one plugin at a time,
 so a plugin that fails is rolled back on its own (``register_commands`` runs
 only when the command line is built).
 
 Every ``register`` except ``register_resource_types``'s also takes a
-:class:`kernel.Lazy` descriptor - a name, a ``"package.module:attr"`` path and
+:class:`assay.Lazy` descriptor - a name, a ``"package.module:attr"`` path and
 the attributes the kernel reads before importing - so a plugin module stays
 thin and the object's module loads on first use. A lazy object that fails to
 load fails its plugin (``PLUGIN_LOAD_FAILED``).
@@ -37,7 +37,7 @@ def register_resources(register, settings, kernel):
     """Add resources (databases, knowledge, packs) the model can be given.
 
     ``register(resource: kernel.Resource)``; ``settings`` is the kernel's
-    :class:`kernel.Settings`, for plugins whose resources come from config.
+    :class:`assay.Settings`, for plugins whose resources come from config.
     A lazy resource declares its type: ``Lazy(path, name=..., type="knowledge")``.
     """
 
@@ -46,8 +46,8 @@ def register_resources(register, settings, kernel):
 def register_tools(register, settings, kernel):
     """Add tools the model can call.
 
-    ``register(tool)`` takes a :class:`kernel.BaseTool`, a plain function
-    (wrapped with :func:`assay.tool`), a :class:`kernel.Lazy` or a
+    ``register(tool)`` takes a :class:`assay.BaseTool`, a plain function
+    (wrapped with :func:`assay.tool`), a :class:`assay.Lazy` or a
     ``"package.module:attr"`` string (short for ``Lazy(that string)``): a
     lazy tool's name is listed at once, and it is imported when it is first
     looked up or listed (``kernel.get_tool``, ``kernel.tools``, a call).

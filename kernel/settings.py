@@ -148,10 +148,9 @@ class Settings(BaseSettings):
         """The effective settings, kernel and sections (declared ones too), with secrets masked."""
         for name, path in sorted(self._declared.items()):
             if name not in self._sections:
-                import importlib
+                from .registry import resolve_path
 
-                module, _, attr = path.partition(":")
-                self.section(name, getattr(importlib.import_module(module), attr))
+                self.section(name, resolve_path(path))
         out: dict[str, Any] = {"kernel": _masked_dump(self)}
         for name, section in sorted(self._sections.items()):
             out[name] = _masked_dump(section)

@@ -1,7 +1,7 @@
 """The sandbox plugins' entry points: thin, so kernel start-up imports no sandbox code.
 
 Each runtime plugin (``docker``, ``podman``, ``nerdctl``, ``local``) registers
-its runtime class as a :class:`kernel.Lazy` (name, ``module:Class`` path and
+its runtime class as a :class:`assay.Lazy` (name, ``module:Class`` path and
 the ``isolated`` flag the kernel reads before importing); the runtime module,
 :mod:`assay.kernel.sandbox` and the engine SDKs load when a sandbox is first used.
 ``sandbox_cli`` adds ``assay sandbox`` (click and :mod:`assay.sandbox_runtimes.cli`

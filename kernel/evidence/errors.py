@@ -1,4 +1,4 @@
-"""Error codes of the evidence store, each an :class:`kernel.AssayError` subclass."""
+"""Error codes of the evidence store, each an :class:`assay.AssayError` subclass."""
 
 from __future__ import annotations
 

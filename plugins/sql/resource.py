@@ -1,4 +1,4 @@
-"""A database the model can be given: a :class:`kernel.Resource` of type ``database``."""
+"""A database the model can be given: a :class:`assay.Resource` of type ``database``."""
 
 from __future__ import annotations
 

@@ -230,7 +230,7 @@ DEFERRED = [
     "assay.plugins.sql.engines.duckdb", "assay.plugins.sql.tools", "assay.plugins.sql.settings",
     "assay.plugins.sql.resource", "assay.plugins.sql.execution",
     "assay.plugins.code_interpreter.tool", "assay.kernel.evidence.local_store", "assay.plugins.artifact_stores.s3_store",
-    "assay.plugins.evidence_read_tools", "assay.kernel.reports", "assay.kernel.evidence.kernel_evidence",
+    "assay.plugins.evidence_read_tools", "assay.kernel.evidence.kernel_evidence",
     "assay.kernel.evidence", "assay.kernel.messages", "assay.plugins.models.openai_settings",
 ]
 
