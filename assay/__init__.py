@@ -12,27 +12,16 @@ import. Everything else lives in the subpackages:
 
 from __future__ import annotations
 
-from .kernel import (
-    ArtifactRef,
-    AssayError,
-    BaseTool,
-    ConfigError,
-    FunctionTool,
-    JsonSchemaTool,
-    Kernel,
-    Lazy,
-    PluginError,
-    PluginInfo,
-    PromptBudget,
-    Resource,
-    ResourcePack,
-    ResourceType,
-    RunContext,
-    Settings,
-    ToolResult,
-    hookimpl,
-    tool,
-)
+from .kernel.context import RunContext
+from .kernel.errors import AssayError, ConfigError, PluginError
+from .kernel.hookspecs import hookimpl
+from .kernel.kernel import Kernel
+from .kernel.loader import PluginInfo
+from .kernel.registry import Lazy
+from .kernel.resources import PromptBudget, Resource, ResourcePack, ResourceType
+from .kernel.settings import Settings
+from .kernel.tool_result import ArtifactRef, ToolResult
+from .kernel.tools import BaseTool, FunctionTool, JsonSchemaTool, tool
 
 __version__ = "0.1.0"  # the one place the version is written (pyproject reads it)
 

@@ -136,3 +136,12 @@ def test_assay_sandbox_build_image_help_runs_the_shipped_script(installed, tmp_p
     out = _run(installed, tmp_path, f"{installed['bin']}/assay", "sandbox", "build-image", "--help")
     assert out.returncode == 0, out.stderr
     assert "Usage: assay sandbox build-image" in out.stdout and "--no-cache" in out.stdout
+
+
+def test_the_public_api_is_assay_all_and_every_name_resolves():
+    import assay
+
+    assert {"Kernel", "tool", "hookimpl", "Lazy", "Settings", "ToolResult"} <= set(assay.__all__)
+    assert all(getattr(assay, name, None) is not None for name in assay.__all__)
+    assert not {n for n in vars(assay) if n.isidentifier() and not n.startswith("_") and n not in assay.__all__} - {
+        "annotations", "kernel", "plugins", "sandbox_runtimes"}  # subpackages, once imported
