@@ -7,7 +7,11 @@ the reason; in CI (``CI`` set) it fails, so nothing is silently skipped there.
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
+import sys
+from typing import Iterable
 
 import pytest
 
@@ -21,6 +25,16 @@ def require(available: bool, what: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is required in CI but is not available", pytrace=False)
     pytest.skip(f"{what} is not available here")
+
+
+def imported_by(code: str, watched: Iterable[str], env: dict[str, str] | None = None) -> list[str]:
+    """The ``watched`` modules that running ``code`` in a fresh interpreter imports
+    (a name counts when it or one of its submodules is in ``sys.modules``)."""
+    probe = (f"{code}\nimport json as _j, sys as _s\n_w = {sorted(watched)!r}\n"
+             "print(_j.dumps([n for n in _w if any(m == n or m.startswith(n + '.') for m in list(_s.modules))]))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,10 +61,9 @@ def run_assay(*args: str, env: dict[str, str] | None = None, input: str | None =
     subprocess per call costs about a second. ``env`` is added to the
     environment for the call. Returns click's ``Result`` (``exit_code``,
     ``stdout``, ``stderr``)."""
-    from click.testing import CliRunner
-
     from assay.kernel import cli
     from assay.kernel.log import configure_logging
+    from click.testing import CliRunner
 
     class _ConsoleScript:  # what CliRunner.invoke needs of a command: a name and main()
         name = "assay"

@@ -6,17 +6,13 @@ import json
 import subprocess
 import sys
 
+from tests.conftest import imported_by
+
 HEAVY = ["docker", "podman", "sqlalchemy", "pyarrow", "pandas", "matplotlib"]
 
 
 def test_import_assay_imports_no_heavy_library():
-    code = (
-        "import sys, json, assay, assay.kernel.cli, assay.kernel.agent, assay.kernel.models; "
-        f"print(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout) == []
+    assert imported_by("import assay, assay.kernel.cli, assay.kernel.agent, assay.kernel.models", HEAVY) == []
 
 
 def test_starting_the_kernel_with_every_builtin_plugin_imports_no_heavy_library():

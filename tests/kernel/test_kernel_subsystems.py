@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 import ast
-import json
-import subprocess
-import sys
 import threading
 import types
 from pathlib import Path
 
 import pytest
-
-from assay import Kernel, hookimpl
 from assay.kernel.evidence import ArtifactError
 from assay.kernel.sandbox import ProbeResult, SandboxRuntime
+
+from assay import Kernel, hookimpl
+from tests.conftest import imported_by
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernel"
 
@@ -130,12 +128,8 @@ def test_close_closes_the_sandbox_and_the_next_use_makes_a_new_one(quiet_kernel)
 
 
 def test_closing_a_kernel_that_never_used_them_imports_neither():
-    code = ("import sys, json, assay; k = assay.Kernel(load_entrypoints=False); k.start(); k.close(); "
-            "print(json.dumps([m for m in sys.modules if m.startswith(('assay.kernel.sandbox', "
-            "'assay.kernel.evidence', 'assay.kernel.reports'))]))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == []
+    code = "import assay; k = assay.Kernel(load_entrypoints=False); k.start(); k.close()"
+    assert imported_by(code, ["assay.kernel.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]) == []
 
 
 # --- contracts ----------------------------------------------------------------------------
