@@ -38,7 +38,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     from assay.kernel.sandbox import SandboxConfig, SandboxError, select_runtime
 
     kernel = _kernel(ctx)
-    config = SandboxConfig.from_env()
+    config = SandboxConfig.from_settings(kernel.settings)
     runtimes = kernel.registry("sandbox_runtimes").as_dict()
     report: dict[str, Any] = {"config": {"SANDBOX_RUNTIME": config.runtime or "(detect)",
                                          "SANDBOX_ALLOW_LOCAL_RUNTIME": config.allow_local_runtime,
@@ -116,8 +116,8 @@ def run_cmd(ctx: click.Context, runtime_name: str | None, timeout_s: float | Non
     kernel = _kernel(ctx)
     overrides: dict[str, Any] = {"runtime": runtime_name} if runtime_name else {}
     if timeout_s is not None:
-        overrides["timeout"] = max(timeout_s, SandboxConfig.from_env().timeout)
-    config = SandboxConfig.from_env(**overrides)
+        overrides["timeout"] = max(timeout_s, SandboxConfig.from_settings(kernel.settings).timeout)
+    config = SandboxConfig.from_settings(kernel.settings, **overrides)
     with SandboxManager(config, kernel.registry("sandbox_runtimes").as_dict()) as manager:
         with manager.open_session(language) as session:
             result = session.run_code(source, language=language, timeout_s=timeout_s)

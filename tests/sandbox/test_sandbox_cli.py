@@ -34,6 +34,15 @@ def test_run_local_when_allowed_prints_the_result_and_warns():
     assert data["stdout"] == "42\n" and data["isolated"] is False and data["warnings"]
 
 
+def test_run_reads_the_sandbox_table_of_the_config_file(tmp_path):
+    config = tmp_path / "assay.toml"
+    config.write_text('[sandbox]\nruntime = "local"\nallow_local_runtime = true\n')
+    out = _assay("sandbox", "run", "--json", "--", "print(6*7)", env_extra={"ASSAY_CONFIG": str(config)})
+    assert out.exit_code == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["stdout"] == "42\n" and data["isolated"] is False
+
+
 @pytest.mark.podman
 def test_run_on_podman_exits_with_the_codes_status():
     ok, what = podman_ready()
