@@ -10,7 +10,7 @@ touched until the first capture or read.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .capture import ArtifactSink
 from .catalog import ArtifactCatalog

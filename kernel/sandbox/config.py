@@ -17,7 +17,7 @@ import os
 import re
 from typing import TYPE_CHECKING, Any
 
-from pydantic import Field, ValidationError, field_validator
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import SANDBOX_CONFIG_INVALID, SandboxError
