@@ -5,10 +5,13 @@ The path of every statement, top to bottom:
 1. :meth:`Executor.run` checks the text (:func:`.guard.check_read_only`:
    exactly one read-only statement; no flag skips it), then starts a worker
    thread and waits for it.
-2. The worker (:meth:`Executor._work`) takes a pooled connection, lets the
-   engine set the statement up (``begin``: read-only transaction, server-side
-   backstop), runs it and fetches the rows, then always lets it ``end``
-   (roll back) and returns the connection.
+2. The worker (:meth:`Executor._work`) takes a pooled connection whose
+   session passes the engine's check (``verify``: still read-only, nothing
+   changed; a connection that fails is discarded), lets the engine set the
+   statement up (``begin``: read-only transaction, server-side backstop),
+   runs it and fetches the rows, then always lets it ``end`` (roll back) and
+   ``reset`` the session (a connection that cannot be reset is discarded)
+   before returning it.
 3. When the deadline passes (or the caller is cancelled) the waiter asks the
    engine to cancel the statement, then waits a short grace period for the
    worker to come back. Only a worker that came back counts as "confirmed
@@ -264,10 +267,40 @@ class Executor:
 
     # --- the worker -------------------------------------------------------
 
-    def _work(self, pool: DatabasePool, sql: str, params: Any, attempt: Attempt) -> None:
-        """On the worker thread: a pooled connection, the statement on it, the connection handed back."""
-        try:
+    def _checkout(self, pool: DatabasePool) -> Any:
+        """A pooled connection whose session passed the engine's check; one that fails it is discarded.
+
+        Raises the pool's own error (busy, cannot connect), or SQL_DATASOURCE_UNAVAILABLE when
+        even new connections fail the check.
+        """
+        verify = getattr(self.engine, "verify", None)
+        tries = _pool_size(pool) + 1  # every pooled connection may be spoiled; then a new one
+        problems: list[str] = []
+        for _ in range(tries):
             fairy = pool.connect()
+            if verify is None:
+                return fairy
+            try:
+                problems = list(verify(fairy.dbapi_connection))
+            except Exception as exc:  # noqa: BLE001 - a session we cannot check is not used
+                problems = [f"the check failed: {type(exc).__name__}: {mask_url(str(exc))[:300]}"]
+            if not problems:
+                return fairy
+            log.warning("sql_connection_discarded", datasource=self.name, problems=problems)
+            fairy.invalidate()  # closed, never handed out again
+        raise SqlError(
+            SQL_DATASOURCE_UNAVAILABLE,
+            f"datasource {self.name!r}: no connection passed the read-only session check ({'; '.join(problems)})",
+            "Check the login's and the server's settings (assay db doctor URL); each failing connection was discarded.",
+        )
+
+    def _work(self, pool: DatabasePool, sql: str, params: Any, attempt: Attempt) -> None:
+        """On the worker thread: a pooled connection, the statement on it, the connection reset and handed back."""
+        try:
+            fairy = self._checkout(pool)
+        except SqlError as exc:
+            attempt._finish(None, exc)
+            return
         except Exception as exc:  # noqa: BLE001
             attempt._finish(None, _connect_error(self.name, exc))
             return
@@ -286,7 +319,11 @@ class Executor:
                 attempt.statement_done = True
             try:
                 self.engine.end(raw)
-            except Exception:  # noqa: BLE001 - a connection we cannot reset is not reused
+                reset = getattr(self.engine, "reset", None)
+                if reset is not None:
+                    reset(raw)  # nothing the statement left in the session reaches the next one
+            except Exception as exc:  # noqa: BLE001 - a connection we cannot reset is not reused
+                log.warning("sql_connection_not_reset", datasource=self.name, error=type(exc).__name__)
                 healthy = False
             if healthy:
                 fairy.close()
@@ -482,6 +519,14 @@ def _connect_error(name: str, exc: BaseException) -> SqlError:
         f"cannot connect to datasource {name!r}: {_engine_message(exc)}",
         "Check that the database is running and the URL is right (assay config shows it, password masked).",
     )
+
+
+def _pool_size(pool: DatabasePool) -> int:
+    size = getattr(getattr(pool, "connections", None), "size", None)
+    try:
+        return int(size()) if callable(size) else 4
+    except Exception:  # noqa: BLE001
+        return 4
 
 
 def _close_quietly(engine: DatabaseEngine, cur: Any) -> None:

@@ -141,6 +141,29 @@ class SqlEngine:
     def end(self, raw: Any) -> None:
         """Undo anything the statement did (roll back); called on success and failure."""
 
+    def reset(self, raw: Any) -> None:
+        """Return the session to its just-opened state before the pool hands it out again.
+
+        Called after :meth:`end` on every statement's connection: what a
+        statement may leave in the session beyond its transaction (locks held
+        by the session, session variables, prepared statements) is dropped
+        here. An exception means the connection is not reused.
+        """
+
+    def verify(self, raw: Any) -> list[str]:
+        """What is wrong with a pooled session about to run a statement (empty: fit to use).
+
+        Called when a connection is checked out, before :meth:`begin`: the
+        session's read-only flag and the settings the parser relies on must be
+        what :meth:`make_pool` set up. A connection with any problem (or whose
+        check raises) is discarded, never used.
+        """
+        return []
+
+    def login_report(self, raw: Any) -> Any:
+        """What the datasource's login may do (:class:`..privileges.LoginReport`), or None (no logins)."""
+        return None
+
     def session_id(self, raw: Any) -> Any:
         return id(raw)
 

@@ -48,6 +48,16 @@ class DuckdbEngine(SqlEngine):
     def end(self, raw: Any) -> None:
         return None  # the database is opened read-only; nothing to undo
 
+    def verify(self, raw: Any) -> list[str]:
+        external, locked = raw.execute(
+            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone()
+        problems = []
+        if external is not False:
+            problems.append("enable_external_access is on")
+        if locked is not True:
+            problems.append("the configuration is not locked")
+        return problems
+
     def cursor(self, raw: Any) -> Any:
         return raw  # a DuckDB cursor() is a new connection that interrupt() on raw would not reach
 

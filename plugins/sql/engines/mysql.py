@@ -7,8 +7,14 @@
   (MySQL) as the server-side backstop.
 - Cancel: ``KILL QUERY <thread id>`` from a second connection, opened when
   the pool is made and kept (a new MariaDB login can take 200+ ms).
-- Streaming: none; pymysql's execute() holds the whole result, which is then
-  handed over as one batch.
+- Hygiene: after each statement the session is reset (``COM_RESET_CONNECTION``:
+  user variables, ``GET_LOCK`` locks, temporary tables, prepared statements,
+  session variables such as ``sql_mode`` back to the server's), then set up
+  again as pymysql sets up a new connection, and read-only. At checkout the
+  session must be read-only, not autocommit, and its ``sql_mode`` and
+  isolation those of the server.
+- Streaming: an unbuffered cursor (``SSCursor``) hands the rows over as they
+  arrive; a statement left early is stopped with ``KILL QUERY`` and drained.
 - Types: the protocol's field type names.
 """
 
@@ -20,9 +26,10 @@ from typing import Any
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
 from ..schema import ForeignKey, TableInfo
-from .base import Pool, SqlEngine, group_tables, server_pool
+from .base import Pool, SqlEngine, Streamed, group_tables, server_pool
 
 TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
+COM_RESET_CONNECTION = 0x1F  # MariaDB 10.2.4+, MySQL 5.7.3+ (pymysql names no constant for it)
 
 
 def _read_only_session(dbapi_conn: Any) -> None:
@@ -47,10 +54,17 @@ class MysqlEngine(SqlEngine):
         return "mariadb" if url.get_backend_name() == "mariadb" else "mysql"
 
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
-        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s,
-                                          on_connect=_read_only_session)
+        kill: list[KillConnection] = []
+
+        def setup(dbapi_conn: Any) -> None:
+            _read_only_session(dbapi_conn)
+            # A streamed statement left early is stopped from the side connection (see stream()).
+            dbapi_conn._assay_kill = kill[0] if kill else None
+
+        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup)
         args, kwargs = engine.dialect.create_connect_args(engine.url)
         control = KillConnection(args, kwargs)
+        kill.append(control)
         control.warm()
         return Pool(connections, control=control, closers=[control.close, engine.dispose])
 
@@ -64,6 +78,62 @@ class MysqlEngine(SqlEngine):
 
     def end(self, raw: Any) -> None:
         raw.rollback()
+
+    def reset(self, raw: Any) -> None:
+        """``COM_RESET_CONNECTION``, then the set-up pymysql gives a new connection, then read-only again."""
+        raw._execute_command(COM_RESET_CONNECTION, b"")
+        raw._read_ok_packet()
+        # The reset put every session variable back to the server's global value: the
+        # connection's character set and autocommit mode included.
+        raw.set_character_set(raw.charset, raw.collation)
+        with raw.cursor() as cur:
+            if raw.sql_mode is not None:
+                cur.execute("SET sql_mode=%s", (raw.sql_mode,))
+            if raw.init_command is not None:
+                cur.execute(raw.init_command)
+        if raw.autocommit_mode is not None:
+            raw.autocommit(raw.autocommit_mode)
+        _read_only_session(raw)
+
+    def verify(self, raw: Any) -> list[str]:
+        names = ("tx_read_only", "tx_isolation") if is_mariadb(raw) else ("transaction_read_only", "transaction_isolation")
+        ro, iso = names
+        with raw.cursor() as cur:
+            cur.execute(f"SELECT @@session.{ro}, @@session.autocommit, @@session.sql_mode, @@global.sql_mode, "
+                        f"@@session.{iso}, @@global.{iso}")
+            read_only, autocommit, sql_mode, global_mode, isolation, global_isolation = cur.fetchone()
+        raw.rollback()
+        problems = []
+        if int(read_only) != 1:
+            problems.append(f"the session is not read-only ({ro}={read_only})")
+        if int(autocommit) != 0:
+            problems.append("the session is in autocommit mode")
+        if sql_mode != global_mode:
+            problems.append(f"sql_mode was changed ({sql_mode!r}, the server's is {global_mode!r})")
+        if isolation != global_isolation:
+            problems.append(f"the isolation level was changed ({isolation}, the server's is {global_isolation})")
+        return problems
+
+    def login_report(self, raw: Any) -> Any:
+        from ..privileges import mysql_login_report
+
+        return mysql_login_report(raw)
+
+    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
+        """An unbuffered cursor: rows are read from the socket as they are handed over."""
+        import pymysql.cursors
+
+        ss = raw.cursor(pymysql.cursors.SSCursor)
+        try:
+            ss.execute(sql)
+        except BaseException:
+            _close_unbuffered(raw, ss, stop=False)
+            raise
+        description = ss.description
+        if not description:
+            _close_unbuffered(raw, ss, stop=False)
+            return Streamed(None, iter(()))
+        return Streamed(list(description), _unbuffered_batches(raw, ss, chunk_rows))
 
     def session_id(self, raw: Any) -> Any:
         return raw.thread_id()
@@ -109,6 +179,39 @@ class MysqlEngine(SqlEngine):
 
 
 MYSQL = MysqlEngine()
+
+
+def _unbuffered_batches(raw: Any, cur: Any, chunk_rows: int) -> Any:
+    finished = False
+    try:
+        while True:
+            batch = cur.fetchmany(chunk_rows)
+            if not batch:
+                finished = True
+                return
+            yield batch
+    finally:
+        _close_unbuffered(raw, cur, stop=not finished)
+
+
+def _close_unbuffered(raw: Any, cur: Any, *, stop: bool) -> None:
+    """Close an unbuffered cursor; ``stop``: the rows were left early, so stop the statement first.
+
+    Closing reads whatever the server still sends; ``KILL QUERY`` from the side
+    connection makes that short. A connection that cannot be drained is found
+    (and dropped) by ``end``/``reset``.
+    """
+    if stop:
+        kill = getattr(raw, "_assay_kill", None)
+        if kill is not None:
+            try:
+                kill.kill_query(int(raw.thread_id()))
+            except Exception:  # noqa: BLE001 - the drain below still ends the statement
+                pass
+    try:
+        cur.close()
+    except Exception:  # noqa: BLE001 - an interrupted statement ends with an error packet
+        pass
 
 
 class KillConnection:

@@ -3,6 +3,10 @@
 - Pool: every session defaults to ``default_transaction_read_only``; each
   statement runs in a READ ONLY transaction that is always rolled back, with
   ``statement_timeout`` (limit + margin) as the server-side backstop.
+- Hygiene: after each statement ``DISCARD ALL`` (settings, advisory locks,
+  prepared statements, temporary tables, role) and read-only again; at
+  checkout the session must be read-only, hold no session-level setting but
+  ours, no advisory lock, no other role and no temporary table.
 - Cancel: a cancel request for the backend (``cancel_safe``).
 - Streaming: libpq's chunked-rows mode (libpq 17 and newer), so the server
   keeps sending while a chunk is encoded; one statement by the extended
@@ -65,6 +69,23 @@ def _read_only_session(dbapi_conn: Any) -> None:
     dbapi_conn.commit()
 
 
+# Settings a session may hold at the session level (source 'session'): the one we set, and those
+# of the current transaction (BEGIN READ ONLY sets them).
+OUR_SESSION_SETTINGS = ("default_transaction_read_only",
+                        "transaction_read_only", "transaction_isolation", "transaction_deferrable")  # per transaction
+# One round trip at checkout: the read-only flags, session-level settings someone else set,
+# locks the session holds, its role, its temporary tables.
+VERIFY_SQL = (
+    "SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only'), "
+    "current_setting('transaction_isolation') = (SELECT reset_val FROM pg_settings "
+    "  WHERE name = 'default_transaction_isolation'), "
+    "ARRAY(SELECT name FROM pg_settings WHERE source = 'session' AND name <> ALL(%s)), "
+    "(SELECT count(*) FROM pg_locks WHERE pid = pg_backend_pid() AND locktype = 'advisory'), "
+    "session_user = current_user, "
+    "(SELECT count(*) FROM pg_class WHERE relnamespace = pg_my_temp_schema())"
+)
+
+
 class PostgresEngine(SqlEngine):
     name = "postgresql"
     schemes = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "postgresql+psycopg3")
@@ -87,6 +108,48 @@ class PostgresEngine(SqlEngine):
 
     def end(self, raw: Any) -> None:
         raw.rollback()
+
+    def reset(self, raw: Any) -> None:
+        """``DISCARD ALL`` (session settings, advisory locks, prepared statements, temporary tables,
+        LISTEN, the role), then read-only again."""
+        if raw.info.transaction_status != 0:
+            raw.rollback()
+        raw.autocommit = True  # DISCARD ALL cannot run inside a transaction block
+        try:
+            raw.execute("DISCARD ALL")  # psycopg forgets its own prepared statements on seeing it
+            raw.execute("SET default_transaction_read_only = on")
+        finally:
+            raw.autocommit = False
+        raw.read_only = True
+
+    def verify(self, raw: Any) -> list[str]:
+        if raw.info.transaction_status != 0:
+            raw.rollback()
+        try:
+            default_ro, tx_ro, isolation_ok, settings, locks, same_role, temp = raw.execute(
+                VERIFY_SQL, (list(OUR_SESSION_SETTINGS),)).fetchone()
+        finally:
+            raw.rollback()
+        problems = []
+        if raw.read_only is not True or default_ro != "on" or tx_ro != "on":
+            problems.append(f"the session is not read-only (default_transaction_read_only={default_ro}, "
+                            f"transaction_read_only={tx_ro})")
+        if not isolation_ok:
+            problems.append("the transaction isolation differs from the server's default")
+        if settings:
+            problems.append(f"session-level settings were changed: {', '.join(sorted(settings))}")
+        if locks:
+            problems.append(f"the session holds {locks} advisory lock(s)")
+        if not same_role:
+            problems.append("the session's role was changed (SET ROLE / SET SESSION AUTHORIZATION)")
+        if temp:
+            problems.append(f"the session holds {temp} temporary relation(s)")
+        return problems
+
+    def login_report(self, raw: Any) -> Any:
+        from ..privileges import postgres_login_report
+
+        return postgres_login_report(raw)
 
     def session_id(self, raw: Any) -> Any:
         return raw.info.backend_pid

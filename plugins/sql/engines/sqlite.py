@@ -74,6 +74,13 @@ class SqliteEngine(SqlEngine):
     def end(self, raw: sqlite3.Connection) -> None:
         raw.set_progress_handler(None, 0)
 
+    def verify(self, raw: sqlite3.Connection) -> list[str]:
+        (query_only,) = raw.execute("PRAGMA query_only").fetchone()
+        problems = [] if query_only == 1 else ["PRAGMA query_only is off"]
+        if raw.in_transaction:
+            problems.append("a transaction was left open")
+        return problems
+
     def cancel(self, raw: sqlite3.Connection, session_id: Any, pool: Pool) -> None:
         raw.interrupt()  # the progress handler also stops it at the deadline
 
