@@ -7,13 +7,17 @@ from typing import Any, Callable, Iterable
 
 from assay import PromptBudget, Resource, ResourceType
 from assay.kernel.database_engine import DatabaseEngine, DatabasePool
+from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
 from .engines import BUILTIN_ENGINES
 from .errors import SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_TABLE_NOT_FOUND, SqlError
 from .execution import Attempt, Executor, QueryResult, RowStream, run_cancellable
+from .privileges import LoginReport
 from .schema import TableInfo, render_schema
 from .settings import DatasourceConfig, SqlSettings
+
+log = get_logger("assay.sql")
 
 
 def find_engine(url: Any, engines: Iterable[DatabaseEngine] = BUILTIN_ENGINES) -> DatabaseEngine:
@@ -71,6 +75,13 @@ class DatabaseResource(Resource):
         self._executor: Executor | None = None
         self._lock = threading.Lock()
         self._schema: list[TableInfo] | None = None
+        # What the login may do, known once the pool opened (None: not yet, or an engine without logins).
+        self.login: LoginReport | None = None
+
+    @property
+    def privileged_login(self) -> bool:
+        """The datasource runs as a privileged login it was allowed to use (every result says so)."""
+        return self.login is not None and self.login.is_privileged
 
     # --- limits -----------------------------------------------------------
 
@@ -102,17 +113,63 @@ class DatabaseResource(Resource):
             return self._executor
 
     def _open_pool(self) -> DatabasePool:
+        """The engine's pool, once its login passed the privilege check (fail-closed)."""
         size = self.config.pool_size or self.settings.pool_size
         try:
-            return self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
+            pool = self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
         except SqlError:
             raise
         except Exception as exc:  # noqa: BLE001
-            raise SqlError(
-                SQL_DATASOURCE_UNAVAILABLE,
-                f"cannot open datasource {self.name!r} ({self.url}): {mask_url(str(exc))}",
-                "Check the URL and that the database exists and is reachable.",
-            ) from None
+            raise self._unavailable(exc) from None
+        try:
+            report = self._login_report(pool)
+        except BaseException as exc:
+            pool.close()
+            if isinstance(exc, SqlError) or not isinstance(exc, Exception):
+                raise
+            raise self._unavailable(exc) from None
+        if report is not None and report.is_privileged and not self.config.allow_privileged:
+            pool.close()
+            raise report.refusal(self.name)
+        if report is not None and report.is_privileged:
+            log.warning("sql_privileged_login_allowed", datasource=self.name, login=report.login,
+                        privileges=report.summary())
+        self.login = report
+        return pool
+
+    def _login_report(self, pool: DatabasePool) -> LoginReport | None:
+        """What the login may do, asked on one pooled connection (None: the engine has no logins)."""
+        report_fn = getattr(self.engine, "login_report", None)
+        if report_fn is None:
+            return None
+        fairy = pool.connect()
+        try:
+            return report_fn(fairy.dbapi_connection)
+        finally:
+            fairy.close()
+
+    def inspect_login(self) -> LoginReport | None:
+        """The login report without refusing anything (``assay db doctor``); opens and closes its own pool."""
+        size = 1
+        try:
+            pool = self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
+        except Exception as exc:  # noqa: BLE001
+            raise self._unavailable(exc) from None
+        try:
+            return self._login_report(pool)
+        except SqlError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            raise self._unavailable(exc) from None
+        finally:
+            pool.close()
+
+    def _unavailable(self, exc: BaseException) -> SqlError:
+        return SqlError(
+            SQL_DATASOURCE_UNAVAILABLE,
+            f"cannot open datasource {self.name!r} ({self.url}): {mask_url(str(exc))}",
+            "Check the URL and that the database exists and is reachable.",
+        )
 
     def new_attempt(self, timeout_s: float | None = None, *, consume: Callable[[RowStream], Any] | None = None,
                     keep_rows: int = 50, decimal_text: bool = False) -> Attempt:

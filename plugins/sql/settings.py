@@ -15,6 +15,10 @@ file may give a table per datasource with its own limits::
 
     [sql.databases]
     scratch = "sqlite:///scratch.db"
+
+A login that can reach server files, other sessions or server settings is
+refused unless its datasource says ``allow_privileged = true``
+(:mod:`.privileges`).
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ class DatasourceConfig(BaseModel):
     pool_size: int | None = Field(default=None, ge=1, le=64)
     schemas: list[str] | None = Field(default=None, description="Schemas to describe (default: all user schemas).")
     description: str = ""
+    allow_privileged: bool = Field(
+        default=False,
+        description="Accept a login that can reach server files, other sessions or server settings "
+                    "(refused by default: SQL_DATASOURCE_PRIVILEGED); every result then says privileged_login.",
+    )
 
     @field_serializer("url")
     def _masked_url(self, url: str) -> str:

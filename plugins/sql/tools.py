@@ -144,8 +144,19 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
         "dialect": resource.dialect,
         "preview_rows": shown,
         "truncated": shown < n,
+        "privileged_login": resource.privileged_login,
     }
+    content += privileged_note(resource)
     return ToolResult.ok(data, content=content, artifacts=[record.ref()] if record is not None else [])
+
+
+def privileged_note(resource: DatabaseResource | None) -> str:
+    """The line every result of a datasource allowed a privileged login carries ('' otherwise)."""
+    if resource is None or not resource.privileged_login:
+        return ""
+    assert resource.login is not None
+    return (f"\n\nWARNING privileged_login: datasource {resource.name!r} runs as {resource.login.login!r} "
+            f"({resource.login.summary()}), allowed by allow_privileged; only the SQL parser keeps it read-only.")
 
 
 def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError, sink: Any) -> ToolResult:
@@ -157,9 +168,11 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
         if record is not None:
             artifacts.append(record.ref())
     metadata = dict(error.details)
+    message = error.message
     if resource is not None:
-        metadata.update(datasource=resource.name, dialect=resource.dialect)
-    return ToolResult.fail(error.code, error.message, error.hint, metadata=metadata, artifacts=artifacts)
+        metadata.update(datasource=resource.name, dialect=resource.dialect, privileged_login=resource.privileged_login)
+        message += privileged_note(resource)
+    return ToolResult.fail(error.code, message, error.hint, metadata=metadata, artifacts=artifacts)
 
 
 class SqlTool(FunctionTool):

@@ -2,6 +2,12 @@
 
 Every server fixture creates a uniquely named schema (PostgreSQL) or database
 (MariaDB) and drops it afterwards. A missing server fails in CI (``require``).
+
+The datasources connect as least-privilege logins the fixtures create
+(``pg_analyst``, ``mariadb_analyst``: SELECT on this run's schema/database,
+nothing else) and drop afterwards, as an analyst's datasource would: a
+superuser/root login is refused unless marked ``allow_privileged``
+(``admin_url_for`` gives the superuser URL for tests of that path).
 """
 
 from __future__ import annotations
@@ -114,11 +120,80 @@ def mariadb_database() -> Iterator[str | None]:
         conn.close()
 
 
+@pytest.fixture(scope="session")
+def pg_analyst(pg_schema) -> Iterator[str | None]:
+    """A least-privilege PostgreSQL login: SELECT on this run's schema, nothing else (dropped afterwards)."""
+    if pg_schema is None:
+        yield None
+        return
+    role = unique("assay_analyst")
+    with pg_admin() as conn:
+        conn.execute(f'CREATE ROLE "{role}" LOGIN')
+        conn.execute(f'GRANT USAGE ON SCHEMA "{pg_schema}" TO "{role}"')
+        conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{pg_schema}" TO "{role}"')
+    yield role
+    drop_pg_role(role)
+
+
+def drop_pg_role(role: str) -> None:
+    with pg_admin() as conn:
+        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+        conn.execute(f'DROP OWNED BY "{role}"')
+        conn.execute(f'DROP ROLE IF EXISTS "{role}"')
+
+
+@pytest.fixture(scope="session")
+def mariadb_analyst(mariadb_database) -> Iterator[str | None]:
+    """A least-privilege MariaDB login: SELECT on this run's database, nothing else (dropped afterwards)."""
+    if mariadb_database is None:
+        yield None
+        return
+    user = unique("assay_an")[:32]
+    create_mariadb_user(user, f"SELECT ON `{mariadb_database}`.*")
+    yield user
+    drop_mariadb_user(user)
+
+
+def create_mariadb_user(user: str, grant: str) -> None:
+    conn = mariadb_admin()
+    try:
+        with conn.cursor() as cur:
+            for host in ("%", "localhost", "127.0.0.1"):
+                cur.execute(f"CREATE USER '{user}'@'{host}'")
+                cur.execute(f"GRANT {grant} TO '{user}'@'{host}'")
+    finally:
+        conn.close()
+
+
+def drop_mariadb_user(user: str) -> None:
+    conn = mariadb_admin()
+    try:
+        with conn.cursor() as cur:
+            for host in ("%", "localhost", "127.0.0.1"):
+                cur.execute(f"DROP USER IF EXISTS '{user}'@'{host}'")
+    finally:
+        conn.close()
+
+
 def url_for(engine: str, request: pytest.FixtureRequest) -> str:
+    """The datasource URL of ``engine``; the servers' as the least-privilege login."""
     if engine == "sqlite":
         return f"sqlite:///{request.getfixturevalue('sqlite_path')}"
     if engine == "duckdb":
         return f"duckdb:///{request.getfixturevalue('duckdb_path')}"
+    if engine == "postgresql":
+        schema = request.getfixturevalue("pg_schema")
+        require(schema is not None, "PostgreSQL at 127.0.0.1:5432")
+        role = request.getfixturevalue("pg_analyst")
+        return f"postgresql://{role}@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
+    database = request.getfixturevalue("mariadb_database")
+    require(database is not None, "MariaDB at 127.0.0.1:3306")
+    user = request.getfixturevalue("mariadb_analyst")
+    return f"mariadb://{user}@127.0.0.1:3306/{database}"
+
+
+def admin_url_for(engine: str, request: pytest.FixtureRequest) -> str:
+    """The same datasource as the superuser/root login (refused unless allow_privileged)."""
     if engine == "postgresql":
         schema = request.getfixturevalue("pg_schema")
         require(schema is not None, "PostgreSQL at 127.0.0.1:5432")

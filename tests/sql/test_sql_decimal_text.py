@@ -103,7 +103,11 @@ def pg_numeric_table():
 
 
 def test_postgresql_numeric_fast_paths_store_and_preview_the_same(kernel, pg_numeric_table, monkeypatch):
-    kernel.attach(open_datasource("pg", PG_BASE, kernel=kernel))
+    from assay.plugins.sql.settings import DatasourceConfig
+
+    # The superuser login, accepted knowingly (the table is the test's own, made by that login).
+    config = DatasourceConfig(url=PG_BASE, allow_privileged=True)
+    kernel.attach(open_datasource("pg", PG_BASE, kernel=kernel, config=config))
     sql = f"SELECT * FROM {pg_numeric_table}.t ORDER BY id"
     (fast, fast_result), *others = _run_variants(kernel, "pg", sql, monkeypatch)
     for slow, slow_result in others:

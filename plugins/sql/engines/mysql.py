@@ -21,6 +21,7 @@
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any
 
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
@@ -29,6 +30,8 @@ from ..schema import ForeignKey, TableInfo
 from .base import Pool, SqlEngine, Streamed, group_tables, server_pool
 
 TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
+# Each pooled connection's pool's KILL QUERY connection (a streamed statement left early is stopped with it).
+KILL_CONNECTIONS: "weakref.WeakKeyDictionary[Any, KillConnection]" = weakref.WeakKeyDictionary()
 COM_RESET_CONNECTION = 0x1F  # MariaDB 10.2.4+, MySQL 5.7.3+ (pymysql names no constant for it)
 
 
@@ -59,7 +62,8 @@ class MysqlEngine(SqlEngine):
         def setup(dbapi_conn: Any) -> None:
             _read_only_session(dbapi_conn)
             # A streamed statement left early is stopped from the side connection (see stream()).
-            dbapi_conn._assay_kill = kill[0] if kill else None
+            if kill:
+                KILL_CONNECTIONS[dbapi_conn] = kill[0]
 
         connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup)
         args, kwargs = engine.dialect.create_connect_args(engine.url)
@@ -202,7 +206,7 @@ def _close_unbuffered(raw: Any, cur: Any, *, stop: bool) -> None:
     (and dropped) by ``end``/``reset``.
     """
     if stop:
-        kill = getattr(raw, "_assay_kill", None)
+        kill = KILL_CONNECTIONS.get(raw)
         if kill is not None:
             try:
                 kill.kill_query(int(raw.thread_id()))
