@@ -36,6 +36,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import chain
+from operator import itemgetter
+from sys import getsizeof
 from typing import Any, Callable
 
 from assay.kernel.database_engine import DatabaseEngine, DatabasePool
@@ -50,6 +52,7 @@ from .errors import (
     SQL_QUERY_FAILED,
     SQL_QUERY_TIMEOUT,
     SQL_RESULT_TOO_LARGE,
+    SQL_VALUE_TOO_LARGE,
     TIMEOUT_HINT,
     SqlError,
 )
@@ -111,6 +114,7 @@ class RowStream:
         self.count = 0
         self.error: BaseException | None = None
         self.finished_at: float | None = None
+        self._wide: list[int] | None = None  # columns that may hold long values (text, binary)
 
     @property
     def rows(self) -> Iterable[tuple]:
@@ -133,7 +137,10 @@ class RowStream:
         try:
             batches = chain([self._first], self._batches) if self._first else self._batches
             self._first = []
+            cap = self._attempt.max_value_bytes
             for batch in batches:
+                if cap is not None and batch:
+                    self._check_values(batch, cap)
                 self.count += len(batch)
                 if self.count > self._limit:
                     raise _too_large(self._limit)
@@ -148,6 +155,36 @@ class RowStream:
         except BaseException as exc:
             self.error = exc
             raise
+
+
+    def _check_values(self, batch: list[tuple], cap: int) -> None:
+        """Refuse a text or binary value longer than ``cap`` (its stored form could only be larger)."""
+        if self._wide is None:
+            kinds = self.value_kinds
+            self._wide = [j for j in range(len(batch[0]))
+                          if kinds is None or kinds[j] not in _FIXED_KINDS]
+        for j in self._wide:
+            # getsizeof is never below a str's or bytes' length: one C-level pass finds the candidates
+            if max(map(getsizeof, map(itemgetter(j), batch))) <= cap:
+                continue
+            for i, row in enumerate(batch):
+                value = row[j]
+                if isinstance(value, (str, bytes, bytearray, memoryview)) and len(value) > cap:
+                    raise _value_too_large(self.count + i + 1, self.columns[j] if j < len(self.columns) else str(j),
+                                           len(value), cap)
+
+
+_FIXED_KINDS = frozenset({"bool", "int", "date", "naive_datetime", "decimal_text"})
+
+
+def _value_too_large(row: int, column: str, size: int, cap: int) -> SqlError:
+    return SqlError(
+        SQL_VALUE_TOO_LARGE,
+        f"row {row:,}, column {column!r} holds a value of {size:,} characters/bytes, more than the artifact cap "
+        f"ASSAY_ARTIFACT_MAX_BYTES={cap:,}: it cannot be kept as evidence, so the query was stopped",
+        "Select part of the value (left(col, 1000) / substring), its length(col) or a hash (md5(col)) instead.",
+        details={"row": row, "column": column, "value_size": size, "max_bytes": cap},
+    )
 
 
 def _too_large(limit: int) -> SqlError:
@@ -170,6 +207,9 @@ class Attempt:
     # rows there, as they arrive); its return value becomes QueryResult.consumed.
     consume: Callable[[RowStream], Any] | None = None
     keep_rows: int = 50  # rows kept for the preview when the rows are consumed as they stream
+    # The consumer keeps at most this many bytes (the artifact cap): a single text/binary value longer
+    # than it is refused (SQL_VALUE_TOO_LARGE) as it arrives, before the capture copies it again.
+    max_value_bytes: int | None = None
     rows_done: bool = False  # every row was fetched: the deadline no longer applies
     deadline: float | None = None
     started: float | None = None

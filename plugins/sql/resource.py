@@ -172,10 +172,10 @@ class DatabaseResource(Resource):
         )
 
     def new_attempt(self, timeout_s: float | None = None, *, consume: Callable[[RowStream], Any] | None = None,
-                    keep_rows: int = 50, decimal_text: bool = False) -> Attempt:
+                    keep_rows: int = 50, decimal_text: bool = False, max_value_bytes: int | None = None) -> Attempt:
         """One statement's state: its time limit (clamped), and what the caller takes (see :class:`Attempt`)."""
         return Attempt(timeout_s=self.effective_timeout(timeout_s), consume=consume, keep_rows=keep_rows,
-                       decimal_text=decimal_text)
+                       decimal_text=decimal_text, max_value_bytes=max_value_bytes)
 
     def query(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None) -> QueryResult:
         """Check and run one read-only statement; rows come back fetched.

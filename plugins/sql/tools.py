@@ -95,8 +95,9 @@ class SqlQueryCall:
         self.unresolved = None
         consume = stream_capture(self.sink, resource=self.resource, sql=sql) if self.sink is not None else None
         # The rows are only stored and previewed: numeric columns may stay decimal text.
+        cap = getattr(getattr(self.sink, "settings", None), "max_bytes", None) if self.sink is not None else None
         self.attempt = self.resource.new_attempt(timeout_s, consume=consume, keep_rows=self.settings.preview_rows,
-                                                 decimal_text=True)
+                                                 decimal_text=True, max_value_bytes=cap)
 
     def run(self) -> ToolResult:
         """Steps 2-3 on this thread: the success, or the failure (recorded as a failed artifact)."""
@@ -120,6 +121,9 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
     """The model-facing result of a finished query (its artifact, if any, was captured as the rows streamed)."""
     record = result.consumed
     n = result.row_count
+    # The capture stops at ASSAY_ARTIFACT_MAX_BYTES: the artifact then holds only the first rows.
+    complete = getattr(record, "complete", True) is not False
+    kept = getattr(record, "row_count", n) if record is not None else n
     artifact_id = getattr(record, "artifact_id", None)
     evidence = f"artifact {artifact_id}" if artifact_id else "no artifact (this run keeps no evidence)"
     head = f"{n:,} row{'s' if n != 1 else ''} from {resource.name} in {result.elapsed_ms:.0f} ms; {evidence}."
@@ -132,7 +136,7 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
                                       max_rows=settings.preview_rows, max_chars=settings.preview_chars)
         content = head + "\n\n" + table
         if shown < n:
-            where = f"; the full result is in artifact {artifact_id}" if artifact_id else ""
+            where = f"; the full result is in artifact {artifact_id}" if artifact_id and complete else ""
             content += f"\n\nshowing {shown} of {n:,} rows{where}"
     data = {
         "artifact_id": artifact_id,
@@ -143,9 +147,15 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
         "datasource": resource.name,
         "dialect": resource.dialect,
         "preview_rows": shown,
-        "truncated": shown < n,
+        "truncated": shown < n or not complete,
         "privileged_login": resource.privileged_login,
     }
+    if not complete:
+        data["artifact_row_count"] = kept
+        data["artifact_complete"] = False
+        reason = (getattr(record, "provenance", None) or {}).get("incomplete_reason", "the artifact size cap")
+        content += (f"\n\nTRUNCATED EVIDENCE: the query returned {n:,} row{'s' if n != 1 else ''} but artifact "
+                    f"{artifact_id} keeps only the first {kept:,} ({reason}); cite only those, or narrow the query.")
     content += privileged_note(resource)
     return ToolResult.ok(data, content=content, artifacts=[record.ref()] if record is not None else [])
 

@@ -1,4 +1,5 @@
-"""sql_query captures rows while the statement streams them (PostgreSQL chunked rows, DuckDB fetchmany).
+"""sql_query captures rows while the statement streams them (PostgreSQL chunked rows, DuckDB fetchmany,
+MariaDB an unbuffered cursor).
 
 Against the real engines: the rows and their count are whole, only the preview
 rows are kept in memory, and a statement stopped mid-stream (row limit, time
@@ -29,11 +30,12 @@ from assay.plugins.sql.engines.postgres import chunked_stream, value_kinds
 from tests.conftest import require
 from tests.sql.conftest import PG_BASE, new_db, pg_admin, pg_available
 
-STREAMING = ["postgresql", "duckdb"]
+STREAMING = ["postgresql", "duckdb", "mariadb"]
 # Rows that keep coming for minutes (an SRF in the select list streams; one in FROM is materialised first).
 ENDLESS = {
     "postgresql": "SELECT generate_series(1, 2000000000) AS n, 'row' AS label",
     "duckdb": "SELECT range AS n, 'row' AS label FROM range(2000000000)",
+    "mariadb": "SELECT seq AS n, 'row' AS label FROM seq_1_to_2000000000",
 }
 
 
