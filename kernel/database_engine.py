@@ -14,6 +14,12 @@ its execution code has no per-engine branches:
    (roll back). Meanwhile another thread may call ``cancel`` at the deadline.
 3. ``introspect`` for the schema the model is shown.
 
+Optional, looked up with ``getattr`` (``SqlEngine`` has defaults): ``verify``
+(what is wrong with a session at checkout; a connection with problems is
+discarded), ``reset`` (after ``end``: the session back to its just-opened
+state; raising discards the connection) and ``login_report`` (what the
+login may do; a privileged login is refused unless the datasource allows it).
+
 The built-in engines (``assay.plugins.sql.engines``) subclass
 ``assay.plugins.sql.engines.base.SqlEngine``, which implements the optional
 parts; a third-party engine may do the same. This module only names the

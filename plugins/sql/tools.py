@@ -232,7 +232,8 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
         more = f"\n... and {len(chosen) - 1000} more; narrow with pattern=" if len(chosen) > 1000 else ""
         head = f"{len(chosen)} of {len(tables)} tables in {resource.name} ({resource.dialect})"
         data = [{"name": t.name, "kind": t.kind, "row_estimate": t.row_estimate, "columns": len(t.columns)} for t in chosen]
-        return ToolResult.ok(data, content=head + ":\n" + "\n".join(lines) + more)
+        return ToolResult.ok(data, content=head + ":\n" + "\n".join(lines) + more + privileged_note(resource),
+                             metadata={"privileged_login": resource.privileged_login})
 
     def describe_table(
         table: Annotated[str, Field(description="Table or view name, as list_tables shows it.")],
@@ -245,7 +246,8 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
             info = resource.table(table)
         except SqlError as exc:
             return ToolResult.from_error(exc)
-        return ToolResult.ok(info.model_dump(), content=info.render())
+        return ToolResult.ok(info.model_dump(), content=info.render() + privileged_note(resource),
+                             metadata={"privileged_login": resource.privileged_login})
 
     async def alist_tables(datasource: str | None = None, pattern: str | None = None,
                            run: RunContext | None = None) -> ToolResult:

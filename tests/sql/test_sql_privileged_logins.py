@@ -70,6 +70,10 @@ def test_allow_privileged_accepts_the_superuser_and_every_result_says_so(engine,
     assert not failed.success
     assert failed.metadata["privileged_login"] is True
     assert "WARNING privileged_login" in failed.for_model()
+    for tool, args in (("list_tables", {}), ("describe_table", {"table": "orders"})):
+        listed = kernel.call_tool(tool, args)
+        assert listed.success and listed.metadata["privileged_login"] is True
+        assert "WARNING privileged_login" in listed.for_model()
 
 
 @pytest.mark.parametrize("engine", SERVERS)
