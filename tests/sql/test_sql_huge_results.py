@@ -14,9 +14,9 @@ import time
 import tracemalloc
 
 import pytest
+from assay.plugins.sql.errors import SQL_VALUE_TOO_LARGE
 
 from assay import Kernel
-from assay.plugins.sql.errors import SQL_VALUE_TOO_LARGE
 from tests.sql.conftest import new_db
 
 BIG = {  # one value of 50,000 characters

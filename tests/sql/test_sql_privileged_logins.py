@@ -10,10 +10,10 @@ dangerous role or privilege (created here, dropped afterwards) refused; and
 from __future__ import annotations
 
 import pytest
-
 from assay.plugins.sql.errors import SQL_DATASOURCE_PRIVILEGED, SqlError
 from assay.plugins.sql.resource import DatabaseResource
 from assay.plugins.sql.settings import DatasourceConfig
+
 from tests.sql.conftest import (
     admin_url_for,
     create_mariadb_user,

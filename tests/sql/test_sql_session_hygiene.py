@@ -15,6 +15,7 @@ import time
 import uuid
 
 import pytest
+from assay.plugins.sql.errors import SqlError
 
 from tests.sql.conftest import mariadb_admin, new_db, pg_admin
 
@@ -118,8 +119,9 @@ def test_mariadb_read_only_switched_off_by_a_statement_does_not_reach_the_next(r
     table = f"assay_evil_{uuid.uuid4().hex[:8]}"
     try:
         db.query("SET @@session.tx_read_only = 0")
-        with pytest.raises(Exception):
+        with pytest.raises(SqlError) as refused:  # the session is read-only again: the server refuses
             db.query(f"CREATE TABLE {table} (a int)")
+        assert "read" in refused.value.message.lower()
         assert db.query(f"SELECT count(*) FROM information_schema.tables WHERE table_name = '{table}'").rows[0][0] == 0
         assert db.query("SELECT @@session.tx_read_only").rows[0][0] == 1
     finally:

@@ -25,13 +25,15 @@ import weakref
 from typing import Any
 
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
+from assay.kernel.log import get_logger
 
 from ..schema import ForeignKey, TableInfo
 from .base import Pool, SqlEngine, Streamed, group_tables, server_pool
 
+log = get_logger("assay.sql")
 TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
 # Each pooled connection's pool's KILL QUERY connection (a streamed statement left early is stopped with it).
-KILL_CONNECTIONS: "weakref.WeakKeyDictionary[Any, KillConnection]" = weakref.WeakKeyDictionary()
+KILL_CONNECTIONS: weakref.WeakKeyDictionary[Any, KillConnection] = weakref.WeakKeyDictionary()
 COM_RESET_CONNECTION = 0x1F  # MariaDB 10.2.4+, MySQL 5.7.3+ (pymysql names no constant for it)
 
 
@@ -210,12 +212,12 @@ def _close_unbuffered(raw: Any, cur: Any, *, stop: bool) -> None:
         if kill is not None:
             try:
                 kill.kill_query(int(raw.thread_id()))
-            except Exception:  # noqa: BLE001 - the drain below still ends the statement
-                pass
+            except Exception as exc:  # noqa: BLE001 - the drain below still ends the statement
+                log.debug("sql_stream_kill_failed", error=type(exc).__name__)
     try:
         cur.close()
-    except Exception:  # noqa: BLE001 - an interrupted statement ends with an error packet
-        pass
+    except Exception as exc:  # noqa: BLE001 - an interrupted statement ends with an error packet
+        log.debug("sql_stream_close_error", error=type(exc).__name__)
 
 
 class KillConnection:
