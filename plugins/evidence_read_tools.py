@@ -59,7 +59,8 @@ def report_evidence_manifest(run: RunContext) -> ToolResult:
     lines = [f"{manifest['count']} artifacts in run {run.run_id}"]
     for e in manifest["artifacts"]:
         rows = "-" if e["row_count"] is None else e["row_count"]
-        lines.append(f"- {e['artifact_id']} {e['kind']} {e['status']} rows={rows} "
+        flag = f" {e['incomplete']}." if e.get("incomplete") else ""
+        lines.append(f"- {e['artifact_id']} {e['kind']} {e['status']} rows={rows}{flag} "
                      f"columns={','.join(e['columns'])}: {e['summary']}")
     if manifest["truncated"]:
         lines.append(f"({manifest['omitted']} more not listed: over the budget)")
@@ -83,8 +84,11 @@ def _details_text(details: list[dict[str, Any]], max_chars: int = 20_000, previe
             blocks.append(f"{d['artifact_id']}: {d['error']}")
             continue
         prov = d.get("provenance") or {}
-        lines = [f"{d['artifact_id']}: {d['kind']} {d['status']}, rows={d.get('row_count')}, "
+        rows = "-" if d.get("row_count") is None else d["row_count"]
+        lines = [f"{d['artifact_id']}: {d['kind']} {d['status']}, rows={rows}, "
                  f"complete={d.get('complete')}, sha256={d['sha256'][:16]}..."]
+        if not d.get("complete", True):
+            lines.append("INCOMPLETE artifact: " + str(prov.get("incomplete_reason") or "the capture stopped early"))
         if d.get("columns"):
             types = d.get("column_types") or []
             cols = [f"{c} {types[i]}" if i < len(types) else c for i, c in enumerate(d["columns"])]

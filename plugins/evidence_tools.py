@@ -73,7 +73,7 @@ def register_commands(cli, kernel):
                                                              "created_at": r.created_at.isoformat()}))
             else:
                 rows = "-" if r.row_count is None else str(r.row_count)
-                flag = "" if r.complete else " INCOMPLETE"
+                flag = "" if r.complete else f" [{r.incomplete_note()}]"
                 click.echo(f"{r.artifact_id}  {r.run_id}  {r.kind:<6} {r.status:<9} rows={rows:<8} "
                            f"{r.byte_size:>10}B  {r.summary(60)}{flag}")
 
@@ -95,7 +95,10 @@ def register_commands(cli, kernel):
                                    "selection": selected.model_dump(mode="json")}, indent=2))
             return
         click.echo(f"{record.artifact_id} kind={record.kind} status={record.status} run={record.run_id} "
-                   f"rows={record.row_count} bytes={record.byte_size} complete={record.complete}")
+                   f"rows={'-' if record.row_count is None else record.row_count} bytes={record.byte_size} "
+                   f"complete={record.complete}")
+        if not record.complete:
+            click.echo(record.incomplete_note())
         click.echo(f"sha256={record.sha256}")
         summary = record.summary(400)
         if summary:
@@ -125,7 +128,12 @@ def register_commands(cli, kernel):
         """Write an artifact's verified content as CSV or JSON Lines."""
         from assay.kernel.evidence.maintenance import export
 
+        from assay.kernel.evidence import get_record
+
         catalog = kernel.evidence.catalog
+        note = get_record(catalog, artifact_id).incomplete_note()
+        if note:  # the rows written are the kept ones, not the whole result
+            click.echo(note, err=True)
         if output:
             with open(output, "wb") as fh:
                 n = export(catalog, artifact_id, fmt, fh)

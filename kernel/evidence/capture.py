@@ -199,10 +199,13 @@ def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
 
 def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
                 preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = (),
-                value_kinds: Sequence[str] | None = None) -> tuple[int, bool]:
+                value_kinds: Sequence[str] | None = None, count_rest: bool = False) -> tuple[int, int | None]:
+    """Write the rows; returns (rows kept, rows returned). When ``max_bytes`` cuts the capture, the rest
+    is read only to be counted if ``count_rest`` (else reading stops there and the total is ``None``)."""
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
     count, size = 0, [1]  # rows may be wide: measure one, then aim at ~1 MiB batches
-    for batch in _batches(rows, size):
+    batches = _batches(rows, size)
+    for batch in batches:
         data = rows_bytes(batch, columns, decimal_text, value_kinds)
         if not preview.full:
             preview.offer_lines(data)
@@ -210,12 +213,16 @@ def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any
             room = data[: max(0, max_bytes - staged.size)]
             room = room[: room.rfind(b"\n") + 1]
             staged.write(room)
-            return count + room.count(b"\n"), False
+            kept = count + room.count(b"\n")
+            if not count_rest:
+                return kept, None
+            size[0] = 8192  # only counted from here on
+            return kept, count + len(batch) + sum(len(b) for b in batches)
         staged.write(data)
         count += len(batch)
         # aim each batch at about 1 MiB of text, whatever the row width
         size[0] = max(1, min(8192, len(batch) * _BATCH_TARGET // max(1, len(data))))
-    return count, True
+    return count, count
 
 
 def _batches(rows: Iterable[Sequence[Any]], size: list[int]) -> Iterator[list[Any]]:
@@ -253,7 +260,7 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
                  status: str = "succeeded", column_types: Sequence[str] | None = None,
                  provenance: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
                  decimal_text_columns: Sequence[int] = (),
-                 value_kinds: Sequence[str] | None = None) -> ArtifactRecord:
+                 value_kinds: Sequence[str] | None = None, count_rest: bool = False) -> ArtifactRecord:
     """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`).
 
     ``decimal_text_columns``: columns whose ``str`` values are decimal text from
@@ -262,21 +269,31 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
     (``canonical.PROMISED_KINDS``); it makes encoding cheaper, never different.
     ``provenance`` may be a function, called once the rows are written (for
     rows that stream while they are captured: their timing is known only then).
+    ``count_rest``: when ``ASSAY_ARTIFACT_MAX_BYTES`` stops the capture, read the
+    remaining rows only to count them (``provenance.rows_returned``), for a caller
+    that reads them to the end anyway (the SQL plugin drains its statement).
     """
     cfg = sink.settings
     cols = [str(c) for c in columns]
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
-    sha, size, (count, complete) = _stage(
+    sha, size, (count, returned) = _stage(
         sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes,
-                                     tuple(decimal_text_columns), value_kinds))
+                                     tuple(decimal_text_columns), value_kinds, count_rest))
+    complete = returned == count
     prev_rows, prev_truncated = preview.result(count)
     prov = dict((provenance() if callable(provenance) else provenance) or {})
     if not complete:
-        prov["incomplete_reason"] = (f"stopped at ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}; "
-                                     f"the first {count} rows were kept, the rest were not")
+        limit = f"the capture stopped at ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}"
+        if returned is None:
+            prov["incomplete_reason"] = f"only the first {count:,} rows were kept ({limit}; the rest were not counted)"
+        else:
+            source = "query" if kind == "sql" else "execution"
+            prov["incomplete_reason"] = f"the {source} returned {returned:,} rows; {count:,} were kept ({limit})"
+            prov["rows_returned"] = returned
     record = ArtifactRecord(
         artifact_id=new_artifact_id(), kind=kind, status=status, run_id=sink.run_id,
-        created_at=utcnow(), row_count=count, columns=cols,
+        # a failed attempt has no row count (None), which is not an empty result (0)
+        created_at=utcnow(), row_count=None if status == "failed" else count, columns=cols,
         column_types=[str(t) for t in (column_types or [])], byte_size=size, sha256=sha,
         content_uri=sink.store.uri(sha), media_type=TABULAR, preview=prev_rows,
         preview_truncated=prev_truncated, complete=complete, provenance=prov,
@@ -291,6 +308,7 @@ def capture_sql_execution(
     status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
     decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str] | None = None,
+    count_rest: bool = False,
 ) -> ArtifactRecord | None:
     """Keep a SQL result as evidence; ``None`` when the run captures nothing.
 
@@ -300,6 +318,7 @@ def capture_sql_execution(
     (``canonical.PROMISED_KINDS``), for a cheaper encoding of the same bytes.
     ``elapsed_ms`` may be a function, read after the last row (rows captured while
     the statement still streams them).
+    ``count_rest``: see :func:`capture_rows` (how many rows a cut capture did not keep).
     """
     if sink is None:
         return None
@@ -312,7 +331,7 @@ def capture_sql_execution(
     return _guarded("sql", lambda: capture_rows(
         sink, kind="sql", columns=columns, rows=rows, status=status,
         column_types=column_types, provenance=provenance, decimal_text_columns=decimal_text_columns,
-        value_kinds=value_kinds))
+        value_kinds=value_kinds, count_rest=count_rest))
 
 
 def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str, media_type: str,
@@ -324,7 +343,7 @@ def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str
 
 
 def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kind: str,
-                  provenance: dict | None) -> ArtifactRecord:
+                  provenance: dict | None, record: bool = True) -> ArtifactRecord:
     limit = sink.settings.max_bytes
 
     def fill(st: _Staged) -> bool:
@@ -345,14 +364,15 @@ def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kin
     prov = dict(provenance or {})
     if not complete:
         prov["incomplete_reason"] = f"file cut at ASSAY_ARTIFACT_MAX_BYTES={limit}"
-    record = ArtifactRecord(
+    out = ArtifactRecord(
         artifact_id=new_artifact_id(), kind=kind, status="succeeded", run_id=sink.run_id,
         created_at=utcnow(), row_count=None, byte_size=size, sha256=sha,
         content_uri=sink.store.uri(sha), media_type=media_type, name=name,
         complete=complete, provenance=prov,
     )
-    sink.catalog.add(record)
-    return record
+    if record:
+        sink.catalog.add(out)
+    return out
 
 
 def capture_python_execution(
@@ -363,18 +383,26 @@ def capture_python_execution(
     """Keep a Python execution (result, output, produced files) as evidence."""
     if sink is None:
         return None
-    return _guarded("python", lambda: _capture_python(
-        sink, code, result, result_set, stdout, stderr, files, status, error, elapsed_ms, inputs))
+    lost = "nothing of this execution was kept (not its result, output" + (
+        f" or its {len(files)} produced file(s): {', '.join(f.name for f in files)[:300]})" if files else ")")
+    try:
+        return _capture_python(sink, code, result, result_set, stdout, stderr, files, status, error,
+                               elapsed_ms, inputs)
+    except Exception as exc:
+        raise ArtifactCaptureFailed("python", exc, lost) from exc
 
 
 def _capture_python(sink, code, result, result_set, stdout, stderr, files, status, error,
                     elapsed_ms, inputs) -> ArtifactRecord:
+    """All or nothing: every file and the execution's document are staged and published first, then
+    all their records are written together (:meth:`ArtifactCatalog.add_all`); a failure anywhere leaves
+    no record (published content nothing refers to is left to ``gc``)."""
     cfg = sink.settings
     file_records = []
     for f in files:
         kind = f.kind or ("chart" if f.media_type.startswith("image/") else "file")
         file_records.append(_capture_file(sink, f.data, f.name, f.media_type, kind,
-                                          {"produced_by": "python", "code": code}))
+                                          {"produced_by": "python", "code": code}, record=False))
     value = canonical_value(result) if result_set else None
     doc = {
         "result_set": bool(result_set), "result": value, "stdout": stdout, "stderr": stderr,
@@ -407,12 +435,12 @@ def _capture_python(sink, code, result, result_set, stdout, stderr, files, statu
         prov["incomplete_reason"] = f"result dropped: over ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}"
     record = ArtifactRecord(
         artifact_id=new_artifact_id(), kind="python", status=status, run_id=sink.run_id,
-        created_at=utcnow(), row_count=row_count, columns=columns, byte_size=size, sha256=sha,
-        content_uri=sink.store.uri(sha), media_type=PYTHON_DOC, preview=preview,
+        created_at=utcnow(), row_count=None if status == "failed" else row_count, columns=columns,
+        byte_size=size, sha256=sha, content_uri=sink.store.uri(sha), media_type=PYTHON_DOC, preview=preview,
         preview_truncated=prev_truncated, complete=complete, provenance=prov,
         result=inline,
     )
-    sink.catalog.add(record)
+    sink.catalog.add_all([*file_records, record])
     return record
 
 

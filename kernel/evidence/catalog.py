@@ -87,6 +87,40 @@ class ArtifactCatalog:
             _retry(lambda: conn.execute("DELETE FROM artifacts WHERE artifact_id = ?", (record.artifact_id,)))
             raise
 
+    def add_all(self, records: list[ArtifactRecord]) -> None:
+        """Write several records as one: all of them, or (on any failure) none.
+
+        One SQLite transaction; then each is mirrored to a shared store, and a
+        mirror that fails takes every record of the group back out (here and
+        from the shared store), so no reader ever sees part of the group.
+        """
+        rows = [(r.artifact_id, r.run_id, r.kind, r.status, r.created_at.isoformat(), r.sha256, r.byte_size,
+                 r.row_count, r.model_dump_json()) for r in records]
+        conn = self._conn()
+
+        def insert() -> None:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.executemany("INSERT INTO artifacts VALUES (?,?,?,?,?,?,?,?,?)", rows)
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+
+        _retry(insert)
+        try:
+            for row in rows:
+                self.store.put_record(row[0], row[-1].encode())
+        except BaseException:
+            ids = [row[0] for row in rows]
+            _retry(lambda: conn.executemany("DELETE FROM artifacts WHERE artifact_id = ?", [(i,) for i in ids]))
+            for r in records:  # a mirror may be half written too: take back every one
+                try:
+                    self.store.delete_record(r.artifact_id, r.run_id)
+                except Exception:  # noqa: BLE001 - the original failure is what the caller must see
+                    pass
+            raise
+
     def get(self, artifact_id: str) -> ArtifactRecord | None:
         row = self._conn().execute(
             "SELECT record FROM artifacts WHERE artifact_id = ?", (artifact_id,)).fetchone()

@@ -103,6 +103,9 @@ class ContentStore(ABC):
     def put_record(self, artifact_id: str, data: bytes) -> None:
         """Keep a copy of a record where other workers can read it (shared stores)."""
 
+    def delete_record(self, artifact_id: str, run_id: str) -> None:
+        """Take back a record kept with :meth:`put_record` (a group that could not be kept whole)."""
+
     def get_record(self, artifact_id: str) -> bytes | None:
         """A record another worker kept with :meth:`put_record`, or ``None``."""
         return None

@@ -10,6 +10,7 @@ ARTIFACT_INTEGRITY_FAILED = "ARTIFACT_INTEGRITY_FAILED"
 ARTIFACT_SELECTOR_INVALID = "ARTIFACT_SELECTOR_INVALID"
 ARTIFACT_CAPTURE_FAILED = "ARTIFACT_CAPTURE_FAILED"
 ARTIFACT_DETAILS_LIMIT = "ARTIFACT_DETAILS_LIMIT"
+ARTIFACT_INCOMPLETE = "ARTIFACT_INCOMPLETE"
 ARTIFACT_STORE_UNKNOWN = "ARTIFACT_STORE_UNKNOWN"
 ARTIFACT_STORE_UNAVAILABLE = "ARTIFACT_STORE_UNAVAILABLE"
 
@@ -65,14 +66,30 @@ class ArtifactSelectorInvalid(ArtifactError):
         )
 
 
+class ArtifactIncomplete(ArtifactError):
+    """A selector needs data an incomplete artifact did not keep (its end, or rows past the kept ones)."""
+
+    code = ARTIFACT_INCOMPLETE
+
+    def __init__(self, artifact_id: str, what: str, note: str, kept: int | None = None) -> None:
+        rows = (f"Only rows 0..{kept - 1} were kept and nothing is known of the rows after them: cite one "
+                "of those by a non-negative index, " if kept else "Its result was not kept: ")
+        super().__init__(
+            message=f"artifact {artifact_id!r}: {what}; {note}",
+            hint=rows + "or compute the figure in the query itself (an aggregate, ORDER BY ... LIMIT) "
+            "so the whole answer fits, or raise ASSAY_ARTIFACT_MAX_BYTES and run it again.",
+            details={"artifact_id": artifact_id, "rows_kept": kept},
+        )
+
+
 class ArtifactCaptureFailed(ArtifactError):
     code = ARTIFACT_CAPTURE_FAILED
 
-    def __init__(self, what: str, cause: BaseException | str) -> None:
+    def __init__(self, what: str, cause: BaseException | str, lost: str = "") -> None:
         reason = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
         already = "query" if what == "sql" else ("code" if what == "python" else "call")
         super().__init__(
-            message=f"the {what} result could not be stored as evidence: {reason}",
+            message=f"the {what} result could not be stored as evidence: {reason}" + (f"; {lost}" if lost else ""),
             hint=f"The {already} already ran; do not re-run it. Its result was not kept, so do not "
             "cite it; report that the evidence could not be captured.",
             details={"kind": what},

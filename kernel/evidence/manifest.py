@@ -27,6 +27,9 @@ def manifest_entry(record: ArtifactRecord, max_columns: int = 20) -> dict[str, A
         entry["more_columns"] = len(record.columns) - max_columns
     if not record.complete:
         entry["complete"] = False
+        entry["incomplete"] = record.incomplete_note()
+        if "rows_returned" in record.provenance:
+            entry["rows_returned"] = record.provenance["rows_returned"]
     if record.name:
         entry["name"] = record.name
     if record.provenance.get("error"):

@@ -107,16 +107,30 @@ def render_preview(record: Any, max_rows: int = 50, max_chars: int = 8_000, cell
         used += len(text) + 1
         shown += 1
     total = record.row_count
+    cut = _cut_by(shown, len(record.preview), total, max_rows, max_chars)
     if total is None:
         tail = f"artifact {record.artifact_id}"
+    elif not record.complete:
+        tail = f"showing rows 1-{shown} of the {total} kept{cut}; artifact {record.artifact_id}"
     elif shown < total:
-        tail = f"showing rows 1-{shown} of {total}; the full result is artifact {record.artifact_id}"
+        tail = f"showing rows 1-{shown} of {total}{cut}; the full result is artifact {record.artifact_id}"
     else:
         tail = f"{total} rows; artifact {record.artifact_id}"
     if not record.complete:
-        tail += " (INCOMPLETE: the capture stopped at the size limit)"
+        tail += f". {record.incomplete_note()}"
     lines.append(tail)
     return "\n".join(lines)
+
+
+def _cut_by(shown: int, previewed: int, total: int | None, max_rows: int, max_chars: int) -> str:
+    """Which limit cut the table: the caller's rows, its characters, or the stored preview."""
+    if total is None or shown >= total:
+        return ""
+    if shown < min(max_rows, previewed):
+        return f" (cut at {max_chars:,} characters)"
+    if shown >= max_rows:
+        return f" (the first {max_rows} rows)"
+    return " (the stored preview's limit)"
 
 
 def _cell(value: Any, limit: int) -> str:

@@ -19,6 +19,7 @@ from .capture import PYTHON_DOC, TABULAR
 from .catalog import ArtifactCatalog
 from .errors import (
     ArtifactFileMissing,
+    ArtifactIncomplete,
     ArtifactIntegrityFailed,
     ArtifactNotFound,
     ArtifactSelectorInvalid,
@@ -223,8 +224,45 @@ def read_artifact_result(source: Any, artifact_id: str, selectors: Selectors | d
 
 
 def _base(record: ArtifactRecord, **fields: Any) -> SelectedResult:
+    """The answer, with what a reader must know about the record itself in ``note``: that it is
+    incomplete (and what was kept of what), or that it records a failed attempt."""
+    notes = [n for n in (fields.pop("note", ""), record.incomplete_note(), _failed_note(record)) if n]
+    returned = record.rows_returned if not record.complete and record.is_tabular else None
     return SelectedResult(artifact_id=record.artifact_id, kind=record.kind, status=record.status,
-                          sha256=record.sha256, complete=record.complete, **fields)
+                          sha256=record.sha256, complete=record.complete, rows_returned=returned,
+                          note="; ".join(notes), **fields)
+
+
+def _failed_note(record: ArtifactRecord) -> str:
+    if record.status == "succeeded":
+        return ""
+    error = record.provenance.get("error")
+    return f"a {record.status} attempt: it holds no result" + (f" ({error})" if error else "")
+
+
+def _end_free(record: ArtifactRecord, spec: Any, what: str) -> None:
+    """On an incomplete artifact, refuse a row selector that depends on where the data ends.
+
+    ``-1`` or a range to "the end" would name the last *kept* row as if it
+    were the last row; a row past the kept ones is not known at all.
+    """
+    if record.complete:
+        return
+    kept = record.row_count or 0
+    if isinstance(spec, str) and ":" in spec:
+        parts = spec.split(":")
+        spec = [int(p) if _is_int(p.strip()) else None for p in parts] if len(parts) == 2 else spec
+    bounds = list(spec) if isinstance(spec, (list, tuple)) else [spec]
+    if isinstance(spec, (list, tuple)) and len(spec) == 2 and spec[1] is None:
+        bad = "a range to the end"
+    elif any(isinstance(b, int) and b < 0 for b in bounds):
+        bad = "an index counted from the end"
+    elif isinstance(spec, int) and spec >= kept or isinstance(spec, (list, tuple)) and any(
+            isinstance(b, int) and b > kept for b in bounds):
+        bad = "rows past the kept ones"
+    else:
+        return
+    raise ArtifactIncomplete(record.artifact_id, f"{what} {spec!r} is {bad}", record.incomplete_note(), kept)
 
 
 def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int) -> SelectedResult:
@@ -235,15 +273,18 @@ def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int
     if steps:
         first = steps.pop(0)
         if isinstance(first, int):
+            _end_free(record, first, "row")
             single = _index(first, total)
             start, stop = single, single + 1
         elif isinstance(first, str) and ":" in first:
+            _end_free(record, first, "path range")
             start, stop = _range(first, total, "path range")
         else:
             raise ArtifactSelectorInvalid(f"a path starts with a row index or range, not {first!r}")
         if sel.rows is not None:
             raise ArtifactSelectorInvalid("use either rows or a path that starts with rows, not both")
     elif sel.rows is not None:
+        _end_free(record, sel.rows, "rows")
         start, stop = _range(sel.rows, total, "rows")
     else:
         start, stop = 0, total
@@ -266,21 +307,19 @@ def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int
             for step in steps:
                 value = _step_into(value, step, columns if value is rows[0] else None)
             value, clipped = _clip_to(value, max_chars)
-            return _base(record, total_rows=total, columns=columns, start=single, value=value,
+            return _base(record, total_rows=record.row_count, columns=columns, start=single, value=value,
                          truncated=clipped)
     truncated = over or len(rows) < stop - start
     if single is not None:  # one row by path: the row is also the value
         row, clipped = _clip_to(rows[0], max_chars) if rows else (None, False)
-        return _base(record, total_rows=total, columns=columns, start=single, rows=[row], value=row,
-                     truncated=clipped)
+        return _base(record, total_rows=record.row_count, columns=columns, start=single, rows=[row],
+                     value=row, truncated=clipped)
     if steps:  # a range then a column/key: project every row
         rows = [[_step_into(r, steps[0], columns)] for r in rows]
         columns = [str(steps[0])] if isinstance(steps[0], str) else columns
     rows, clipped = _clip_rows(rows, max_chars)
-    note = "" if record.complete else "the artifact is INCOMPLETE: " + record.provenance.get(
-        "incomplete_reason", "capture stopped early")
-    return _base(record, total_rows=total, columns=columns, start=start, rows=rows,
-                 truncated=truncated or clipped, note=note)
+    return _base(record, total_rows=record.row_count, columns=columns, start=start, rows=rows,
+                 truncated=truncated or clipped)
 
 
 def _scan_rows(catalog, record, start: int, stop: int, max_chars: int) -> tuple[list[bytes], bool]:
@@ -339,6 +378,10 @@ def _read_python(catalog, record, sel: Selectors, max_rows: int, max_chars: int)
     value = doc.get("result")
     if not doc.get("result_set"):
         return _base(record, value=None, note="the code did not set REPORT_RESULT (no result)")
+    if not record.complete and value is None:  # the result itself was dropped: there is nothing to select
+        if sel.path is not None or sel.rows is not None or sel.field is not None:
+            raise ArtifactIncomplete(record.artifact_id, "its result was not kept", record.incomplete_note())
+        return _base(record, value=None, note="the result was not kept: null here is not the result")
     steps = _path_steps(sel.path)
     if isinstance(value, list):
         total = len(value)

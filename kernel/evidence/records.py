@@ -65,6 +65,21 @@ class ArtifactRecord(BaseModel):
     def is_tabular(self) -> bool:
         return self.media_type == "application/x-ndjson"
 
+    @property
+    def rows_returned(self) -> int | None:
+        """How many rows the execution returned: more than ``row_count`` when the capture stopped early,
+        and ``None`` when it stopped without counting the rest."""
+        returned = self.provenance.get("rows_returned")
+        if isinstance(returned, int):
+            return returned
+        return self.row_count if self.complete else None
+
+    def incomplete_note(self) -> str:
+        """Empty for a complete artifact; else that it is incomplete, and what was kept of what."""
+        if self.complete:
+            return ""
+        return "INCOMPLETE artifact: " + str(self.provenance.get("incomplete_reason") or "the capture stopped early")
+
     def summary(self, width: int = 120) -> str:
         """One line of the SQL or code (or the file name) that produced it."""
         text = self.provenance.get("sql") or self.provenance.get("code") or self.name or ""
@@ -107,7 +122,8 @@ class SelectedResult(BaseModel):
     sha256: str
     verified: bool = True
     complete: bool = True
-    total_rows: int | None = None
+    total_rows: int | None = None  # rows stored (kept); see rows_returned when incomplete
+    rows_returned: int | None = None  # rows the execution returned, when more than were kept
     columns: list[str] = Field(default_factory=list)
     start: int | None = None  # index of the first returned row
     rows: list[Any] | None = None
@@ -120,7 +136,11 @@ class SelectedResult(BaseModel):
         from .canonical import dumps
 
         head = f"artifact {self.artifact_id} ({self.kind}, {self.status}, sha256 verified)"
-        if self.total_rows is not None:
+        if not self.complete:
+            kept = "" if self.total_rows is None else f" {self.total_rows} rows kept"
+            of = f" of {self.rows_returned} returned" if self.rows_returned is not None and kept else ""
+            head += f", INCOMPLETE:{kept}{of}" if kept else ", INCOMPLETE"
+        elif self.total_rows is not None:
             head += f", {self.total_rows} rows in total"
         lines = [head]
         if self.rows is not None:

@@ -158,6 +158,10 @@ class S3ContentStore(ContentStore):
         self.client.put_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-run/{run_id}/{artifact_id}",
                                Body=b"")
 
+    def delete_record(self, artifact_id: str, run_id: str) -> None:
+        self.client.delete_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-run/{run_id}/{artifact_id}")
+        self.client.delete_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-id/{artifact_id}.json")
+
     def get_record(self, artifact_id: str) -> bytes | None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", artifact_id):
             return None

@@ -194,11 +194,27 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
     }
     if not result_set and failure is None:
         data["note"] = NO_RESULT
+    partial = _incomplete_inputs(run, ids)
+    if partial:  # what was computed covers only the rows those inputs kept: say so, every time
+        data["incomplete_inputs"] = partial
+        body += "".join(f"\nwarning: input {aid} is an {note}; anything computed from it covers only the kept rows"
+                        for aid, note in partial.items())
     refs = ([record.ref()] if record else []) + file_refs
     if failure is None:
         return ToolResult.ok(data, content=body, artifacts=refs, metadata=meta)
     code_, message, hint = failure
     return ToolResult.fail(code_, message, hint, content=body, data=data, artifacts=refs, metadata=meta)
+
+
+def _incomplete_inputs(run: RunContext, ids: list[str]) -> dict[str, str]:
+    """The inputs that are incomplete artifacts, with their notes (empty when every input is whole)."""
+    if not ids:
+        return {}
+    from assay.kernel.evidence import get_record
+
+    source = run.artifacts if run.artifacts is not None else run.kernel
+    notes = {aid: get_record(source, aid).incomplete_note() for aid in ids}
+    return {aid: note[0].lower() + note[1:] for aid, note in notes.items() if note}
 
 
 def _failure(ex: Any, frame: Frame | None, outcome: CallOutcome, cfg: Any, stdout: str,

@@ -29,6 +29,9 @@ from assay.kernel.reports import (
 
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
+REPORT_CITATION_OTHER_RUN = "REPORT_CITATION_OTHER_RUN"
+
+MISSING_MARK = "--"  # how a cited NULL (None) is shown: never a number, never a word that reads like data
 
 
 class MarkdownRenderer:
@@ -39,18 +42,42 @@ class MarkdownRenderer:
 
     def render(self, document: Any, reader: Any) -> bytes:
         """``reader``: an artifact sink, catalog, run or kernel (what read_artifact_result takes)."""
-        return _Render(ReportDocument.coerce(document), reader).run().encode("utf-8")
+        return self.render_cited(document, reader)[0]
+
+    def render_cited(self, document: Any, reader: Any) -> tuple[bytes, list[dict[str, Any]]]:
+        """The Markdown, and one entry per rendered value (artifact id, run, selector, SHA-256...).
+
+        The same document over the same artifacts gives the same bytes (no set or
+        hash order anywhere). When ``reader`` is a run or its sink, every cited
+        artifact must belong to that run (``REPORT_CITATION_OTHER_RUN``).
+        """
+        render = _Render(ReportDocument.coerce(document), reader)
+        return render.run().encode("utf-8"), render.citations
+
+
+def _reader_run(reader: Any) -> str | None:
+    """The run a report is written in: a run or a run's sink has one; a kernel or catalog has none."""
+    from assay.kernel.evidence import ArtifactSink
+
+    if isinstance(reader, (ArtifactSink, RunContext)):
+        return reader.run_id
+    return None
 
 
 class _Render:
     def __init__(self, doc: Any, reader: Any) -> None:
         self.doc, self.reader = doc, reader
-        self.sources: dict[str, int] = {}  # artifact id -> footnote number
+        self.run_id = _reader_run(reader)
+        self.sources: dict[str, int] = {}  # artifact id -> footnote number, in order of first citation
         self.records: dict[str, Any] = {}
+        self.citations: list[dict[str, Any]] = []
+        self.missing_used = False
+        self.index = 0
 
     def run(self) -> str:
         parts = [f"# {_escape_line(self.doc.title)}"]
         for index, block in enumerate(self.doc.blocks):
+            self.index = index
             try:
                 parts.append(self.block(block))
             except AssayError as exc:
@@ -58,10 +85,14 @@ class _Render:
                     REPORT_CITATION_INVALID,
                     f"block {index} ({block.type}): {exc.code}: {exc.message}",
                     exc.hint or "Cite an artifact id and selector that a tool call of this run returned.",
+                    details={"block": index, "cause": exc.code},
                 ) from exc
         if self.sources:
             parts.append("## Sources")
             parts.extend(self.footnote(aid, n) for aid, n in self.sources.items())
+            if self.missing_used:
+                parts.append(f"`{MISSING_MARK}` marks a missing value: the cited artifact holds NULL there "
+                             "(no value; not zero, not empty text).")
         return "\n\n".join(parts) + "\n"
 
     def block(self, block: Any) -> str:
@@ -70,28 +101,61 @@ class _Render:
         if isinstance(block, TextBlock):
             return self.text(block)
         if isinstance(block, NumberBlock):
-            value = self.value(Citation(artifact_id=block.artifact_id, path=block.path, format=block.format))
+            value = self.value(Citation(artifact_id=block.artifact_id, path=block.path, format=block.format),
+                               "number")
             return f"**{_escape_line(block.label)}:** {value}"
         if isinstance(block, TableBlock):
             return self.table(block)
         if isinstance(block, ImageBlock):
             record = self.citable(block.artifact_id)
+            self.cite(record, None, None)
             return f"![{_escape_line(block.caption)}]({record.content_uri}){self.mark(block.artifact_id)}"
         raise AssayError(REPORT_CITATION_INVALID, f"unknown block {block!r}")
 
     def text(self, block: Any) -> str:
-        names = {field for _, field, _, _ in string.Formatter().parse(block.text) if field}
-        missing = names - set(block.cite)
+        """The text with each ``{name}`` filled, in the order they appear (so footnotes number the same way
+        every time); ``{{`` and ``}}`` are literal braces."""
+        try:
+            pieces = list(string.Formatter().parse(block.text))
+        except ValueError as exc:
+            raise AssayError(REPORT_CITATION_INVALID, f"the text is not a valid template: {exc}",
+                             "Write placeholders as {name}; a literal brace as {{ or }}.") from None
+        names = [field for _, field, _, _ in pieces if field is not None]
+        bad = [n for n in names if not n.isidentifier()]
+        if bad:
+            raise AssayError(REPORT_CITATION_INVALID, f"placeholders must be names, not {bad}",
+                             "Write {north} and put its artifact_id and path in cite['north'].")
+        missing = [n for n in dict.fromkeys(names) if n not in block.cite]
         if missing:
-            raise AssayError(REPORT_CITATION_INVALID, f"placeholders without a citation: {sorted(missing)}",
+            raise AssayError(REPORT_CITATION_INVALID, f"placeholders without a citation: {missing}",
                              "Every {name} in the text needs a cite entry.")
-        values = {name: self.value(block.cite[name]) for name in names}
-        return block.text.format(**values)
+        out: list[str] = []
+        for literal, field, spec, conversion in pieces:
+            out.append(literal)
+            if field is None:
+                continue
+            if conversion:
+                raise AssayError(REPORT_CITATION_INVALID, f"placeholder {{{field}!{conversion}}}: no conversions",
+                                 "Give a format in cite[name].format instead.")
+            citation = block.cite[field]
+            if spec:
+                citation = citation.model_copy(update={"format": spec})
+            out.append(self.value(citation, field))
+        return "".join(out)
 
     def citable(self, artifact_id: str) -> Any:
         """The record, if it may be cited: a failed execution or a Python run that
-        assigned no REPORT_RESULT holds no figures, so citing it is refused."""
+        assigned no REPORT_RESULT holds no figures, so citing it is refused; so is
+        another run's artifact when the report is written in a run."""
         record = self.record(artifact_id)
+        if self.run_id is not None and record.run_id != self.run_id:
+            raise AssayError(
+                REPORT_CITATION_OTHER_RUN,
+                f"artifact {artifact_id} belongs to run {record.run_id}, not to this report's run {self.run_id}",
+                "A report cites only evidence its own run produced. To use an earlier run's result, bring it "
+                "into this run (re-run the query, or pass the id as an input to code_interpreter and assign "
+                "REPORT_RESULT: the new artifact's provenance names its input).",
+            )
         if record.status != "succeeded":
             raise AssayError(
                 REPORT_CITATION_INVALID,
@@ -104,22 +168,40 @@ class _Render:
                 f"artifact {artifact_id} is a Python run that assigned no REPORT_RESULT",
                 "Re-run the calculation assigning its answer to REPORT_RESULT, then cite that artifact.",
             )
+        if not record.complete and not record.is_tabular:
+            from assay.kernel.evidence import ArtifactIncomplete
+
+            raise ArtifactIncomplete(artifact_id, f"a {record.kind} artifact whose content was not kept whole",
+                                     record.incomplete_note())
         return record
 
-    def value(self, citation: Any) -> str:
-        from assay.kernel.evidence import read_artifact_result
+    def value(self, citation: Any, field: str) -> str:
+        from assay.kernel.evidence import decode, read_artifact_result
 
-        self.citable(citation.artifact_id)
+        record = self.citable(citation.artifact_id)
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
         value = selected.value
-        text = format(value, citation.format) if citation.format and value is not None else _plain(value)
+        if value is None:
+            text = MISSING_MARK
+            self.missing_used = True
+        else:
+            plain = decode(value)
+            try:
+                text = format(plain, citation.format) if citation.format else _plain(plain)
+            except (TypeError, ValueError) as exc:
+                raise AssayError(REPORT_CITATION_INVALID,
+                                 f"format {citation.format!r} does not apply to {_plain(plain)[:80]!r}: {exc}",
+                                 "Use a format for the value's type (',.2f' for numbers) or none.") from None
+        self.cite(record, field, {"path": citation.path}, null=value is None, rendered=text,
+                  format=citation.format)
         return f"{text}{self.mark(citation.artifact_id)}"
 
     def table(self, block: Any) -> str:
-        from assay.kernel.evidence import read_artifact_result
+        from assay.kernel.evidence import decode, read_artifact_result
 
         record = self.citable(block.artifact_id)
-        selected = read_artifact_result(self.reader, block.artifact_id, {"rows": [0, block.max_rows]},
+        stop = block.max_rows if record.complete else min(block.max_rows, record.row_count or 0)
+        selected = read_artifact_result(self.reader, block.artifact_id, {"rows": [0, stop]},
                                         max_rows=block.max_rows)
         columns = block.columns or list(selected.columns)
         unknown = [c for c in columns if c not in selected.columns]
@@ -127,14 +209,38 @@ class _Render:
             raise AssayError(REPORT_CITATION_INVALID, f"no column(s) {unknown}; the artifact has {selected.columns}")
         index = [selected.columns.index(c) for c in columns]
         lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+        nulls = 0
         for row in selected.rows or []:
-            lines.append("| " + " | ".join(_cell(_plain(row[i])) for i in index) + " |")
+            cells = []
+            for i in index:
+                if row[i] is None:
+                    nulls += 1
+                    cells.append(MISSING_MARK)
+                else:
+                    cells.append(_cell(_plain(decode(row[i]))))
+            lines.append("| " + " | ".join(cells) + " |")
+        self.missing_used = self.missing_used or nulls > 0
         shown = len(selected.rows or [])
         total = selected.total_rows if selected.total_rows is not None else shown
-        caption = (block.caption + " " if block.caption else "") + f"({shown} of {total} rows)"
-        if not record.complete:
-            caption += " (the artifact is incomplete: its capture stopped at the size limit)"
+        if record.complete:
+            caption = (block.caption + " " if block.caption else "") + f"({shown} of {total} rows)"
+        else:
+            returned = record.rows_returned
+            of = (f"the query returned {returned}" if returned is not None
+                  else "the rows after them were not counted")
+            caption = ((block.caption + " " if block.caption else "")
+                       + f"({shown} of the {total} rows kept; {of}: "
+                       "the artifact is INCOMPLETE, its capture stopped at the size limit)")
+        self.cite(record, None, {"rows": [0, stop], "columns": columns}, rows_shown=shown, null_cells=nulls)
         return "\n".join(lines) + f"\n\n*{_escape_line(caption)}*{self.mark(block.artifact_id)}"
+
+    def cite(self, record: Any, field: str | None, selector: dict[str, Any] | None, **extra: Any) -> None:
+        """Keep what this value was read from, so the report can be re-verified later."""
+        entry: dict[str, Any] = {"block": self.index, "field": field, "artifact_id": record.artifact_id,
+                                 "run_id": record.run_id, "kind": record.kind, "sha256": record.sha256,
+                                 "selector": selector, "complete": record.complete}
+        entry.update(extra)
+        self.citations.append(entry)
 
     def record(self, artifact_id: str) -> Any:
         if artifact_id not in self.records:
@@ -152,13 +258,16 @@ class _Render:
         origin = record.summary(200) if hasattr(record, "summary") else ""
         text = f"[^{number}]: artifact `{artifact_id}` ({record.kind}, sha256 `{record.sha256[:12]}`)"
         origin = origin.replace("`", "'")
-        return text + (f": `{origin}`" if origin else "")
+        text += f": `{origin}`" if origin else ""
+        return text + (f" - {record.incomplete_note()}" if not record.complete else "")
 
 
 def _plain(value: Any) -> str:
     if value is None:
-        return "null"
+        return MISSING_MARK
     if isinstance(value, float):
+        if value != value or value in (float("inf"), float("-inf")):
+            return repr(value)
         return repr(value) if value != int(value) or abs(value) >= 1e16 else f"{value:.1f}"
     return str(value)
 
@@ -184,11 +293,15 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     if run.artifacts is None:
         return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",
                                "Start the run with capture enabled.")
-    markdown = MarkdownRenderer().render(document, run.artifacts)
+    markdown, citations = MarkdownRenderer().render_cited(document, run.artifacts)
     from assay.kernel.evidence import capture_file
 
+    # Every rendered value's artifact id, selector and SHA-256 (and the document itself): the report can
+    # be re-verified, or rendered again, later.
+    provenance = {"title": document.title, "renderer": "markdown", "missing_mark": MISSING_MARK,
+                  "citations": citations, "document": document.model_dump(mode="json")}
     record = capture_file(run.artifacts, data=markdown, name="report.md", media_type="text/markdown",
-                          kind="report", provenance={"title": document.title})
+                          kind="report", provenance=provenance)
     refs = [record.ref()] if record is not None else []
     return ToolResult.ok({"artifact_id": refs[0].artifact_id if refs else None},
                          content=markdown.decode("utf-8"), artifacts=refs)

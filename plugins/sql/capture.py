@@ -40,7 +40,10 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
     """
     if sink is None:
         return None
-    extra: dict[str, Any] = {"decimal_text_columns": decimal_text} if decimal_text else {}
+    # The statement is drained to its end anyway: a capture cut at its size limit counts the rest.
+    extra: dict[str, Any] = {"count_rest": True}
+    if decimal_text:
+        extra["decimal_text_columns"] = decimal_text
     if value_kinds is not None:
         extra["value_kinds"] = value_kinds
     try:

@@ -83,25 +83,57 @@ class SqlSettings(BaseSettings):
         return value
 
 
+_VARIABLE = "ASSAY_SQL_DATABASES"
+_EXPECTED = ("expected name=URL pairs separated by ';' (retail=sqlite:///retail.db; "
+             "sales=postgresql://analyst@db/sales), a JSON object of name -> URL, or one bare URL")
+_ENTRY_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
+_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
+
+
+def _malformed(part: str, problem: str) -> ValueError:
+    from assay.kernel.settings import mask_url
+
+    return ValueError(f"{_VARIABLE}: {mask_url(part)!r} {problem}; {_EXPECTED}")
+
+
 def parse_databases(text: str) -> dict[str, str]:
-    """``'{"a": "url"}'``, ``'a=url;b=url'`` or a bare URL -> {name: url}."""
+    """``'{"a": "url"}'``, ``'a=url;b=url'`` or a bare URL -> {name: url}.
+
+    Strict: anything it cannot read with certainty raises ``ValueError`` naming
+    the variable, the bad part and the expected form (a kernel then fails at
+    start-up with ``CONFIG_INVALID``), never a datasource with a made-up URL.
+    """
     text = text.strip()
     if not text:
         return {}
     if text.startswith("{"):
-        loaded = json.loads(text)
+        try:
+            loaded = json.loads(text)
+        except ValueError as exc:
+            raise ValueError(f"{_VARIABLE}: not valid JSON ({exc}); {_EXPECTED}") from None
         if not isinstance(loaded, dict):
-            raise ValueError("ASSAY_SQL_DATABASES JSON must be an object of name -> URL")
+            raise ValueError(f"{_VARIABLE} JSON must be an object of name -> URL")
+        for name, value in loaded.items():
+            if not (isinstance(value, str) or isinstance(value, dict) and "url" in value):
+                raise ValueError(f"{_VARIABLE}: datasource {name!r} is {type(value).__name__}, not a URL or an "
+                                 "object with a url")
         return loaded
     out: dict[str, str] = {}
     for part in re.split(r"[;\s]+", text):
         if not part:
             continue
         name, sep, url = part.partition("=")
-        if sep and "://" not in name:
-            out[name.strip()] = url.strip()
-        else:
-            out[name_for_url(part)] = part
+        if not sep or _SCHEME.match(name):  # a bare URL (its query string may hold '=')
+            name, url = name_for_url(part), part
+        elif not _ENTRY_NAME.fullmatch(name):
+            raise _malformed(part, f"has no usable datasource name before '=' (got {name!r})")
+        if not _SCHEME.match(url) or "://" not in url:
+            raise _malformed(part, "is not a database URL (scheme://...)")
+        if url.count("://") > 1:
+            raise _malformed(part, "holds more than one URL (a ',' or other separator where ';' was meant?)")
+        if name in out:
+            raise _malformed(part, f"names datasource {name!r} a second time")
+        out[name] = url
     return out
 
 

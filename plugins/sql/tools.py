@@ -126,18 +126,25 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
     kept = getattr(record, "row_count", n) if record is not None else n
     artifact_id = getattr(record, "artifact_id", None)
     evidence = f"artifact {artifact_id}" if artifact_id else "no artifact (this run keeps no evidence)"
+    if not complete:
+        evidence += f" (INCOMPLETE: {kept:,} of {n:,} rows kept)"
     head = f"{n:,} row{'s' if n != 1 else ''} from {resource.name} in {result.elapsed_ms:.0f} ms; {evidence}."
     if n == 0:
         content = f"no rows matched the query ({resource.name}, {result.elapsed_ms:.0f} ms; {evidence}).\n"
         content += "columns: " + ", ".join(result.columns)
         shown = 0
     else:
-        table, shown = markdown_table(result.columns, result.head(settings.preview_rows),
+        head_rows = result.head(settings.preview_rows)
+        table, shown = markdown_table(result.columns, head_rows,
                                       max_rows=settings.preview_rows, max_chars=settings.preview_chars)
         content = head + "\n\n" + table
         if shown < n:
+            # say which limit cut the table: a row cut and a character cut read differently
+            cut = (f"cut at {settings.preview_chars:,} characters"
+                   if shown < min(settings.preview_rows, len(head_rows))
+                   else f"cut at the {settings.preview_rows}-row preview limit")
             where = f"; the full result is in artifact {artifact_id}" if artifact_id and complete else ""
-            content += f"\n\nshowing {shown} of {n:,} rows{where}"
+            content += f"\n\nshowing {shown} of {n:,} rows ({cut}){where}"
     data = {
         "artifact_id": artifact_id,
         "row_count": n,
@@ -153,9 +160,9 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
     if not complete:
         data["artifact_row_count"] = kept
         data["artifact_complete"] = False
-        reason = (getattr(record, "provenance", None) or {}).get("incomplete_reason", "the artifact size cap")
         content += (f"\n\nTRUNCATED EVIDENCE: the query returned {n:,} row{'s' if n != 1 else ''} but artifact "
-                    f"{artifact_id} keeps only the first {kept:,} ({reason}); cite only those, or narrow the query.")
+                    f"{artifact_id} keeps only the first {kept:,} (the capture stopped at "
+                    "ASSAY_ARTIFACT_MAX_BYTES); cite only those, or narrow the query.")
     content += privileged_note(resource)
     return ToolResult.ok(data, content=content, artifacts=[record.ref()] if record is not None else [])
 

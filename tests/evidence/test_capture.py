@@ -11,6 +11,7 @@ import pytest
 from assay import RunContext, tool
 from assay.kernel.evidence import (
     ARTIFACT_CAPTURE_FAILED,
+    ArtifactIncomplete,
     ArtifactCaptureFailed,
     ProducedFile,
     RowBatches,
@@ -129,9 +130,12 @@ def test_size_guard_stops_the_capture_and_says_incomplete(monkeypatch):
     assert not record.complete and 0 < record.row_count < 1000
     assert record.byte_size <= 10_000 and "ASSAY_ARTIFACT_MAX_BYTES" in record.provenance["incomplete_reason"]
     assert len(consumed) < 100_000  # it stopped reading
-    back = read_artifact_result(sink, record.artifact_id, {"rows": [-1, None]})
+    # the last *kept* row, by its index: "[-1, None]" (the last row) is refused on an incomplete artifact
+    back = read_artifact_result(sink, record.artifact_id, {"rows": [record.row_count - 1, record.row_count]})
     assert back.rows == [[record.row_count - 1, "row %d" % (record.row_count - 1)]]
     assert not back.complete and "INCOMPLETE" in back.note
+    with pytest.raises(ArtifactIncomplete):
+        read_artifact_result(sink, record.artifact_id, {"rows": [-1, None]})
     assert "INCOMPLETE" in render_preview(record)
 
 
@@ -289,5 +293,6 @@ def test_a_batch_that_crosses_the_size_guard_is_cut_at_a_row(monkeypatch):
     sink = make_kernel().new_run().artifacts
     record = _sql(sink, ["i", "s"], RowBatches(iter([[(i, "row %d" % i) for i in range(50_000)]])))
     assert not record.complete and 0 < record.row_count < 1000 and record.byte_size <= 10_000
-    back = read_artifact_result(sink, record.artifact_id, {"rows": [-1, None]})
+    last_kept = record.row_count - 1  # by its index: "-1" is refused on an incomplete artifact
+    back = read_artifact_result(sink, record.artifact_id, {"rows": [last_kept, last_kept + 1]})
     assert back.rows == [[record.row_count - 1, "row %d" % (record.row_count - 1)]]

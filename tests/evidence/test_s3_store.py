@@ -125,3 +125,26 @@ def test_s3_large_content_is_handed_out_as_a_verified_local_copy(s3_env):
     path.write_bytes(b"damaged")  # a damaged cache is fetched again, never trusted
     _, again = open_verified_content(sink, record.artifact_id)
     assert again.stat().st_size == record.byte_size
+
+
+def test_s3_python_capture_that_fails_half_way_leaves_no_shared_record(s3_env, monkeypatch):
+    """Issue 14, item 2: a record mirror that fails takes the whole execution's records back out."""
+    from assay import AssayError
+    from assay.kernel.evidence import ProducedFile, capture_python_execution
+
+    sink = make_kernel().new_run().artifacts
+    store, real, calls = sink.store, sink.store.put_record, []
+
+    def put_record(artifact_id, data):
+        calls.append(artifact_id)
+        real(artifact_id, data)
+        if len(calls) == 2:  # the file's and the execution's mirrors are written; then it fails
+            raise ConnectionError("connection reset")
+
+    monkeypatch.setattr(store, "put_record", put_record)
+    with pytest.raises(AssayError) as caught:
+        capture_python_execution(sink, code="x", result=1, result_set=True, stdout="", stderr="",
+                                 files=[ProducedFile("a.txt", b"a", "text/plain")], status="succeeded")
+    assert caught.value.code == "ARTIFACT_CAPTURE_FAILED"
+    assert store.shared_record_ids(sink.run_id) == [] and all(store.get_record(i) is None for i in calls)
+    assert sink.catalog.list(sink.run_id) == []

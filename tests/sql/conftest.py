@@ -287,7 +287,7 @@ def recording_capture(monkeypatch) -> Any:
     from assay.plugins.sql import capture as capture_module
 
     def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
-                     column_types=None, decimal_text_columns=(), value_kinds=None):
+                     column_types=None, decimal_text_columns=(), value_kinds=None, count_rest=False):
         if sink.fail:
             raise RuntimeError("disk full")
         from decimal import Decimal
