@@ -29,3 +29,25 @@ class SqlError(AssayError):
     """An error of the SQL plugin; ``details`` may carry ``stopped`` and ``elapsed_ms``."""
 
     code = "SQL_ERROR"
+
+
+# What a database answers when it refuses a statement as a write or for lack of privilege.
+_PG_REFUSED = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
+_MYSQL_REFUSED = {1036, 1044, 1095, 1142, 1143, 1227, 1290, 1370, 1792, 1836}
+_REFUSED_TEXT = ("read-only mode", "configuration has been locked", "attempt to write a readonly database",
+                 "not authorized", "disabled by configuration")
+
+
+def refused_by_database(exc: BaseException) -> bool:
+    """Whether ``exc`` is the database refusing a write or a privileged act (not a plain error)."""
+    if getattr(exc, "sqlstate", None) in _PG_REFUSED:
+        return True
+    args = getattr(exc, "args", None) or ()
+    if type(exc).__module__.startswith("pymysql") and args and args[0] in _MYSQL_REFUSED:
+        return True
+    if (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF in (8, 23):  # SQLITE_READONLY, SQLITE_AUTH
+        return True
+    if type(exc).__name__ == "PermissionException":  # DuckDB: external access disabled
+        return True
+    text = str(exc).lower()
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb", "sqlite3") and any(t in text for t in _REFUSED_TEXT)

@@ -51,10 +51,12 @@ from .errors import (
     SQL_QUERY_CANCELLED,
     SQL_QUERY_FAILED,
     SQL_QUERY_TIMEOUT,
+    SQL_READ_ONLY_REQUIRED,
     SQL_RESULT_TOO_LARGE,
     SQL_VALUE_TOO_LARGE,
     TIMEOUT_HINT,
     SqlError,
+    refused_by_database,
 )
 from .guard import check_read_only
 from .schema import TableInfo
@@ -255,13 +257,15 @@ class Executor:
     """Runs statements of one datasource: the read-only check, the pool, worker threads and the cancel path."""
 
     def __init__(self, name: str, engine: DatabaseEngine, open_pool: Callable[[], DatabasePool], *, dialect: str,
-                 cancel_grace_s: float, backstop_margin_s: float, max_result_rows: int) -> None:
+                 cancel_grace_s: float, backstop_margin_s: float, max_result_rows: int,
+                 allow_functions: tuple[str, ...] = ()) -> None:
         self.name = name
         self.engine = engine
         self.dialect = dialect
         self.cancel_grace_s = cancel_grace_s
         self.backstop_margin_s = backstop_margin_s
         self.max_result_rows = max_result_rows
+        self.allow_functions = allow_functions
         self._open_pool = open_pool
         self._pool: DatabasePool | None = None
         self._pool_lock = threading.Lock()
@@ -278,7 +282,8 @@ class Executor:
     def run(self, sql: str, attempt: Attempt) -> QueryResult:
         """Check ``sql`` and run it within ``attempt.timeout_s``; raise :class:`SqlError` on refusal, timeout,
         cancel or failure."""
-        check_read_only(sql, self.dialect)  # SQL_READ_ONLY_REQUIRED: nothing reaches the database
+        # SQL_READ_ONLY_REQUIRED (SQL_QUERY_FAILED if it does not parse): nothing reaches the database
+        check_read_only(sql, self.dialect, allow_functions=self.allow_functions)
         return self._run(sql, attempt, None)
 
     def introspect(self, schemas: list[str] | None) -> list[TableInfo]:
@@ -525,6 +530,13 @@ class Executor:
                 f"the query hit the server-side time limit and the server stopped it ({_engine_message(exc)})",
                 TIMEOUT_HINT,
                 details={"stopped": True, "elapsed_ms": elapsed, "timeout_s": attempt.timeout_s},
+            )
+        if refused_by_database(exc):  # the server itself refused it as a write or for lack of privilege
+            return SqlError(
+                SQL_READ_ONLY_REQUIRED,
+                f"the database refused the statement as a write or for lack of privilege: {_engine_message(exc)}",
+                "Send exactly one read-only SELECT; this datasource is read only.",
+                details={"elapsed_ms": elapsed, "engine_error": type(exc).__name__, "reason": "database"},
             )
         return SqlError(
             SQL_QUERY_FAILED,

@@ -109,6 +109,7 @@ class DatabaseResource(Resource):
                     self.name, self.engine, self._open_pool, dialect=self.dialect,
                     cancel_grace_s=self.settings.cancel_grace_s, backstop_margin_s=self.settings.backstop_margin_s,
                     max_result_rows=self.settings.max_result_rows,
+                    allow_functions=tuple(self.config.allow_functions),
                 )
             return self._executor
 

@@ -31,6 +31,7 @@ from pydantic import BaseModel, Field, field_serializer, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _NAME_OK = re.compile(r"[^a-z0-9_-]+")
+_FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
 
 
 class DatasourceConfig(BaseModel):
@@ -47,6 +48,23 @@ class DatasourceConfig(BaseModel):
         description="Accept a login that can reach server files, other sessions or server settings "
                     "(refused by default: SQL_DATASOURCE_PRIVILEGED); every result then says privileged_login.",
     )
+    allow_functions: list[str] = Field(
+        default_factory=list,
+        description="Your own read-only functions the read-only check may let through, beside the dialect's "
+        "allow-list: 'name' or 'schema.name', as the server stores the name (lower case unless created quoted).",
+    )
+
+    @field_validator("allow_functions")
+    @classmethod
+    def _allowable(cls, names: list[str]) -> list[str]:
+        from .allowlist import NEVER
+
+        for name in names:
+            if not _FUNCTION_NAME.match(name):
+                raise ValueError(f"allow_functions: {name!r} is not a function name ('name' or 'schema.name')")
+            if name.rsplit(".", 1)[-1].lower() in NEVER:
+                raise ValueError(f"allow_functions: {name!r} runs SQL text or reaches files and is never allowed")
+        return names
 
     @field_serializer("url")
     def _masked_url(self, url: str) -> str:

@@ -249,7 +249,7 @@ def parser_bypassed(monkeypatch) -> None:
     """Take the read-only parser out of the way (no flag can), to prove what the database itself refuses."""
     from assay.plugins.sql import execution
 
-    monkeypatch.setattr(execution, "check_read_only", lambda sql, dialect: None)
+    monkeypatch.setattr(execution, "check_read_only", lambda sql, dialect, **_: None)
 
 
 @pytest.fixture

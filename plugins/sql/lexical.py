@@ -1,0 +1,152 @@
+"""Checks on the raw SQL text, before any parse: what the server reads differently from the parser.
+
+* MySQL/MariaDB run the inside of ``/*! ... */``, ``/*M! ... */`` (versioned
+  code) and may act on ``/*+ ... */`` (optimizer hints); to a parser they are
+  comments. Any of them anywhere in the text (even in a string) is refused.
+* PostgreSQL resolves ``U&"\\0070g_read_file"`` (optionally ``UESCAPE 'c'``) to
+  ``"pg_read_file"`` before it looks the name up. :func:`resolve_postgres_escapes`
+  rewrites every such identifier (and ``U&'...'`` string) to its plain quoted
+  form with the server's own lexical rules (comments nest, ``E''`` strings take
+  backslash escapes, dollar quotes), so the parser and the name check see the
+  name the server will see. What it cannot decode raises :class:`Unresolvable`.
+"""
+
+from __future__ import annotations
+
+import re
+
+_MYSQL_EXECUTABLE = re.compile(r"/\*(?:!|M!|\+)", re.I)
+_DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
+_UESCAPE = re.compile(r"(\s|--[^\n]*\n?|/\*.*?\*/)*UESCAPE(\s|--[^\n]*\n?|/\*.*?\*/)*'(.)'", re.I | re.S)
+_HEX = set("0123456789abcdefABCDEF")
+
+
+class Unresolvable(ValueError):
+    """The text holds a name or literal the check cannot resolve as the server would."""
+
+
+def mysql_executable_comment(sql: str) -> str | None:
+    """The first ``/*!``, ``/*M!`` or ``/*+`` comment opener in ``sql`` (with a little context), or None."""
+    found = _MYSQL_EXECUTABLE.search(sql)
+    return None if found is None else sql[found.start(): found.start() + 24]
+
+
+def resolve_postgres_escapes(sql: str) -> str:
+    """``sql`` with every ``U&"..."`` identifier and ``U&'...'`` string written plainly, as PostgreSQL reads them."""
+    if "&" not in sql:
+        return sql
+    out: list[str] = []
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if sql.startswith("--", i):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j + 1
+        elif sql.startswith("/*", i):
+            j = _end_of_block_comment(sql, i)
+        elif c in "uU" and sql.startswith("&", i + 1) and i + 2 < n and sql[i + 2] in "\"'" and not _ident_before(sql, i):
+            quote = sql[i + 2]
+            body, j = _quoted(sql, i + 2, quote)
+            escape = "\\"
+            uescape = _UESCAPE.match(sql, j)
+            if uescape:
+                escape, j = uescape.group(3), uescape.end()
+            text = _decode_unicode(body, escape)
+            out.append(quote + text.replace(quote, quote * 2) + quote)
+            i = j
+            continue
+        elif c == "'":
+            escaped = i > 0 and sql[i - 1] in "eE" and not _ident_before(sql, i - 1)
+            j = _end_of_string(sql, i, escaped)
+        elif c == '"':
+            j = _quoted(sql, i, '"')[1]
+        elif c == "$" and not _ident_before(sql, i):
+            tag = _DOLLAR_TAG.match(sql, i)
+            if tag:
+                close = sql.find(tag.group(0), tag.end())
+                if close < 0:
+                    raise Unresolvable("an unterminated dollar-quoted string")
+                j = close + len(tag.group(0))
+            else:
+                j = i + 1
+        else:
+            j = i + 1
+        out.append(sql[i:j])
+        i = j
+    return "".join(out)
+
+
+def _ident_before(sql: str, i: int) -> bool:
+    return i > 0 and (sql[i - 1].isalnum() or sql[i - 1] in "_$")
+
+
+def _end_of_block_comment(sql: str, i: int) -> int:
+    depth, j = 0, i
+    while j < len(sql):
+        if sql.startswith("/*", j):
+            depth, j = depth + 1, j + 2
+        elif sql.startswith("*/", j):
+            depth, j = depth - 1, j + 2
+            if depth == 0:
+                return j
+        else:
+            j += 1
+    raise Unresolvable("an unterminated /* comment")
+
+
+def _end_of_string(sql: str, i: int, escaped: bool) -> int:
+    j = i + 1
+    while j < len(sql):
+        ch = sql[j]
+        if escaped and ch == "\\":
+            j += 2
+            continue
+        if ch == "'":
+            if sql.startswith("''", j):
+                j += 2
+                continue
+            return j + 1
+        j += 1
+    raise Unresolvable("an unterminated string literal")
+
+
+def _quoted(sql: str, i: int, quote: str) -> tuple[str, int]:
+    """The body of the quoted token starting at ``sql[i]`` (doubled quotes undone) and the index after it."""
+    parts, j = [], i + 1
+    while True:
+        k = sql.find(quote, j)
+        if k < 0:
+            raise Unresolvable(f"an unterminated {quote}-quoted token")
+        parts.append(sql[j:k])
+        if sql.startswith(quote * 2, k):
+            parts.append(quote)
+            j = k + 2
+            continue
+        return "".join(parts), k + 1
+
+
+def _decode_unicode(body: str, escape: str) -> str:
+    if escape in _HEX or escape in "+'\" \t\n\r" or len(escape) != 1:
+        raise Unresolvable(f"UESCAPE {escape!r} is not a valid escape character")
+    out, j = [], 0
+    while j < len(body):
+        ch = body[j]
+        if ch != escape:
+            out.append(ch)
+            j += 1
+            continue
+        if body.startswith(escape, j + 1):
+            out.append(escape)
+            j += 2
+            continue
+        if body.startswith("+", j + 1):
+            digits, j = body[j + 2: j + 8], j + 8
+        else:
+            digits, j = body[j + 1: j + 5], j + 5
+        if len(digits) not in (4, 6) or not set(digits) <= _HEX:
+            raise Unresolvable("an invalid Unicode escape in a U& literal")
+        code = int(digits, 16)
+        if code == 0 or code > 0x10FFFF or 0xD800 <= code <= 0xDFFF:
+            raise Unresolvable("a Unicode escape outside the characters PostgreSQL accepts")
+        out.append(chr(code))
+    return "".join(out)
