@@ -41,6 +41,17 @@ _FILE_LIKE = re.compile(r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|
 _EXPLAIN = re.compile(r"^\s*explain\s+(?:query\s+plan\s+)?(?P<rest>.*)$", re.I | re.S)
 _EXPLAIN_EXECUTES = re.compile(r"^\s*(\(.*\banalyze\b|analyze\b|analyse\b)", re.I | re.S)
 _VALUES_FIRST = re.compile(r"^\s*values\b", re.I)
+_LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?P<word>[A-Za-z_]+)", re.S)
+_FILE_WRITE = re.compile(r"\binto\s+(outfile|dumpfile)\b", re.I)
+# Statement words that never start a read-only query: text starting with one is refused as such even when
+# the parser cannot read the rest (a typo such as SELEC stays a syntax error).
+_NOT_A_QUERY = frozenset("""
+    INSERT UPDATE DELETE MERGE REPLACE UPSERT CREATE DROP ALTER TRUNCATE RENAME GRANT REVOKE COPY LOAD UNLOAD
+    IMPORT EXPORT INSTALL UNINSTALL ATTACH DETACH PRAGMA VACUUM ANALYZE ANALYSE REINDEX CLUSTER CHECKPOINT SET
+    RESET USE BEGIN START COMMIT ROLLBACK SAVEPOINT RELEASE LOCK UNLOCK CALL DO EXECUTE PREPARE DEALLOCATE
+    DECLARE FETCH MOVE CLOSE LISTEN NOTIFY UNLISTEN DISCARD KILL SHUTDOWN FLUSH HANDLER PURGE RESTART
+    OPTIMIZE REPAIR CHECKSUM BACKUP RESTORE CHANGE SECURITY COMMENT REFRESH FORCE
+""".split())
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
 _PG_SHOW = re.compile(r"^\s*(all|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$", re.I)
 _PG_OPERATOR = re.compile(r'^\s*(?:(?:pg_catalog|"pg_catalog")\s*\.\s*)?[-+*/<>=~!@#%^&|`?]+\s*$')
@@ -145,6 +156,11 @@ def _parse_one(sql: str, dialect: str) -> tuple[str, Any]:
                 return wrapped, sqlglot.parse_one(wrapped, read=read)
             except SqlglotError:
                 pass
+        first = _LEADING.match(sql)
+        if first and first["word"].upper() in _NOT_A_QUERY:
+            raise refused(f"{first['word'].upper()} is not a read-only query") from None
+        if _FILE_WRITE.search(sql):
+            raise refused("INTO OUTFILE/DUMPFILE writes a file") from None
         raise syntax_error(dialect, exc) from None
     except Exception as exc:  # noqa: BLE001 - a parser crash is a refusal, never a pass
         raise refused(f"the text could not be parsed ({type(exc).__name__})") from None

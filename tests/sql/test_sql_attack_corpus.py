@@ -45,7 +45,7 @@ COMMON = [
     "START TRANSACTION",
     "CREATE TEMPORARY TABLE evil (a int)",
     "GRANT ALL ON orders TO PUBLIC",
-    "SELEC * FROM orders",
+    "!SELEC * FROM orders",  # a typo: refused by the parser as a syntax error (SQL_QUERY_FAILED), never run
     "DELETE FROM refunds WHERE refund_id = (SELECT max(refund_id) FROM refunds)",
     "~SELECT count(*) FROM orders",
     "~SELECT * FROM orders WHERE 1 = 0",
@@ -232,12 +232,15 @@ def test_attack_corpus_is_refused_or_harmless(engine, db, attack_dir):
     before = fingerprint(db)
     slipped = []
     for entry in corpus_for(engine):
-        harmless = entry.startswith("~")
-        sql = entry.lstrip("~").replace("{dir}", str(attack_dir))
+        harmless, typo = entry.startswith("~"), entry.startswith("!")
+        sql = entry.lstrip("~!").replace("{dir}", str(attack_dir))
         try:
             db.query(sql, timeout_s=10)
         except SqlError as exc:
-            if exc.code != SQL_READ_ONLY_REQUIRED and not harmless:
+            expected = SQL_READ_ONLY_REQUIRED
+            if typo and exc.code == "SQL_QUERY_FAILED" and exc.details.get("stage") == "parser":
+                expected = exc.code
+            if exc.code != expected and not harmless:
                 slipped.append((sql, exc.code, exc.message))
             continue
         if not harmless:
@@ -248,11 +251,14 @@ def test_attack_corpus_is_refused_or_harmless(engine, db, attack_dir):
 
 
 def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db, parser_bypassed):
+    # Issue 12: the database's own refusal (PostgreSQL 25006, MariaDB 1792, SQLite READONLY, DuckDB read-only
+    # mode) is reported as SQL_READ_ONLY_REQUIRED, not as a failed query.
     before = fingerprint(db)
     for sql in DB_LEVEL_WRITES:
         with pytest.raises(SqlError) as info:
             db.query(sql, timeout_s=10)
-        assert info.value.code == "SQL_QUERY_FAILED", (sql, info.value.code, info.value.message)
+        assert info.value.code == SQL_READ_ONLY_REQUIRED, (sql, info.value.code, info.value.message)
+        assert info.value.details["reason"] == "database"
     assert fingerprint(db) == before
 
 
@@ -271,5 +277,6 @@ def test_file_access_with_the_parser_bypassed_is_refused_by_sqlite_and_duckdb(en
     for sql in statements:
         with pytest.raises(SqlError) as info:
             db.query(sql, timeout_s=10)
-        assert info.value.code == "SQL_QUERY_FAILED", (sql, info.value.message)
+        # the engine refusing file access or a locked setting is a read-only refusal (issue 12)
+        assert info.value.code == SQL_READ_ONLY_REQUIRED, (sql, info.value.message)
     assert list(attack_dir.iterdir()) == []

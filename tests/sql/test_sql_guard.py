@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.errors import SQL_QUERY_FAILED, SQL_READ_ONLY_REQUIRED, SqlError
 from assay.plugins.sql.guard import check_read_only
 
 DIALECTS = ["sqlite", "postgresql", "mysql", "mariadb", "duckdb"]
@@ -37,7 +37,14 @@ def test_two_statements_are_refused_even_if_both_read(dialect):
 
 @pytest.mark.parametrize("dialect", DIALECTS)
 def test_text_that_does_not_parse_is_refused_with_the_reason(dialect):
-    assert "does not parse" in reason("SELEC 1 FROM", dialect)
+    # Issue 12: a typo is a syntax problem (SQL_QUERY_FAILED with the parser's position), not a write.
+    with pytest.raises(SqlError) as info:
+        check_read_only("SELEC 1 FROM", dialect)
+    assert info.value.code == SQL_QUERY_FAILED
+    assert "does not parse" in info.value.message
+    assert "line 1, column" in info.value.message and "nothing was run" in info.value.message
+    assert "syntax" in info.value.hint
+    assert info.value.details["line"] == 1 and info.value.details["col"]
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
@@ -73,7 +80,7 @@ def test_select_for_update_is_refused():
 ])
 def test_functions_that_reach_files_or_sessions_are_refused_by_name(sql, dialect):
     message = reason(sql, dialect)
-    assert "not allowed" in message or "reaches files" in message
+    assert "not allowed" in message or "never allowed" in message or "allow-list" in message
 
 
 def test_explain_of_a_select_is_accepted_but_explain_analyze_is_refused():
