@@ -27,8 +27,10 @@ def test_zero_rows_is_a_success_with_columns(engine, db):
 def test_unparseable_text_is_refused_before_the_database(engine, db):
     with pytest.raises(SqlError) as info:
         db.query("SELEC order_id FROM orders")
-    assert info.value.code == SQL_READ_ONLY_REQUIRED
+    # issue 12: a syntax problem (with the parser's position), refused before the database - not "a write"
+    assert info.value.code == SQL_QUERY_FAILED
     assert "does not parse" in info.value.message
+    assert info.value.details["stage"] == "parser"
 
 
 def test_syntax_error_from_the_engine_is_sql_query_failed_with_its_message(engine, db, parser_bypassed):
@@ -64,7 +66,9 @@ def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db,
     for sql in ("DELETE FROM refunds", "CREATE TABLE evil_probe (a int)", "DROP TABLE refunds"):
         with pytest.raises(SqlError) as info:
             db.query(sql)
-        assert info.value.code == SQL_QUERY_FAILED, sql
+        # issue 12: the database refusing a write is SQL_READ_ONLY_REQUIRED, not a failed query
+        assert info.value.code == SQL_READ_ONLY_REQUIRED, sql
+        assert info.value.details["reason"] == "database"
     assert db.query("SELECT count(*) FROM refunds").rows[0][0] == before
     assert "evil_probe" not in {t.name for t in db.tables(refresh=True)}
 
