@@ -167,7 +167,7 @@ SYSTEM_SCHEMAS: dict[str, frozenset[str]] = {
     "postgresql": frozenset({"pg_catalog", "pg_toast", "information_schema"}),
     "mysql": frozenset({"mysql", "performance_schema", "sys", "information_schema"}),
     "sqlite": frozenset(),
-    "duckdb": frozenset({"system", "temp"}),
+    "duckdb": frozenset({"system", "information_schema", "pg_catalog"}),
 }
 SYSTEM_SCHEMAS["mariadb"] = SYSTEM_SCHEMAS["mysql"]
 
@@ -184,6 +184,21 @@ _INFORMATION_SCHEMA = _words("""
     character_sets collations engines sequences domains column_privileges table_privileges
     element_types
 """)
+_SQLITE_TABLES = _words("""
+    sqlite_master sqlite_schema sqlite_temp_master sqlite_temp_schema sqlite_sequence sqlite_stat1
+    pragma_table_info pragma_table_xinfo pragma_index_list pragma_index_info pragma_index_xinfo
+    pragma_foreign_key_list pragma_table_list
+""")
+_DUCKDB_VIEWS = _words("""
+    duckdb_tables duckdb_columns duckdb_views duckdb_schemas duckdb_databases duckdb_types duckdb_functions
+    duckdb_indexes duckdb_constraints duckdb_keywords pragma_table_info
+""")
+# Unqualified table names with these prefixes resolve to the server's own objects (PostgreSQL searches
+# pg_catalog first; SQLite's table-valued pragmas and internal tables; DuckDB's catalog views).
+SYSTEM_PREFIXES: dict[str, tuple[str, ...]] = {
+    "postgresql": ("pg_",), "sqlite": ("sqlite_", "pragma_"), "duckdb": ("duckdb_", "pragma_"),
+    "mysql": (), "mariadb": (),
+}
 # (schema, view) pairs; schema "" = an unqualified name that resolves to the system schema.
 SYSTEM_VIEWS: dict[str, frozenset[tuple[str, str]]] = {
     "postgresql": frozenset(
@@ -191,8 +206,10 @@ SYSTEM_VIEWS: dict[str, frozenset[tuple[str, str]]] = {
         | {("information_schema", v) for v in _INFORMATION_SCHEMA}
     ),
     "mysql": frozenset({("information_schema", v) for v in _INFORMATION_SCHEMA}),
-    "sqlite": frozenset(),
-    "duckdb": frozenset(),
+    "sqlite": frozenset({(schema, t) for t in _SQLITE_TABLES for schema in ("", "main", "temp")}),
+    "duckdb": frozenset({(schema, v) for v in _DUCKDB_VIEWS for schema in ("", "main")}
+                        | {("information_schema", v) for v in _INFORMATION_SCHEMA}
+                        | {("pg_catalog", v) for v in _PG_VIEWS}),
 }
 SYSTEM_VIEWS["mariadb"] = SYSTEM_VIEWS["mysql"]
 

@@ -302,7 +302,9 @@ class _Checker:
         system = allowlist.SYSTEM_SCHEMAS.get(self.dialect, frozenset())
         if self.dialect in _MYSQL:
             name, schema = name.lower(), schema.lower()
-        is_system = schema in system or (self.dialect == "postgresql" and not schema and name.startswith("pg_"))
+        prefixes = allowlist.SYSTEM_PREFIXES.get(self.dialect, ())
+        unqualified = not schema or (self.dialect in ("sqlite", "duckdb") and schema in ("main", "temp"))
+        is_system = schema in system or (unqualified and bool(prefixes) and name.startswith(prefixes))
         if is_system and (schema, name) not in allowlist.SYSTEM_VIEWS.get(self.dialect, frozenset()):
             shown = f"{schema}.{name}" if schema else name
             raise refused(f"the system view {shown} is not on the {self.dialect} allow-list")
