@@ -37,47 +37,23 @@ from .lexical import Unresolvable, mysql_executable_comment, resolve_postgres_es
 SQLGLOT_DIALECT = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "duckdb": "duckdb"}
 _MYSQL = ("mysql", "mariadb")
 
-_FILE_LIKE = re.compile(r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|xlsx|db|duckdb|sqlite)$)", re.I)
-_EXPLAIN = re.compile(r"^\s*explain\s+(?:query\s+plan\s+)?(?P<rest>.*)$", re.I | re.S)
-_EXPLAIN_EXECUTES = re.compile(r"^\s*(\(.*\banalyze\b|analyze\b|analyse\b)", re.I | re.S)
-_VALUES_FIRST = re.compile(r"^\s*values\b", re.I)
-_LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?P<word>[A-Za-z_]+)", re.S)
-_FILE_WRITE = re.compile(r"\binto\s+(outfile|dumpfile)\b", re.I)
+_FILE_LIKE = re.compile(r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|xlsx|db|duckdb|sqlite)$)", re.IGNORECASE)
+_EXPLAIN = re.compile(r"^\s*explain\s+(?:query\s+plan\s+)?(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
+_EXPLAIN_EXECUTES = re.compile(r"^\s*(\(.*\banalyze\b|analyze\b|analyse\b)", re.IGNORECASE | re.DOTALL)
+_VALUES_FIRST = re.compile(r"^\s*values\b", re.IGNORECASE)
+_LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?P<word>[A-Za-z_]+)", re.DOTALL)
+_FILE_WRITE = re.compile(r"\binto\s+(outfile|dumpfile)\b", re.IGNORECASE)
 # Statement words that never start a read-only query: text starting with one is refused as such even when
 # the parser cannot read the rest (a typo such as SELEC stays a syntax error).
-_NOT_A_QUERY = frozenset("""
-    INSERT UPDATE DELETE MERGE REPLACE UPSERT CREATE DROP ALTER TRUNCATE RENAME GRANT REVOKE COPY LOAD UNLOAD
-    IMPORT EXPORT INSTALL UNINSTALL ATTACH DETACH PRAGMA VACUUM ANALYZE ANALYSE REINDEX CLUSTER CHECKPOINT SET
-    RESET USE BEGIN START COMMIT ROLLBACK SAVEPOINT RELEASE LOCK UNLOCK CALL DO EXECUTE PREPARE DEALLOCATE
-    DECLARE FETCH MOVE CLOSE LISTEN NOTIFY UNLISTEN DISCARD KILL SHUTDOWN FLUSH HANDLER PURGE RESTART
-    OPTIMIZE REPAIR CHECKSUM BACKUP RESTORE CHANGE SECURITY COMMENT REFRESH FORCE
-""".split())
+_NOT_A_QUERY = frozenset(["INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "UPSERT", "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "COPY", "LOAD", "UNLOAD", "IMPORT", "EXPORT", "INSTALL", "UNINSTALL", "ATTACH", "DETACH", "PRAGMA", "VACUUM", "ANALYZE", "ANALYSE", "REINDEX", "CLUSTER", "CHECKPOINT", "SET", "RESET", "USE", "BEGIN", "START", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "LOCK", "UNLOCK", "CALL", "DO", "EXECUTE", "PREPARE", "DEALLOCATE", "DECLARE", "FETCH", "MOVE", "CLOSE", "LISTEN", "NOTIFY", "UNLISTEN", "DISCARD", "KILL", "SHUTDOWN", "FLUSH", "HANDLER", "PURGE", "RESTART", "OPTIMIZE", "REPAIR", "CHECKSUM", "BACKUP", "RESTORE", "CHANGE", "SECURITY", "COMMENT", "REFRESH", "FORCE"])
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
-_PG_SHOW = re.compile(r"^\s*(all|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$", re.I)
+_PG_SHOW = re.compile(r"^\s*(all|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$", re.IGNORECASE)
 _PG_OPERATOR = re.compile(r'^\s*(?:(?:pg_catalog|"pg_catalog")\s*\.\s*)?[-+*/<>=~!@#%^&|`?]+\s*$')
 _QUOTES = {'"': '"', "`": "`", "[": "]"}
 
 # Built-in constructs sqlglot builds from syntax or keywords (CAST, CASE, ->, ||, EXTRACT, CURRENT_DATE...),
 # not from a function name the server looks up. Only these may appear without a name in the text.
-_SYNTAX = frozenset("""
-    And Or Not Xor Case If Cast TryCast Extract Exists Any All Array Struct Unnest Explode Bracket Paren
-    GroupConcat JSONExtract JSONExtractScalar JSONBExtract JSONBExtractScalar JSONBContains JSONBContainedBy
-    JSONBExists JSONFormat JSONObject JSONObjectAgg JSONArrayContains JSONValue JSONTable JSONColumnDef
-    Substring Trim StrPosition Overlay Ceil Floor Chr Initcap ArgMax ArgMin MaxBy MinBy TsOrDsToTimestamp
-    TsOrDsToDate TimeStrToTime StrToTime CurrentDate CurrentTime CurrentTimestamp CurrentUser CurrentSchema
-    Localtime Localtimestamp Coalesce Nullif Concat ConcatWs Lambda Map VarMap ToMap StructExtract Quantile
-    ApproxQuantile Min Max Count Sum Avg ArrayAgg Unicode Normalize Convert Decode Encode Collate Interval
-    Anonymous MatchAgainst XMLElement Listagg ArrayConcat ArrayContains ArrayFilter Transform Levenshtein
-    DateAdd DateSub DateDiff DateTrunc TimestampTrunc TimestampAdd TimestampSub TimestampDiff DatetimeAdd
-    DatetimeSub TimeAdd TimeSub UnixToTime TimeToUnix TimeToStr StrToDate Date DateFromParts Length Lower Upper
-    Abs Round Pow Sqrt Ln Log Exp Mod Sign Div SafeDivide IntDiv ToChar Stddev StddevPop StddevSamp Variance
-    VariancePop Corr CovarPop CovarSamp PercentileCont PercentileDisc WithinGroup Filter Window Over
-    RowNumber Rank DenseRank PercentRank CumeDist Ntile Lag Lead FirstValue LastValue NthValue
-    RegexpLike RegexpExtract RegexpReplace RegexpSplit RegexpILike Left Right Repeat Replace Reverse Pad
-    GenerateSeries ExplodingGenerateSeries Greatest Least Hex Unhex MD5 SHA SHA2 Split SplitPart Format
-    ParseJSON ToJson JSONArray JSONArrayAgg JSONBObjectAgg ObjectAgg Array ArraySize ArrayToString
-    StringToArray ArrayJoin Flatten IsNan IsInf Cbrt Degrees Radians Pi Rand Random Trunc Truncate
-""".split())
+_SYNTAX = frozenset(["And", "Or", "Not", "Xor", "Case", "If", "Cast", "TryCast", "Extract", "Exists", "Any", "All", "Array", "Struct", "Unnest", "Explode", "Bracket", "Paren", "GroupConcat", "JSONExtract", "JSONExtractScalar", "JSONBExtract", "JSONBExtractScalar", "JSONBContains", "JSONBContainedBy", "JSONBExists", "JSONFormat", "JSONObject", "JSONObjectAgg", "JSONArrayContains", "JSONValue", "JSONTable", "JSONColumnDef", "Substring", "Trim", "StrPosition", "Overlay", "Ceil", "Floor", "Chr", "Initcap", "ArgMax", "ArgMin", "MaxBy", "MinBy", "TsOrDsToTimestamp", "TsOrDsToDate", "TimeStrToTime", "StrToTime", "CurrentDate", "CurrentTime", "CurrentTimestamp", "CurrentUser", "CurrentSchema", "Localtime", "Localtimestamp", "Coalesce", "Nullif", "Concat", "ConcatWs", "Lambda", "Map", "VarMap", "ToMap", "StructExtract", "Quantile", "ApproxQuantile", "Min", "Max", "Count", "Sum", "Avg", "ArrayAgg", "Unicode", "Normalize", "Convert", "Decode", "Encode", "Collate", "Interval", "Anonymous", "MatchAgainst", "XMLElement", "Listagg", "ArrayConcat", "ArrayContains", "ArrayFilter", "Transform", "Levenshtein", "DateAdd", "DateSub", "DateDiff", "DateTrunc", "TimestampTrunc", "TimestampAdd", "TimestampSub", "TimestampDiff", "DatetimeAdd", "DatetimeSub", "TimeAdd", "TimeSub", "UnixToTime", "TimeToUnix", "TimeToStr", "StrToDate", "Date", "DateFromParts", "Length", "Lower", "Upper", "Abs", "Round", "Pow", "Sqrt", "Ln", "Log", "Exp", "Mod", "Sign", "Div", "SafeDivide", "IntDiv", "ToChar", "Stddev", "StddevPop", "StddevSamp", "Variance", "VariancePop", "Corr", "CovarPop", "CovarSamp", "PercentileCont", "PercentileDisc", "WithinGroup", "Filter", "Window", "Over", "RowNumber", "Rank", "DenseRank", "PercentRank", "CumeDist", "Ntile", "Lag", "Lead", "FirstValue", "LastValue", "NthValue", "RegexpLike", "RegexpExtract", "RegexpReplace", "RegexpSplit", "RegexpILike", "Left", "Right", "Repeat", "Replace", "Reverse", "Pad", "GenerateSeries", "ExplodingGenerateSeries", "Greatest", "Least", "Hex", "Unhex", "MD5", "SHA", "SHA2", "Split", "SplitPart", "Format", "ParseJSON", "ToJson", "JSONArray", "JSONArrayAgg", "JSONBObjectAgg", "ObjectAgg", "Array", "ArraySize", "ArrayToString", "StringToArray", "ArrayJoin", "Flatten", "IsNan", "IsInf", "Cbrt", "Degrees", "Radians", "Pi", "Rand", "Random", "Trunc", "Truncate"])
 
 
 @dataclass(frozen=True)

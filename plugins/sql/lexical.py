@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import re
 
-_MYSQL_EXECUTABLE = re.compile(r"/\*(?:!|M!|\+)", re.I)
+_MYSQL_EXECUTABLE = re.compile(r"/\*(?:!|M!|\+)", re.IGNORECASE)
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
-_UESCAPE = re.compile(r"(\s|--[^\n]*\n?|/\*.*?\*/)*UESCAPE(\s|--[^\n]*\n?|/\*.*?\*/)*'(.)'", re.I | re.S)
+_UESCAPE = re.compile(r"(\s|--[^\n]*\n?|/\*.*?\*/)*UESCAPE(\s|--[^\n]*\n?|/\*.*?\*/)*'(.)'", re.IGNORECASE | re.DOTALL)
 _HEX = set("0123456789abcdefABCDEF")
 
 

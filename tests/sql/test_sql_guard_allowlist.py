@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-
 from assay.plugins.sql.allowlist import FUNCTIONS, NEVER
 from assay.plugins.sql.errors import SQL_QUERY_FAILED, SQL_READ_ONLY_REQUIRED, SqlError
 from assay.plugins.sql.guard import check_read_only
 from assay.plugins.sql.settings import DatasourceConfig
+
 from tests.sql.conftest import PG_BASE, pg_admin, unique
 
 
@@ -142,9 +142,10 @@ def test_every_allow_list_is_disjoint_from_never():
 
 
 def test_allow_functions_admits_a_users_own_function_on_postgres():
+    from assay.plugins.sql.resource import DatabaseResource
+
     from tests.conftest import require
     from tests.sql.conftest import pg_available
-    from assay.plugins.sql.resource import DatabaseResource
 
     require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
     schema = unique()

@@ -10,11 +10,10 @@ and backticks; and comments or line breaks between every token.
 from __future__ import annotations
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
-
 from assay.plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
 from assay.plugins.sql.guard import check_read_only
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 REFUSED = {
     "postgresql": ["pg_read_file", "pg_ls_dir", "pg_terminate_backend", "pg_advisory_lock", "pg_try_advisory_lock_shared",
