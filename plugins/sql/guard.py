@@ -23,6 +23,7 @@ engine module under ``engines/``).
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -176,7 +177,9 @@ class _Checker:
         from sqlglot import exp
 
         self.exp, self.text, self.dialect = exp, text, dialect
-        self.functions = allowlist.FUNCTIONS.get(dialect, frozenset()) | {e for e in extra if "." not in e}
+        self.functions = allowlist.FUNCTIONS.get(dialect, frozenset())
+        if extra:
+            self.functions = self.functions | {e for e in extra if "." not in e}
         self.qualified = {e for e in extra if "." in e}
         self.banned = _banned_node_types(exp)
 
@@ -294,6 +297,7 @@ def _dot_parts(node: Any, exp: Any) -> list[Any]:
     return [node]
 
 
+@functools.cache
 def _banned_node_types(exp: Any) -> tuple[type, ...]:
     names = (
         "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterTable", "TruncateTable",
