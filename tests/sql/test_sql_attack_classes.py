@@ -21,7 +21,7 @@ import stat
 
 import pytest
 
-from tests.sql.conftest import mariadb_admin, new_db, pg_admin
+from tests.sql.conftest import mariadb_admin, new_db, pg_admin, unique
 from tests.sql.test_sql_attack_corpus import fingerprint
 
 LOCK = 424242  # the advisory-lock key every lock attempt uses
@@ -219,6 +219,55 @@ def test_attack_classes_are_refused_through_sql_query_and_change_nothing(engine,
     finally:
         if witness is not None:
             witness.close()
+    assert fingerprint(db) == before
+    assert server_state(engine) == state
+    assert list(attack_dir.iterdir()) == []
+
+
+@pytest.fixture
+def least_privilege_url(engine, request):
+    """A login that may only read this run's retail tables (created and dropped here)."""
+    from tests.conftest import require
+
+    user = unique("assay_ro")
+    if engine == "postgresql":
+        schema = request.getfixturevalue("pg_schema")
+        require(schema is not None, "PostgreSQL at 127.0.0.1:5432")
+        with pg_admin() as conn:
+            conn.execute(f'CREATE ROLE "{user}" LOGIN')
+            conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{user}"')
+            conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{user}"')
+        yield f"postgresql://{user}@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
+        with pg_admin() as conn:
+            conn.execute(f'DROP OWNED BY "{user}"')
+            conn.execute(f'DROP ROLE "{user}"')
+        return
+    database = request.getfixturevalue("mariadb_database")
+    require(database is not None, "MariaDB at 127.0.0.1:3306")
+    admin = mariadb_admin()
+    try:
+        admin.cursor().execute(f"CREATE USER '{user}'@'%'")
+        admin.cursor().execute(f"GRANT SELECT ON `{database}`.* TO '{user}'@'%'")
+        yield f"mariadb://{user}@127.0.0.1:3306/{database}"
+        admin.cursor().execute(f"DROP USER '{user}'@'%'")
+    finally:
+        admin.close()
+
+
+@pytest.mark.parametrize("engine", ["postgresql", "mariadb"])
+def test_attack_classes_are_refused_for_a_least_privilege_login_too(engine, db, kernel, least_privilege_url,
+                                                                    attack_dir):
+    from assay.plugins.sql.resource import DatabaseResource
+
+    kernel.attach(DatabaseResource("retail", least_privilege_url))
+    assert kernel.call_tool("sql_query", {"sql": "SELECT count(*) FROM orders"}).success  # the login can read
+    before, state = fingerprint(db), server_state(engine)
+    slipped = []
+    for sql in members(engine):
+        result = kernel.call_tool("sql_query", {"sql": sql.replace("{dir}", str(attack_dir)), "timeout_s": 10})
+        if result.success or result.error_code != "SQL_READ_ONLY_REQUIRED":
+            slipped.append((sql, result.error_code, (result.message or "")[:200]))
+    assert slipped == [], f"{len(slipped)} attack(s) not refused on {engine} (least privilege): {slipped}"
     assert fingerprint(db) == before
     assert server_state(engine) == state
     assert list(attack_dir.iterdir()) == []
