@@ -40,7 +40,10 @@ _MYSQL = ("mysql", "mariadb")
 
 _FILE_LIKE = re.compile(r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|xlsx|db|duckdb|sqlite)$)", re.IGNORECASE)
 _EXPLAIN = re.compile(r"^\s*explain\s+(?:query\s+plan\s+)?(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
-_EXPLAIN_EXECUTES = re.compile(r"^\s*(\(.*\banalyze\b|analyze\b|analyse\b)", re.IGNORECASE | re.DOTALL)
+# EXPLAIN's own options: PostgreSQL ``(FORMAT JSON, COSTS OFF)``, MySQL/MariaDB ``FORMAT=JSON`` / ``EXTENDED``.
+_EXPLAIN_OPTIONS = re.compile(r"^\s*(?:\((?P<list>[A-Za-z0-9_,\s]*)\)|format\s*=\s*\w+|extended|partitions)\s+",
+                              re.IGNORECASE)
+_EXPLAIN_EXECUTES = re.compile(r"^\s*(\(.*\banaly[sz]e\b|analy[sz]e\b)", re.IGNORECASE | re.DOTALL)
 _VALUES_FIRST = re.compile(r"^\s*values\b", re.IGNORECASE)
 _LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?P<word>[A-Za-z_]+)", re.DOTALL)
 _FILE_WRITE = re.compile(r"\binto\s+(outfile|dumpfile)\b", re.IGNORECASE)
@@ -102,9 +105,13 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Iterable[str] = 
                           "and optimizer-hint comments")
     explain = _EXPLAIN.match(sql)
     if explain:
-        if _EXPLAIN_EXECUTES.match(explain["rest"]):
+        rest = explain["rest"]
+        if _EXPLAIN_EXECUTES.match(rest):
             raise refused("EXPLAIN ANALYZE executes the statement")
-        inner = check_read_only(explain["rest"], dialect, allow_functions=allow_functions)
+        options = _EXPLAIN_OPTIONS.match(rest)
+        if options:
+            rest = rest[options.end():]
+        inner = check_read_only(rest, dialect, allow_functions=allow_functions)
         return Verdict("explain " + inner.kind)
     if dialect == "postgresql":
         try:

@@ -166,3 +166,10 @@ def test_allow_functions_admits_a_users_own_function_on_postgres():
         extended.close()
         with pg_admin() as conn:
             conn.execute(f'DROP SCHEMA "{schema}" CASCADE')
+
+
+def test_explain_options_are_read_and_analyze_in_any_spelling_is_refused():
+    assert check_read_only("EXPLAIN (FORMAT JSON, COSTS OFF) SELECT 1", "postgresql").kind == "explain SELECT"
+    assert check_read_only("EXPLAIN FORMAT=JSON SELECT 1", "mariadb").kind == "explain SELECT"
+    assert "ANALYZE" in refusal("EXPLAIN (FORMAT JSON, ANALYSE) SELECT 1", "postgresql")
+    assert "pg_read_file()" in refusal("EXPLAIN (FORMAT JSON) SELECT pg_read_file('x')", "postgresql")
