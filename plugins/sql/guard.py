@@ -32,7 +32,7 @@ from typing import Any
 
 from . import allowlist
 from .errors import SQL_QUERY_FAILED, SQL_READ_ONLY_REQUIRED, SqlError
-from .lexical import Unresolvable, mysql_executable_comment, resolve_postgres_escapes
+from .lexical import Unresolvable, mysql_backslash_ambiguity, mysql_executable_comment, resolve_postgres_escapes
 
 # sqlglot dialect names per assay dialect
 SQLGLOT_DIALECT = {"sqlite": "sqlite", "postgresql": "postgres", "mysql": "mysql", "mariadb": "mysql", "duckdb": "duckdb"}
@@ -103,6 +103,9 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Iterable[str] = 
         if comment is not None:
             raise refused(f"executable comment {comment!r}: MySQL/MariaDB run the inside of /*! */, /*M! */ "
                           "and optimizer-hint comments")
+        if mysql_backslash_ambiguity(sql):
+            raise refused("a backslash in a string or comment reads differently with and without "
+                          "NO_BACKSLASH_ESCAPES; write a quote inside a string as '' instead of \\'")
     explain = _EXPLAIN.match(sql)
     if explain:
         rest = explain["rest"]

@@ -3,6 +3,10 @@
 * MySQL/MariaDB run the inside of ``/*! ... */``, ``/*M! ... */`` (versioned
   code) and may act on ``/*+ ... */`` (optimizer hints); to a parser they are
   comments. Any of them anywhere in the text (even in a string) is refused.
+* MySQL/MariaDB read a backslash in a string as an escape unless the session's
+  ``sql_mode`` holds ``NO_BACKSLASH_ESCAPES``; text whose strings end in
+  different places under the two readings (``'a\\'...``) is refused
+  (:func:`mysql_backslash_ambiguity`), so the check never depends on that mode.
 * PostgreSQL resolves ``U&"\\0070g_read_file"`` (optionally ``UESCAPE 'c'``) to
   ``"pg_read_file"`` before it looks the name up. :func:`resolve_postgres_escapes`
   rewrites every such identifier (and ``U&'...'`` string) to its plain quoted
@@ -29,6 +33,53 @@ def mysql_executable_comment(sql: str) -> str | None:
     """The first ``/*!``, ``/*M!`` or ``/*+`` comment opener in ``sql`` (with a little context), or None."""
     found = _MYSQL_EXECUTABLE.search(sql)
     return None if found is None else sql[found.start(): found.start() + 24]
+
+
+def mysql_backslash_ambiguity(sql: str) -> bool:
+    """Whether the quoted spans of ``sql`` differ with and without backslash escapes (MySQL/MariaDB lexing)."""
+    if "\\" not in sql:
+        return False
+    try:
+        return _mysql_spans(sql, True) != _mysql_spans(sql, False)
+    except Unresolvable:
+        return True
+
+
+def _mysql_spans(sql: str, backslash: bool) -> list[tuple[int, int]]:
+    """Start and end of every string, quoted identifier and comment, as MySQL reads them."""
+    spans, i, n = [], 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"`":
+            j = i + 1
+            while True:
+                if j >= n:
+                    raise Unresolvable("an unterminated quoted token")
+                if backslash and c != "`" and sql[j] == "\\":
+                    j += 2
+                    continue
+                if sql[j] == c:
+                    if sql.startswith(c, j + 1):
+                        j += 2
+                        continue
+                    break
+                j += 1
+            spans.append((i, j + 1))
+            i = j + 1
+        elif c == "#" or (sql.startswith("--", i) and (i + 2 >= n or sql[i + 2] in " \t\r\n\f\v")):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            spans.append((i, j))
+            i = j
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            if j < 0:
+                raise Unresolvable("an unterminated /* comment")
+            spans.append((i, j + 2))
+            i = j + 2
+        else:
+            i += 1
+    return spans
 
 
 def resolve_postgres_escapes(sql: str) -> str:

@@ -173,3 +173,11 @@ def test_explain_options_are_read_and_analyze_in_any_spelling_is_refused():
     assert check_read_only("EXPLAIN FORMAT=JSON SELECT 1", "mariadb").kind == "explain SELECT"
     assert "ANALYZE" in refusal("EXPLAIN (FORMAT JSON, ANALYSE) SELECT 1", "postgresql")
     assert "pg_read_file()" in refusal("EXPLAIN (FORMAT JSON) SELECT pg_read_file('x')", "postgresql")
+
+
+@pytest.mark.parametrize("dialect", ["mysql", "mariadb"])
+def test_mysql_text_that_reads_differently_without_backslash_escapes_is_refused(dialect):
+    # with NO_BACKSLASH_ESCAPES the server would end the string at \' and run load_file
+    hidden = "SELECT 'a\\', load_file(''/etc/passwd''), ''' AS x"
+    assert "NO_BACKSLASH_ESCAPES" in refusal(hidden, dialect)
+    check_read_only("SELECT 'a\\\\d' AS pattern, 'it''s' AS quote, regexp_like('x', '^\\w+$')", dialect)
