@@ -21,7 +21,7 @@ import stat
 
 import pytest
 
-from tests.sql.conftest import mariadb_admin, new_db, pg_admin, unique
+from tests.sql.conftest import admin_url_for, mariadb_admin, new_db, pg_admin
 from tests.sql.test_sql_attack_corpus import fingerprint
 
 LOCK = 424242  # the advisory-lock key every lock attempt uses
@@ -224,50 +224,32 @@ def test_attack_classes_are_refused_through_sql_query_and_change_nothing(engine,
     assert list(attack_dir.iterdir()) == []
 
 
-@pytest.fixture
-def least_privilege_url(engine, request):
-    """A login that may only read this run's retail tables (created and dropped here)."""
-    from tests.conftest import require
-
-    user = unique("assay_ro")
-    if engine == "postgresql":
-        schema = request.getfixturevalue("pg_schema")
-        require(schema is not None, "PostgreSQL at 127.0.0.1:5432")
-        with pg_admin() as conn:
-            conn.execute(f'CREATE ROLE "{user}" LOGIN')
-            conn.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{user}"')
-            conn.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{user}"')
-        yield f"postgresql://{user}@127.0.0.1:5432/test?options=-csearch_path%3D{schema}"
-        with pg_admin() as conn:
-            conn.execute(f'DROP OWNED BY "{user}"')
-            conn.execute(f'DROP ROLE "{user}"')
-        return
-    database = request.getfixturevalue("mariadb_database")
-    require(database is not None, "MariaDB at 127.0.0.1:3306")
-    admin = mariadb_admin()
-    try:
-        admin.cursor().execute(f"CREATE USER '{user}'@'%'")
-        admin.cursor().execute(f"GRANT SELECT ON `{database}`.* TO '{user}'@'%'")
-        yield f"mariadb://{user}@127.0.0.1:3306/{database}"
-        admin.cursor().execute(f"DROP USER '{user}'@'%'")
-    finally:
-        admin.close()
-
-
 @pytest.mark.parametrize("engine", ["postgresql", "mariadb"])
-def test_attack_classes_are_refused_for_a_least_privilege_login_too(engine, db, kernel, least_privilege_url,
-                                                                    attack_dir):
+def test_attack_classes_are_refused_for_a_superuser_datasource_marked_allow_privileged(engine, db, kernel,
+                                                                                      request, attack_dir):
+    # The worst case: the login could read files and signal sessions, and only the guard stands in the way.
     from assay.plugins.sql.resource import DatabaseResource
+    from assay.plugins.sql.settings import DatasourceConfig
 
-    kernel.attach(DatabaseResource("retail", least_privilege_url))
-    assert kernel.call_tool("sql_query", {"sql": "SELECT count(*) FROM orders"}).success  # the login can read
+    url = admin_url_for(engine, request)
+    kernel.attach(DatabaseResource("retail", url, config=DatasourceConfig(url=url, allow_privileged=True)))
+    ran = kernel.call_tool("sql_query", {"sql": "SELECT count(*) FROM orders"})
+    assert ran.success and ran.data["privileged_login"] is True
     before, state = fingerprint(db), server_state(engine)
+    witness = pg_admin() if engine == "postgresql" else None
     slipped = []
-    for sql in members(engine):
-        result = kernel.call_tool("sql_query", {"sql": sql.replace("{dir}", str(attack_dir)), "timeout_s": 10})
-        if result.success or result.error_code != "SQL_READ_ONLY_REQUIRED":
-            slipped.append((sql, result.error_code, (result.message or "")[:200]))
-    assert slipped == [], f"{len(slipped)} attack(s) not refused on {engine} (least privilege): {slipped}"
+    try:
+        for sql in members(engine):
+            result = kernel.call_tool("sql_query", {"sql": sql.replace("{dir}", str(attack_dir)), "timeout_s": 10})
+            if (result.success or result.error_code != "SQL_READ_ONLY_REQUIRED"
+                    or result.metadata.get("reason") == "database"):
+                slipped.append((sql, result.error_code, (result.message or "")[:200]))
+        if witness is not None:
+            assert witness.execute("SELECT 1").fetchone() == (1,)
+    finally:
+        if witness is not None:
+            witness.close()
+    assert slipped == [], f"{len(slipped)} attack(s) not refused by the guard on {engine} (superuser): {slipped}"
     assert fingerprint(db) == before
     assert server_state(engine) == state
     assert list(attack_dir.iterdir()) == []

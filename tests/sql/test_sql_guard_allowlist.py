@@ -154,8 +154,9 @@ def test_allow_functions_admits_a_users_own_function_on_postgres():
         conn.execute(f'CREATE FUNCTION "{schema}".assay_double(int) RETURNS int AS $$ SELECT $1 * 2 $$ '
                      'LANGUAGE sql IMMUTABLE')
     url = f"{PG_BASE}?options=-csearch_path%3D{schema}"
-    plain = DatabaseResource("plain", url, config=DatasourceConfig(url=url))
-    extended = DatabaseResource("own", url, config=DatasourceConfig(url=url, allow_functions=["assay_double"]))
+    plain = DatabaseResource("plain", url, config=DatasourceConfig(url=url, allow_privileged=True))
+    extended = DatabaseResource("own", url, config=DatasourceConfig(url=url, allow_functions=["assay_double"],
+                                                                     allow_privileged=True))
     try:
         with pytest.raises(SqlError) as info:
             plain.query("SELECT assay_double(21)")
