@@ -36,8 +36,6 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import chain
-from operator import itemgetter
-from sys import getsizeof
 from typing import Any, Callable
 
 from assay.kernel.database_engine import DatabaseEngine, DatabasePool
@@ -53,13 +51,13 @@ from .errors import (
     SQL_QUERY_TIMEOUT,
     SQL_READ_ONLY_REQUIRED,
     SQL_RESULT_TOO_LARGE,
-    SQL_VALUE_TOO_LARGE,
     TIMEOUT_HINT,
     SqlError,
     refused_by_database,
 )
 from .guard import check_read_only
 from .schema import TableInfo
+from .value_limits import check_value_sizes, long_value_columns
 
 log = get_logger("assay.sql")
 
@@ -108,8 +106,9 @@ class RowStream:
     """
 
     def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
-                 attempt: "Attempt", limit: int) -> None:
+                 attempt: "Attempt", limit: int, typed_columns: bool = True) -> None:
         self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
+        self._typed = typed_columns  # False (SQLite): a column's values may be of any type, row by row
         self.value_kinds = streamed.value_kinds
         self._batches, self._first, self._attempt, self._limit = streamed.batches, first, attempt, limit
         self.head: list[tuple] = []
@@ -142,7 +141,9 @@ class RowStream:
             cap = self._attempt.max_value_bytes
             for batch in batches:
                 if cap is not None and batch:
-                    self._check_values(batch, cap)
+                    if self._wide is None:
+                        self._wide = long_value_columns(batch, self.value_kinds, self._typed)
+                    check_value_sizes(batch, self._wide, cap, self.columns, self.count)
                 self.count += len(batch)
                 if self.count > self._limit:
                     raise _too_large(self._limit)
@@ -157,36 +158,6 @@ class RowStream:
         except BaseException as exc:
             self.error = exc
             raise
-
-
-    def _check_values(self, batch: list[tuple], cap: int) -> None:
-        """Refuse a text or binary value longer than ``cap`` (its stored form could only be larger)."""
-        if self._wide is None:
-            kinds = self.value_kinds
-            self._wide = [j for j in range(len(batch[0]))
-                          if kinds is None or kinds[j] not in _FIXED_KINDS]
-        for j in self._wide:
-            # getsizeof is never below a str's or bytes' length: one C-level pass finds the candidates
-            if max(map(getsizeof, map(itemgetter(j), batch))) <= cap:
-                continue
-            for i, row in enumerate(batch):
-                value = row[j]
-                if isinstance(value, (str, bytes, bytearray, memoryview)) and len(value) > cap:
-                    raise _value_too_large(self.count + i + 1, self.columns[j] if j < len(self.columns) else str(j),
-                                           len(value), cap)
-
-
-_FIXED_KINDS = frozenset({"bool", "int", "date", "naive_datetime", "decimal_text"})
-
-
-def _value_too_large(row: int, column: str, size: int, cap: int) -> SqlError:
-    return SqlError(
-        SQL_VALUE_TOO_LARGE,
-        f"row {row:,}, column {column!r} holds a value of {size:,} characters/bytes, more than the artifact cap "
-        f"ASSAY_ARTIFACT_MAX_BYTES={cap:,}: it cannot be kept as evidence, so the query was stopped",
-        "Select part of the value (left(col, 1000) / substring), its length(col) or a hash (md5(col)) instead.",
-        details={"row": row, "column": column, "value_size": size, "max_bytes": cap},
-    )
 
 
 def _too_large(limit: int) -> SqlError:
@@ -433,7 +404,8 @@ class Executor:
             first = next(streamed.batches, [])
             columns = [str(d[0]) for d in streamed.description or ()]
             stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
-                               first, attempt, self.max_result_rows)
+                               first, attempt, self.max_result_rows,
+                               typed_columns=getattr(self.engine, "typed_columns", True))
             try:
                 consumed = attempt.consume(stream)
                 stream.drain()

@@ -53,6 +53,15 @@ def test_a_value_above_the_artifact_cap_is_refused_with_its_own_code(engine, req
     run.close()
 
 
+def test_sqlite_long_value_after_numbers_in_the_same_column_is_refused(request, capped_kernel):
+    capped_kernel.attach(new_db("sqlite", request))
+    sql = ("SELECT v FROM (SELECT 1 AS k, 7 AS v UNION ALL SELECT 2, NULL "
+           "UNION ALL SELECT 3, replace(hex(zeroblob(25000)), '0', 'x')) ORDER BY k")
+    result = capped_kernel.call_tool("sql_query", {"sql": sql}, run=capped_kernel.new_run())
+    assert result.error_code == SQL_VALUE_TOO_LARGE, result.message
+    assert result.metadata["row"] == 3
+
+
 def test_a_capture_cut_at_the_cap_says_so_in_text_row_count_and_truncated(engine, request, capped_kernel):
     capped_kernel.attach(new_db(engine, request))
     run = capped_kernel.new_run()

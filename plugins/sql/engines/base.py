@@ -125,6 +125,8 @@ class SqlEngine:
     # True when the driver streams rows from the engine (fetchmany then bounds memory);
     # False when execute() already holds the whole result (fetchall is then the fastest).
     streams_rows: bool = False
+    # True when every value of a result column has the column's type (False: SQLite's dynamic typing).
+    typed_columns: bool = True
 
     def normalize_url(self, url: Any) -> Any:
         return url

@@ -46,6 +46,7 @@ class SqliteEngine(SqlEngine):
     schemes = ("sqlite", "sqlite+pysqlite")
     dialect = "sqlite"
     streams_rows = True
+    typed_columns = False  # any row may hold any type in any column
 
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
         path = url.database or ""
