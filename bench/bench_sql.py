@@ -10,8 +10,15 @@
    on a 100,000-row table against the raw driver fetching the same rows, in
    interleaved pairs; the ratio is the median of the per-pair ratios.
    Target: <= 1.5x.
+3. Memory (``--memory``, issue 12): peak RSS of a fresh process running one
+   ``sql_query`` (evidence captured) per engine, for ``--rows`` rows (default
+   10,000,000) and for one value of ``--value-mb`` MB (default 500), the
+   latter both under the artifact cap (captured) and over it
+   (``SQL_VALUE_TOO_LARGE``). MariaDB's value is bounded by the server's
+   ``max_allowed_packet`` (a larger one comes back NULL).
 
     .venv/bin/python bench/bench_sql.py [--runs 12]
+    .venv/bin/python bench/bench_sql.py --memory [--rows 10000000] [--value-mb 500]
 """
 
 from __future__ import annotations
@@ -358,12 +365,99 @@ def setup(tmp: Path) -> dict:
     return ctx
 
 
+# --- memory on huge results (issue 12) ----------------------------------------------
+
+MEMORY_ROWS_SQL = {
+    "sqlite": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c LIMIT {n}) SELECT x AS n, 'row' AS label FROM c",
+    "duckdb": "SELECT range AS n, 'row' AS label FROM range({n})",
+    "postgresql": "SELECT g AS n, 'row' AS label FROM generate_series(1, {n}) g",
+    "mariadb": "SELECT seq AS n, 'row' AS label FROM seq_1_to_{n}",
+}
+MEMORY_VALUE_SQL = {
+    "sqlite": "SELECT printf('%.*c', {n}, 'x') AS big",  # one allocation of n characters in SQLite
+    "duckdb": "SELECT repeat('x', {n}) AS big",
+    "postgresql": "SELECT repeat('x', {n}) AS big",
+    "mariadb": "SELECT repeat('x', {n}) AS big",
+}
+
+
+def memory_child(engine: str, sql: str, tmp: str) -> None:
+    """In a fresh process: one sql_query with evidence; prints outcome, seconds and peak RSS (MiB)."""
+    import resource
+
+    from assay import Kernel
+    from assay.plugins.sql.resource import DatabaseResource
+    from assay.plugins.sql.settings import SqlSettings
+
+    if engine == "sqlite":
+        url = f"sqlite:///{tmp}/m.db"
+        sqlite3.connect(f"{tmp}/m.db").execute("CREATE TABLE IF NOT EXISTS t (a int)").connection.close()
+    elif engine == "duckdb":
+        import duckdb
+
+        duckdb.connect(f"{tmp}/m.duckdb").close()
+        url = f"duckdb:///{tmp}/m.duckdb"
+    elif engine == "postgresql":
+        url = PG
+    else:
+        url = "mariadb://root@127.0.0.1:3306/test"
+    kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
+    kernel.start()
+    settings = SqlSettings(max_result_rows=10**9, max_timeout_s=3600, default_timeout_s=3600)
+    kernel.attach(DatabaseResource(engine, url, settings=settings, config=bench_config(url)))
+    run = kernel.new_run()
+    started = time.perf_counter()
+    result = kernel.call_tool("sql_query", {"sql": sql, "timeout_s": 3600}, run=run)
+    took = time.perf_counter() - started
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    what = (f"{result.data['row_count']:,} rows, artifact {result.data.get('artifact_row_count', result.data['row_count']):,}"
+            if result.success else result.error_code)
+    print(f"RESULT\t{what}\t{took:.1f}\t{peak:.0f}")
+    run.close()
+    kernel.close()
+
+
+def bench_memory(rows: int, value_mb: int) -> None:
+    import subprocess
+
+    value = value_mb * 1_000_000
+    cases = [("rows", f"{rows:,} rows", MEMORY_ROWS_SQL, {}),
+             ("value", f"one {value_mb} MB value, cap 1 GiB", MEMORY_VALUE_SQL, {}),
+             ("value", f"one {value_mb} MB value, cap {value_mb // 2} MB", MEMORY_VALUE_SQL,
+              {"ASSAY_ARTIFACT_MAX_BYTES": str(value // 2)})]
+    print("\nMemory: peak RSS of one sql_query with evidence, in a fresh process")
+    print(f"{'engine':<11} {'case':<34} {'outcome':<34} {'seconds':>8} {'peak MiB':>9}")
+    for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
+        for _kind, label, table, env in cases:
+            sql = table[engine].format(n=rows if table is MEMORY_ROWS_SQL else value, half=value // 2)
+            with tempfile.TemporaryDirectory() as tmp:
+                child_env = {**os.environ, "ASSAY_HOME": f"{tmp}/home", "ASSAY_LOG_LEVEL": "ERROR", **env}
+                proc = subprocess.run([sys.executable, __file__, "--memory-child", engine, sql, tmp],
+                                      capture_output=True, text=True, env=child_env)
+            line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT\t")), None)
+            if line is None:
+                print(f"{engine:<11} {label:<34} failed: {(proc.stderr or proc.stdout).strip()[-200:]}")
+                continue
+            _, what, took, peak = line.split("\t")
+            print(f"{engine:<11} {label:<34} {what:<34} {took:>8} {peak:>9}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=12, help="cancellations per engine")
     parser.add_argument("--result-runs", type=int, default=15, help="100,000-row fetch pairs per engine")
+    parser.add_argument("--memory", action="store_true", help="only the memory figures (issue 12)")
+    parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the memory figure")
+    parser.add_argument("--value-mb", type=int, default=500, help="size of the one large value (MB)")
+    parser.add_argument("--memory-child", nargs=3, metavar=("ENGINE", "SQL", "TMP"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     os.environ.setdefault("ASSAY_LOG_LEVEL", "ERROR")
+    if args.memory_child:
+        memory_child(*args.memory_child)
+        return
+    if args.memory:
+        bench_memory(args.rows, args.value_mb)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ASSAY_HOME"] = str(Path(tmp) / "home")
         ctx = setup(Path(tmp))
