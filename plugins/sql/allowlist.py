@@ -71,7 +71,7 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         ts_headline setweight tsvector_to_array array_to_tsvector numnode querytree strip
         isempty lower_inc upper_inc lower_inf upper_inf range_merge int4range int8range numrange tsrange
         tstzrange daterange
-        date text int2 int4 int8 float4 float8 numeric bool
+        date text int2 int4 int8 float4 float8 numeric bool row
         num_nonnulls num_nulls pg_typeof current_database current_schema current_schemas current_setting
         version pg_sleep pg_backend_pid format_type pg_size_pretty pg_relation_size pg_total_relation_size
         pg_table_size pg_indexes_size pg_get_viewdef pg_get_indexdef pg_get_constraintdef
@@ -150,7 +150,7 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         json_transform from_json json_transform_strict from_json_strict json_object json_array
         json_merge_patch json_quote array_to_json row_to_json json_group_array json_group_object
         json_group_structure json_pretty json_each json_tree
-        if ifnull typeof try_cast current_schema current_database version gen_random_uuid uuid
+        columns if ifnull typeof try_cast current_schema current_database version gen_random_uuid uuid
         current_setting pg_typeof
         duckdb_tables duckdb_columns duckdb_views duckdb_schemas duckdb_databases duckdb_types
         duckdb_functions duckdb_indexes duckdb_constraints duckdb_keywords pragma_table_info

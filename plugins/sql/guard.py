@@ -192,6 +192,7 @@ class _Checker:
             self.functions = self.functions | {e for e in extra if "." not in e}
         self.qualified = {e for e in extra if "." in e}
         self.banned = _banned_node_types(exp)
+        self.operators = (exp.Binary, exp.Unary, exp.Predicate, exp.Connector)
 
     def check(self, root: Any) -> None:
         exp = self.exp
@@ -228,8 +229,8 @@ class _Checker:
         if start is None or end is None:
             if isinstance(node, exp.Anonymous):
                 return self._ident(node.this if isinstance(node.this, exp.Identifier) else str(node.this))
-            if type(node).__name__ in _SYNTAX:
-                return ""
+            if type(node).__name__ in _SYNTAX or isinstance(node, self.operators):
+                return ""  # an operator or keyword construct: no function name the server looks up
             raise refused(f"the construct {type(node).__name__} is not on the allow-list")
         raw = self.text[start:end + 1]
         if raw[:1] in _QUOTES:

@@ -74,6 +74,8 @@ PER_ENGINE = {
         "SELECT U&\"\\0073um\"(total) FROM orders",
         "VALUES (1, 'a'), (2, 'b')",
         "SELECT DISTINCT ON (store_id) store_id, total FROM orders ORDER BY store_id, total DESC",
+        ("SELECT '{\"a\": 1}'::jsonb ? 'a', '{\"a\": 1}'::jsonb @> '{\"a\": 1}', ARRAY[1, 2] @> ARRAY[1], "
+         "to_tsvector('english', name) @@ to_tsquery('english', 'store'), name ~* '^s' FROM stores"),
         "EXPLAIN SELECT * FROM orders WHERE total > 10",
     ],
     "mariadb": [
@@ -130,6 +132,7 @@ PER_ENGINE = {
         "SELECT table_name FROM information_schema.tables",
         "SELECT count(*) FROM duckdb_tables()",
         "FROM orders SELECT order_id LIMIT 3",
+        "SELECT COLUMNS('order_.*') FROM orders LIMIT 3",
         "DESCRIBE orders",
         "SELECT 'abc'.upper(), upper('abc')",
         "SELECT median(total), quantile_cont(total, 0.9), arg_max(order_id, total) FROM orders",
