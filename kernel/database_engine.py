@@ -17,7 +17,7 @@ its execution code has no per-engine branches:
 Optional, looked up with ``getattr`` (``SqlEngine`` has defaults): ``verify``
 (what is wrong with a session at checkout; a connection with problems is
 discarded), ``reset`` (after ``end``: the session back to its just-opened
-state; raising discards the connection) and ``login_report`` (what the
+state; False or raising discards the connection) and ``login_report`` (what the
 login may do; a privileged login is refused unless the datasource allows it).
 
 The built-in engines (``assay.plugins.sql.engines``) subclass

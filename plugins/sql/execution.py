@@ -336,8 +336,10 @@ class Executor:
             try:
                 self.engine.end(raw)
                 reset = getattr(self.engine, "reset", None)
-                if reset is not None:
-                    reset(raw)  # nothing the statement left in the session reaches the next one
+                # Nothing the statement left in the session reaches the next one; False: the engine
+                # cannot reset a session, so this one is closed and the next statement gets a new one.
+                if reset is not None and reset(raw) is False:
+                    healthy = False
             except Exception as exc:  # noqa: BLE001 - a connection we cannot reset is not reused
                 log.warning("sql_connection_not_reset", datasource=self.name, error=type(exc).__name__)
                 healthy = False

@@ -180,3 +180,30 @@ def test_file_engines_verify_their_sessions_at_checkout(engine, request):
         assert db.query("SELECT 1").rows == [(1,)]
     finally:
         db.close()
+
+
+def test_duckdb_cursor_state_does_not_survive_into_the_next_statement(request, parser_bypassed):
+    db = new_db("duckdb", request, pool_size=1)
+    try:
+        for sql in ("SET VARIABLE assay_leak = 42", "CREATE TEMP TABLE assay_leak AS SELECT 1 AS a",
+                    "CREATE TEMP MACRO assay_leak_m(a) AS a + 1", "SET search_path = 'temp'"):
+            db.query(sql)
+            row = db.query("SELECT getvariable('assay_leak'), (SELECT count(*) FROM duckdb_tables() WHERE temporary), "
+                           "(SELECT count(*) FROM duckdb_functions() WHERE database_name = 'temp'), "
+                           "current_setting('search_path')").rows[0]
+            assert row == (None, 0, 0, ""), sql
+        assert db.query("SELECT count(*) FROM orders").rows[0][0] > 0
+    finally:
+        db.close()
+
+
+def test_sqlite_savepoint_left_open_is_rolled_back(request, parser_bypassed):
+    db = new_db("sqlite", request, pool_size=1)
+    try:
+        db.query("SAVEPOINT assay_leak")
+        fairy = db.executor().pool.connect()
+        assert fairy.dbapi_connection.in_transaction is False
+        fairy.close()
+        assert db.query("SELECT count(*) FROM orders").rows[0][0] > 0
+    finally:
+        db.close()

@@ -143,14 +143,17 @@ class SqlEngine:
     def end(self, raw: Any) -> None:
         """Undo anything the statement did (roll back); called on success and failure."""
 
-    def reset(self, raw: Any) -> None:
+    def reset(self, raw: Any) -> bool | None:
         """Return the session to its just-opened state before the pool hands it out again.
 
         Called after :meth:`end` on every statement's connection: what a
         statement may leave in the session beyond its transaction (locks held
         by the session, session variables, prepared statements) is dropped
-        here. An exception means the connection is not reused.
+        here. ``False`` means the session cannot be reset (the connection is
+        closed and the next statement gets a new one); an exception means the
+        reset failed (the same, and it is logged).
         """
+        return None
 
     def verify(self, raw: Any) -> list[str]:
         """What is wrong with a pooled session about to run a statement (empty: fit to use).

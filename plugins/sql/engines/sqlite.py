@@ -75,6 +75,10 @@ class SqliteEngine(SqlEngine):
     def end(self, raw: sqlite3.Connection) -> None:
         raw.set_progress_handler(None, 0)
 
+    def reset(self, raw: sqlite3.Connection) -> None:
+        if raw.in_transaction:  # a SAVEPOINT the statement opened
+            raw.rollback()
+
     def verify(self, raw: sqlite3.Connection) -> list[str]:
         (query_only,) = raw.execute("PRAGMA query_only").fetchone()
         problems = [] if query_only == 1 else ["PRAGMA query_only is off"]
