@@ -35,7 +35,7 @@ def sandbox_group() -> None:
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     """Which runtime would be used, its version, OCI runtime, cgroups, image and enforced limits."""
-    from assay.kernel.sandbox import SandboxConfig, SandboxError, select_runtime
+    from assay.kernel.sandbox import SandboxConfig, SandboxError, seccomp, select_runtime
 
     kernel = _kernel(ctx)
     config = SandboxConfig.from_settings(kernel.settings)
@@ -52,6 +52,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
             if probe.available and runtime.isolated:
                 entry["image_present"] = runtime.image_present(config.image_for("python"))
                 entry["limits"] = runtime.enforced_limits()
+                entry["seccomp_profile"] = seccomp.summary()
             elif probe.available:
                 entry["limits"] = runtime.enforced_limits()
         except Exception as exc:  # noqa: BLE001 - the doctor reports, never crashes
@@ -74,7 +75,7 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     for name, entry in report["runtimes"].items():
         mark = "ok " if entry.get("available") else "-- "
         click.echo(f"{mark}{name}: {entry.get('detail', '')}")
-        for label in ("version", "oci_runtime", "cgroup_version", "image_present"):
+        for label in ("version", "oci_runtime", "cgroup_version", "image_present", "seccomp_profile"):
             if entry.get(label) is not None:
                 click.echo(f"     {label}: {entry[label]}")
         for limit, state in (entry.get("limits") or {}).items():

@@ -10,7 +10,8 @@ Every container is created from the kernel's hardened
 memory with swap equal to it, a CPU quota, a pids limit, all capabilities
 dropped, no-new-privileges, a read-only root with size-limited tmpfs, a
 file-size ulimit, non-root users, an init process, no host mounts, only the
-spec's environment, the engine's default seccomp profile. Podman's
+spec's environment, assay's own seccomp profile (its text for Docker, its
+path for podman's compatible API, which reads it from a file). Podman's
 Docker-compatible API is supported as an engine (it is how this runtime is
 tested): there, the extra writable tmpfs podman adds to read-only containers
 (``/run``, ``/var/tmp``) are covered with empty read-only ones.
@@ -37,6 +38,7 @@ from assay.kernel.sandbox import (
     SandboxRuntime,
 )
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
+from assay.kernel.sandbox import seccomp as seccomp_profile
 from assay.kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
 from assay.kernel.sandbox.spec import verify_inspect
 
@@ -279,7 +281,7 @@ class DockerRuntime(SandboxRuntime):
             cpu_quota=spec.cpu_quota_us,
             pids_limit=spec.pids_limit,
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges"],
+            security_opt=["no-new-privileges", seccomp_profile.security_opt(as_text=self.engine() != "podman")],
             read_only=True,
             privileged=False,
             tmpfs=tmpfs,
@@ -411,7 +413,7 @@ class DockerRuntime(SandboxRuntime):
             "no-new-privileges": True,
             "read-only root + sized tmpfs": True,
             "file-size ulimit": True,
-            "seccomp (engine default)": "seccomp" in security,
+            "seccomp (assay profile)": "seccomp" in security,
             "gVisor (runsc)": "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)" if "runsc" in runtimes else False,
         }
 

@@ -43,6 +43,7 @@ from assay.kernel.sandbox import (
     SandboxRuntime,
 )
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
+from assay.kernel.sandbox import seccomp as seccomp_profile
 from assay.kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
 
 log = get_logger("assay.sandbox.nerdctl")
@@ -306,8 +307,28 @@ class NerdctlRuntime(SandboxRuntime):
             raise SandboxError(SANDBOX_START_FAILED, f"nerdctl: could not start the sandbox: {exc}",
                                "Run `assay sandbox doctor` to check the engine.") from None
         container_id = out.decode().strip().splitlines()[-1] if out.strip() else spec.name
+        self._require_seccomp(container_id)
         log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
         return NerdctlSession(self, spec, container_id)
+
+    def _require_seccomp(self, container_id: str) -> None:
+        """Refuse (remove) a container that does not carry assay's seccomp profile, before any code runs.
+
+        The keeper is the only process so far. nerdctl's own inspect does not
+        show security options; there the profile is passed but cannot be read back.
+        """
+        try:
+            info = json.loads(self.cli.run("container", "inspect", container_id) or b"[]")
+            opts = ((info[0] if info else {}).get("HostConfig") or {}).get("SecurityOpt")
+        except (CliError, ValueError) as exc:
+            self._remove_quietly(container_id)
+            raise SandboxError(SANDBOX_START_FAILED, f"nerdctl: the sandbox could not be inspected: {exc}") from None
+        if opts is None and self.cli.dialect() == "nerdctl":
+            return
+        if not seccomp_profile.applied(opts):
+            self._remove_quietly(container_id)
+            raise SandboxError(SANDBOX_START_FAILED, "nerdctl: the engine did not apply assay's seccomp profile",
+                               "Check the engine's version and settings (assay sandbox doctor).")
 
     def _remove_quietly(self, ref: str) -> None:
         try:
@@ -377,7 +398,7 @@ class NerdctlRuntime(SandboxRuntime):
             "no-new-privileges": True,
             "read-only root + sized tmpfs": True,
             "file-size ulimit": True,
-            "seccomp (engine default)": extra.get("seccomp", "unknown"),
+            "seccomp (assay profile)": extra.get("seccomp", "unknown"),
             "gVisor (runsc)": "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)"
             if "runsc" in info["oci_runtimes"] else False,
         }

@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import shutil
+import socket
 import subprocess
 import tempfile
 import time
@@ -37,6 +38,7 @@ from assay.kernel.sandbox import (
     SandboxRuntime,
 )
 from assay.kernel.sandbox import labels as sandbox_labels
+from assay.kernel.sandbox import seccomp as seccomp_profile
 from assay.kernel.sandbox.spec import verify_inspect
 
 log = get_logger("assay.sandbox.podman")
@@ -176,6 +178,13 @@ class PodmanRuntime(SandboxRuntime):
             raise SandboxError(SANDBOX_START_FAILED,
                                "podman did not apply the hardened spec: " + "; ".join(problems),
                                "Check the engine's version and settings (assay sandbox doctor).")
+        # The inspect field above is only a record of the request: initialise the
+        # container (nothing runs yet) and check the filter the OCI runtime will load.
+        problem = _oci_seccomp_problem(api, cid)
+        if problem:
+            _quiet_remove(api, cid)
+            raise SandboxError(SANDBOX_START_FAILED, f"podman did not apply assay's seccomp profile: {problem}",
+                               "Check the engine's version and settings (assay sandbox doctor).")
         start = api.post(f"/containers/{cid}/start")
         if start.status_code >= 400:
             message = _error_text(start)
@@ -224,7 +233,7 @@ class PodmanRuntime(SandboxRuntime):
             "pids limit": "pids" in controllers,
             "read-only rootfs, tmpfs sizes, cap-drop ALL, no-new-privileges, non-root, init": True,
             "file-size ulimit": True,
-            "seccomp (engine default)": bool(host.get("security", {}).get("seccompEnabled")),
+            "seccomp (assay profile)": bool(host.get("security", {}).get("seccompEnabled")),
             "gVisor runsc available": bool(shutil.which("runsc")),
         }
 
@@ -269,6 +278,14 @@ class _PodmanExec(ExecStream):
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            # Closing the response alone does not wake a thread blocked reading it:
+            # shut the socket down first.
+            sock = _response_socket(self._response)
+            if sock is not None:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             try:
                 self._response.close()
             except Exception:  # noqa: BLE001
@@ -351,6 +368,11 @@ def spec_generator(spec: ContainerSpec) -> dict[str, Any]:
         },
         "cap_drop": list(spec.cap_drop),
         "no_new_privileges": True,
+        # assay's own profile, read by the engine from the installed package.
+        "seccomp_policy": "default",
+        "seccomp_profile_path": str(seccomp_profile.PROFILE_PATH),
+        # What podman's CLI records for --security-opt seccomp=PATH (inspect shows it).
+        "annotations": {"io.podman.annotations.seccomp": str(seccomp_profile.PROFILE_PATH)},
         "read_only_filesystem": True,
         "init": True,
         "privileged": False,
@@ -367,9 +389,34 @@ def spec_generator(spec: ContainerSpec) -> dict[str, Any]:
     return body
 
 
-def _pings(path: str, timeout: float) -> bool:
-    import socket
+def _oci_seccomp_problem(api: Any, cid: str) -> str | None:
+    """Initialise ``cid`` and compare the OCI spec's seccomp filter with assay's (None when it matches)."""
+    resp = api.post(f"/containers/{cid}/init")
+    if resp.status_code >= 400:
+        return f"the container could not be initialised: {_error_text(resp)}"
+    path = (api.get(f"/containers/{cid}/json").json() or {}).get("OCIConfigPath")
+    if not path:
+        return "podman did not name the container's OCI spec"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            linux = (json.load(fh).get("linux") or {})
+    except (OSError, ValueError) as exc:
+        return f"the OCI spec {path} could not be read ({exc}); run assay as the engine's user"
+    return seccomp_profile.oci_mismatch(linux.get("seccomp"))
 
+
+def _response_socket(response: Any) -> Any:
+    """The socket under a streamed ``requests`` response (None when it cannot be found)."""
+    raw = getattr(response, "raw", None)
+    conn = getattr(raw, "_connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        return sock
+    fp = getattr(getattr(raw, "_fp", None), "fp", None)
+    return getattr(getattr(fp, "raw", None), "_sock", None)
+
+
+def _pings(path: str, timeout: float) -> bool:
     if not os.path.exists(path):
         return False
     try:

@@ -11,6 +11,10 @@ and :meth:`ContainerSession._remove`. Everything else lives here, once:
   deadline (timeout + ``SANDBOX_HOST_GRACE``): past it the container's
   processes are killed and the container restarted, so a launcher the code
   managed to kill or stop cannot keep the work alive;
+* every host-side wait is bounded whatever the container does: streams are
+  read on a worker thread that the caller waits for with a deadline, so an
+  engine stream that never ends (or a helper the code stopped) cannot hold
+  the caller; a kill helper that does not report success leads to a restart;
 * files go in as tar archives and come out through a checked helper that
   refuses symlinks, ``..`` and anything outside the working directory.
 """
@@ -37,7 +41,7 @@ from .errors import (
     SANDBOX_TIMEOUT,
     SandboxError,
 )
-from .launcher import FILES_SOURCE, files_argv, launcher_argv, split_trailer
+from .launcher import FILES_SOURCE, PYTHON_ISOLATED, files_argv, helper_env, launcher_argv, split_trailer
 from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
 from .runtime import ExecRequest, RuntimeSession
 from .spec import LANGUAGES, ContainerSpec, normalize_language
@@ -50,12 +54,38 @@ MAX_INLINE_CODE = 96 * 1024
 # Room for the launcher's trailer (it lists produced files) beyond the stderr cap.
 TRAILER_ROOM = 256 * 1024
 HELPER_TIMEOUT_S = 30.0
+# Seconds a stream may take to end once the host closed it; past them it is abandoned.
+STREAM_CLOSE_GRACE_S = 5.0
 
 __all__ = ["ContainerSession", "ExecStream", "FILES_SOURCE"]
 
 # Run as the code's uid: kill(-1) reaches every process that uid owns except
 # this one and the namespace's init; the keeper (another uid) is untouched.
 _KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+
+
+class _Pump(threading.Thread):
+    """Reads an exec stream into two captures on its own thread, so the caller can wait with a deadline."""
+
+    def __init__(self, stream: "ExecStream", out: OutputCapture, err: OutputCapture) -> None:
+        super().__init__(daemon=True, name="assay-sandbox-stream")
+        self.stream, self.out, self.err = stream, out, err
+        self.error: BaseException | None = None
+        self.abandoned = False
+
+    def run(self) -> None:
+        try:
+            for fd, chunk in self.stream:
+                if self.abandoned:
+                    return
+                (self.out if fd == 1 else self.err).write(chunk)
+        except BaseException as exc:  # noqa: BLE001 - handed to the caller
+            self.error = exc
+
+    def wait(self, timeout_s: float) -> bool:
+        """True when the stream ended within ``timeout_s``."""
+        self.join(max(0.0, timeout_s))
+        return not self.is_alive()
 
 
 class ExecStream:
@@ -109,16 +139,17 @@ class ContainerSession(RuntimeSession):
         lang = normalize_language(request.language)
         nonce = secrets.token_hex(8)
         program = self._program(lang, request.code, nonce)
-        argv = launcher_argv(
-            nonce, request.timeout_s, request.stdout_limit, request.stderr_limit, self.spec.workdir, program
-        )
         env = {**self.spec.environment, **request.env}
+        argv = launcher_argv(
+            nonce, request.timeout_s, request.stdout_limit, request.stderr_limit, self.spec.workdir, program,
+            code_path=env.get("PATH") or self.spec.environment.get("PATH", ""),
+        )
         out = OutputCapture(request.stdout_limit)
         err = OutputCapture(request.stderr_limit + TRAILER_ROOM, tail=TRAILER_ROOM)
         host_deadline_hit = threading.Event()
         started = time.perf_counter()
         try:
-            stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=env)
+            stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=helper_env(env))
         except SandboxError:
             raise
         except Exception as exc:  # noqa: BLE001 - engine errors become one code
@@ -126,8 +157,10 @@ class ContainerSession(RuntimeSession):
                                "The sandbox may have been removed; open a new session.") from None
 
         reset_done = threading.Event()
-
-        def on_deadline() -> None:
+        pump = _Pump(stream, out, err)
+        pump.start()
+        abandoned = False
+        if not pump.wait(request.timeout_s + self.host_grace):
             # The in-container timer should have fired long ago: the launcher was
             # killed, stopped or starved. Kill the code's processes from outside;
             # if even that cannot run, kill and restart the whole container.
@@ -137,15 +170,18 @@ class ContainerSession(RuntimeSession):
                 reset_done.set()
                 self._kill_quietly()
             stream.close()
-
-        timer = threading.Timer(request.timeout_s + self.host_grace, on_deadline)
-        timer.daemon = True
-        timer.start()
+            if not pump.wait(STREAM_CLOSE_GRACE_S):
+                # The engine did not end the stream: do not wait for it any longer.
+                pump.abandoned = abandoned = True
+                log.warning("sandbox_stream_abandoned", runtime=self.runtime, container=self.id[:12])
+                if not reset_done.is_set():
+                    reset_done.set()
+                    self._kill_quietly()
         trailer = None
         stderr_bytes = b""
         try:
-            for fd, chunk in stream:
-                (out if fd == 1 else err).write(chunk)
+            if pump.error is not None:
+                raise pump.error
             stderr_bytes, trailer = split_trailer(err.getvalue(), nonce)
             if trailer is None and err.truncated:
                 _, trailer = split_trailer(err.tail(), nonce)
@@ -160,8 +196,9 @@ class ContainerSession(RuntimeSession):
             exit_code = None
             stderr_bytes = err.getvalue()
         finally:
-            timer.cancel()
             stream.close()
+        if abandoned:
+            trailer = None  # whatever arrives late is not trusted
         duration_ms = (time.perf_counter() - started) * 1000
         warnings: list[str] = []
         if host_deadline_hit.is_set():
@@ -226,7 +263,7 @@ class ContainerSession(RuntimeSession):
         Returns False when the kill could not be run (e.g. the engine is wedged).
         """
         try:
-            code, _, _, _ = self._run_helper(["python3", "-S", "-c", _KILL_ALL], 4096, timeout_s=10.0)
+            code, _, _, _ = self._run_helper([*PYTHON_ISOLATED, "-c", _KILL_ALL], 4096, timeout_s=10.0)
         except Exception as exc:  # noqa: BLE001
             log.warning("sandbox_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
             return False
@@ -239,28 +276,25 @@ class ContainerSession(RuntimeSession):
     ) -> tuple[int | None, bytes, bytes, bool]:
         out = OutputCapture(out_limit)
         err = OutputCapture(64 * 1024)
-        stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=self.spec.environment)
-        expired = threading.Event()
-
-        def on_timeout() -> None:
-            expired.set()
-            stream.close()
-
-        timer = threading.Timer(timeout_s, on_timeout)
-        timer.daemon = True
-        timer.start()
+        stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir,
+                            env=helper_env(self.spec.environment))
+        pump = _Pump(stream, out, err)
+        pump.start()
+        # The deadline holds whatever the container does: the caller waits for the
+        # reading thread, never for the engine's stream itself.
+        expired = not pump.wait(timeout_s)
         try:
-            for fd, chunk in stream:
-                (out if fd == 1 else err).write(chunk)
-            code = None if expired.is_set() else stream.exit_code()
-        except Exception:  # noqa: BLE001 - a stream closed by the timer
-            if not expired.is_set():
-                raise
-            code = None
+            if expired:
+                stream.close()
+                pump.abandoned = not pump.wait(STREAM_CLOSE_GRACE_S)
+                code = None
+            elif pump.error is not None:
+                raise pump.error
+            else:
+                code = stream.exit_code()
         finally:
-            timer.cancel()
             stream.close()
-        if expired.is_set():
+        if expired:
             raise SandboxError(SANDBOX_TIMEOUT, f"a sandbox file operation took longer than {timeout_s:.0f} s",
                                "The sandbox may be overloaded; try again or open a new session.")
         return code, out.getvalue(), err.getvalue(), out.truncated

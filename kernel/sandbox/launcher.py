@@ -1,7 +1,14 @@
 """The in-container launcher: the kill timer and the output caps, inside.
 
-Container runtimes exec ``python3 -S -c LAUNCHER_SOURCE ...`` instead of the
-code itself. The launcher runs the code in its own process group, forwards
+Container runtimes exec ``python3 -I -S -u -c LAUNCHER_SOURCE ...`` instead of
+the code itself. Isolated mode (``-I``) keeps the working directory (and any
+other path the code can write) out of ``sys.path`` and ignores ``PYTHON*``
+variables, so a planted ``/workspace/signal.py`` cannot run inside the
+launcher or the host's helpers; ``python3`` is looked up on a fixed ``PATH``
+of read-only root directories (:data:`HELPER_PATH`), whatever ``PATH`` the
+session asked for (the code gets that one). Only the code's own process
+sees what ``python3 -c`` would give it (``''`` and ``PYTHONPATH`` on
+``sys.path``, site-packages). The launcher runs the code in its own process group, forwards
 at most ``limit`` bytes of stdout and of stderr (draining and dropping the
 rest), and at the deadline SIGKILLs every process of the code's uid (the
 container's idle keeper runs as another uid, so it survives). It then scans
@@ -24,7 +31,8 @@ from typing import Any
 LAUNCHER_SOURCE = r'''
 import os, selectors, signal, sys, time
 nonce, timeout, out_lim, err_lim, workdir = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-argv = sys.argv[7:]
+code_path = sys.argv[6]
+argv = sys.argv[8:]
 def oom_count():
     for p in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
         try:
@@ -79,6 +87,17 @@ def run_python_here(source, filename):
     # It gets what `python3 -c` would give it: site-packages, a fresh __main__,
     # sys.argv, and a traceback without the launcher's frame.
     import site, types
+    # The launcher is isolated (-I); the code gets what `python3 -c` gives it.
+    env = os.environ
+    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
+    enc = env.get("PYTHONIOENCODING")
+    if enc:
+        name, _, errors = enc.partition(":")
+        for stream in (sys.stdout, sys.stderr):
+            stream.reconfigure(encoding=name or None, errors=errors or stream.errors)
+    if not env.get("PYTHONNOUSERSITE"):
+        site.ENABLE_USER_SITE = True
+    sys.path[0:0] = ["", *[p for p in env.get("PYTHONPATH", "").split(":") if p]]
     site.main()
     sys.argv = ["-c"] if filename == "<string>" else [filename]
     main = types.ModuleType("__main__")
@@ -104,6 +123,7 @@ if pid == 0:
         null = os.open("/dev/null", os.O_RDONLY)
         os.dup2(null, 0); os.dup2(w_out, 1); os.dup2(w_err, 2)
         os.closerange(3, 1 << 16)
+        os.environ["PATH"] = code_path
         if argv[0] == "@python":
             source, filename = argv[1], "<string>"
         elif argv[0] == "@python-file":
@@ -199,7 +219,7 @@ write_all(2, ("\x1eASSAY-%s:%r\n" % (nonce, trailer)).encode("utf-8", "backslash
 sys.exit(exit_code if exit_code is not None and 0 <= exit_code < 256 else 1)
 '''
 
-# A helper for file operations, run the same way (python3 -S -c FILES_SOURCE op path ...).
+# A helper for file operations, run the same way (python3 -I -S -c FILES_SOURCE op path ...).
 # Exit codes: 0 ok, 2 not found, 3 too large, 4 escapes the root or is a symlink, 5 not a file.
 FILES_SOURCE = r'''
 import json, os, stat, sys
@@ -249,18 +269,33 @@ class Trailer:
     files: list[list[Any]] = field(default_factory=list)
 
 
+# Where the engine looks up ``python3`` for the launcher and the helpers: the
+# image's read-only root only (ContainerSpec.check keeps every tmpfs off it).
+HELPER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+# Isolated (no cwd, no user site, no PYTHON* variables), no site, unbuffered.
+PYTHON_ISOLATED = ("python3", "-I", "-S", "-u")
+
+
+def helper_env(env: dict[str, str]) -> dict[str, str]:
+    """``env`` for an exec of assay's own code: the fixed PATH, no loader variables."""
+    out = {k: v for k, v in env.items() if not k.upper().startswith("LD_")}
+    out["PATH"] = HELPER_PATH
+    return out
+
+
 def launcher_argv(
-    nonce: str, timeout_s: float, out_limit: int, err_limit: int, workdir: str, program: list[str]
+    nonce: str, timeout_s: float, out_limit: int, err_limit: int, workdir: str, program: list[str],
+    *, code_path: str = HELPER_PATH,
 ) -> list[str]:
-    """The argv that runs ``program`` under the launcher."""
+    """The argv that runs ``program`` under the launcher (``code_path`` becomes the code's PATH)."""
     return [
-        "python3", "-S", "-c", LAUNCHER_SOURCE,
-        nonce, f"{timeout_s:.3f}", str(out_limit), str(err_limit), workdir, "--", *program,
+        *PYTHON_ISOLATED, "-c", LAUNCHER_SOURCE,
+        nonce, f"{timeout_s:.3f}", str(out_limit), str(err_limit), workdir, code_path, "--", *program,
     ]
 
 
 def files_argv(op: str, root: str, path: str, *extra: str) -> list[str]:
-    return ["python3", "-S", "-c", FILES_SOURCE, op, root, path, *extra]
+    return [*PYTHON_ISOLATED, "-c", FILES_SOURCE, op, root, path, *extra]
 
 
 def split_trailer(stderr: bytes, nonce: str) -> tuple[bytes, Trailer | None]:

@@ -10,8 +10,8 @@ What every container gets: no network; a memory limit with swap equal to it;
 a CPU quota (never a cpuset); a pids limit; all capabilities dropped;
 no-new-privileges; a read-only root filesystem; size-limited tmpfs for the
 working directory and ``/tmp``; a file-size ulimit; non-root users; an init
-process; no host mounts; only allow-listed environment variables; the
-engine's default seccomp profile; gVisor (``runsc``) only when asked for.
+process; no host mounts; only allow-listed environment variables;
+assay's own seccomp profile (:mod:`assay.kernel.sandbox.seccomp`); gVisor (``runsc``) only when asked for.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import seccomp as seccomp_profile
 from .config import SandboxConfig
+from .launcher import HELPER_PATH
 from .errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, SandboxError
 
 CPU_PERIOD_US = 100_000
@@ -138,7 +140,7 @@ class ContainerSpec:
     read_only_rootfs: bool = True
     init: bool = True
     privileged: bool = False
-    seccomp: str = "default"
+    seccomp: str = "assay"  # assay's own profile (seccomp.json), never the engine's looser default
     host_mounts: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -157,8 +159,8 @@ class ContainerSpec:
             problems.append("an init process is required")
         if self.privileged:
             problems.append("privileged containers are never created")
-        if self.seccomp != "default":
-            problems.append("the engine's default seccomp profile must be kept")
+        if self.seccomp != "assay":
+            problems.append("assay's seccomp profile must be applied")
         if self.host_mounts:
             problems.append("host mounts are never allowed")
         if self.extra:
@@ -177,6 +179,10 @@ class ContainerSpec:
             problems.append("a pids limit is required")
         if not self.tmpfs or any(t.size_bytes <= 0 for t in self.tmpfs):
             problems.append("tmpfs mounts must be size-limited")
+        for mount in self.tmpfs:
+            # assay's launcher and helpers find python3 on HELPER_PATH: it must stay read-only.
+            if any(d == mount.target or d.startswith(mount.target.rstrip("/") + "/") for d in HELPER_PATH.split(":")):
+                problems.append(f"a writable mount on {mount.target} would cover the launcher's interpreter")
         if not any(u.name == "fsize" for u in self.ulimits):
             problems.append("a file-size ulimit is required")
         if any(k.upper() in {"LD_PRELOAD", "LD_LIBRARY_PATH"} for k in self.environment):
@@ -210,6 +216,7 @@ class ContainerSpec:
             "--pids-limit", str(self.pids_limit),
             "--cap-drop", "ALL",
             "--security-opt", "no-new-privileges",
+            "--security-opt", seccomp_profile.security_opt(),
             "--read-only",
             "--user", self.user,
             "--workdir", self.workdir,
@@ -355,6 +362,8 @@ def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:
         problems.append("no-new-privileges is not set")
     if any("unconfined" in str(o) for o in hc.get("SecurityOpt") or []):
         problems.append("a security profile is unconfined")
+    if not seccomp_profile.applied(hc.get("SecurityOpt")):
+        problems.append("assay's seccomp profile is not applied")
     if hc.get("ReadonlyRootfs") is not True:
         problems.append("the root filesystem is writable")
     if hc.get("Init") is not True:

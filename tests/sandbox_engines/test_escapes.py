@@ -330,3 +330,126 @@ def test_code_that_stops_its_own_kill_timer_is_killed_by_the_host_deadline(runti
     assert _gone(marker) == []
     assert session.run_code("print('restarted')").stdout == "restarted\n"
 
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_planted_stdlib_modules_never_run_in_the_launcher_or_the_host_helpers(runtime, fresh_session):
+    # Issue 13, item 1: with /workspace on the launcher's sys.path, a planted signal.py
+    # switched the timeout off and hijacked the host's kill and file helpers.
+    session = fresh_session(runtime, host_grace=1.0)
+    planted = ("signal", "selectors", "json", "stat", "posixpath", "types", "site", "encodings", "traceback")
+    plant = (
+        "import os\n"
+        "body = \"open('/tmp/hijacked.log', 'a').write(__name__ + '\\\\n')\\nimport time\\ntime.sleep(600)\\n\"\n"
+        f"for name in {planted!r}:\n"
+        "    with open('/workspace/%s.py' % name, 'w') as fh:\n"
+        "        fh.write(body)\n"
+        "with open('/workspace/mymod.py', 'w') as fh:\n"
+        "    fh.write('VALUE = 42\\n')\n"
+        "print('planted')\n"
+    )
+    assert session.run_code(plant, timeout_s=10).stdout == "planted\n"
+    started = time.monotonic()
+    result = session.run_code("import os, mymod\nprint(mymod.VALUE, os.path.exists('/tmp/hijacked.log'))",
+                              timeout_s=5)
+    assert (result.stdout, result.timed_out, result.warnings) == ("42 False\n", False, []), result
+    assert time.monotonic() - started < 5
+    names = {f.name for f in session.list_files("/workspace")}
+    assert {f"{name}.py" for name in planted} <= names
+    marker = f"spin-{uuid.uuid4().hex}"
+    started = time.monotonic()
+    spun = session.run_code(f"# {marker}\nwhile True:\n    pass\n", timeout_s=2)
+    took = time.monotonic() - started
+    assert spun.timed_out and took < 2 + 1.0 + 1.5, took
+    assert _gone(marker, within_s=2) == []
+    after = session.run_code("import os\nprint(os.path.exists('/tmp/hijacked.log'))", timeout_s=5)
+    assert after.stdout == "False\n", after
+
+
+_SYSCALL_PROBE = r"""
+import ctypes, errno, json, os, platform, socket, subprocess
+libc = ctypes.CDLL(None, use_errno=True)
+NR = {"x86_64": dict(add_key=248, request_key=249, keyctl=250, unshare=272, setns=308, ptrace=101,
+                     process_vm_readv=310, bpf=321, perf_event_open=298, userfaultfd=323),
+      "aarch64": dict(add_key=217, request_key=218, keyctl=219, unshare=97, setns=268, ptrace=117,
+                      process_vm_readv=270, bpf=280, perf_event_open=241, userfaultfd=282)}[platform.machine()]
+def call(name, *args):
+    args = [ctypes.c_long(a) if isinstance(a, int) else a for a in args]
+    r = libc.syscall(NR[name], *args)
+    return "OK" if r >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+out = {}
+"""
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_the_kernel_keyring_is_not_shared_between_sandboxes(runtime, fresh_session):
+    # Issue 13, item 2: keys written by one sandbox were read by a later one (same host uid).
+    writer, reader = fresh_session(runtime), fresh_session(runtime)
+    secret = uuid.uuid4().hex
+    code = _SYSCALL_PROBE + f"""
+out['add_key'] = call('add_key', b'user', b'assay-{secret}', b'{secret}', {len(secret)}, -4)  # @u
+out['keyctl'] = call('keyctl', 0, -4, 0)  # KEYCTL_GET_KEYRING_ID of the user keyring
+out['request_key'] = call('request_key', b'user', b'assay-{secret}', None, 0)
+print(json.dumps(out))
+"""
+    wrote = _facts(writer.run_code(code, timeout_s=20))
+    read = _facts(reader.run_code(code, timeout_s=20))
+    for facts in (wrote, read):
+        assert facts == {"add_key": "EPERM", "keyctl": "EPERM", "request_key": "EPERM"}, facts
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_socket_families_other_than_unix_and_ip_are_refused(runtime, shared_sessions):
+    # Issue 13, item 3: AF_VSOCK reached the hypervisor; only AF_UNIX, AF_INET, AF_INET6 are allowed.
+    code = r"""
+import errno, json, socket
+out = {}
+for name, fam, kind in (('AF_VSOCK', 40, socket.SOCK_STREAM), ('AF_NETLINK', 16, socket.SOCK_RAW),
+                        ('AF_PACKET', 17, socket.SOCK_DGRAM), ('AF_ALG', 38, socket.SOCK_SEQPACKET),
+                        ('AF_KEY', 15, socket.SOCK_RAW), ('AF_BLUETOOTH', 31, socket.SOCK_STREAM),
+                        ('AF_UNIX', 1, socket.SOCK_STREAM), ('AF_INET', 2, socket.SOCK_STREAM),
+                        ('AF_INET6', 10, socket.SOCK_DGRAM)):
+    try:
+        socket.socket(fam, kind).close()
+        out[name] = 'OK'
+    except OSError as e:
+        out[name] = errno.errorcode.get(e.errno, str(e.errno))
+a, b = socket.socketpair()
+a.sendall(b'x'); out['socketpair'] = b.recv(1).decode()
+print(json.dumps(out))
+"""
+    facts = _facts(shared_sessions(runtime).run_code(code, timeout_s=20))
+    assert {k: facts.pop(k) for k in ("AF_UNIX", "AF_INET", "AF_INET6", "socketpair")} == {
+        "AF_UNIX": "OK", "AF_INET": "OK", "AF_INET6": "OK", "socketpair": "x"}
+    assert set(facts.values()) == {"EPERM"}, facts
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_new_namespaces_ptrace_and_kernel_interfaces_are_refused(runtime, shared_sessions, engine_managers):
+    # Issue 13, item 4: `unshare -Urm` gave full capabilities in a new namespace; ptrace worked.
+    code = _SYSCALL_PROBE + r"""
+u = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs -o size=1g none /mnt && echo MOUNTED'],
+                   capture_output=True, text=True, timeout=20)
+out['unshare_cmd'] = [u.returncode, 'MOUNTED' in u.stdout]
+out['unshare_userns'] = call('unshare', 0x10000000)
+out['unshare_mntns'] = call('unshare', 0x00020000)
+out['setns'] = call('setns', os.open('/proc/self/ns/mnt', os.O_RDONLY), 0)
+out['ptrace_attach_launcher'] = call('ptrace', 16, os.getppid(), 0, 0)
+out['ptrace_traceme'] = call('ptrace', 0, 0, 0, 0)
+out['process_vm_readv'] = call('process_vm_readv', os.getppid(), 0, 0, 0, 0, 0)
+out['bpf'] = call('bpf', 0, 0, 0)
+out['perf_event_open'] = call('perf_event_open', 0, 0, -1, -1, 0)
+out['userfaultfd'] = call('userfaultfd', 0)
+out['seccomp_mode'] = [l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0]
+print(json.dumps(out))
+"""
+    facts = _facts(shared_sessions(runtime).run_code(code, timeout_s=30))
+    assert facts.pop("seccomp_mode") == "2"
+    unshare_exit, mounted = facts.pop("unshare_cmd")
+    assert unshare_exit != 0 and not mounted
+    assert set(facts.values()) == {"EPERM"}, facts
+    # The container carries assay's own profile, and inspect shows it.
+    from assay.kernel.sandbox import seccomp
+
+    inspect = engine_managers(runtime).inspect(shared_sessions(runtime).id)
+    assert seccomp.applied(inspect["HostConfig"]["SecurityOpt"]), inspect["HostConfig"]["SecurityOpt"]
