@@ -272,8 +272,9 @@ class ContainerSession(RuntimeSession):
     # --- helpers that run without the launcher --------------------------------
 
     def _run_helper(
-        self, argv: list[str], out_limit: int, *, timeout_s: float = HELPER_TIMEOUT_S
+        self, argv: list[str], out_limit: int, *, timeout_s: float | None = None
     ) -> tuple[int | None, bytes, bytes, bool]:
+        timeout_s = HELPER_TIMEOUT_S if timeout_s is None else timeout_s
         out = OutputCapture(out_limit)
         err = OutputCapture(64 * 1024)
         stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir,

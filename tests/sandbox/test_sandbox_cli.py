@@ -72,3 +72,17 @@ def test_doctor_explains_how_to_fix_a_dead_runtime(tmp_path):
                                                  "SANDBOX_PODMAN_SOCKET": str(tmp_path / "dead.sock")})
     assert out.exit_code == 1
     assert "SANDBOX_RUNTIME_UNAVAILABLE" in out.stdout and "hint:" in out.stdout
+
+
+def test_doctor_shows_assays_seccomp_profile_and_what_it_denies():
+    # Issue 13, item 4.
+    from assay.kernel.sandbox import seccomp
+
+    ok, what = podman_ready()
+    require(ok, what)
+    report = json.loads(_assay("sandbox", "doctor", "--json").stdout)
+    podman = report["runtimes"]["podman"]
+    assert podman["limits"]["seccomp (assay profile)"] is True
+    assert seccomp.digest() in podman["seccomp_profile"] and "kernel keyring" in podman["seccomp_profile"]
+    text = _assay("sandbox", "doctor").stdout
+    assert f"seccomp_profile: assay profile {seccomp.digest()}" in text

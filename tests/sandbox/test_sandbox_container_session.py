@@ -80,3 +80,107 @@ def test_file_helpers_time_out_with_a_code():
     with pytest.raises(SandboxError) as err:
         s._run_helper(["python3", "-S", "-c", "pass"], 100, timeout_s=0.2)
     assert err.value.code == SANDBOX_TIMEOUT
+
+
+class DeafStream(ExecStream):
+    """A stream whose close does not wake its reader (an engine stream that never ends)."""
+
+    def __init__(self) -> None:
+        self.released = threading.Event()
+
+    def __iter__(self):
+        self.released.wait(60)
+        return iter(())
+
+    def exit_code(self):
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+class DeafSession(FakeSession):
+    def __init__(self, *, kill_exit: int) -> None:
+        super().__init__(kill_works=True)
+        self.kill_exit = kill_exit
+        self.streams: list[DeafStream] = []
+
+    def _exec(self, argv, *, user, workdir, env):
+        self.calls.append("kill" if argv[-1] == _KILL_ALL else "exec")
+        self.envs = getattr(self, "envs", []) + [env]
+        self.argvs = getattr(self, "argvs", []) + [argv]
+        if self.calls[-1] == "kill":
+            done = _Done()
+            done.exit_code = lambda: self.kill_exit  # type: ignore[method-assign]
+            return done
+        self.streams.append(DeafStream())
+        return self.streams[-1]
+
+
+def test_host_waits_end_even_when_the_engine_stream_never_does(monkeypatch):
+    # Issue 13, item 1: list_files and a cell blocked past their own limits.
+    import time
+
+    from assay.kernel.sandbox import container
+
+    monkeypatch.setattr(container, "STREAM_CLOSE_GRACE_S", 0.3)
+    monkeypatch.setattr(container, "HELPER_TIMEOUT_S", 0.5)
+    s = DeafSession(kill_exit=0)
+    started = time.monotonic()
+    r = s.execute(ExecRequest(code="x", timeout_s=0.2))
+    assert time.monotonic() - started < 0.2 + 0.3 + 0.3 + 1.0
+    assert r.timed_out and r.exit_code is None
+    assert s.calls == ["exec", "kill", "reset"], s.calls  # a stream that never ends: restart the container
+    started = time.monotonic()
+    with pytest.raises(SandboxError) as err:
+        s.list_files("/workspace")
+    assert err.value.code == SANDBOX_TIMEOUT
+    with pytest.raises(SandboxError):
+        s._run_helper(["true"], 100, timeout_s=0.2)
+    assert time.monotonic() - started < 0.5 + 0.3 + 0.2 + 0.3 + 1.0  # each at its own limit, not more
+    for stream in s.streams:
+        stream.released.set()
+
+
+def test_a_kill_helper_that_does_not_report_success_leads_to_a_restart():
+    s = FakeSession(kill_works=True)
+    s._exec_orig = s._exec
+
+    def exec_(argv, *, user, workdir, env):
+        stream = s._exec_orig(argv, user=user, workdir=workdir, env=env)
+        if s.calls[-1] == "kill":
+            stream.exit_code = lambda: 137  # the code killed or stopped its killer
+        return stream
+
+    s._exec = exec_
+    r = s.execute(ExecRequest(code="x", timeout_s=0.2))
+    assert r.timed_out and s.calls == ["exec", "kill", "reset"]
+
+
+def test_launcher_and_helpers_run_isolated_on_a_fixed_path_whatever_path_the_session_asks_for():
+    from assay.kernel.sandbox.launcher import HELPER_PATH
+
+    s = DeafSession(kill_exit=0)
+    s._exec = lambda argv, *, user, workdir, env: (s.argvs.append(argv), s.envs.append(env), _Done())[-1]
+    s.argvs, s.envs = [], []
+    s.execute(ExecRequest(code="print(1)", timeout_s=1, env={"PATH": "/workspace:/usr/bin", "LD_AUDIT": "/x"}))
+    s._run_helper(["python3"], 100, timeout_s=1)
+    launcher = s.argvs[0]
+    assert launcher[:4] == ["python3", "-I", "-S", "-u"]
+    assert "/workspace:/usr/bin" in launcher  # the code's own PATH, handed to the launcher as an argument
+    for env in s.envs:
+        assert env["PATH"] == HELPER_PATH and not any(k.startswith("LD_") for k in env)
+
+
+def test_a_tmpfs_over_the_launchers_interpreter_is_refused():
+    import dataclasses
+
+    from assay.kernel.sandbox import SANDBOX_OVERRIDE_REFUSED
+    from assay.kernel.sandbox.spec import TmpfsMount
+
+    spec = build_spec(SandboxConfig.from_env(), language="python", name="fake", labels={})
+    for target in ("/usr", "/usr/local/bin", "/bin"):
+        weakened = dataclasses.replace(spec, tmpfs=(*spec.tmpfs, TmpfsMount(target, 1024)))
+        with pytest.raises(SandboxError) as err:
+            weakened.check()
+        assert err.value.code == SANDBOX_OVERRIDE_REFUSED

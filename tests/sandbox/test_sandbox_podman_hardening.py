@@ -172,9 +172,12 @@ def test_environment_is_an_allow_list(podman_manager, monkeypatch):
     assert r.stdout.split() == ["False", "1"]
 
 
-def test_default_seccomp_profile_is_kept(podman_manager, podman_session):
+def test_assay_seccomp_profile_is_applied(podman_manager, podman_session):
+    from assay.kernel.sandbox import seccomp
+
     opts = _inspect(podman_manager, podman_session)["HostConfig"]["SecurityOpt"]
     assert not any("unconfined" in o for o in opts)
+    assert seccomp.applied(opts), opts
     r = _run(podman_session, (
         "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0])\n"
         "import ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\n"

@@ -27,7 +27,7 @@ def test_default_spec_is_hardened():
     s = _spec()
     assert s.network_disabled and s.cap_drop == ("ALL",) and not s.cap_add
     assert s.no_new_privileges and s.read_only_rootfs and s.init and not s.privileged
-    assert s.seccomp == "default" and s.host_mounts == ()
+    assert s.seccomp == "assay" and s.host_mounts == ()
     assert s.memory_bytes == s.memory_swap_bytes == 256 * 1024**2
     assert (s.cpu_quota_us, s.cpu_period_us) == (50_000, 100_000)
     assert s.pids_limit == 10

@@ -60,7 +60,7 @@ def test_probe_asks_the_engine_and_doctor_adds_runtime_details(runtime, request,
     assert doctor.available and doctor.version == probe.version
     assert doctor.cgroup_version in ("1", "2")
     assert doctor.oci_runtime == "runc"
-    assert limits["seccomp (engine default)"] is True
+    assert limits["seccomp (assay profile)"] is True
 
 
 def test_docker_probe_fails_with_the_endpoint_when_nothing_listens(tmp_path):

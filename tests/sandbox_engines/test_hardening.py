@@ -241,10 +241,13 @@ def test_environment_is_only_the_allow_list(runtime, observed):
     assert set(facts["env"]) <= allowed, set(facts["env"]) - allowed
 
 
-def test_engine_default_seccomp_profile_kept(runtime, observed):
+def test_assay_seccomp_profile_applied(runtime, observed):
+    from assay.kernel.sandbox import seccomp
+
     inspect, facts, _ = observed(runtime)
     opts = " ".join(inspect["HostConfig"].get("SecurityOpt") or [])
     assert "unconfined" not in opts
+    assert seccomp.applied(inspect["HostConfig"].get("SecurityOpt")), opts[:300]
     assert facts["status"]["Seccomp"] == "2"
 
 
