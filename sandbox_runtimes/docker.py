@@ -342,6 +342,8 @@ class DockerRuntime(SandboxRuntime):
         """
         try:
             problems = verify_inspect(spec, self.api().inspect_container(container_id))
+            if not problems and self.engine() == "podman":
+                problems = [p for p in [self._podman_oci_seccomp_problem(container_id)] if p]
         except Exception as exc:  # noqa: BLE001 - a container we cannot check is not started
             problems = [f"it could not be inspected ({_short(exc)})"]
         if not problems:
@@ -353,6 +355,15 @@ class DockerRuntime(SandboxRuntime):
                     "API ignores it); use SANDBOX_RUNTIME=podman, or unset SANDBOX_OCI_RUNTIME.")
         raise SandboxError(SANDBOX_START_FAILED,
                            "docker: the engine did not apply the hardened spec: " + "; ".join(problems), hint)
+
+    def _podman_oci_seccomp_problem(self, container_id: str) -> str | None:
+        """On podman, inspect only records the requested profile: initialise the container
+        (nothing runs yet) through libpod's endpoint and check the OCI spec's filter."""
+        api = self.api()
+        api._raise_for_status(api._post(api._url("/libpod/containers/{0}/init", container_id)))
+        info = api._result(api._get(api._url("/libpod/containers/{0}/json", container_id)), json=True)
+        problem = seccomp_profile.oci_config_problem(info.get("OCIConfigPath"))
+        return f"assay's seccomp profile is not in the OCI spec: {problem}" if problem else None
 
     def _remove_quietly(self, ref: str) -> None:
         try:

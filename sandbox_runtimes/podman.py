@@ -395,14 +395,7 @@ def _oci_seccomp_problem(api: Any, cid: str) -> str | None:
     if resp.status_code >= 400:
         return f"the container could not be initialised: {_error_text(resp)}"
     path = (api.get(f"/containers/{cid}/json").json() or {}).get("OCIConfigPath")
-    if not path:
-        return "podman did not name the container's OCI spec"
-    try:
-        with open(path, encoding="utf-8") as fh:
-            linux = (json.load(fh).get("linux") or {})
-    except (OSError, ValueError) as exc:
-        return f"the OCI spec {path} could not be read ({exc}); run assay as the engine's user"
-    return seccomp_profile.oci_mismatch(linux.get("seccomp"))
+    return seccomp_profile.oci_config_problem(path)
 
 
 def _response_socket(response: Any) -> Any:

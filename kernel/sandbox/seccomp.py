@@ -121,3 +121,15 @@ def oci_mismatch(linux_seccomp: dict[str, Any] | None) -> str | None:
         missing = sorted({r[0] for r in ours - theirs})[:10]
         return f"its rules differ (extra: {extra}, missing: {missing})"
     return None
+
+
+def oci_config_problem(path: str | None) -> str | None:
+    """Read an engine's OCI runtime spec (``config.json``) and check its filter (None when it is this profile)."""
+    if not path:
+        return "the engine did not name the container's OCI spec"
+    try:
+        with open(path, encoding="utf-8") as fh:
+            linux = json.load(fh).get("linux") or {}
+    except (OSError, ValueError) as exc:
+        return f"the OCI spec {path} could not be read ({exc}); run assay as the engine's user"
+    return oci_mismatch(linux.get("seccomp"))
