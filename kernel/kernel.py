@@ -15,6 +15,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Iterable
 
+from . import exit_signals
 from . import loader as plugin_loading
 from .context import RunContext
 from .errors import (
@@ -69,6 +70,9 @@ class Kernel:
         self._loading_thread: int | None = None  # the thread running the register hooks, while it does
         self._evidence: KernelEvidence | None = None  # made on first use (kernel.evidence)
         self._sandbox: SandboxManager | None = None  # made on first use (kernel.sandbox)
+        # Now, while this is (normally) the main thread: the sandbox is often first used from
+        # a worker thread, where a SIGTERM handler can no longer be installed.
+        exit_signals.install()
         self._reset()
 
     def _reset(self) -> None:

@@ -13,8 +13,6 @@ left by dead processes. Everything is removed at exit and on SIGTERM/SIGINT.
 from __future__ import annotations
 
 import atexit
-import os
-import signal
 import threading
 import time
 import uuid
@@ -24,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
+from assay.kernel import exit_signals
 from assay.kernel.log import get_logger
 
 from .config import SandboxConfig
@@ -104,6 +103,8 @@ class SandboxManager:
     def runtime(self) -> SandboxRuntime:
         """The selected runtime (selected on first use; fail-closed)."""
         if self._runtime is not None and self._reaper is not None:
+            if not exit_signals.installed():
+                _install_exit_handlers()  # first use from the main thread, if the first ever was not
             return self._runtime
         with self._lock:
             if self._closed:
@@ -442,24 +443,15 @@ def close_all() -> None:
 
 
 def _install_exit_handlers() -> None:
+    """``atexit`` clean-up once; the SIGTERM/SIGINT handlers as soon as a call comes from the main thread.
+
+    Marking them installed before knowing the thread could run was the bug
+    where a sandbox first used from a worker thread was never cleaned up on
+    SIGTERM: the signal part stays pending until it really is installed.
+    """
     global _HANDLERS_INSTALLED
-    if _HANDLERS_INSTALLED:
-        return
-    _HANDLERS_INSTALLED = True
-    atexit.register(close_all)
-    if threading.current_thread() is not threading.main_thread():
-        return
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        previous = signal.getsignal(signum)
-        if previous in (signal.SIG_IGN, signal.default_int_handler) or previous is None:
-            continue  # ignored, or KeyboardInterrupt -> atexit runs close_all
-
-        def handler(num: int, frame: Any, _previous: Any = previous) -> None:
-            close_all()
-            if callable(_previous):
-                _previous(num, frame)
-            else:
-                signal.signal(num, signal.SIG_DFL)
-                os.kill(os.getpid(), num)
-
-        signal.signal(signum, handler)
+    if not _HANDLERS_INSTALLED:
+        _HANDLERS_INSTALLED = True
+        atexit.register(close_all)
+        exit_signals.on_exit_signal(close_all)
+    exit_signals.install()
