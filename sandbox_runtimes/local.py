@@ -7,14 +7,26 @@ environment built from the allow-list only (never the host's), rlimits
 (address space, CPU seconds, file size, processes, open files, no core
 dumps), its own process group killed on timeout, output capped while
 streaming, and a loud warning in the log and in every result
-(``isolated: false``). What it cannot do: stop the code from reading the
-host's files, using the network, or leaving processes that start their own
-session behind.
+(``isolated: false``).
+
+When assay runs as root and its Python is usable by other users, each
+session's code runs as a uid of its own (an unused number, never root's and
+never another session's): the code cannot read the caller's
+``/proc/<pid>/environ`` (its secrets) or signal other processes,
+RLIMIT_NPROC really limits it, and after each call every process of that
+uid is killed. Otherwise the code runs as this same user: it can read the
+caller's environment through ``/proc``, and doctor and every result say so
+plainly. Either way every call's processes carry a per-call token in their
+environment and whatever still carries it after the call is killed, so a
+``setsid`` daemon does not outlive its call (unless it scrubs its own
+environment: this runtime is not a boundary). What it cannot do: stop the
+code from reading the host's world-readable files or using the network.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import selectors
 import shutil
 import signal
@@ -50,6 +62,16 @@ log = get_logger("assay.sandbox.local")
 # RLIMIT_AS headroom above the memory budget (see _limits): enough for
 # pandas + matplotlib + OpenBLAS to load and work on a small frame.
 LOCAL_ADDRESS_SPACE_HEADROOM = 1024 * 1024**2
+# Session uids (when assay runs as root) come from this range: far above any
+# distribution's users and podman's default subordinate ranges.
+SESSION_UID_BASE = 0x5A00_0000
+SESSION_UID_SPAN = 1 << 24
+ENVIRONMENT_READABLE = (
+    "the code runs as the same user as this process: it can read the caller's environment "
+    "(/proc/<pid>/environ, secrets included); only as root, with a Python every user may run, does each "
+    "local session get a uid of its own"
+)
+CALL_TOKEN = "ASSAY_SANDBOX_CALL"
 
 
 class LocalRuntime(SandboxRuntime):
@@ -76,8 +98,14 @@ class LocalRuntime(SandboxRuntime):
         return {
             "network none": False, "memory limit": "RLIMIT_AS (address space, not RSS)",
             "cpu quota": "RLIMIT_CPU (seconds, not a share)", "pids limit": "RLIMIT_NPROC (per user)",
-            "read-only rootfs": False, "file-size limit": True, "non-root": os.getuid() != 0,
-            "host files hidden": False, "environment allow-list": True,
+            "read-only rootfs": False, "file-size limit": True, "non-root": True,
+            "host files hidden": False,
+            "environment allow-list": (
+                "enforced: each session runs as its own uid, the caller's environment is unreadable"
+                if own_uid_possible() else "the code's own only; NOT the caller's: " + ENVIRONMENT_READABLE
+            ),
+            "processes end with the call": "yes (the session's uid)" if own_uid_possible()
+            else "those carrying the call's token (a daemon that scrubs its environment escapes)",
         }
 
 
@@ -89,6 +117,12 @@ class LocalSession(RuntimeSession):
         self.id = self.root
         self._destroyed = False
         self._procs: set[int] = set()
+        # As root: a uid of the session's own (see the module docstring); else this user.
+        self.uid: int | None = _free_uid() if own_uid_possible() else None
+        if self.uid is not None:
+            for path in (self.root, os.path.join(self.root, ".tmp")):
+                os.chown(path, self.uid, self.uid)
+                os.chmod(path, 0o700)
 
     # --- paths ---------------------------------------------------------------------
 
@@ -112,8 +146,8 @@ class LocalSession(RuntimeSession):
 
     # --- execution -------------------------------------------------------------------
 
-    def _env(self, request: ExecRequest) -> dict[str, str]:
-        env = {**self.spec.environment, **request.env}
+    def _env(self, request: ExecRequest, token: str) -> dict[str, str]:
+        env = {**self.spec.environment, **request.env, CALL_TOKEN: token}
         tmp = os.path.join(self.root, ".tmp")
         env.update(HOME=tmp, TMPDIR=tmp, MPLCONFIGDIR=os.path.join(tmp, ".matplotlib"))
         return env
@@ -125,7 +159,8 @@ class LocalSession(RuntimeSession):
 
     def _limits(self, timeout_s: float):
         spec = self.spec
-        nproc = _user_process_count() + spec.pids_limit
+        uid = self.uid
+        nproc = _user_process_count(uid) + spec.pids_limit
 
         def apply() -> None:
             import resource
@@ -145,6 +180,10 @@ class LocalSession(RuntimeSession):
             setl(resource.RLIMIT_NPROC, nproc)
             setl(resource.RLIMIT_NOFILE, 256)
             setl(resource.RLIMIT_CORE, 0)
+            if uid is not None:
+                os.setgroups([])
+                os.setresgid(uid, uid, uid)
+                os.setresuid(uid, uid, uid)
 
         return apply
 
@@ -152,10 +191,11 @@ class LocalSession(RuntimeSession):
         lang = normalize_language(request.language)
         out, err = OutputCapture(request.stdout_limit), OutputCapture(request.stderr_limit)
         before = self._scan()
+        token = secrets.token_hex(12)
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                self._program(lang, request.code), cwd=self.root, env=self._env(request),
+                self._program(lang, request.code), cwd=self.root, env=self._env(request, token),
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                 start_new_session=True, preexec_fn=self._limits(request.timeout_s), close_fds=True,
             )
@@ -198,6 +238,8 @@ class LocalSession(RuntimeSession):
             proc.stdout.close()
             proc.stderr.close()
             self._procs.discard(proc.pid)
+            self._kill_session_processes()
+            _kill_carrying(f"{CALL_TOKEN}={token}".encode())
         code = proc.returncode
         exit_code = 128 - code if code is not None and code < 0 else code
         stderr = err.text()
@@ -207,8 +249,25 @@ class LocalSession(RuntimeSession):
             stdout_truncated=out.truncated, stderr_truncated=err.truncated, timed_out=timed_out,
             oom_killed=oom, duration_ms=round((time.perf_counter() - started) * 1000, 3),
             files=self._produced(before), isolated=False, runtime="local", language=lang,
-            warnings=[LOCAL_WARNING],
+            warnings=[LOCAL_WARNING] + ([] if self.uid is not None else [ENVIRONMENT_READABLE]),
         )
+
+    def _kill_session_processes(self) -> None:
+        """SIGKILL every process of the session's uid (what the call left: setsid daemons too)."""
+        if self.uid is None:
+            return
+        for _ in range(3):
+            pid = os.fork()
+            if pid == 0:  # only system calls here, then _exit: safe after fork in a threaded process
+                try:
+                    os.setresgid(self.uid, self.uid, self.uid)
+                    os.setresuid(self.uid, self.uid, self.uid)
+                    os.kill(-1, signal.SIGKILL)
+                finally:
+                    os._exit(0)
+            os.waitpid(pid, 0)
+            if not _uid_has_processes(self.uid):
+                return
 
     def _scan(self) -> dict[str, tuple[int, int]]:
         found: dict[str, tuple[int, int]] = {}
@@ -247,6 +306,13 @@ class LocalSession(RuntimeSession):
             fh.write(data)
         if read_only:
             os.chmod(host, 0o444)
+        if self.uid is not None:  # the session's uid owns what it may change: its directories, writable files
+            here = parent
+            while here != self.root and here.startswith(self.root + os.sep):
+                os.chown(here, self.uid, self.uid)
+                here = os.path.dirname(here)
+            if not read_only:
+                os.chown(host, self.uid, self.uid)
 
     def _lstat(self, path: str) -> tuple[str, os.stat_result]:
         """The host path of sandbox ``path`` and its lstat; SANDBOX_FILE_NOT_FOUND when it is not there."""
@@ -294,7 +360,10 @@ class LocalSession(RuntimeSession):
         self._destroyed = True
         for pid in list(self._procs):
             _killpg(pid)
+        self._kill_session_processes()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.uid is not None:
+            _TAKEN_UIDS.discard(self.uid)
 
     def inspect(self) -> dict[str, Any]:
         return {"root": self.root, "isolated": False}
@@ -307,8 +376,8 @@ def _killpg(pgid: int) -> None:
         pass
 
 
-def _user_process_count() -> int:
-    uid = os.getuid()
+def _user_process_count(uid: int | None = None) -> int:
+    uid = os.getuid() if uid is None else uid
     count = 0
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -318,3 +387,68 @@ def _user_process_count() -> int:
             except OSError:
                 continue
     return count
+
+
+def _uid_has_processes(uid: int) -> bool:
+    return _user_process_count(uid) > 0
+
+
+def _free_uid() -> int:
+    """An unused uid from the session range (no process runs as it, no other session took it)."""
+    for _ in range(64):
+        uid = SESSION_UID_BASE + secrets.randbelow(SESSION_UID_SPAN)
+        if uid not in _TAKEN_UIDS and not _uid_has_processes(uid):
+            _TAKEN_UIDS.add(uid)
+            return uid
+    raise SandboxError(SANDBOX_EXEC_FAILED, "no free uid for a local sandbox session")
+
+
+_TAKEN_UIDS: set[int] = set()
+
+
+def own_uid_possible() -> bool:
+    """Whether sessions can run as a uid of their own: assay is root and its Python is usable by anyone."""
+    if os.getuid() != 0:
+        return False
+    return all(_world_usable(p) for p in (os.path.realpath(sys.executable), sys.base_prefix, sys.prefix))
+
+
+def _world_usable(path: str) -> bool:
+    """Every directory on the way is searchable by others, and the path itself readable by them."""
+    try:
+        here = os.path.realpath(path)
+        if not os.stat(here).st_mode & stat.S_IROTH:
+            return False
+        while True:
+            parent = os.path.dirname(here)
+            if parent == here:
+                return True
+            if not os.stat(parent).st_mode & stat.S_IXOTH:
+                return False
+            here = parent
+    except OSError:
+        return False
+
+
+def _kill_carrying(tag: bytes) -> None:
+    """SIGKILL every process whose environment carries ``tag`` (a call's leftovers), until none is left."""
+    me = os.getpid()
+    for _ in range(5):
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit() or int(entry) == me:
+                continue
+            try:
+                with open(f"/proc/{entry}/environ", "rb") as fh:
+                    if tag in fh.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+        if not found:
+            return
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.01)

@@ -10,8 +10,10 @@ session asked for (the code gets that one). Only the code's own process
 sees what ``python3 -c`` would give it (``''`` and ``PYTHONPATH`` on
 ``sys.path``, site-packages). The launcher runs the code in its own process group, forwards
 at most ``limit`` bytes of stdout and of stderr (draining and dropping the
-rest), and at the deadline SIGKILLs every process of the code's uid (the
-container's idle keeper runs as another uid, so it survives). It then scans
+rest), and when the code ends, or at the deadline, SIGKILLs every process
+of the code's uid (the container's idle keeper runs as another uid, so it
+survives): nothing a call started, not even a ``setsid`` daemon, lives on
+into the next call. It then scans
 the working directory for produced files and appends one trailer line,
 tagged with a per-execution nonce, to stderr: exit code, timed_out,
 oom_killed, truncation and files. The host strips the trailer.
@@ -161,6 +163,13 @@ def kill_group():
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+def kill_all():
+    # Every process of the code's uid but this one (the keeper runs as another uid).
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+    kill_group()
 while True:
     now = time.monotonic()
     if status is None and now >= deadline:
@@ -178,7 +187,7 @@ while True:
     if status is not None:
         if exited_at is None:
             exited_at = now
-            kill_group()
+            kill_all()  # what the call started ends with it, setsid daemons included
         if len(sel.get_map()) <= 1 or now - exited_at > 0.5:
             break
     wait = deadline - now if status is None else 0.05

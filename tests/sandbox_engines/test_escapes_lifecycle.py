@@ -115,3 +115,91 @@ def test_exit_signal_handler_waits_for_the_main_thread():
     """)
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert done.stdout.split() == ["True", "True"], done.stderr[-2000:]
+
+
+# --- item 8: a setsid daemon started by a call that ends normally ----------------------------------
+
+_DAEMON = """
+import subprocess, sys
+subprocess.Popen([sys.executable, '-c', 'import time\\nwhile True: time.sleep(0.2)  # {marker}'],
+                 start_new_session=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                 stderr=subprocess.DEVNULL, close_fds=True)
+print('started')
+"""
+
+
+@pytest.mark.parametrize("runtime", [*CONTAINER_RUNTIMES, "local"])
+def test_a_setsid_daemon_ends_with_the_call_that_started_it(runtime, fresh_session):
+    session = fresh_session(runtime)
+    marker = f"daemon-{uuid.uuid4().hex}"
+    result = session.run_code(_DAEMON.format(marker=marker), timeout_s=20)
+    assert result.exit_code == 0 and result.stdout == "started\n", result
+    assert not result.timed_out
+    deadline = time.monotonic() + 3
+    left = host_pids_running(marker)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = host_pids_running(marker)
+    assert left == [], f"the daemon outlived its call: {left}"
+    # The next call sees none either (the marker is split so that its own argv does not carry it).
+    later = session.run_code(
+        f"import os\nm = ({marker[:10]!r} + {marker[10:]!r}).encode()\n"
+        "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and m in open('/proc/%s/cmdline' % p, 'rb').read()))",
+        timeout_s=20)
+    assert later.stdout.strip() == "0", later
+
+
+# --- item 5: the local runtime and the caller's environment ----------------------------------------
+
+_CALLER = textwrap.dedent("""
+    import json, os
+    from tests.sandbox_engines.engines import manager_for
+    secret = os.environ["ASSAY_ESCAPE_CALLER_SECRET"]
+    manager = manager_for("local", None)
+    session = manager.open_session()
+    code = (
+        "import json, os\\n"
+        "secret = %r.encode()\\n"
+        "out = {'parent': None, 'any': False}\\n"
+        "try:\\n"
+        "    out['parent'] = secret in open('/proc/%%d/environ' %% os.getppid(), 'rb').read()\\n"
+        "except OSError as e:\\n"
+        "    out['parent'] = type(e).__name__\\n"
+        "for pid in os.listdir('/proc'):\\n"
+        "    if pid.isdigit():\\n"
+        "        try:\\n"
+        "            out['any'] = out['any'] or secret in open('/proc/%%s/environ' %% pid, 'rb').read()\\n"
+        "        except OSError:\\n"
+        "            pass\\n"
+        "print(json.dumps(out))\\n"
+    ) % secret
+    result = session.run_code(code, timeout_s=20)
+    print(json.dumps({"facts": json.loads(result.stdout), "warnings": result.warnings,
+                      "doctor": manager.runtime.enforced_limits()["environment allow-list"]}))
+    manager.close()
+""")
+
+
+def test_local_code_cannot_read_the_callers_environment_or_every_result_says_it_can():
+    secret = f"s3cr3t-{uuid.uuid4().hex}"
+    env = {**os.environ, "ASSAY_ESCAPE_CALLER_SECRET": secret, "ASSAY_LOG_LEVEL": "ERROR"}
+    done = subprocess.run([sys.executable, "-c", _CALLER], env=env, capture_output=True, text=True, timeout=120,
+                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    facts, doctor = report["facts"], report["doctor"]
+    if facts["parent"] is True or facts["any"] is True:  # readable: doctor and the result must say so plainly
+        assert "NOT the caller's" in doctor, doctor
+        assert any("caller's environment" in w for w in report["warnings"]), report["warnings"]
+    else:  # stopped (root, a session uid): out of reach everywhere, and doctor says enforced
+        assert facts["parent"] == "PermissionError", facts
+        assert doctor.startswith("enforced"), doctor
+
+
+def test_local_runtime_as_another_user_says_the_callers_environment_is_readable(monkeypatch):
+    from assay.sandbox_runtimes import local
+
+    monkeypatch.setattr(local.os, "getuid", lambda: 1000)
+    limits = local.LocalRuntime(None).enforced_limits()  # type: ignore[arg-type]
+    assert "caller's environment" in limits["environment allow-list"]
+    assert limits["environment allow-list"].startswith("the code's own only; NOT the caller's")
