@@ -7,11 +7,16 @@ notebook cell:
 1. verify the SHA-256 of every listed input file (nothing runs on a mismatch);
 2. restore the namespace saved by the previous call (``state.pkl``);
 3. run the cell with ``exec`` while ``sys.stdout``/``sys.stderr`` go to
-   bounded in-memory captures and matplotlib draws with Agg;
+   bounded in-memory captures and matplotlib draws with Agg; file
+   descriptor 1 itself points at a pipe drained into the same stdout
+   capture, so what subprocesses or C code write there is captured too and
+   can never fill the sandbox's stdout ahead of the frame;
 4. save open figures as PNG, list new files under ``/workspace/out``;
 5. save the namespace again (what cannot be pickled is skipped and named);
 6. print ONE frame - a marker line with the call's nonce, then a JSON object -
-   to the real stdout, or write it to a file when it is too big for stdout.
+   to the real stdout (a private copy of it, taken before the cell ran and
+   not inherited by its subprocesses), or write it to a file when it is too
+   big for stdout.
 
 It uses the standard library only; pandas, matplotlib and cloudpickle are
 imported when the cell needs them, and so are its companions uploaded beside
@@ -66,6 +71,7 @@ class Capture(io.TextIOBase):
 
     def __init__(self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"):
         self.limit, self.tail_limit, self.tee_left, self.fd, self.name = limit, tail, tee, fd, name
+        self.lock = None  # set when a second thread (the fd 1 pump) writes too
         self.head: list[str] = []
         self.head_len = 0
         self.tail: list[str] = []
@@ -85,6 +91,12 @@ class Capture(io.TextIOBase):
     def write(self, s: str) -> int:
         if not isinstance(s, str):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
+        if self.lock is not None:
+            with self.lock:
+                return self._write(s)
+        return self._write(s)
+
+    def _write(self, s: str) -> int:
         n = len(s)
         self.total += n
         if self.tee_left > 0 and self.fd is not None:
@@ -115,6 +127,53 @@ class Capture(io.TextIOBase):
         tail = "".join(self.tail)[-self.tail_limit :] if self.tail_limit else ""
         omitted = self.total - len(head) - len(tail)
         return {"head": _clean(head), "tail": _clean(tail), "total_chars": self.total, "omitted_chars": omitted}
+
+
+class FdCapture:
+    """Points file descriptor ``fd`` at a pipe whose contents go into ``capture`` (a thread drains it).
+
+    Subprocesses and C code write to fd 1 directly; without this, 1 MiB of
+    that filled the sandbox's stdout limit and the frame written after it
+    was dropped. :meth:`stop` puts the original back and waits a moment for
+    what is still in the pipe (a process that keeps it open is not waited for).
+    """
+
+    def __init__(self, fd: int, capture: Capture) -> None:
+        import codecs
+        import threading
+
+        self.fd, self.capture = fd, capture
+        self.saved = os.dup(fd)  # not inheritable: the cell's subprocesses never get it
+        read_end, write_end = os.pipe()
+        os.dup2(write_end, fd)
+        os.close(write_end)
+        self.read_end = read_end
+        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        capture.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._pump, name="assay-fd-capture", daemon=True)
+        self.thread.start()
+
+    def _pump(self) -> None:
+        while True:
+            try:
+                data = os.read(self.read_end, 65536)
+            except OSError:
+                return
+            if not data:
+                break
+            self.capture.write(self.decoder.decode(data))
+        tail = self.decoder.decode(b"", final=True)
+        if tail:
+            self.capture.write(tail)
+
+    def stop(self, wait_s: float = 0.25) -> None:
+        try:
+            sys.stdout.flush()
+        except Exception:  # noqa: BLE001
+            pass
+        os.dup2(self.saved, self.fd)  # this process's last write end of the pipe is gone now
+        os.close(self.saved)
+        self.thread.join(wait_s)
 
 
 def _clean(text: str) -> str:
@@ -467,6 +526,7 @@ def run(req: dict, real_fd: int) -> dict:
     saved_main = sys.modules.get("__main__")
     sys.modules["__main__"] = module
     old_out, old_err = sys.stdout, sys.stderr
+    fd_capture = FdCapture(1, out)
     sys.stdout, sys.stderr = out, err
     error = None
     cell_started = time.perf_counter()
@@ -496,6 +556,7 @@ def run(req: dict, real_fd: int) -> dict:
         except Exception as exc:  # noqa: BLE001
             err.write(f"figures could not be saved: {type(exc).__name__}: {exc}\n")
     sys.stdout, sys.stderr = old_out, old_err
+    fd_capture.stop()
     if saved_main is not None:
         sys.modules["__main__"] = saved_main
     result_set = "REPORT_RESULT" in ns
@@ -624,7 +685,10 @@ def emit(frame: dict, real_fd: int, max_inline: int, max_file: int) -> None:
 def main(req) -> None:
     """Run one cell. ``req`` is the request dict (a Python literal in the bootstrap)."""
     set_workdir(os.getcwd())
-    real_fd = sys.stdout.fileno()
+    sys.stdout.flush()
+    # The frame's channel: a private copy of the sandbox's stdout (not inherited by the cell's
+    # subprocesses); fd 1 itself is the cell's, and is captured (FdCapture).
+    real_fd = os.dup(sys.stdout.fileno())
     try:
         frame = run(req, real_fd)
     except BaseException as exc:  # noqa: BLE001 - a runner failure is reported, not hidden

@@ -169,6 +169,24 @@ def test_huge_stdout_is_bounded_and_flagged(call, run):
     assert len(doc["stdout"]) < 2_000_000
 
 
+def test_report_result_survives_a_flood_written_straight_to_fd_1(any_call, any_run):
+    """Issue 13 item 9: >= 1 MiB written to fd 1 (a subprocess, os.write) no longer takes the result with it."""
+    code = (
+        "import os, subprocess, sys\n"
+        "subprocess.run([sys.executable, '-c', 'import os\\nfor _ in range(3): os.write(1, b\"s\" * (1024 * 1024))'])\n"
+        "os.write(1, b'w' * (2 * 1024 * 1024))\n"
+        "print('printed after')\n"
+        "REPORT_RESULT = {'answer': 42}\n"
+    )
+    result = any_call(code)
+    assert result.success, result.for_model()
+    assert result.data["result"] == {"answer": 42}
+    assert result.data["stdout_truncated"] is True  # the flood is captured (bounded), not lost silently
+    doc = json.loads(_content(any_run.artifacts, result.data["artifact_id"]))
+    assert doc["stdout"].startswith("s" * 1000)
+    assert doc["stdout"].rstrip().endswith("printed after")
+
+
 # --- notebook state ----------------------------------------------------------------------
 
 

@@ -37,18 +37,19 @@ def test_host_environment_is_not_passed(local_manager, monkeypatch):
 
 
 def test_timeout_kills_the_whole_process_group(local_manager, tmp_path):
-    marker = tmp_path / "child.pid"
+    # The pid goes into the session's own directory: as root the code runs as a uid of its
+    # own and cannot write the host's (root-only) temp dirs.
     code = (
         "import subprocess, time\n"
-        f"p = subprocess.Popen(['sleep', '300']); open({str(marker)!r}, 'w').write(str(p.pid))\n"
+        "p = subprocess.Popen(['sleep', '300']); open('child.pid', 'w').write(str(p.pid))\n"
         "while True: time.sleep(0.1)\n"
     )
     with local_manager.open_session() as sb:
         started = time.monotonic()
         r = sb.run_code(code, timeout_s=1.5)
         elapsed = time.monotonic() - started
+        child = int(sb.get_file("child.pid"))
     assert r.timed_out and r.exit_code is None and elapsed < 5
-    child = int(marker.read_text())
     time.sleep(0.2)
     assert not _alive(child), "the child of a timed-out execution survived"
 
