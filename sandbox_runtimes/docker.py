@@ -22,6 +22,7 @@ The ``docker`` package is imported only when the runtime is probed or used.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import threading
 import time
@@ -248,7 +249,9 @@ class DockerRuntime(SandboxRuntime):
             probe.info["error"] = f"docker info failed: {_short(exc)}"
             return probe
         probe.oci_runtime = info.get("DefaultRuntime")
-        probe.oci_runtimes = sorted((info.get("Runtimes") or {}).keys())
+        # Only runtimes that exist: podman lists every one its configuration names, installed or not.
+        probe.oci_runtimes = sorted(name for name, entry in (info.get("Runtimes") or {}).items()
+                                    if self._runtime_missing(entry) is None)
         probe.cgroup_version = str(info.get("CgroupVersion")) if info.get("CgroupVersion") else None
         probe.info.update({
             "os": info.get("OperatingSystem"),
@@ -285,6 +288,7 @@ class DockerRuntime(SandboxRuntime):
             read_only=True,
             privileged=False,
             tmpfs=tmpfs,
+            shm_size=spec.shm_bytes,
             ulimits=ulimits,
             init=True,
             binds=[],
@@ -425,8 +429,32 @@ class DockerRuntime(SandboxRuntime):
             "read-only root + sized tmpfs": True,
             "file-size ulimit": True,
             "seccomp (assay profile)": "seccomp" in security,
-            "gVisor (runsc)": "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)" if "runsc" in runtimes else False,
+            "gVisor (runsc)": self._gvisor_status(runtimes),
         }
+
+    def _endpoint_is_local(self) -> bool:
+        endpoint = self.config.docker_host or os.environ.get("DOCKER_HOST") or ""
+        return endpoint == "" or endpoint.startswith(("unix://", "/"))
+
+    def _runtime_missing(self, entry: Any) -> str | None:
+        """Why an OCI runtime the engine lists cannot run (None when it can, or cannot be checked from here)."""
+        path = (entry or {}).get("path") if isinstance(entry, dict) else None
+        if path and self._endpoint_is_local() and shutil.which(path) is None:
+            return f"{path} is not installed"
+        return None
+
+    def _gvisor_status(self, runtimes: dict[str, Any]) -> str:
+        """What doctor says about gVisor: configured only when it could really be used."""
+        requested = self.config.oci_runtime == "runsc"
+        if "runsc" not in runtimes:
+            why: str | None = "the engine has no runsc runtime"
+        elif self.engine() == "podman":
+            why = "podman's Docker-compatible API ignores the OCI runtime (use SANDBOX_RUNTIME=podman)"
+        else:
+            why = self._runtime_missing(runtimes["runsc"])
+        if why is None:
+            return "configured, requested" if requested else "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)"
+        return ("requested, not available: " if requested else "not available: ") + why
 
     def close(self) -> None:
         with self._lock:

@@ -381,6 +381,7 @@ def spec_generator(spec: ContainerSpec) -> dict[str, Any]:
             for t in spec.tmpfs
         ],
         "r_limits": [{"type": u.name, "soft": u.soft, "hard": u.hard} for u in spec.ulimits],
+        "shm_size": spec.shm_bytes,
         "stop_timeout": 1,
         "remove": False,
     }

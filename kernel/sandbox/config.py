@@ -63,6 +63,7 @@ class SandboxConfig(BaseSettings):
     workdir: str = Field(default="/workspace", description="Working directory inside the sandbox.")
     workspace_size: int = Field(default=64 * 1024**2, description="tmpfs size of the working directory.")
     tmp_size: int = Field(default=16 * 1024**2, description="tmpfs size of /tmp.")
+    shm_size: int = Field(default=16 * 1024**2, description="Size of /dev/shm (a tmpfs; counts as memory).")
     output_limit: int = Field(default=1024**2, description="Bytes kept of stdout and of stderr, each.")
     open_files: int = Field(default=256, ge=16, le=1024, description="RLIMIT_NOFILE inside.")
     user: str = Field(default="65534:65534", description="Non-root uid:gid that runs the code.")
@@ -95,7 +96,8 @@ class SandboxConfig(BaseSettings):
             raise ValueError(f"not a runtime name: {value!r}")
         return name
 
-    @field_validator("memory_limit", "max_file_size", "workspace_size", "tmp_size", "output_limit", mode="before")
+    @field_validator("memory_limit", "max_file_size", "workspace_size", "tmp_size", "shm_size", "output_limit",
+                     mode="before")
     @classmethod
     def _size(cls, value: Any) -> int:
         size = parse_size(value)

@@ -56,6 +56,9 @@ TRAILER_ROOM = 256 * 1024
 HELPER_TIMEOUT_S = 30.0
 # Seconds a stream may take to end once the host closed it; past them it is abandoned.
 STREAM_CLOSE_GRACE_S = 5.0
+# How long a hard reset may take before the call gives up on the container
+# running again (it says so in its warnings; the next call then fails clearly).
+RESET_DEADLINE_S = 30.0
 
 __all__ = ["ContainerSession", "ExecStream", "FILES_SOURCE"]
 
@@ -114,6 +117,7 @@ class ContainerSession(RuntimeSession):
         self.id = container_id
         self._destroyed = False
         self._killing = threading.Event()
+        self._reset_failed = False
 
     # --- engine primitives -------------------------------------------------
 
@@ -202,7 +206,12 @@ class ContainerSession(RuntimeSession):
         duration_ms = (time.perf_counter() - started) * 1000
         warnings: list[str] = []
         if host_deadline_hit.is_set():
-            if reset_done.is_set():
+            if reset_done.is_set() and self._reset_failed:
+                warnings.append(
+                    "the in-sandbox timer did not end the work; the host killed the sandbox but it did not "
+                    f"run again within {RESET_DEADLINE_S:.0f} s (open a new session)"
+                )
+            elif reset_done.is_set():
                 warnings.append(
                     "the in-sandbox timer did not end the work; the host killed and restarted the sandbox "
                     f"(its {self.spec.workdir} was reset)"
@@ -251,11 +260,41 @@ class ContainerSession(RuntimeSession):
             return
         self._killing.set()
         try:
-            self._hard_reset()
-        except Exception as exc:  # noqa: BLE001
-            log.error("sandbox_reset_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+            self._reset_failed = not self._reset_and_wait()
         finally:
             self._killing.clear()
+
+    def _reset_and_wait(self, deadline_s: float = RESET_DEADLINE_S) -> bool:
+        """Hard-reset the container and return only once it runs again and answers an exec.
+
+        Engines return from ``start`` (and docker's ``wait``) before the container
+        is really back, so without this the next call could fail at once. A reset
+        whose container does not come back in time is tried again, until ``deadline_s``.
+        """
+        deadline = time.monotonic() + deadline_s
+        while not self._destroyed:
+            try:
+                self._hard_reset()
+            except Exception as exc:  # noqa: BLE001
+                log.warning("sandbox_reset_attempt_failed", runtime=self.runtime, container=self.id[:12],
+                            error=repr(exc))
+            attempt_ends = min(deadline, time.monotonic() + 10.0)
+            while time.monotonic() < attempt_ends and not self._destroyed:
+                if self.alive() and self._answers(max(0.5, min(5.0, deadline - time.monotonic()))):
+                    return True
+                time.sleep(0.05)
+            if time.monotonic() >= deadline:
+                break
+        log.error("sandbox_reset_failed", runtime=self.runtime, container=self.id[:12],
+                  error=f"not running again within {deadline_s:.0f} s")
+        return False
+
+    def _answers(self, timeout_s: float) -> bool:
+        try:
+            code, _, _, _ = self._run_helper(["true"], 64, timeout_s=timeout_s)
+        except Exception:  # noqa: BLE001 - not back yet
+            return False
+        return code == 0
 
     def _kill_code_processes(self) -> bool:
         """SIGKILL every process of the code's uid (the keeper runs as another uid).

@@ -26,6 +26,9 @@ from .errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, Sand
 
 CPU_PERIOD_US = 100_000
 NPROC_BACKSTOP = 1024
+# RLIMIT_MSGQUEUE: bytes of POSIX message queues (/dev/mqueue) the code's uid may hold; the
+# kernel's default, made explicit (engines otherwise pass on whatever the engine process has).
+MSGQUEUE_BYTES = 819_200
 
 # Overrides that would weaken the sandbox. Asking for any of them is refused,
 # whatever the value, so a caller cannot probe for a loophole.
@@ -40,7 +43,7 @@ REFUSED_OVERRIDES = frozenset(
 )
 # Overrides that may only tighten a limit (the configured value is the ceiling).
 TIGHTEN_ONLY = ("memory_limit", "cpu_limit", "max_processes", "max_file_size", "workspace_size", "tmp_size",
-                "timeout")
+                "shm_size", "timeout")
 OTHER_OVERRIDES = ("env", "oci_runtime", "image")
 
 LANGUAGES: dict[str, tuple[str, ...]] = {
@@ -131,6 +134,7 @@ class ContainerSpec:
     max_file_size: int
     timeout_s: float
     oci_runtime: str | None = None
+    shm_bytes: int = 16 * 1024**2  # /dev/shm: the engine's own tmpfs, sized explicitly
     hostname: str = "sandbox"
     # Fixed hardening: not constructor knobs in practice; check() refuses other values.
     network_disabled: bool = True
@@ -177,8 +181,8 @@ class ContainerSpec:
             problems.append("a CPU quota is required")
         if self.pids_limit <= 0:
             problems.append("a pids limit is required")
-        if not self.tmpfs or any(t.size_bytes <= 0 for t in self.tmpfs):
-            problems.append("tmpfs mounts must be size-limited")
+        if not self.tmpfs or any(t.size_bytes <= 0 for t in self.tmpfs) or self.shm_bytes <= 0:
+            problems.append("tmpfs mounts (and /dev/shm) must be size-limited")
         for mount in self.tmpfs:
             # assay's launcher and helpers find python3 on HELPER_PATH: it must stay read-only.
             if any(d == mount.target or d.startswith(mount.target.rstrip("/") + "/") for d in HELPER_PATH.split(":")):
@@ -221,6 +225,7 @@ class ContainerSpec:
             "--user", self.user,
             "--workdir", self.workdir,
             "--init",
+            "--shm-size", str(self.shm_bytes),
         ]
         for mount in self.tmpfs:
             args += ["--tmpfs", f"{mount.target}:{mount.options}"]
@@ -330,10 +335,12 @@ def build_spec(
             # replace all default ulimits once one is given, so nproc must be explicit.
             Ulimit("nproc", NPROC_BACKSTOP, NPROC_BACKSTOP),
             Ulimit("core", 0, 0),
+            Ulimit("msgqueue", MSGQUEUE_BYTES, MSGQUEUE_BYTES),
         ),
         max_file_size=cfg.max_file_size,
         timeout_s=cfg.timeout,
         oci_runtime=ov.get("oci_runtime") or config.oci_runtime,
+        shm_bytes=cfg.shm_size,
     )
     return spec.check()
 
@@ -370,6 +377,8 @@ def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:
         problems.append("there is no init process")
     if hc.get("Binds") or any(m.get("Type") in ("bind", "volume") for m in info.get("Mounts") or []):
         problems.append("the container has host mounts")
+    if hc.get("ShmSize") != spec.shm_bytes:
+        problems.append(f"/dev/shm is {hc.get('ShmSize')} bytes, not {spec.shm_bytes}")
     if str(cfg.get("User")) != spec.user:
         problems.append(f"user is {cfg.get('User')!r}, not {spec.user!r}")
     if spec.oci_runtime:

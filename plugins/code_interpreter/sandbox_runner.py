@@ -72,6 +72,7 @@ class Capture(io.TextIOBase):
     def __init__(self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"):
         self.limit, self.tail_limit, self.tee_left, self.fd, self.name = limit, tail, tee, fd, name
         self.lock = None  # set when a second thread (the fd 1 pump) writes too
+        self.before_write = None  # FdCapture.drain: what reached fd 1 first comes first
         self.head: list[str] = []
         self.head_len = 0
         self.tail: list[str] = []
@@ -93,6 +94,8 @@ class Capture(io.TextIOBase):
             raise TypeError(f"write() argument must be str, not {type(s).__name__}")
         if self.lock is not None:
             with self.lock:
+                if self.before_write is not None:
+                    self.before_write()
                 return self._write(s)
         return self._write(s)
 
@@ -134,8 +137,10 @@ class FdCapture:
 
     Subprocesses and C code write to fd 1 directly; without this, 1 MiB of
     that filled the sandbox's stdout limit and the frame written after it
-    was dropped. :meth:`stop` puts the original back and waits a moment for
-    what is still in the pipe (a process that keeps it open is not waited for).
+    was dropped. Before each ``print`` the capture first takes what is
+    already in the pipe, so the two kinds of output stay in order.
+    :meth:`stop` puts the original back and waits a moment for what is still
+    in the pipe (a process that keeps it open is not waited for).
     """
 
     def __init__(self, fd: int, capture: Capture) -> None:
@@ -145,26 +150,44 @@ class FdCapture:
         self.fd, self.capture = fd, capture
         self.saved = os.dup(fd)  # not inheritable: the cell's subprocesses never get it
         read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
         os.dup2(write_end, fd)
         os.close(write_end)
         self.read_end = read_end
+        self.eof = self.done = False
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         capture.lock = threading.Lock()
+        capture.before_write = self.drain
         self.thread = threading.Thread(target=self._pump, name="assay-fd-capture", daemon=True)
         self.thread.start()
 
-    def _pump(self) -> None:
-        while True:
+    def drain(self) -> None:
+        """Move what the pipe holds now into the capture (the capture's lock is held)."""
+        while not self.eof:
             try:
                 data = os.read(self.read_end, 65536)
-            except OSError:
+            except BlockingIOError:
                 return
+            except OSError:
+                data = b""
             if not data:
-                break
-            self.capture.write(self.decoder.decode(data))
-        tail = self.decoder.decode(b"", final=True)
-        if tail:
-            self.capture.write(tail)
+                self.eof = True
+                data = self.decoder.decode(b"", final=True)
+                if data:
+                    self.capture._write(data)
+                return
+            self.capture._write(self.decoder.decode(data))
+
+    def _pump(self) -> None:
+        import select
+
+        while not self.eof and not self.done:
+            try:
+                select.select([self.read_end], [], [], 0.1)
+            except (OSError, ValueError):
+                return
+            with self.capture.lock:
+                self.drain()
 
     def stop(self, wait_s: float = 0.25) -> None:
         try:
@@ -174,6 +197,10 @@ class FdCapture:
         os.dup2(self.saved, self.fd)  # this process's last write end of the pipe is gone now
         os.close(self.saved)
         self.thread.join(wait_s)
+        with self.capture.lock:
+            self.drain()
+            self.done = True
+            self.capture.before_write = None
 
 
 def _clean(text: str) -> str:

@@ -203,3 +203,93 @@ def test_local_runtime_as_another_user_says_the_callers_environment_is_readable(
     limits = local.LocalRuntime(None).enforced_limits()  # type: ignore[arg-type]
     assert "caller's environment" in limits["environment allow-list"]
     assert limits["environment allow-list"].startswith("the code's own only; NOT the caller's")
+
+
+# --- item 11: doctor does not call a missing gVisor "configured" -----------------------------------
+
+
+@pytest.mark.parametrize("requested", [True, False])
+def test_docker_doctor_says_gvisor_is_not_available_when_runsc_is_not_installed(
+    requested, sandbox_image, podman_api_socket
+):
+    import shutil
+
+    from tests.sandbox_engines.engines import config_for, runtime_class
+
+    if shutil.which("runsc"):
+        pytest.skip("runsc is installed here: nothing to misreport")
+    config = config_for("docker", podman_api_socket, **({"oci_runtime": "runsc"} if requested else {}))
+    runtime = runtime_class("docker")(config)
+    try:
+        status = runtime.enforced_limits()["gVisor (runsc)"]
+        probe = runtime.doctor()
+    finally:
+        runtime.close()
+    assert not str(status).startswith("configured"), status
+    assert status.startswith("requested, not available" if requested else "not available"), status
+    assert "runsc" not in probe.oci_runtimes, probe.oci_runtimes
+
+
+# --- item 10: /dev/shm and POSIX message queues are sized, bounded and accounted for ---------------
+
+_SHM_PROBE = r"""
+import ctypes, errno, json, os, resource
+st = os.statvfs('/dev/shm')
+out = {'shm_bytes': st.f_blocks * st.f_frsize, 'left': sorted(os.listdir('/dev/shm')),
+       'msgqueue': list(resource.getrlimit(resource.RLIMIT_MSGQUEUE))}
+opts = [l.split()[3] for l in open('/proc/mounts') if l.split()[1] == '/dev/shm']
+out['options'] = opts[0].split(',') if opts else []
+with open('/dev/shm/left-by-call', 'w') as fh:
+    fh.write('x')
+# A queue bigger than RLIMIT_MSGQUEUE allows is refused.
+rt = ctypes.CDLL('librt.so.1', use_errno=True)
+class Attr(ctypes.Structure):
+    _fields_ = [('flags', ctypes.c_long), ('maxmsg', ctypes.c_long), ('msgsize', ctypes.c_long), ('cur', ctypes.c_long), ('pad', ctypes.c_long * 4)]
+attr = Attr(0, 10, 8192 * 16, 0)
+fd = rt.mq_open(b'/assay-big', os.O_CREAT | os.O_RDWR, 0o600, ctypes.byref(attr))
+out['big_queue'] = 'OPENED' if fd >= 0 else errno.errorcode.get(ctypes.get_errno(), str(ctypes.get_errno()))
+if fd >= 0:
+    rt.mq_unlink(b'/assay-big')
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_dev_shm_is_sized_explicitly_and_message_queues_are_bounded(runtime, fresh_session, engine_managers):
+    from assay.kernel.sandbox.spec import MSGQUEUE_BYTES
+
+    config = engine_managers(runtime).config
+    session = fresh_session(runtime)
+    first = session.run_code(_SHM_PROBE, timeout_s=20)
+    assert first.exit_code == 0, first.stderr[-2000:]
+    facts = json.loads(first.stdout.strip().splitlines()[-1])
+    assert facts["shm_bytes"] == config.shm_size, facts
+    assert {"nosuid", "nodev", "noexec"} <= set(facts["options"]), facts
+    assert facts["msgqueue"] == [MSGQUEUE_BYTES, MSGQUEUE_BYTES], facts
+    assert facts["big_queue"] in ("EMFILE", "ENOMEM", "EINVAL", "EACCES"), facts
+    # What is left in /dev/shm stays for the session's later calls (documented), never for another session.
+    again = json.loads(session.run_code(_SHM_PROBE, timeout_s=20).stdout.strip().splitlines()[-1])
+    assert again["left"] == ["left-by-call"], again
+    other = json.loads(fresh_session(runtime).run_code(_SHM_PROBE, timeout_s=20).stdout.strip().splitlines()[-1])
+    assert other["left"] == [], other
+
+
+# --- item 7: after a host-side hard reset the call returns only once the container runs again -------
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_after_a_hard_reset_the_container_runs_again_before_the_call_returns(runtime, fresh_session,
+                                                                              engine_managers):
+    manager = engine_managers(runtime, host_grace=1.0)
+    session = fresh_session(runtime, host_grace=1.0)
+    rs = manager._sessions[session.id].runtime
+    rs._kill_code_processes = lambda: False  # a wedged kill helper: the host must reset the container
+    marker = f"reset-{uuid.uuid4().hex}"
+    code = f"# {marker}\nimport os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nwhile True:\n    pass\n"
+    result = session.run_code(code, timeout_s=1)
+    assert result.timed_out
+    assert any("restarted" in w for w in result.warnings), result.warnings
+    assert rs.alive(), "the call returned before the container was running again"
+    after = session.run_code("print('back')", timeout_s=10)
+    assert after.stdout == "back\n", after
+    assert host_pids_running(marker) == []
