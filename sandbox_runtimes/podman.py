@@ -5,7 +5,9 @@ or a path). Without it, the runtime uses the system socket when it answers,
 else starts ``podman system service`` itself on a per-user socket under the
 temp directory (shared by assay processes, guarded by a file lock; the
 service exits by itself after ``PODMAN_SERVICE_IDLE_S`` without clients, so
-nothing outlives a killed owner for long).
+nothing outlives a killed owner for long). That service runs with a short
+exec exit delay (:mod:`assay.sandbox_runtimes.podman_conf`): podman's default
+keeps two ``conmon`` processes per execution on the host for 300 s.
 
 The container is created from the hardened spec by posting a libpod
 SpecGenerator directly (podman-py's ``containers.create`` cannot express
@@ -105,9 +107,12 @@ class PodmanRuntime(SandboxRuntime):
                 raise RuntimeError("the podman binary is not on PATH and SANDBOX_PODMAN_SOCKET is not set")
             sock.unlink(missing_ok=True)
             logf = open(sock.parent / "service.log", "ab")
+            from .podman_conf import service_environment
+
             subprocess.Popen(
                 [binary, "system", "service", f"--time={PODMAN_SERVICE_IDLE_S}", f"unix://{sock}"],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, close_fds=True,
+                env={**os.environ, **service_environment(sock.parent)},
                 # conmon drops marker files (an empty "oom" after an OOM kill) into its
                 # working directory: keep them in the service's own directory.
                 cwd=sock.parent,

@@ -74,11 +74,15 @@ def podman_service(start_timeout: float = 30.0) -> Iterator[str]:
     The service is stopped with SIGTERM (then SIGKILL) by its own PID and the
     directory removed, even when the body raises.
     """
+    from assay.sandbox_runtimes.podman_conf import service_environment
+
     tmp = tempfile.mkdtemp(prefix="assay-podman-")
     path = os.path.join(tmp, "podman.sock")
     log = open(os.path.join(tmp, "service.log"), "wb")
     proc = subprocess.Popen(
         ["podman", "system", "service", "--time=0", f"unix://{path}"],
+        # As the runtime starts its own service: a short exec exit delay (conmon leftovers).
+        env={**os.environ, **service_environment(tmp)},
         stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in the test run reaches us, not the service first
         cwd=tmp,  # conmon writes an empty "oom" marker into its working directory

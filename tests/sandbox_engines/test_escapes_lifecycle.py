@@ -293,3 +293,65 @@ def test_after_a_hard_reset_the_container_runs_again_before_the_call_returns(run
     after = session.run_code("print('back')", timeout_s=10)
     assert after.stdout == "back\n", after
     assert host_pids_running(marker) == []
+
+
+# --- item 12: each execution's conmon processes on the host are bounded in time --------------------
+
+
+def _exec_conmons(container_id: str) -> int:
+    count = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                argv = fh.read().split(b"\0")
+        except OSError:
+            continue
+        if argv and argv[0].endswith(b"conmon") and b"--exec-attach" in argv and container_id.encode() in argv:
+            count += 1
+    return count
+
+
+@pytest.mark.parametrize("runtime", API_RUNTIMES)
+def test_conmon_processes_of_finished_executions_leave_the_host_within_seconds(runtime, fresh_session,
+                                                                               engine_managers, capsys):
+    from assay.sandbox_runtimes.podman_conf import EXEC_EXIT_DELAY_S
+
+    session = fresh_session(runtime)
+    container = engine_managers(runtime).status(session.id).container
+    executions = 10
+    for _ in range(executions):
+        assert session.run_code("print(1)", timeout_s=10).stdout == "1\n"
+    peak = _exec_conmons(container)
+    started = time.monotonic()
+    bound = EXEC_EXIT_DELAY_S + 10  # podman's own default kept them 300 s
+    left = peak
+    while left and time.monotonic() - started < bound:
+        time.sleep(0.25)
+        left = _exec_conmons(container)
+    took = time.monotonic() - started
+    with capsys.disabled():
+        print(f"\n[{runtime}] {executions} executions: {peak} exec conmon processes right after, "
+              f"{left} after {took:.1f} s")
+    assert peak <= 2 * executions
+    assert left == 0, f"{left} exec conmon processes still on the host after {took:.1f} s (peak {peak})"
+
+
+def test_podman_service_conf_changes_only_the_exit_delay(tmp_path, monkeypatch):
+    import tomllib
+
+    from assay.sandbox_runtimes.podman_conf import EXEC_EXIT_DELAY_S, service_environment
+
+    source = tmp_path / "system.conf"
+    source.write_text('[containers]\ndefault_ulimits = ["nofile=1024:1024"]\n[engine]\nruntime = "runc"\n'
+                      'exit_command_delay = 300\n[engine.runtimes]\nrunc = ["/usr/bin/runc"]\n')
+    monkeypatch.setenv("CONTAINERS_CONF", str(source))
+    env = service_environment(tmp_path)
+    written = tomllib.loads((tmp_path / "containers.conf").read_text())
+    assert env == {"CONTAINERS_CONF": str(tmp_path / "containers.conf")}
+    expected = tomllib.loads(source.read_text())
+    expected["engine"]["exit_command_delay"] = EXEC_EXIT_DELAY_S
+    assert written == expected
+    source.write_text("[engine\nbroken")  # unreadable exactly: the service keeps podman's own setting
+    assert service_environment(tmp_path) == {}
