@@ -3,6 +3,7 @@ service exits by itself once idle (nothing outlives its users for long)."""
 
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -28,6 +29,15 @@ def test_starts_its_own_service_and_the_service_exits_when_idle(tmp_path, monkey
     probe = runtime.probe()
     assert probe.available and probe.endpoint == f"unix://{sock}" and probe.version
     runtime.close()
+    # It runs with the short exec exit delay (conmon leftovers, issue 13 item 12).
+    import tomllib
+
+    from assay.sandbox_runtimes.podman_conf import EXEC_EXIT_DELAY_S
+
+    conf = sock.parent / "containers.conf"
+    assert tomllib.loads(conf.read_text())["engine"]["exit_command_delay"] == EXEC_EXIT_DELAY_S
+    service_env = [open(f"/proc/{pid}/environ", "rb").read() for pid in _pids_with(str(sock))]
+    assert service_env and all(f"CONTAINERS_CONF={conf}".encode() in env.split(b"\0") for env in service_env)
     # Poll rarely: each ping is activity that restarts the service's idle clock.
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
@@ -35,3 +45,14 @@ def test_starts_its_own_service_and_the_service_exits_when_idle(tmp_path, monkey
         if not podman_rt._pings(str(sock), 0.5):
             break
     assert not podman_rt._pings(str(sock), 0.5), "the self-started podman service did not exit when idle"
+
+
+def _pids_with(text: str) -> list[str]:
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if text.encode() in open(f"/proc/{pid}/cmdline", "rb").read():
+                found.append(pid)
+        except OSError:
+            continue
+    return found
