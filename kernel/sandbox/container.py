@@ -291,7 +291,7 @@ class ContainerSession(RuntimeSession):
 
     def _answers(self, timeout_s: float) -> bool:
         try:
-            code, _, _, _ = self._run_helper(["true"], 64, timeout_s=timeout_s)
+            code, _, _, _ = self._run_helper(["/bin/true"], 64, timeout_s=timeout_s)
         except Exception:  # noqa: BLE001 - not back yet
             return False
         return code == 0
