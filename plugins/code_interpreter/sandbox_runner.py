@@ -158,6 +158,9 @@ class FdCapture:
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         capture.lock = threading.Lock()
         capture.before_write = self.drain
+        # A child forked by the cell (multiprocessing's fork) has no pump thread, and the lock
+        # may have been held by it at the fork: the child's copy goes back to plain writes.
+        os.register_at_fork(after_in_child=self._forked)
         self.thread = threading.Thread(target=self._pump, name="assay-fd-capture", daemon=True)
         self.thread.start()
 
@@ -177,6 +180,10 @@ class FdCapture:
                     self.capture._write(data)
                 return
             self.capture._write(self.decoder.decode(data))
+
+    def _forked(self) -> None:
+        self.capture.lock = self.capture.before_write = None
+        self.done = True
 
     def _pump(self) -> None:
         import select
