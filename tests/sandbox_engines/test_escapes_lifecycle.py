@@ -360,3 +360,32 @@ def test_podman_service_conf_changes_only_the_exit_delay(tmp_path, monkeypatch):
     assert written == expected
     source.write_text("[engine\nbroken")  # unreadable exactly: the service keeps podman's own setting
     assert service_environment(tmp_path) == {}
+
+
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+def test_a_reset_whose_start_returns_early_is_waited_for(runtime, fresh_session, engine_managers):
+    """The engines' start returned before the container ran (docker 4 of 4, podman 1 of 6): modelled here
+    by a reset that kills at once and starts the container 1.5 s later, in the background."""
+    import threading
+
+    manager = engine_managers(runtime, host_grace=1.0)
+    session = fresh_session(runtime, host_grace=1.0)
+    rs = manager._sessions[session.id].runtime
+    rs._kill_code_processes = lambda: False
+    started = []
+
+    def early_returning_reset():
+        subprocess.run(["podman", "kill", "--signal", "KILL", rs.id], capture_output=True, timeout=60)
+        subprocess.run(["podman", "wait", rs.id], capture_output=True, timeout=60)
+        timer = threading.Timer(1.5, lambda: subprocess.run(["podman", "start", rs.id], capture_output=True))
+        timer.start()
+        started.append(timer)
+
+    rs._hard_reset = early_returning_reset
+    code = "import os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nwhile True:\n    pass\n"
+    result = session.run_code(code, timeout_s=1)
+    assert result.timed_out and any("restarted" in w for w in result.warnings), result.warnings
+    assert rs.alive(), "the call returned before the container was running again"
+    assert session.run_code("print('back')", timeout_s=10).stdout == "back\n"
+    for timer in started:
+        timer.join()
