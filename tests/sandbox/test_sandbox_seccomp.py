@@ -56,7 +56,7 @@ def _inspect(spec, security_opt):
     return {
         "HostConfig": {"NetworkMode": "none", "Memory": spec.memory_bytes, "MemorySwap": spec.memory_swap_bytes,
                        "CpuQuota": spec.cpu_quota_us, "PidsLimit": spec.pids_limit, "SecurityOpt": security_opt,
-                       "ReadonlyRootfs": True, "Init": True},
+                       "ReadonlyRootfs": True, "Init": True, "ShmSize": spec.shm_bytes},
         "Config": {"User": spec.user},
     }
 
