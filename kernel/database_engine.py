@@ -107,6 +107,10 @@ class DatabaseEngine(Protocol):
         """Each result column's type name."""
         ...
 
+    def value_length_bound(self, raw: Any) -> int | None:
+        """The longest text or binary value the engine can return on ``raw``, or None (no known bound)."""
+        ...
+
     def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
         """Up to ``limit`` rows with numeric columns as decimal text, and their indexes; None if it cannot."""
         ...

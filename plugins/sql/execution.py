@@ -106,7 +106,7 @@ class RowStream:
     """
 
     def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
-                 attempt: "Attempt", limit: int, typed_columns: bool = True) -> None:
+                 attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None) -> None:
         self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
         self._typed = typed_columns  # False (SQLite): a column's values may be of any type, row by row
         self.value_kinds = streamed.value_kinds
@@ -116,6 +116,7 @@ class RowStream:
         self.error: BaseException | None = None
         self.finished_at: float | None = None
         self._wide: list[int] | None = None  # columns that may hold long values (text, binary)
+        self._value_cap = value_cap  # refuse a value longer than this (None: none can be)
 
     @property
     def rows(self) -> Iterable[tuple]:
@@ -138,7 +139,7 @@ class RowStream:
         try:
             batches = chain([self._first], self._batches) if self._first else self._batches
             self._first = []
-            cap = self._attempt.max_value_bytes
+            cap = self._value_cap
             for batch in batches:
                 if cap is not None and batch:
                     if self._wide is None:
@@ -405,9 +406,12 @@ class Executor:
         try:
             first = next(streamed.batches, [])
             columns = [str(d[0]) for d in streamed.description or ()]
+            cap, bound_of = attempt.max_value_bytes, getattr(self.engine, "value_length_bound", None)
+            bound = bound_of(raw) if bound_of is not None else None
             stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
                                first, attempt, self.max_result_rows,
-                               typed_columns=getattr(self.engine, "typed_columns", True))
+                               typed_columns=getattr(self.engine, "typed_columns", True),
+                               value_cap=None if cap is None or (bound is not None and bound <= cap) else cap)
             try:
                 consumed = attempt.consume(stream)
                 stream.drain()

@@ -62,6 +62,27 @@ def test_sqlite_long_value_after_numbers_in_the_same_column_is_refused(request, 
     assert result.metadata["row"] == 3
 
 
+def test_sqlite_values_are_not_measured_when_its_own_length_limit_is_under_the_cap(request, monkeypatch):
+    # SQLITE_LIMIT_LENGTH (1e9 bytes) is under the default cap (1 GiB): no value can be over it, so sql_query
+    # skips measuring each one (on SQLite that costs as much as the capture); under a lower cap it measures.
+    import assay.plugins.sql.execution as execution
+
+    measured = []
+    original = execution.check_value_sizes
+    monkeypatch.setattr(execution, "check_value_sizes", lambda *a: measured.append(a[2]) or original(*a))
+    for cap, expected in ((None, []), ("20000", [20000])):
+        if cap:
+            monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", cap)
+        kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
+        kernel.attach(new_db("sqlite", request))
+        result = kernel.call_tool("sql_query", {"sql": "SELECT order_id, total FROM orders LIMIT 5"},
+                                  run=kernel.new_run())
+        kernel.close()
+        assert result.success, result.message
+        assert measured == expected
+        measured.clear()
+
+
 def test_a_capture_cut_at_the_cap_says_so_in_text_row_count_and_truncated(engine, request, capped_kernel):
     capped_kernel.attach(new_db(engine, request))
     run = capped_kernel.new_run()

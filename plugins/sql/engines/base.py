@@ -188,6 +188,11 @@ class SqlEngine:
     def column_types(self, raw: Any, description: Any, rows: list[tuple]) -> list[str]:
         return [python_type(rows, i) for i in range(len(description or ()))]
 
+    def value_length_bound(self, raw: Any) -> int | None:
+        """The longest text/binary value ``raw`` can return (None: unknown). When it is not above the
+        artifact cap, no value can be, and ``sql_query`` skips measuring each one."""
+        return None
+
     def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
         """Up to ``limit`` rows with numeric columns left as the server's text (str or ASCII bytes), and their indexes.
 

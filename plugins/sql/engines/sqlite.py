@@ -86,6 +86,11 @@ class SqliteEngine(SqlEngine):
             problems.append("a transaction was left open")
         return problems
 
+    def value_length_bound(self, raw: sqlite3.Connection) -> int:
+        # SQLITE_LIMIT_LENGTH (1,000,000,000 bytes by default, under the default 1 GiB artifact cap) bounds
+        # every string or blob SQLite produces; a str of n characters is at least n bytes.
+        return raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+
     def cancel(self, raw: sqlite3.Connection, session_id: Any, pool: Pool) -> None:
         raw.interrupt()  # the progress handler also stops it at the deadline
 
