@@ -181,9 +181,10 @@ class _Render:
         record = self.citable(citation.artifact_id)
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
         value = selected.value
+        nulls = _nulls(value)
+        self.missing_used = self.missing_used or bool(nulls)
         if value is None:
             text = MISSING_MARK
-            self.missing_used = True
         else:
             plain = decode(value)
             try:
@@ -193,7 +194,7 @@ class _Render:
                                  f"format {citation.format!r} does not apply to {_plain(plain)[:80]!r}: {exc}",
                                  "Use a format for the value's type (',.2f' for numbers) or none.") from None
         self.cite(record, field, {"path": citation.path}, null=value is None, rendered=text,
-                  format=citation.format)
+                  format=citation.format, **({"null_items": nulls} if value is not None and nulls else {}))
         return f"{text}{self.mark(citation.artifact_id)}"
 
     def table(self, block: Any) -> str:
@@ -262,9 +263,24 @@ class _Render:
         return text + (f" - {record.incomplete_note()}" if not record.complete else "")
 
 
+def _nulls(value: Any) -> int:
+    """How many NULLs ``value`` is or holds (a whole row or object is cited as a list or dict)."""
+    if value is None:
+        return 1
+    if isinstance(value, (list, tuple)):
+        return sum(map(_nulls, value))
+    if isinstance(value, dict):
+        return sum(map(_nulls, value.values()))
+    return 0
+
+
 def _plain(value: Any) -> str:
     if value is None:
         return MISSING_MARK
+    if isinstance(value, (list, tuple)):  # a whole row: its NULLs are the missing mark too, never "None"
+        return "[" + ", ".join(map(_plain, value)) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_plain(v)}" for k, v in value.items()) + "}"
     if isinstance(value, float):
         if value != value or value in (float("inf"), float("-inf")):
             return repr(value)

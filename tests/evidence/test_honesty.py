@@ -298,6 +298,19 @@ def test_cited_null_renders_as_the_missing_mark_and_provenance_says_null(kernel)
     assert report.provenance["citations"][1]["null_cells"] == 1
 
 
+def test_a_cited_row_shows_its_nulls_as_the_missing_mark(kernel):
+    run = kernel.new_run()
+    record = _three_artifacts(run)[0]
+    doc = {"title": "t", "blocks": [{"type": "number", "label": "Row", "artifact_id": record.artifact_id,
+                                     "path": [0]}]}
+    result = kernel.call_tool("render_report", {"document": doc}, run=run)
+    assert result.success, result.message
+    assert "**Row:** [north, 100.0, --][^1]" in result.content
+    assert "None" not in result.content and "marks a missing value" in result.content
+    citation = run.artifacts.catalog.get(result.data["artifact_id"]).provenance["citations"][0]
+    assert citation["null"] is False and citation["null_items"] == 1
+
+
 def test_report_refuses_to_cite_another_runs_artifact(kernel):
     other = kernel.new_run()
     foreign = _three_artifacts(other)[0]
