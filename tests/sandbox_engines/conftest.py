@@ -117,3 +117,18 @@ def shared_sessions(engine_managers):
         return session
 
     return get
+
+
+@pytest.fixture
+def fresh_session(engine_managers):
+    """``open(runtime, **manager_overrides)``: a new session of its own, closed after the test."""
+    opened = []
+
+    def open_(runtime: str, **overrides):
+        session = engine_managers(runtime, **overrides).open_session()
+        opened.append(session)
+        return session
+
+    yield open_
+    for session in opened:
+        session.close()

@@ -24,21 +24,6 @@ from tests.sandbox_engines.engines import ALL_RUNTIMES, CONTAINER_RUNTIMES, host
 MiB = 1024**2
 
 
-@pytest.fixture
-def fresh_session(engine_managers):
-    """``open(runtime, **manager_overrides)``: a new session of its own, closed after the test."""
-    opened = []
-
-    def open_(runtime: str, **overrides):
-        session = engine_managers(runtime, **overrides).open_session()
-        opened.append(session)
-        return session
-
-    yield open_
-    for session in opened:
-        session.close()
-
-
 def _gone(marker: str, within_s: float = 5.0) -> list[int]:
     """Poll the host's process table until nothing carries ``marker`` (returns what is left)."""
     deadline = time.monotonic() + within_s

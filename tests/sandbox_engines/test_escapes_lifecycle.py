@@ -27,20 +27,6 @@ API_RUNTIMES = ("podman", "docker")  # the two reached through the private API s
 MiB = 1024**2
 
 
-@pytest.fixture
-def fresh_session(engine_managers):
-    opened = []
-
-    def open_(runtime: str, **overrides):
-        session = engine_managers(runtime, **overrides).open_session()
-        opened.append(session)
-        return session
-
-    yield open_
-    for session in opened:
-        session.close()
-
-
 def _container_exists(cid: str) -> bool:
     done = subprocess.run(["podman", "container", "exists", cid], capture_output=True, timeout=60)
     return done.returncode == 0
