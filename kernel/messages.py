@@ -23,6 +23,15 @@ class ToolCall(BaseModel):
         return self.arguments if isinstance(self.arguments, str) else json.dumps(self.arguments)
 
 
+class Usage(BaseModel):
+    """Token counts of one model exchange, as the provider reported them."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 class Message(BaseModel):
     """One turn of the conversation, in the chat-completions vocabulary."""
 
@@ -33,6 +42,7 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None  # on role="tool": the call this answers
     name: str | None = None  # on role="tool": the tool's name
+    usage: Usage | None = None  # on role="assistant": tokens of the exchange that produced it (not sent back)
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
@@ -46,10 +56,3 @@ class Message(BaseModel):
         if self.name is not None and self.role == "tool":
             out["name"] = self.name
         return out
-
-
-class Usage(BaseModel):
-    model_config = ConfigDict(defer_build=True)
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0

@@ -62,7 +62,7 @@ class OpenAICompatibleModel(Model):
             body["temperature"] = self.settings.temperature
         return body
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: Any = None) -> Message:
         import urllib.error
         import urllib.request
 
@@ -112,7 +112,7 @@ class OpenAICompatibleModel(Model):
                 except ValueError:
                     pass  # left as a string: the kernel reports it as TOOL_ARGUMENTS_INVALID to the model
             calls.append(ToolCall(id=raw.get("id") or f"call_{len(calls) + 1}", name=fn.get("name", ""), arguments=arguments))
-        return Message(role="assistant", content=choice.get("content"), tool_calls=calls)
+        return Message(role="assistant", content=choice.get("content"), tool_calls=calls, usage=self.last_usage)
 
 
 def _error_text(body: str) -> str:

@@ -40,7 +40,7 @@ class ScriptedModel(Model):
         self._lock = threading.Lock()
         self.seen: list[list[Message]] = []  # the conversation at each turn, for assertions
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]]) -> Message:
+    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: Any = None) -> Message:
         from assay.kernel.messages import Message
 
         with self._lock:
