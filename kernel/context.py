@@ -30,6 +30,7 @@ class RunContext:
     kernel: "Kernel | None" = None
     run_id: str = field(default_factory=new_run_id)
     artifacts: Any = None  # kernel.evidence.ArtifactSink, or None when nothing is captured
+    model: Any = None  # the run's kernel.models.Model, for tools that start a sub-agent (None outside an agent run)
     _scoped: dict[str, Any] = field(default_factory=dict, repr=False)
     _closers: list[tuple[str, Callable[[Any], Any]]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
