@@ -16,8 +16,8 @@ from __future__ import annotations
 import string
 from typing import Any
 
-from assay import AssayError, RunContext, ToolResult, hookimpl, tool
 from assay.kernel.reports import (
+    MISSING_MARK,
     Citation,
     HeadingBlock,
     ImageBlock,
@@ -27,11 +27,12 @@ from assay.kernel.reports import (
     TextBlock,
 )
 
+from assay import AssayError, RunContext, ToolResult, hookimpl, tool
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
 REPORT_CITATION_OTHER_RUN = "REPORT_CITATION_OTHER_RUN"
 
-MISSING_MARK = "--"  # how a cited NULL (None) is shown: never a number, never a word that reads like data
+# MISSING_MARK (from assay.kernel.reports): how a cited NULL or an unverifiable value is shown, never a number
 
 
 class MarkdownRenderer:
@@ -87,6 +88,13 @@ class _Render:
                     exc.hint or "Cite an artifact id and selector that a tool call of this run returned.",
                     details={"block": index, "cause": exc.code},
                 ) from exc
+        if self.doc.gaps:
+            parts.append("## Gaps")
+            parts.append("These parts could not be shown from verified evidence and were left out "
+                         f"(a value shows `{MISSING_MARK}`):")
+            parts.extend(f"- block {g.block} ({g.kind}{', ' + g.field if g.field else ''}"
+                         f"{', artifact `' + g.artifact_id + '`' if g.artifact_id else ''}): {_escape_line(g.reason)}"
+                         for g in self.doc.gaps)
         if self.sources:
             parts.append("## Sources")
             parts.extend(self.footnote(aid, n) for aid, n in self.sources.items())
@@ -101,8 +109,8 @@ class _Render:
         if isinstance(block, TextBlock):
             return self.text(block)
         if isinstance(block, NumberBlock):
-            value = self.value(Citation(artifact_id=block.artifact_id, path=block.path, format=block.format),
-                               "number")
+            value = self.value(Citation(artifact_id=block.artifact_id, path=block.path, format=block.format,
+                                        unavailable=block.unavailable), "number")
             return f"**{_escape_line(block.label)}:** {value}"
         if isinstance(block, TableBlock):
             return self.table(block)
@@ -178,6 +186,11 @@ class _Render:
     def value(self, citation: Any, field: str) -> str:
         from assay.kernel.evidence import decode, read_artifact_result
 
+        if citation.unavailable is not None:  # a gap the pipeline recorded: shown as missing, never read
+            self.citations.append({"block": self.index, "field": field, "artifact_id": citation.artifact_id,
+                                   "selector": {"path": citation.path}, "unavailable": citation.unavailable,
+                                   "rendered": MISSING_MARK})
+            return MISSING_MARK
         record = self.citable(citation.artifact_id)
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
         value = selected.value
@@ -198,42 +211,43 @@ class _Render:
         return f"{text}{self.mark(citation.artifact_id)}"
 
     def table(self, block: Any) -> str:
-        from assay.kernel.evidence import decode, read_artifact_result
+        from assay.kernel.evidence import decode
+
+        from .tables import resolve_table
 
         record = self.citable(block.artifact_id)
-        stop = block.max_rows if record.complete else min(block.max_rows, record.row_count or 0)
-        selected = read_artifact_result(self.reader, block.artifact_id, {"rows": [0, stop]},
-                                        max_rows=block.max_rows)
-        columns = block.columns or list(selected.columns)
-        unknown = [c for c in columns if c not in selected.columns]
-        if unknown:
-            raise AssayError(REPORT_CITATION_INVALID, f"no column(s) {unknown}; the artifact has {selected.columns}")
-        index = [selected.columns.index(c) for c in columns]
-        lines = ["| " + " | ".join(_cell(c) for c in columns) + " |", "|" + "---|" * len(columns)]
+        table = resolve_table(self.reader, block, record)
+        lines = ["| " + " | ".join(_cell(c) for c in table.columns) + " |", "|" + "---|" * len(table.columns)]
         nulls = 0
-        for row in selected.rows or []:
+        for row in table.rows:
             cells = []
-            for i in index:
-                if row[i] is None:
+            for value in row:
+                if value is None:
                     nulls += 1
                     cells.append(MISSING_MARK)
                 else:
-                    cells.append(_cell(_plain(decode(row[i]))))
+                    cells.append(_cell(_plain(decode(value))))
             lines.append("| " + " | ".join(cells) + " |")
         self.missing_used = self.missing_used or nulls > 0
-        shown = len(selected.rows or [])
-        total = selected.total_rows if selected.total_rows is not None else shown
-        if record.complete:
-            caption = (block.caption + " " if block.caption else "") + f"({shown} of {total} rows)"
+        caption = block.caption + " " if block.caption else ""
+        if not table.rows:  # an empty result is "no rows", never a table of zeros
+            what = ("no rows match the filter" if block.filter and table.total_rows
+                    else "no rows: the result is empty")
+            lines = [f"*{_escape_line(caption + '(' + what + ')')}*"]
+            caption = None
+        elif record.complete or block.path is not None:
+            caption += f"({table.describe()})"
         else:
             returned = record.rows_returned
             of = (f"the query returned {returned}" if returned is not None
                   else "the rows after them were not counted")
-            caption = ((block.caption + " " if block.caption else "")
-                       + f"({shown} of the {total} rows kept; {of}: "
-                       "the artifact is INCOMPLETE, its capture stopped at the size limit)")
-        self.cite(record, None, {"rows": [0, stop], "columns": columns}, rows_shown=shown, null_cells=nulls)
-        return "\n".join(lines) + f"\n\n*{_escape_line(caption)}*{self.mark(block.artifact_id)}"
+            caption += (f"({len(table.rows)} of the {table.total_rows} rows kept; {of}: "
+                        "the artifact is INCOMPLETE, its capture stopped at the size limit)")
+        self.cite(record, None, table.selector, rows_shown=len(table.rows), null_cells=nulls)
+        body = "\n".join(lines)
+        if caption is None:
+            return body + self.mark(block.artifact_id)
+        return body + f"\n\n*{_escape_line(caption)}*{self.mark(block.artifact_id)}"
 
     def cite(self, record: Any, field: str | None, selector: dict[str, Any] | None, **extra: Any) -> None:
         """Keep what this value was read from, so the report can be re-verified later."""
