@@ -272,7 +272,7 @@ def test_kept_report_keeps_artifact_selector_and_sha256_of_every_value(kernel):
     assert by_field["alpha"]["selector"] == {"path": [0, "revenue"]}
     assert by_field["alpha"]["sha256"] == records[0].sha256 and by_field["alpha"]["run_id"] == run.run_id
     table = citations[-1]
-    assert table["selector"] == {"rows": [0, 20], "columns": ["region", "revenue"]}
+    assert table["selector"] == {"rows": [0, 20], "columns": ["region", "revenue"], "limit": 20}
     assert table["sha256"] == records[1].sha256
     assert report.provenance["document"]["blocks"][0]["cite"]["alpha"]["artifact_id"] == records[0].artifact_id
     for c in citations:  # re-verifiable: each value reads back from the same, unchanged, artifact
