@@ -39,6 +39,7 @@ from .tools import ArgumentsInvalid, BaseTool
 
 if TYPE_CHECKING:
     from .evidence.kernel_evidence import KernelEvidence
+    from .runs.store import RunStore
     from .sandbox.manager import SandboxManager
 
 log = get_logger("assay.kernel")
@@ -70,6 +71,7 @@ class Kernel:
         self._loading_thread: int | None = None  # the thread running the register hooks, while it does
         self._evidence: KernelEvidence | None = None  # made on first use (kernel.evidence)
         self._sandbox: SandboxManager | None = None  # made on first use (kernel.sandbox)
+        self._runs: RunStore | None = None  # made on first use (kernel.runs)
         # Now, while this is (normally) the main thread: the sandbox is often first used from
         # a worker thread, where a SIGTERM handler can no longer be installed.
         exit_signals.install()
@@ -372,6 +374,19 @@ class Kernel:
                 manager = self._sandbox
         return manager
 
+    @property
+    def runs(self) -> RunStore:
+        """The runs store: every agent run's record and transcript (SQLite under ASSAY_HOME)."""
+        runs = self._runs
+        if runs is None:
+            with self._lock:
+                if self._runs is None:
+                    from .runs import open_store
+
+                    self._runs = open_store(self.settings)
+                runs = self._runs
+        return runs
+
     # --- runs and tool calls ---------------------------------------------
 
     def new_run(self, *, capture: bool = True, run_id: str | None = None) -> RunContext:
@@ -492,6 +507,9 @@ class Kernel:
         with self._lock:
             sandbox, self._sandbox = self._sandbox, None
             evidence, self._evidence = self._evidence, None
+            runs, self._runs = self._runs, None
+        if runs is not None:
+            runs.close()
         if sandbox is not None:
             sandbox.close()
         if evidence is not None:

@@ -59,6 +59,9 @@ class BaseTool:
 
     name: str = ""
     description: str = ""
+    concurrent: bool = False
+    """True when several calls of this tool may run at once in one run (the agent then runs
+    parallel calls of one model turn concurrently); False (the default) runs them one by one."""
 
     @property
     def is_async(self) -> bool:

@@ -52,22 +52,22 @@ class TableInfo(BaseModel):
 
 
 def render_schema(header: str, tables: list[TableInfo], max_chars: int) -> str:
-    """The schema under ``max_chars``: full tables while they fit, then names only, then a count.
+    """The schema under ``max_chars``: the smallest tables in full while they fit (the largest are
+    summarised to one line each), then names only, then a count. Tables keep their order.
 
     A cut always ends with a note naming ``list_tables`` / ``describe_table``.
     """
-    parts = [header]
-    used = len(header)
     note_room = 160
-    shown_full = 0
-    for table in tables:
-        block = table.render()
-        if used + len(block) + 1 + note_room > max_chars:
+    blocks = [t.render() for t in tables]
+    used = len(header)
+    full: set[int] = set()
+    for index in sorted(range(len(tables)), key=lambda i: len(blocks[i])):
+        if used + len(blocks[index]) + 1 + note_room > max_chars:
             break
-        parts.append(block)
-        used += len(block) + 1
-        shown_full += 1
-    rest = tables[shown_full:]
+        full.add(index)
+        used += len(blocks[index]) + 1
+    parts = [header] + [blocks[i] for i in range(len(tables)) if i in full]
+    rest = [t for i, t in enumerate(tables) if i not in full]
     if not rest:
         return "\n".join(parts)
     named: list[str] = []
@@ -78,10 +78,10 @@ def render_schema(header: str, tables: list[TableInfo], max_chars: int) -> str:
         named.append(line)
         used += len(line) + 2
     if named:
-        parts.append("Also (columns not shown): " + "; ".join(named))
+        parts.append("Also (columns not shown; call describe_table): " + "; ".join(named))
     hidden = len(rest) - len(named)
     note = (
-        f"(schema cut to fit the prompt: {shown_full} of {len(tables)} tables shown in full"
+        f"(schema cut to fit the prompt: {len(full)} of {len(tables)} tables shown in full"
         + (f", {hidden} not named" if hidden else "")
         + "; call list_tables and describe_table for the rest)"
     )

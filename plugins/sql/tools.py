@@ -193,7 +193,12 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
 
 
 class SqlTool(FunctionTool):
-    """A sync tool with a real async path (so task cancellation reaches the database)."""
+    """A sync tool with a real async path (so task cancellation reaches the database).
+
+    Calls may run concurrently: each statement takes its own pooled connection.
+    """
+
+    concurrent = True
 
     def __init__(self, func: Callable[..., Any], afunc: Callable[..., Any]) -> None:
         super().__init__(func)

@@ -1,0 +1,29 @@
+"""Runs: every agent run's record and transcript, kept as it goes, read back by ``assay runs``.
+
+:mod:`.store` (the interface and its SQLite backend), :mod:`.records` (what
+is kept), :mod:`.recorder` (the agent observer that writes a run),
+:mod:`.export` (a verifiable zip of one run).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .recorder import RunRecorder
+from .records import RunEvent, RunRecord
+from .store import RunStore, SQLiteRunStore
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+__all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLiteRunStore", "open_store", "store_path"]
+
+
+def store_path(settings: Settings) -> Path:
+    return Path(settings.home) / "runs" / "runs.sqlite3"
+
+
+def open_store(settings: Settings) -> RunStore:
+    """The runs store of these settings (a SQLite file under ASSAY_HOME)."""
+    return SQLiteRunStore(store_path(settings))
