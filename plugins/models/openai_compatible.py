@@ -1,43 +1,63 @@
-"""The ``openai_compatible`` plugin: a chat-completions client (standard library only).
+"""The ``openai_compatible`` plugin: a chat-completions client on ``httpx``.
 
 Works with any server that speaks ``POST {base_url}/chat/completions`` with
-``messages`` and ``tools`` (OpenAI, vLLM, llama.cpp's server, Ollama's
-OpenAI endpoint, ...). Settings (section ``openai``, env ``ASSAY_OPENAI_*``):
-``base_url``, ``api_key`` (secret), ``model``, ``timeout_s``, ``temperature``;
-they load on first use (:mod:`.openai_settings`), and ``assay config`` still
-shows the ``openai`` section.
+``messages`` and ``tools``: OpenAI, vLLM, Ollama's and LM Studio's OpenAI
+endpoints, llama.cpp's server (C++ or ``llama-cpp-python[server]``).
+Settings (section ``openai``, env ``ASSAY_OPENAI_*``, :mod:`.openai_settings`):
+``base_url``, ``api_key`` (secret), ``model``, ``timeout_s``,
+``connect_timeout_s``, ``temperature``, ``max_retries``, ``retry_backoff_s``,
+``stream``, ``stream_usage``.
 
-Errors: ``MODEL_REQUEST_FAILED`` (HTTP error status or unreachable server)
-and ``MODEL_RESPONSE_INVALID`` (a body that is not a chat completion).
+- **Retries**: a 429, 408/409, a 5xx, a refused or dropped connection is tried
+  again up to ``max_retries`` times, waiting ``retry_backoff_s`` doubled each
+  time (with jitter, capped at 20 s; a server's ``Retry-After`` is honoured
+  within that cap); each retry is logged (``model_request_retry``). A read
+  timeout is not retried (the model was slow, not gone): ``MODEL_TIMEOUT``.
+- **Streaming**: when the caller passes ``on_text`` (and ``stream`` is on), the
+  request streams and each text delta goes to ``on_text`` as it arrives;
+  tool-call deltas are assembled by index. Once text has been shown, a
+  broken stream is reported, not retried.
+- **Errors**: codes in :mod:`.errors`; the wire rules in :mod:`.openai_wire`.
 
-One module (not a thin plugin module plus the client): the client imports in
-about 2 ms, too little to split.
+The client is ``httpx`` (extra ``openai``), imported on first use only.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
+import time
 from typing import TYPE_CHECKING, Any
 
-from assay import AssayError, hookimpl
 from assay.kernel.models import Model
+
+from assay import AssayError, hookimpl
+
+from .errors import MODEL_REQUEST_FAILED, MODEL_TIMEOUT, MODEL_UNREACHABLE
 
 if TYPE_CHECKING:
     from assay.kernel.messages import Message
+    from assay.kernel.models import TextSink
 
     from .openai_settings import OpenAISettings
 
-MODEL_REQUEST_FAILED = "MODEL_REQUEST_FAILED"
-MODEL_RESPONSE_INVALID = "MODEL_RESPONSE_INVALID"
+BACKOFF_CAP_S = 20.0
+
+
+class _Retry(Exception):
+    """One attempt failed in a way another attempt may not."""
+
+    def __init__(self, error: AssayError, wait_s: float | None = None) -> None:
+        self.error, self.wait_s = error, wait_s
 
 
 class OpenAICompatibleModel(Model):
     model_id = "openai_compatible"
 
     def __init__(self, settings: OpenAISettings | None = None, **overrides: Any) -> None:
-        from pydantic import SecretStr
-
         from assay.kernel.messages import Usage
+        from pydantic import SecretStr
 
         from .openai_settings import OpenAISettings
 
@@ -46,83 +66,204 @@ class OpenAICompatibleModel(Model):
         if isinstance(self.settings.api_key, str):
             self.settings.api_key = SecretStr(self.settings.api_key)
         self.last_usage = Usage()
+        self._client: Any = None
 
     @classmethod
-    def from_settings(cls, kernel: Any, **options: Any) -> "OpenAICompatibleModel":
+    def from_settings(cls, kernel: Any, **options: Any) -> OpenAICompatibleModel:
         from .openai_settings import OpenAISettings
 
         return cls(kernel.settings.section("openai", OpenAISettings), **options)
 
-    def request_body(self, messages: list[Message], tools: list[dict[str, Any]]) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.settings.model, "messages": [m.to_openai() for m in messages]}
-        if tools:
-            body["tools"] = tools
-            body["tool_choice"] = "auto"
-        if self.settings.temperature is not None:
-            body["temperature"] = self.settings.temperature
-        return body
+    # -- the request ----------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return self.settings.base_url.rstrip("/") + "/chat/completions"
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: Any = None) -> Message:
-        import urllib.error
-        import urllib.request
+    def request_body(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, stream: bool = False
+    ) -> dict[str, Any]:
+        from .openai_wire import request_body
 
-        url = self.settings.base_url.rstrip("/") + "/chat/completions"
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        s = self.settings
+        return request_body(
+            s.model, messages, tools, temperature=s.temperature, stream=stream, stream_usage=s.stream_usage
+        )
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
         if self.settings.api_key is not None:
             headers["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
-        data = json.dumps(self.request_body(messages, tools)).encode()
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(request, timeout=self.settings.timeout_s) as response:
-                payload = json.loads(response.read().decode("utf-8"))
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:500]
-            raise AssayError(
-                MODEL_REQUEST_FAILED,
-                f"{url} answered HTTP {exc.code}: {_error_text(detail)}",
-                "Check ASSAY_OPENAI_BASE_URL, ASSAY_OPENAI_MODEL and ASSAY_OPENAI_API_KEY.",
-            ) from None
-        except (urllib.error.URLError, TimeoutError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise AssayError(
-                MODEL_REQUEST_FAILED, f"cannot reach {url}: {reason}", "Is the model server running?"
-            ) from None
-        except ValueError as exc:
-            raise AssayError(MODEL_RESPONSE_INVALID, f"{url} did not return JSON: {exc}") from None
-        return self.parse_response(payload)
+        return headers
 
-    def parse_response(self, payload: dict[str, Any]) -> Message:
-        from assay.kernel.messages import Message, ToolCall, Usage
+    def _timeout(self) -> Any:
+        import httpx
 
+        return httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s)
+
+    # -- sync -----------------------------------------------------------------
+    def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+    ) -> Message:
+        import httpx
+
+        stream = on_text is not None and self.settings.stream
+        data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
+        if self._client is None:
+            self._client = httpx.Client(timeout=self._timeout())
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                return self._finish(self._attempt(self._client, data, stream, on_text, attempt))
+            except _Retry as retry:
+                time.sleep(self._next_wait(retry, attempt))
+
+    def _attempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int) -> Any:
+        import httpx
+
+        from .openai_wire import Assembler
+
+        assembler = Assembler(on_text)
         try:
-            choice = payload["choices"][0]["message"]
-        except (KeyError, IndexError, TypeError):
-            raise AssayError(MODEL_RESPONSE_INVALID, f"no choices[0].message in response: {str(payload)[:200]}") from None
-        usage = payload.get("usage") or {}
-        self.last_usage = Usage(
-            prompt_tokens=usage.get("prompt_tokens", 0) or 0, completion_tokens=usage.get("completion_tokens", 0) or 0
-        )
-        calls = []
-        for raw in choice.get("tool_calls") or []:
-            fn = raw.get("function") or {}
-            arguments = fn.get("arguments") or "{}"
-            if isinstance(arguments, str):
+            with client.stream("POST", self.url, content=data, headers=self._headers()) as response:
+                if response.status_code >= 400:
+                    self._status_failure(response.status_code, response.read(), response.headers, attempt)
+                if stream and _is_event_stream(response):
+                    for line in response.iter_lines():
+                        assembler.sse_line(line)
+                    assembler.end_of_stream()
+                else:
+                    assembler.completion(_json_body(response.read()))
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            self._transport_failure(exc, assembler, attempt)
+        return assembler
+
+    # -- async ----------------------------------------------------------------
+    async def acomplete(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+    ) -> Message:
+        """Native async (cancelling the task closes the request); one client per call."""
+        import httpx
+
+        stream = on_text is not None and self.settings.stream
+        data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
+        async with httpx.AsyncClient(timeout=self._timeout()) as client:
+            attempt = 0
+            while True:
+                attempt += 1
                 try:
-                    arguments = json.loads(arguments)
-                except ValueError:
-                    pass  # left as a string: the kernel reports it as TOOL_ARGUMENTS_INVALID to the model
-            calls.append(ToolCall(id=raw.get("id") or f"call_{len(calls) + 1}", name=fn.get("name", ""), arguments=arguments))
-        return Message(role="assistant", content=choice.get("content"), tool_calls=calls, usage=self.last_usage)
+                    return self._finish(await self._aattempt(client, data, stream, on_text, attempt))
+                except _Retry as retry:
+                    await asyncio.sleep(self._next_wait(retry, attempt))
+
+    async def _aattempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int) -> Any:
+        import httpx
+
+        from .openai_wire import Assembler
+
+        assembler = Assembler(on_text)
+        try:
+            async with client.stream("POST", self.url, content=data, headers=self._headers()) as response:
+                if response.status_code >= 400:
+                    self._status_failure(response.status_code, await response.aread(), response.headers, attempt)
+                if stream and _is_event_stream(response):
+                    async for line in response.aiter_lines():
+                        assembler.sse_line(line)
+                    assembler.end_of_stream()
+                else:
+                    assembler.completion(_json_body(await response.aread()))
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            self._transport_failure(exc, assembler, attempt)
+        return assembler
+
+    # -- shared ---------------------------------------------------------------
+    def _finish(self, assembler: Any) -> Message:
+        message = assembler.message()
+        self.last_usage = message.usage
+        return message
+
+    def _status_failure(self, status: int, body: bytes, headers: Any, attempt: int) -> None:
+        from .openai_wire import retry_after_s, retryable, status_error
+
+        error = status_error(status, body, self.url, self.settings.model, attempts=attempt)
+        if retryable(status, body) and attempt <= self.settings.max_retries:
+            raise _Retry(error, retry_after_s(headers.get("retry-after")))
+        raise error
+
+    def _transport_failure(self, exc: Exception, assembler: Any, attempt: int) -> None:
+        import httpx
+
+        url, tried = self.url, (f" (after {attempt} attempts)" if attempt > 1 else "")
+        can_retry = attempt <= self.settings.max_retries and not assembler.emitted
+        if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+            error = AssayError(
+                MODEL_UNREACHABLE, f"cannot reach {url}{tried}: {_reason(exc)}",
+                "Is the model server running? Check ASSAY_OPENAI_BASE_URL (host, port, http/https).",
+            )
+        elif isinstance(exc, httpx.TimeoutException):
+            raise AssayError(
+                MODEL_TIMEOUT, f"{url} did not answer within {self.settings.timeout_s:g} s",
+                "The model is slow or stuck: raise ASSAY_OPENAI_TIMEOUT_S, or use a smaller model or prompt.",
+            ) from None
+        elif isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
+            raise AssayError(
+                MODEL_REQUEST_FAILED, f"cannot send a request to {url}: {_reason(exc)}",
+                "Check ASSAY_OPENAI_BASE_URL: it must be an http:// or https:// URL.",
+            ) from None
+        elif isinstance(exc, httpx.DecodingError):
+            from .openai_wire import invalid
+
+            raise invalid(f"the answer from {url} could not be decoded: {_reason(exc)}") from None
+        elif not isinstance(exc, httpx.TransportError):  # redirects, ...
+            raise AssayError(
+                MODEL_REQUEST_FAILED, f"the request to {url} failed: {_reason(exc)}",
+                "Check ASSAY_OPENAI_BASE_URL.",
+            ) from None
+        else:  # the connection dropped (reset, closed mid-answer, protocol error)
+            shown = " after part of the answer was shown" if assembler.emitted else ""
+            error = AssayError(
+                MODEL_REQUEST_FAILED, f"the connection to {url} broke{shown}{tried}: {_reason(exc)}",
+                "See the model server's log; run again.",
+            )
+        if can_retry:
+            raise _Retry(error)
+        raise error from None
+
+    def _next_wait(self, retry: _Retry, attempt: int) -> float:
+        from assay.kernel.log import get_logger
+
+        backoff = self.settings.retry_backoff_s * (2 ** (attempt - 1))
+        wait = retry.wait_s if retry.wait_s is not None else backoff * (0.5 + random.random())
+        wait = min(wait, BACKOFF_CAP_S)
+        get_logger("assay.models").warning(
+            "model_request_retry", code=retry.error.code, attempt=attempt,
+            max_retries=self.settings.max_retries, wait_s=round(wait, 3), error=retry.error.message,
+        )
+        return wait
+
+    def close(self) -> None:
+        if self._client is not None:
+            self._client.close()
+            self._client = None
 
 
-def _error_text(body: str) -> str:
+def _is_event_stream(response: Any) -> bool:
+    return "text/event-stream" in response.headers.get("content-type", "")
+
+
+def _json_body(body: bytes) -> Any:
+    from .openai_wire import invalid
+
     try:
-        err = json.loads(body).get("error")
-        if isinstance(err, dict) and err.get("message"):
-            return str(err["message"])
-    except (ValueError, AttributeError):
-        pass
-    return body.strip() or "(empty body)"
+        return json.loads(body)
+    except ValueError:
+        text = body[:200].decode("utf-8", "replace")
+        raise invalid(f"the server did not answer JSON: {text!r}") from None
+
+
+def _reason(exc: Exception) -> str:
+    text = str(exc).strip()
+    return text or type(exc).__name__
 
 
 @hookimpl

@@ -169,7 +169,7 @@ def test_openai_compatible_model_reports_http_errors_clearly():
         model = OpenAICompatibleModel(base_url=server.url, api_key="bad")
         with pytest.raises(AssayError) as caught:
             model.complete([Message(role="user", content="hi")], [])
-    assert caught.value.code == "MODEL_REQUEST_FAILED" and "HTTP 401: invalid api key" in caught.value.message
+    assert caught.value.code == "MODEL_AUTH_FAILED" and "HTTP 401: invalid api key" in caught.value.message
 
 
 def test_openai_compatible_model_reports_unreachable_server():
@@ -178,10 +178,10 @@ def test_openai_compatible_model_reports_unreachable_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    model = OpenAICompatibleModel(base_url=f"http://127.0.0.1:{port}/v1", timeout_s=5)
+    model = OpenAICompatibleModel(base_url=f"http://127.0.0.1:{port}/v1", timeout_s=5, retry_backoff_s=0)
     with pytest.raises(AssayError) as caught:
         model.complete([Message(role="user", content="hi")], [])
-    assert caught.value.code == "MODEL_REQUEST_FAILED" and "cannot reach" in caught.value.message
+    assert caught.value.code == "MODEL_UNREACHABLE" and "cannot reach" in caught.value.message
 
 
 def test_openai_compatible_model_rejects_a_non_completion_body():
