@@ -122,7 +122,29 @@ class ImageBlock(BaseModel):
     caption: str = ""
 
 
-Block = Annotated[Union[HeadingBlock, TextBlock, NumberBlock, TableBlock, ImageBlock], Field(discriminator="type")]
+class ChartBlock(BaseModel):
+    """A bar, line or scatter chart the renderer draws from rows of an artifact (``x`` against ``y``).
+
+    The rows are selected like a table's (``path``, ``filter``, ``sort``, then the
+    first ``max_points``); a format that cannot draw shows them as a table instead.
+    """
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    type: Literal["chart"] = "chart"
+    chart: Literal["bar", "line", "scatter"]
+    artifact_id: str
+    x: str
+    y: str
+    path: list[int | str] | str | None = Field(
+        default=None, description="For a Python artifact: where the list of rows is in its result.")
+    filter: list[RowFilter] = Field(default_factory=list, description="All must hold (AND).")
+    sort: list[SortKey] = Field(default_factory=list, description="Applied after the filter, first key first.")
+    max_points: int = Field(default=1000, ge=1, le=5000, description="How many rows to plot after filter and sort.")
+    caption: str = ""
+
+
+Block = Annotated[Union[HeadingBlock, TextBlock, NumberBlock, TableBlock, ImageBlock, ChartBlock],
+                  Field(discriminator="type")]
 
 
 class Gap(BaseModel):
@@ -143,10 +165,17 @@ class ReportDocument(BaseModel):  # no docstring: it would become the tool schem
     blocks: list[Block] = Field(default_factory=list)
     gaps: list[Gap] = Field(default_factory=list, description=(
         "Set by the report pipeline (what could not be verified and was left out); never set it yourself."))
+    status: Literal["completed", "partial", "failed"] | None = Field(default=None, description=(
+        "Set by the report pipeline (the report's outcome); never set it yourself."))
+    draft: bool = Field(default=False, description=(
+        "Set by the report pipeline (a draft, not the formal report); never set it yourself."))
 
     def reserved_fields_set(self) -> list[str]:
-        """Where a submitted document sets what only the pipeline may (``gaps``, ``unavailable``)."""
+        """Where a submitted document sets what only the pipeline may (``gaps``, ``unavailable``,
+        ``status``, ``draft``)."""
         found = ["gaps"] if self.gaps else []
+        found += ["status"] if self.status is not None else []
+        found += ["draft"] if self.draft else []
         for i, block in enumerate(self.blocks):
             if isinstance(block, NumberBlock) and block.unavailable is not None:
                 found.append(f"blocks[{i}].unavailable")

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -66,12 +68,58 @@ def _check(record: ArtifactRecord, digest: str) -> None:
 
 
 def verify(catalog: ArtifactCatalog, record: ArtifactRecord) -> None:
-    """Re-hash one artifact's content; raise when it is missing or altered."""
+    """Re-hash one artifact's content; raise when it is missing or altered (always hashes)."""
+    before = _signature(catalog, record)
     h = hashlib.sha256()
     with _open(catalog, record) as fh:
         while chunk := fh.read(_CHUNK):
             h.update(chunk)
     _check(record, h.hexdigest())
+    _remember(catalog, record, before)
+
+
+# A local content file this process hashed whole, and whose stat signature (device, inode, size,
+# mtime and ctime in ns) is unchanged since, is not hashed again: reading the first rows of a
+# 1,000,000-row artifact then costs what the rows cost, not a 30 MB hash pass. Any write, chmod or
+# replacement of the file changes its ctime (which no user can set back), so an altered file is
+# hashed again and fails. A file changed less than _SETTLE_NS ago is not trusted yet: file
+# times tick coarsely (a few ms), so a write in the same tick as the hash could keep the
+# signature; two seconds later any write moves it. Remote stores have no local file: every
+# read hashes.
+_VERIFIED: dict[str, tuple[int, ...]] = {}
+_VERIFIED_MAX = 4096
+_SETTLE_NS = 2_000_000_000
+
+
+def _signature(catalog: ArtifactCatalog, record: ArtifactRecord) -> tuple[int, ...] | None:
+    path = catalog.store.local_path(record.sha256)
+    if path is None:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def _key(catalog: ArtifactCatalog, record: ArtifactRecord) -> str:
+    return f"{catalog.store.local_path(record.sha256)}"
+
+
+def _still_verified(catalog: ArtifactCatalog, record: ArtifactRecord) -> bool:
+    known = _VERIFIED.get(_key(catalog, record))
+    return known is not None and known == _signature(catalog, record)
+
+
+def _remember(catalog: ArtifactCatalog, record: ArtifactRecord, before: tuple[int, ...] | None) -> None:
+    """Trust the file from now on, if it did not change while it was being hashed."""
+    if before is None or before != _signature(catalog, record):
+        return
+    if time.time_ns() - max(before[3], before[4]) < _SETTLE_NS:
+        return
+    if len(_VERIFIED) >= _VERIFIED_MAX:
+        _VERIFIED.clear()
+    _VERIFIED[_key(catalog, record)] = before
 
 
 def open_verified_content(source: Any, artifact_id: str) -> tuple[ArtifactRecord, bytes | Path]:
@@ -80,7 +128,8 @@ def open_verified_content(source: Any, artifact_id: str) -> tuple[ArtifactRecord
     record = get_record(catalog, artifact_id)
     path = catalog.store.local_path(record.sha256)
     if path is not None:
-        verify(catalog, record)
+        if not _still_verified(catalog, record):
+            verify(catalog, record)
         return record, path
     if record.byte_size > _INLINE_MAX:
         return record, _cached_copy(catalog, record)
@@ -323,15 +372,22 @@ def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int
 
 
 def _scan_rows(catalog, record, start: int, stop: int, max_chars: int) -> tuple[list[bytes], bool]:
-    """Hash the whole content and keep rows ``start..stop`` (line ``i + 1``) within the budget."""
+    """Hash the whole content and keep rows ``start..stop`` (line ``i + 1``) within the budget
+    (a file this process already hashed, unchanged since, is read only up to ``stop``)."""
     lo, hi = start + 1, stop + 1
-    h = hashlib.sha256()
+    trusted = _still_verified(catalog, record)
+    before = None if trusted else _signature(catalog, record)
+    h = None if trusted else hashlib.sha256()
     picked: list[bytes] = []
     picked_chars, over = 0, False
     line_no, carry = 0, b""
+    size = _CHUNK >> 4 if trusted else _CHUNK  # only the rows asked for are read: small steps
     with _open(catalog, record) as fh:
-        while chunk := fh.read(_CHUNK):
-            h.update(chunk)
+        while chunk := fh.read(size):
+            if trusted and (line_no >= hi or over):
+                break
+            if h is not None:
+                h.update(chunk)
             buf = carry + chunk if carry else chunk
             n = buf.count(b"\n")
             if not over and line_no < hi and line_no + n > lo:
@@ -348,7 +404,9 @@ def _scan_rows(catalog, record, start: int, stop: int, max_chars: int) -> tuple[
             else:
                 carry = buf[buf.rfind(b"\n") + 1:]
             line_no += n
-    _check(record, h.hexdigest())
+    if h is not None:
+        _check(record, h.hexdigest())
+        _remember(catalog, record, before)
     return picked, over
 
 
