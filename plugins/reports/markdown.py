@@ -25,6 +25,7 @@ from .resolve import (
     MISSING_NOTE,
     REPORT_CITATION_INVALID,
     REPORT_CITATION_OTHER_RUN,
+    ResolvedChart,
     ResolvedHeading,
     ResolvedImage,
     ResolvedNumber,
@@ -38,6 +39,9 @@ from .resolve import (
 )
 
 __all__ = ["MISSING_MARK", "REPORT_CITATION_INVALID", "REPORT_CITATION_OTHER_RUN", "MarkdownRenderer"]
+
+
+CHART_TABLE_ROWS = 20  # a chart block in Markdown: its first points as a table
 
 
 class MarkdownRenderer:
@@ -89,6 +93,8 @@ def _block(block: Any) -> str:
         return f"**{_escape_line(block.label)}:** {_value(block.value)}"
     if isinstance(block, ResolvedTableBlock):
         return _table(block)
+    if isinstance(block, ResolvedChart):  # Markdown cannot draw: the points as a table
+        return _table(block.table(CHART_TABLE_ROWS))
     if isinstance(block, ResolvedImage):
         return f"![{_escape_line(block.caption)}]({block.content_uri}){_mark(block.source)}"
     raise TypeError(f"unknown resolved block {block!r}")
@@ -134,7 +140,8 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     previous tool call returned; tables cite an artifact id and columns.
 
     Args:
-        document: The report: a title and blocks (heading, text with cited placeholders, number, table, image).
+        document: The report: a title and blocks (heading, text with cited placeholders, number, table, image,
+            chart).
     """
     if run.artifacts is None:
         return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",

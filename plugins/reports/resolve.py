@@ -27,6 +27,7 @@ from typing import Any
 
 from assay.kernel.reports import (
     MISSING_MARK,
+    ChartBlock,
     Citation,
     HeadingBlock,
     ImageBlock,
@@ -164,7 +165,37 @@ class ResolvedImage:
     type: str = "image"
 
 
-Resolved = ResolvedHeading | ResolvedText | ResolvedNumber | ResolvedTableBlock | ResolvedImage
+@dataclass
+class ResolvedChart:
+    """The points of a chart block: ``rows`` are ``[x, y]`` pairs, decoded (``None`` is NULL), after
+    the block's filter, sort and ``max_points``. ``caption`` says what is plotted ("300 of 300 rows")."""
+
+    index: int
+    chart: str  # bar, line, scatter
+    x: str
+    y: str
+    rows: list[list[Any]]
+    total: int | None
+    caption: str
+    user_caption: str
+    source: Source
+    selector: dict[str, Any]
+    type: str = "chart"
+
+    def table(self, max_rows: int) -> ResolvedTableBlock:
+        """The fallback where a format cannot draw: the first ``max_rows`` points as a table."""
+        shown = self.rows[:max_rows]
+        what = f"{self.chart} chart of {self.y} by {self.x}, shown as a table"
+        if len(shown) < len(self.rows):
+            what += f": the first {len(shown)} of its {len(self.rows)} points"
+        inner = self.caption[1:-1] if self.caption.startswith("(") and self.caption.endswith(")") else self.caption
+        caption = (self.user_caption + " " if self.user_caption else "") + f"({what}; {inner})"
+        return ResolvedTableBlock(self.index, [self.x, self.y], shown, len(shown), self.total, caption,
+                                  self.user_caption, self.source, self.selector, empty=not shown,
+                                  null_cells=sum(v is None for row in shown for v in row))
+
+
+Resolved = ResolvedHeading | ResolvedText | ResolvedNumber | ResolvedTableBlock | ResolvedImage | ResolvedChart
 
 
 @dataclass
@@ -242,6 +273,8 @@ class _Resolver:
             return self.table(block)
         if isinstance(block, ImageBlock):
             return self.image(block)
+        if isinstance(block, ChartBlock):
+            return self.chart(block)
         raise AssayError(REPORT_CITATION_INVALID, f"unknown block {block!r}")
 
     # --- gaps (set by the report pipeline, never by the model) -----------------------
@@ -331,6 +364,23 @@ class _Resolver:
                                   table_caption(block, table), block.caption, self.source(record), table.selector,
                                   complete=record.complete, empty=not rows, null_cells=nulls)
 
+    def chart(self, block: Any) -> ResolvedChart:
+        from assay.kernel.evidence import decode
+
+        from .tables import resolve_table
+
+        record = self.citable(block.artifact_id)
+        rows_of = _ChartRows(block)
+        table = resolve_table(self.reader, rows_of, record, max_chars=_CHART_MAX_CHARS)
+        rows = [[None if v is None else decode(v) for v in row] for row in table.rows]
+        nulls = sum(v is None for row in rows for v in row)
+        self.out.missing_used = self.out.missing_used or nulls > 0
+        selector = dict(table.selector, chart=block.chart, x=block.x, y=block.y)
+        self.cite(record, None, selector, rows_shown=len(rows), null_cells=nulls)
+        caption = table_caption(rows_of, table)
+        return ResolvedChart(self.index, block.chart, block.x, block.y, rows, table.total_rows, caption,
+                             block.caption, self.source(record), selector)
+
     def image(self, block: Any) -> ResolvedImage:
         record = self.citable(block.artifact_id)
         self.cite(record, None, None)
@@ -390,6 +440,26 @@ class _Resolver:
                                  "selector": selector, "complete": record.complete}
         entry.update(extra)
         self.out.citations.append(entry)
+
+
+_CHART_MAX_CHARS = 4_000_000  # up to 5,000 points of two columns each; the rows shown are bounded by max_points
+
+
+@dataclass
+class _ChartRows:
+    """A chart block seen as the table of its points (what :func:`.tables.resolve_table` reads)."""
+
+    block: Any
+
+    def __getattr__(self, name: str) -> Any:
+        block = self.__dict__["block"]
+        if name == "columns":
+            return [block.x, block.y]
+        if name == "max_rows":
+            return block.max_points
+        if name == "caption":
+            return None
+        return getattr(block, name)
 
 
 def table_caption(block: Any, table: Any) -> str:

@@ -65,8 +65,9 @@ def _invalid(message: str, hint: str = "") -> AssayError:
     return AssayError(REPORT_CITATION_INVALID, message, hint or "Cite columns the artifact has.")
 
 
-def resolve_table(reader: Any, block: Any, record: Any | None = None) -> ResolvedTable:
-    """The rows ``block`` (a :class:`assay.kernel.reports.TableBlock`) shows, read from ``reader``."""
+def resolve_table(reader: Any, block: Any, record: Any | None = None, *, max_chars: int = 20_000) -> ResolvedTable:
+    """The rows ``block`` (a :class:`assay.kernel.reports.TableBlock`) shows, read from ``reader``
+    (``max_chars``: the budget of the rows read in the artifact's order)."""
     from assay.kernel.evidence import get_record
 
     record = record if record is not None else get_record(reader, block.artifact_id)
@@ -76,7 +77,7 @@ def resolve_table(reader: Any, block: Any, record: Any | None = None) -> Resolve
             raise _invalid("path applies to a Python artifact's result; a SQL artifact's rows are its result",
                            "Drop path, or cite the Python artifact whose result holds the rows.")
         if not ordered:
-            return _head(reader, record, block)
+            return _head(reader, record, block, max_chars)
         if not record.complete:
             raise _invalid(f"artifact {record.artifact_id} is incomplete ({record.incomplete_note()}): sorting or "
                            "filtering its kept rows would misstate the whole result",
@@ -113,12 +114,13 @@ def _columns(block: Any, columns: list[str]) -> list[str]:
     return list(wanted)
 
 
-def _head(reader: Any, record: Any, block: Any) -> ResolvedTable:
+def _head(reader: Any, record: Any, block: Any, max_chars: int = 20_000) -> ResolvedTable:
     """The first rows in the artifact's order: one streaming, verified read (no full scan)."""
     from assay.kernel.evidence import read_artifact_result
 
     stop = block.max_rows if record.complete else min(block.max_rows, record.row_count or 0)
-    selected = read_artifact_result(reader, record.artifact_id, {"rows": [0, stop]}, max_rows=block.max_rows)
+    selected = read_artifact_result(reader, record.artifact_id, {"rows": [0, stop]}, max_rows=block.max_rows,
+                                    max_chars=max_chars)
     columns = list(selected.columns)
     shown_columns = _columns(block, columns)
     index = [columns.index(c) for c in shown_columns]

@@ -54,3 +54,23 @@ def test_an_unreadable_citation_fails_the_resolution_naming_the_block(run):
         resolve_report(doc, run.artifacts)
     assert caught.value.code == "REPORT_CITATION_INVALID"
     assert caught.value.details == {"block": 1, "cause": "ARTIFACT_NOT_FOUND"}
+
+
+def test_a_chart_block_resolves_its_points_with_filter_sort_and_limit(run):
+    record = sales(run)
+    doc = {"title": "t", "blocks": [{"type": "chart", "chart": "bar", "artifact_id": record.artifact_id,
+                                     "x": "region", "y": "orders", "sort": [{"column": "orders"}],
+                                     "max_points": 2, "caption": "Orders"}]}
+    chart = resolve_report(doc, run.artifacts).blocks[0]
+    assert chart.rows == [["east", 0], ["south", 3]]
+    assert chart.caption == "(2 of 3 rows, sorted by orders ascending)"
+    assert chart.selector["chart"] == "bar" and chart.source.sha256 == record.sha256
+
+
+def test_markdown_shows_a_chart_block_as_a_table_of_its_points(run):
+    record = sales(run)
+    doc = {"title": "t", "blocks": [{"type": "chart", "chart": "line", "artifact_id": record.artifact_id,
+                                     "x": "region", "y": "revenue"}]}
+    text = run.kernel.renderer("markdown").render(doc, run.artifacts).decode()
+    assert "| region | revenue |\n|---|---|\n| north | 1234.5 |\n| south | 99.25 |\n| east | -- |" in text
+    assert "*(line chart of revenue by region, shown as a table; 3 of 3 rows)*[^1]" in text
