@@ -105,6 +105,13 @@ def resolve_table(reader: Any, block: Any, record: Any | None = None, *, max_cha
     return ResolvedTable(record, shown_columns, shown, total, matched if block.filter else total, selector)
 
 
+def all_rows(reader: Any, record: Any, path: Any = None) -> tuple[list[str], list[list[Any]]]:
+    """Every row (and the columns) of a SQL artifact, or of the list at ``path`` in a Python result."""
+    if record.is_tabular:
+        return list(record.columns), list(_tabular_rows(reader, record))
+    return _python_rows(reader, record, path)
+
+
 def _columns(block: Any, columns: list[str]) -> list[str]:
     wanted = block.columns or columns
     named = list(wanted) + [f.column for f in block.filter] + [k.column for k in block.sort]
