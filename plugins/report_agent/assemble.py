@@ -22,6 +22,7 @@ from typing import Any
 
 from assay.kernel.reports import (
     MISSING_MARK,
+    ChartBlock,
     Gap,
     ImageBlock,
     NumberBlock,
@@ -69,6 +70,7 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
              missing_calculations: list[str] = ()) -> Assembled:
     """The document with its gaps recorded (see the module docstring)."""
     from assay.kernel.evidence import open_verified_content, read_artifact_result
+    from assay.plugins.reports.resolve import _ChartRows
     from assay.plugins.reports.tables import resolve_table
 
     doc = ReportDocument.coerce(doc.model_dump(mode="json"))  # a copy we may change
@@ -128,6 +130,16 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
                     gaps.append(Gap(block=position, kind="chart", artifact_id=block.artifact_id,
                                     reason=f"chart {block.caption!r} omitted: {_code(exc)}"))
                     continue
+            elif isinstance(block, ChartBlock):
+                try:
+                    resolve_table(catalog, _ChartRows(block))
+                    verified += 1
+                except Exception as exc:
+                    if not degradable(exc):
+                        raise
+                    gaps.append(Gap(block=position, kind="chart", artifact_id=block.artifact_id,
+                                    reason=f"chart {block.caption!r} omitted: {_code(exc)}"))
+                    continue
             elif isinstance(block, TableBlock):
                 try:
                     resolve_table(catalog, block)
@@ -150,12 +162,19 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
 
 
 def _kind(block: Any) -> str:
-    return {"image": "chart", "table": "table"}.get(block.type, "value")
+    return {"image": "chart", "chart": "chart", "table": "table"}.get(block.type, "value")
 
 
-def render(doc: ReportDocument, catalog: Any, run: Any) -> tuple[bytes, list[dict[str, Any]]]:
-    """The Markdown with its provenance table, and the citations (render phase)."""
+def render(doc: ReportDocument, catalog: Any, run: Any, *, status: str | None = None,
+           draft: bool | None = None) -> tuple[bytes, list[dict[str, Any]]]:
+    """The Markdown with its provenance table, and the citations (render phase). ``status`` and
+    ``draft`` are the pipeline's fields of the document, set here (never by the writer)."""
     from assay.plugins.reports.markdown import MarkdownRenderer
+
+    if status is not None:
+        doc.status = status
+    if draft is not None:
+        doc.draft = draft
 
     try:
         body, citations = MarkdownRenderer().render_cited(doc, run.artifacts or catalog)

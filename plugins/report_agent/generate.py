@@ -179,7 +179,8 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
         if state.draft is None:
             raise PhaseError("render", AssayError(REPORT_NOT_RENDERABLE, "no draft was saved before the writer stopped"))
         raw = dict(state.draft)
-        raw.pop("gaps", None)
+        for reserved in ("gaps", "status", "draft"):
+            raw.pop(reserved, None)
         doc = ReportDocument.coerce(raw)
         assembled = assemble(doc, catalog, run.run_id, lenient=True, missing_calculations=missing)
         if assembled.verified_parts == 0:
@@ -191,7 +192,7 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
         assembled.document.blocks.insert(0, note)
         for gap in assembled.document.gaps:
             gap.block += 1
-        data, citations = render(assembled.document, catalog, run)
+        data, citations = render(assembled.document, catalog, run, status="partial", draft=True)
     except PhaseError as exc:
         state.last_render_error = f"{exc.code}: {exc.error.message}"[:1000]
         state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE

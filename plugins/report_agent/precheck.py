@@ -16,6 +16,7 @@ from itertools import pairwise
 from typing import Any
 
 from assay.kernel.reports import (
+    ChartBlock,
     HeadingBlock,
     ImageBlock,
     NumberBlock,
@@ -84,8 +85,8 @@ def _citations(block: Any) -> list[tuple[str, bool]]:
         return [(block.artifact_id, True)]
     if isinstance(block, TextBlock):
         return [(c.artifact_id, True) for c in block.cite.values()]
-    if isinstance(block, (TableBlock, ImageBlock)):
-        return [(block.artifact_id, isinstance(block, TableBlock))]
+    if isinstance(block, (TableBlock, ImageBlock, ChartBlock)):
+        return [(block.artifact_id, not isinstance(block, ImageBlock))]
     return []
 
 
@@ -107,7 +108,7 @@ def check_block(block: Any, catalog: Any, run_id: str, heading: str = "") -> Non
                              f"artifact {artifact_id} is a Python run without a REPORT_RESULT (printed output "
                              "is not a result)",
                              "Ask for the figure with request_report_calculation, or cite another artifact.")
-    if isinstance(block, TableBlock):
+    if isinstance(block, (TableBlock, ChartBlock)):
         check_order_claim(block, catalog, heading)
 
 
@@ -131,7 +132,7 @@ def _column_named(column: str, claim_words: set[str]) -> bool:
     return bool(parts) and any(p in claim_words or p.rstrip("s") in claim_words for p in parts)
 
 
-def check_order_claim(block: TableBlock, catalog: Any, heading: str) -> None:
+def check_order_claim(block: TableBlock | ChartBlock, catalog: Any, heading: str) -> None:
     text = f"{heading} {block.caption or ''}"
     claims, descending = _claim(text)
     if not claims:
@@ -159,7 +160,7 @@ def check_order_claim(block: TableBlock, catalog: Any, heading: str) -> None:
                      "computed, ordered result.")
 
 
-def _already_ordered(block: TableBlock, catalog: Any, words: set[str], descending: bool | None) -> bool:
+def _already_ordered(block: TableBlock | ChartBlock, catalog: Any, words: set[str], descending: bool | None) -> bool:
     """Whether the whole artifact's rows are already in the claimed order on a column the claim names."""
     from assay.plugins.reports.tables import all_rows
 
@@ -168,7 +169,8 @@ def _already_ordered(block: TableBlock, catalog: Any, words: set[str], descendin
         return False  # the kept rows of an incomplete artifact say nothing about the whole order
     columns, rows = all_rows(catalog, record, block.path)
     for i, column in enumerate(columns):
-        if block.columns and column not in block.columns or not _column_named(column, words):
+        shown = getattr(block, "columns", None) or [c for c in (getattr(block, "x", None), getattr(block, "y", None)) if c]
+        if shown and column not in shown or not _column_named(column, words):
             continue
         values = [r[i] for r in rows if r[i] is not None]
         try:

@@ -220,7 +220,8 @@ class ReportSession:
                 listing = "; ".join(f"block {b}: {e.code}: {e.message}" for b, e in problems)
                 raise PhaseError("precheck", AssayError(first.code, listing, first.hint), first_block)
             assembled = assemble(document, self.catalog, self.run.run_id, missing_calculations=missing)
-            data, citations = render(assembled.document, self.catalog, self.run)
+            data, citations = render(assembled.document, self.catalog, self.run,
+                                     status="partial" if missing else "completed", draft=False)
         except PhaseError as exc:
             self.failure(exc.phase, exc.error, document=raw, block=exc.block)
             self.store.save(self.state)
