@@ -1,0 +1,98 @@
+"""End to end through the agent loop (kernel.agent.arun_agent): real SQLite, real podman sandbox, both agents
+scripted. The main agent's first analysis only prints; the report hands the calculation back; the main agent
+assigns REPORT_RESULT; the report completes and verifies."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from assay.kernel.agent import arun_agent
+from assay.plugins.report_agent.generate import use_report_model
+from assay.plugins.report_agent.state import ReportStateStore
+from assay.plugins.report_agent.verify import verify_report
+from examples.report_scenarios import ask, bound_artifact, highest_table, manifest, number, submit, writer
+from tests.code_interpreter.conftest import IMAGE, _kernel_with, _podman_image_ready
+from tests.conftest import require
+
+REFUNDS_SQL = ("SELECT store, region, COUNT(*) AS promo_orders, SUM(refunded) AS refunded_orders, "
+               "ROUND(1.0 * SUM(refunded) / COUNT(*), 4) AS refund_rate FROM orders GROUP BY store, region "
+               "ORDER BY store")
+PRINT_ONLY = ("df = load_artifact({aid!r})\n"
+              "print({{'overall_refund_rate': df['refunded_orders'].sum() / df['promo_orders'].sum()}})")
+ASSIGN = ("df = load_artifact({aid!r})\n"
+          "REPORT_RESULT = {{'overall_refund_rate': float(df['refunded_orders'].sum() / df['promo_orders'].sum())}}")
+
+
+def _ids(message) -> list[str]:
+    line = [x for x in message.content.splitlines() if x.startswith("artifacts:")][-1]
+    return [i.strip() for i in line.split(":", 1)[1].split(",")]
+
+
+def _last_tool(messages, name):
+    return next(m for m in reversed(messages) if m.role == "tool" and m.name == name)
+
+
+@pytest.fixture
+def retail(tmp_path):
+    path = tmp_path / "retail.db"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE orders (id INTEGER PRIMARY KEY, store TEXT, region TEXT, refunded INTEGER)")
+    con.executemany("INSERT INTO orders VALUES (?,?,?,?)",
+                    [(i, f"store {i % 60:02d}", ["north", "south"][i % 2], int(i % (7 + i % 60) == 0))
+                     for i in range(6000)])
+    con.commit()
+    con.close()
+    return path
+
+
+async def test_print_only_analysis_is_handed_back_and_the_report_completes(retail, tmp_path):
+    ok, what = _podman_image_ready()
+    require(ok, what)
+    kernel = _kernel_with(tmp_path / "home", SANDBOX_RUNTIME="podman", SANDBOX_IMAGE_PYTHON=IMAGE,
+                          SANDBOX_CPU_LIMIT="1", ASSAY_SQL_DATABASES=f"retail=sqlite:///{retail}")
+    main = writer(
+        {"tool": "sql_query", "arguments": {"sql": REFUNDS_SQL, "datasource": "retail"}},
+        lambda m: {"tool": "code_interpreter", "arguments": {
+            "code": PRINT_ONLY.format(aid=_ids(_last_tool(m, "sql_query"))[0]),
+            "inputs": _ids(_last_tool(m, "sql_query"))[:1]}},
+        {"tool": "generate_report", "arguments": {"instructions": "Refund rate on orders, overall and by store"}},
+        lambda m: {"tool": "code_interpreter", "arguments": {
+            "code": ASSIGN.format(aid=re.search(r"inputs=\['(art_\w+)'\]", _last_tool(m, "generate_report").content)[1]),
+            "inputs": [re.search(r"inputs=\['(art_\w+)'\]", _last_tool(m, "generate_report").content)[1]]}},
+        {"tool": "generate_report", "arguments": {}},
+        {"text": "The report is ready."},
+    )
+
+    def sql_id(messages):
+        return re.search(r"- (art_\w+) sql succeeded", _last_tool(messages, "report_evidence_manifest").content)[1]
+
+    report_writer = writer(
+        manifest(),
+        lambda m: ask("overall refund rate", ["sum refunded_orders", "divide by the sum of promo_orders"],
+                      [sql_id(m)]),
+        submit(lambda m: {"title": "Refunds", "blocks": [
+            number("Overall refund rate", bound_artifact(m), "overall_refund_rate", ".2%"),
+            *highest_table(sql_id(m))]}))
+    try:
+        with kernel.new_run() as run:
+            use_report_model(run, report_writer)
+            transcript = await arun_agent(kernel, main, run, "Which stores refund most?", max_steps=10)
+            statuses = [r.metadata.get("report_status") for r in transcript.tool_results if r.tool == "generate_report"]
+            assert statuses == ["needs_analysis", "completed"], transcript.tool_results
+            assert str(transcript.status) == "answered", transcript.status_reason
+            printed = transcript.tool_results[1]
+            assert printed.success and printed.data["result_set"] is False
+            state = ReportStateStore.for_run(run).load(run.run_id)
+            request = state.requests[0]
+            assigned = transcript.tool_results[3].artifacts[0].artifact_id
+            assert request.status == "completed" and request.result_artifact_id == assigned
+            assert request.attempts == 1 and state.handbacks_used == 1 and state.outcome["recovered_by_handback"]
+            outcome = transcript.tool_results[-1].data
+            assert outcome["formal"] and "**Overall refund rate:** " in outcome["report"]
+            assert verify_report(run.artifacts.catalog, outcome["report_artifact_id"]).ok
+    finally:
+        kernel.sandbox.close()
+        kernel.close()
