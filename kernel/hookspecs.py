@@ -68,6 +68,16 @@ def register_database_engines(register, settings, kernel):
 
 
 @hookspec
+def register_knowledge_retrievers(register, settings, kernel):
+    """Add second rankers that knowledge searches fuse with BM25 (an embedding search, say).
+
+    ``register(retriever)`` takes an object with a unique ``name`` and
+    ``retrieve(query, passages, k) -> [(passage_id, score), ...]``, best first
+    (:mod:`assay.plugins.knowledge.retrievers`).
+    """
+
+
+@hookspec
 def register_sandbox_runtimes(register, settings, kernel):
     """Add sandbox runtimes (container engines or the local fallback).
 

@@ -22,8 +22,9 @@ from __future__ import annotations
 import importlib
 import re
 import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Generic, Iterator, TypeVar
+from typing import Any, Generic, TypeVar
 
 from .errors import (
     PLUGIN_LOAD_FAILED,
@@ -50,7 +51,7 @@ class Lazy:
     the object (for objects bound to one kernel).
     """
 
-    __slots__ = ("target", "name", "attrs", "factory")
+    __slots__ = ("attrs", "factory", "name", "target")
 
     def __init__(self, target: str, *, name: str | None = None, factory: bool = False, **attrs: Any) -> None:
         module, sep, attr = target.partition(":")
@@ -201,7 +202,7 @@ class Registry(Generic[T]):
                 actual = getattr(value, key, None)
                 if actual != declared:
                     raise TypeError(f"it has {key}={actual!r} but was registered with {key}={declared!r}")
-        except Exception as exc:  # noqa: BLE001 - reported as the plugin's failure
+        except Exception as exc:
             raise PluginError(
                 PLUGIN_LOAD_FAILED,
                 f"{self.kind} {lazy.name!r} could not be loaded from {lazy.target}: {type(exc).__name__}: {exc}",
@@ -362,6 +363,7 @@ VALIDATORS: dict[str, Callable[[Any], tuple[str, Any]]] = {
     "artifact_stores": _named("name"),
     "report_renderers": _named("name", "media_type", "render"),
     "models": _named("model_id"),
+    "knowledge_retrievers": _named("name", "retrieve"),
 }
 
 # Hook name -> registry kind, in the order the kernel calls them.
@@ -372,6 +374,7 @@ REGISTER_HOOKS: dict[str, str] = {
     "register_sandbox_runtimes": "sandbox_runtimes",
     "register_models": "models",
     "register_report_renderers": "report_renderers",
+    "register_knowledge_retrievers": "knowledge_retrievers",
     "register_tools": "tools",
     "register_resources": "resources",
 }

@@ -81,8 +81,10 @@ class ArtifactRecord(BaseModel):
         return "INCOMPLETE artifact: " + str(self.provenance.get("incomplete_reason") or "the capture stopped early")
 
     def summary(self, width: int = 120) -> str:
-        """One line of the SQL or code (or the file name) that produced it."""
+        """One line of the SQL or code (or the file name, or the knowledge search) that produced it."""
         text = self.provenance.get("sql") or self.provenance.get("code") or self.name or ""
+        if not text and self.kind == "knowledge" and self.provenance.get("query"):
+            text = f"knowledge_search: {self.provenance['query']}"
         text = " ".join(str(text).split())
         return text if len(text) <= width else text[: width - 3] + "..."
 

@@ -1,0 +1,111 @@
+"""The index follows the files by hash: only changed files are parsed again; bad files are named, not fatal."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from assay.plugins.knowledge.errors import KnowledgeError
+from assay.plugins.knowledge.resource import KnowledgeBase
+from assay.plugins.knowledge.settings import KnowledgeBaseConfig
+
+
+def make_base(home: Path, *paths: Path, name: str = "kb") -> KnowledgeBase:
+    return KnowledgeBase(name, KnowledgeBaseConfig(paths=[str(p) for p in paths]), home=home)
+
+
+def test_a_directory_is_indexed_by_extension_skipping_hidden_files(docs, tmp_path):
+    base = make_base(tmp_path / "home", docs)
+    report = base.refresh()
+    assert (report.files, report.added, report.failed) == (3, 3, [])
+    assert {f.display for f in base.index.files()} == {"glossary.md", "columns.csv", "sub/policy.pdf"}
+    assert base.index.path == tmp_path / "home" / "knowledge" / "kb.sqlite"
+
+
+def test_reindexing_an_unchanged_base_parses_nothing(docs, tmp_path):
+    make_base(tmp_path / "home", docs).refresh()
+    again = make_base(tmp_path / "home", docs).refresh()  # a new process's view: same index file
+    assert (again.unchanged, again.added, again.changed, again.removed) == (3, 0, 0, 0)
+
+
+def test_a_changed_file_is_reparsed_and_a_removed_one_dropped(docs, tmp_path):
+    base = make_base(tmp_path / "home", docs)
+    base.refresh()
+    (docs / "glossary.md").write_text("# Metrics\n\n## Churn\n\nCustomers who left.\n")
+    (docs / "columns.csv").unlink()
+    report = base.refresh(force=True)
+    assert (report.changed, report.removed, report.unchanged) == (1, 1, 1)
+    assert [h.heading for h in base.search("churn").hits] == ["Metrics > Churn"]
+    assert base.search("denominator").hits == []
+    assert base.search("promotion_id").hits == []  # the CSV's passages left with it
+
+
+def test_touching_a_file_without_changing_its_bytes_is_unchanged(docs, tmp_path):
+    base = make_base(tmp_path / "home", docs)
+    base.refresh()
+    os.utime(docs / "glossary.md", (1, 1))
+    assert base.refresh(force=True).unchanged == 3
+
+
+def test_an_unreadable_file_is_reported_and_the_rest_indexed(docs, tmp_path):
+    (docs / "gone.md").symlink_to(tmp_path / "nowhere.md")  # listed, but reading it fails
+    base = make_base(tmp_path / "home", docs)
+    report = base.refresh()
+    assert [(f, c) for f, c, _ in report.failed] == [("gone.md", "KNOWLEDGE_FILE_UNREADABLE")]
+    assert report.files == 4 and base.search("denominator").hits
+    state = {f.display: f for f in base.index.files()}["gone.md"]
+    assert (state.status, state.passages) == ("failed", 0)
+
+
+def test_a_broken_pdf_is_reported_and_retried_once_fixed(docs, tmp_path):
+    from tests.knowledge.files import POLICY_PAGES, pdf_bytes
+
+    (docs / "sub" / "policy.pdf").write_bytes(b"%PDF-1.7\n1 0 obj garbage")
+    base = make_base(tmp_path / "home", docs)
+    assert [(f, c) for f, c, _ in base.refresh().failed] == [("sub/policy.pdf", "KNOWLEDGE_FILE_UNPARSABLE")]
+    (docs / "sub" / "policy.pdf").write_bytes(pdf_bytes(POLICY_PAGES))
+    report = base.refresh(force=True)
+    assert report.failed == [] and report.changed == 1
+    hit = base.search("chargeback").hits[0]
+    assert (hit.file, hit.heading, hit.page) == ("sub/policy.pdf", "page 2", 2)
+
+
+def test_a_file_over_the_size_limit_is_skipped_and_said_so(docs, tmp_path):
+    from assay.plugins.knowledge.settings import KnowledgeSettings
+
+    base = KnowledgeBase("kb", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home",
+                         settings=KnowledgeSettings(max_file_bytes=200))
+    failed = {f: m for f, _, m in base.refresh().failed}
+    assert "over the 200-byte limit" in failed["glossary.md"]
+
+
+def test_an_empty_base_searches_to_an_empty_result(tmp_path):
+    (tmp_path / "empty").mkdir()
+    base = make_base(tmp_path / "home", tmp_path / "empty")
+    assert base.refresh().files == 0
+    assert base.search("refund").hits == []
+
+
+def test_a_missing_path_is_a_clear_error(tmp_path):
+    base = make_base(tmp_path / "home", tmp_path / "no-such-dir")
+    with pytest.raises(KnowledgeError) as info:
+        base.search("refund")
+    assert info.value.code == "KNOWLEDGE_BASE_NOT_FOUND" and "no-such-dir" in info.value.message
+
+
+def test_several_paths_name_files_after_their_root(docs, tmp_path):
+    extra = tmp_path / "extra.md"
+    extra.write_text("# Extra\n\nGross margin is revenue minus cost.\n")
+    base = make_base(tmp_path / "home", docs, extra)
+    displays = {f.display for f in base.index.files()} if base.refresh() else set()
+    assert {"metrics/glossary.md", "extra.md"} <= displays
+
+
+def test_search_ranks_the_defining_section_first(docs, tmp_path):
+    base = make_base(tmp_path / "home", docs)
+    hits = base.search("what is the refund rate denominator", 3).hits
+    assert [h.heading for h in hits[:2]] == ["Metrics > Refund rate > Edge cases", "Metrics > Refund rate"]
+    rate = hits[1]
+    assert rate.file == "glossary.md" and (rate.line_start, rate.line_end) == (9, 17)
+    assert rate.bm25 > 0 and len(rate.passage_sha256) == 64
