@@ -30,6 +30,7 @@ from .parsing import Passage, kind_of
 # Bump when parsing changes what passages a file gives: every file is then parsed again.
 PARSER_VERSION = 1
 MAX_QUERY_TERMS = 32
+PRUNE_MIN_PASSAGES = 2_000  # from this size on, a search drops words most passages hold (see _without_common_terms)
 HEADING_WEIGHT = 4.0  # bm25() column weight of the heading against 1.0 for the text
 _WORD = re.compile(r"[^\W_]+")
 # Words too common to rank by; dropped from a query unless nothing else is left.
@@ -54,6 +55,15 @@ END;
 CREATE TRIGGER IF NOT EXISTS passages_ad AFTER DELETE ON passages BEGIN
     INSERT INTO passages_fts (passages_fts, rowid, heading, text) VALUES ('delete', old.id, old.heading, old.text);
 END;
+"""
+
+
+# Per connection: the query's words through the index's tokenizer (to look their stems up), and the
+# index's terms with the number of passages holding each.
+_TEMP = """
+CREATE VIRTUAL TABLE temp.query_words USING fts5(word, tokenize='porter unicode61');
+CREATE VIRTUAL TABLE temp.query_terms USING fts5vocab(temp, query_words, 'instance');
+CREATE VIRTUAL TABLE temp.passage_terms USING fts5vocab(main, passages_fts, 'row');
 """
 
 
@@ -145,6 +155,7 @@ class KnowledgeIndex:
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
+                conn.executescript(_TEMP)
             except sqlite3.Error as exc:
                 raise KnowledgeError(KNOWLEDGE_INDEX_FAILED, f"cannot open the knowledge index {self.path}: {exc}",
                                      "Check that ASSAY_HOME is writable; `assay knowledge index` rebuilds it.") from None
@@ -253,12 +264,48 @@ class KnowledgeIndex:
         if not match:
             return []
         with self._lock:
+            match = self._without_common_terms(match)
+            # rank the matches inside FTS5 first, then join only the best few to their passages and files
             rows = self._db().execute(
-                f"SELECT {self._HIT_COLUMNS}, bm25(passages_fts, {HEADING_WEIGHT}, 1.0) AS rank"
-                " FROM passages_fts JOIN passages p ON p.id = passages_fts.rowid"
-                " JOIN files f ON f.id = p.file_id WHERE passages_fts MATCH ? ORDER BY rank LIMIT ?",
+                f"SELECT {self._HIT_COLUMNS}, best.score FROM"
+                f" (SELECT rowid, bm25(passages_fts, {HEADING_WEIGHT}, 1.0) AS score FROM passages_fts"
+                "  WHERE passages_fts MATCH ? ORDER BY score LIMIT ?) AS best"
+                " JOIN passages p ON p.id = best.rowid JOIN files f ON f.id = p.file_id ORDER BY best.score",
                 (match, limit)).fetchall()
         return [Hit(*row[:9], bm25=-row[9]) for row in rows]  # bm25() is lower-is-better; shown higher-is-better
+
+    def _without_common_terms(self, match: str) -> str:
+        """``match`` less the words found in more than half the passages, when another word is left.
+
+        FTS5's BM25 gives such a word an IDF of almost zero (1e-6), so it
+        cannot change the order of passages that match the other words, but
+        scoring it costs a pass over most of the index. Only in bases of
+        :data:`PRUNE_MIN_PASSAGES` passages or more: in a smaller one the pass
+        is cheap, and passages holding only such words still fill ``k``.
+        Words are looked up after stemming (through the index's tokenizer).
+        """
+        words = match[1:-1].split('" OR "')
+        if len(words) < 2:
+            return match
+        db = self._db()
+        total = self._passage_count(db)
+        if total < PRUNE_MIN_PASSAGES:  # cheap anyway: keep every match (passages holding only common words too)
+            return match
+        db.execute("DELETE FROM temp.query_words")
+        db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(words))
+        stems: dict[int, list[str]] = {}
+        for term, row in db.execute("SELECT term, doc FROM temp.query_terms"):
+            stems.setdefault(row, []).append(term)
+        common = set()
+        for i, terms in stems.items():
+            counts = [db.execute("SELECT doc FROM temp.passage_terms WHERE term = ?", (t,)).fetchone() for t in terms]
+            if all(c is not None and c[0] * 2 > total for c in counts):
+                common.add(i)
+        kept = [w for i, w in enumerate(words) if i not in common]
+        return " OR ".join(f'"{w}"' for w in kept) if kept else match
+
+    def _passage_count(self, db: sqlite3.Connection) -> int:
+        return db.execute("SELECT count(*) FROM passages").fetchone()[0]
 
     def hits(self, ids: list[int]) -> dict[int, Hit]:
         """Passages by id (for a second ranker's picks)."""

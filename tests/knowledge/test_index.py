@@ -109,3 +109,19 @@ def test_search_ranks_the_defining_section_first(docs, tmp_path):
     rate = hits[1]
     assert rate.file == "glossary.md" and (rate.line_start, rate.line_end) == (9, 17)
     assert rate.bm25 > 0 and len(rate.passage_sha256) == 64
+
+
+def test_a_large_base_drops_words_most_passages_hold_without_changing_the_top_hit(tmp_path, monkeypatch):
+    from assay.plugins.knowledge import index as index_module
+
+    root = tmp_path / "big"
+    root.mkdir()
+    sections = [f"## Order note {i}\n\nEvery order is an order of the shop, note {i}.\n" for i in range(60)]
+    sections.append("## Refund rate\n\nRefunded orders divided by all orders: the denominator.\n")
+    (root / "notes.md").write_text("# Notes\n\n" + "\n".join(sections))
+    base = make_base(tmp_path / "home", root)
+    full = base.search("order denominator", 3)
+    monkeypatch.setattr(index_module, "PRUNE_MIN_PASSAGES", 10)
+    pruned = base.search("order denominator", 3)
+    assert full.hits[0].heading == pruned.hits[0].heading == "Notes > Refund rate"
+    assert len(full.hits) == 3 and len(pruned.hits) == 1  # "order" is in every passage: it adds no weight
