@@ -8,8 +8,11 @@
    local runtime, opted into *explicitly* here and said so on screen
    (assay's own default stays fail-closed);
 4. drives the agent loop with a deterministic scripted model:
-   ``sql_query`` -> ``code_interpreter`` over the captured result (refund
-   rate per store during a promotion, and a chart) -> ``render_report``;
+   ``knowledge_search`` (the retail glossary: what a promoted order, a refund
+   and the refund rate's denominator are) -> ``sql_query`` ->
+   ``code_interpreter`` over the captured result (refund rate per store
+   during a promotion, and a chart) -> ``render_report``, which cites the
+   glossary's definition beside the numbers;
 5. prints the previews the model saw, the artifact ids, and where the
    evidence lives.
 """
@@ -28,6 +31,7 @@ sys.path.insert(0, str(ROOT))  # for examples.retail when run as a script
 
 DEMO_DIR = ROOT / ".assay" / "demo"
 DB_PATH = DEMO_DIR / "retail.db"
+GLOSSARY = ROOT / "examples" / "retail" / "glossary"
 LOCAL_IMAGE = "localhost/assay-sandbox-python:bookworm"
 
 REFUNDS_SQL = """
@@ -155,16 +159,26 @@ def script_steps() -> list:
         return {"tool": "code_interpreter",
                 "arguments": {"code": ANALYSIS_CODE.format(artifact_id=sql_artifact), "inputs": [sql_artifact]}}
 
-    def report(messages):
-        python_artifact = last_artifact(messages, "first")
-        sql_artifact = None
+    def first_of(messages, tool: str) -> tuple[str, str]:
+        """The first ``tool`` result's artifact id and its text."""
         for message in messages:
-            if message.role == "tool" and message.content and "artifacts:" in message.content:
-                sql_artifact = message.content.rsplit("artifacts:", 1)[1].split(",")[0].strip()
-                break
+            if message.role == "tool" and message.name == tool and "artifacts:" in (message.content or ""):
+                return message.content.rsplit("artifacts:", 1)[1].split(",")[0].strip(), message.content
+        raise RuntimeError(f"no {tool} result with an artifact in the conversation")
+
+    def report(messages):
+        import re
+
+        python_artifact = last_artifact(messages, "first")
+        sql_artifact, _ = first_of(messages, "sql_query")
+        glossary, found = first_of(messages, "knowledge_search")
+        row = int(re.search(r"^\[row (\d+)\] [^\n]*> Refund rate \(", found, re.M).group(1))
+        definition = {"type": "text", "text": "The refund rate follows the glossary ({file}, {heading}): {text}",
+                      "cite": {key: {"artifact_id": glossary, "path": [row, key]} for key in ("file", "heading", "text")}}
         document = {
             "title": "Refunds on promoted orders, by store",
             "blocks": [
+                definition,
                 {"type": "text", "text": "Across all stores, {rate} of promoted orders were refunded.",
                  "cite": {"rate": {"artifact_id": python_artifact, "path": "overall_refund_rate", "format": ".2%"}}},
                 {"type": "number", "label": "Highest store refund rate", "artifact_id": python_artifact,
@@ -177,10 +191,12 @@ def script_steps() -> list:
         return {"tool": "render_report", "arguments": {"document": document}}
 
     return [
+        {"tool": "knowledge_search", "arguments": {"query": "refund rate denominator promoted order", "k": 3}},
         {"tool": "sql_query", "arguments": {"sql": REFUNDS_SQL, "datasource": "retail"}},
         analysis,
         report,
-        {"text": "Done: the report above cites the SQL and Python artifacts it read its numbers from."},
+        {"text": "Done: the report above cites the glossary's definition and the SQL and Python artifacts it "
+                 "read its numbers from."},
     ]
 
 
@@ -189,6 +205,7 @@ def main() -> int:
     build_database()
     os.environ.setdefault("ASSAY_HOME", str(DEMO_DIR / "home"))
     os.environ["ASSAY_SQL_DATABASES"] = f"retail=sqlite:///{DB_PATH}"
+    os.environ["ASSAY_KNOWLEDGE"] = f"glossary={GLOSSARY}"  # the metrics' definitions (docs/knowledge.md)
 
     banner("2. sandbox")
     # The first cell imports pandas and matplotlib under the sandbox's 0.5-CPU
@@ -213,7 +230,7 @@ def main() -> int:
     say(f"question: {question}")
     run = kernel.new_run()
     try:
-        transcript = run_agent(kernel, ScriptedModel(script_steps()), run, question, max_steps=6)
+        transcript = run_agent(kernel, ScriptedModel(script_steps()), run, question, max_steps=7)
         for result in transcript.tool_results:
             say()
             say(f"--- {result.tool}: {'ok' if result.success else 'FAILED'} in {result.elapsed_ms:.0f} ms")
