@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["kernel", "evidence", "sql", "sandbox", "code_interpreter", "knowledge"]
+ORDER = ["kernel", "evidence", "sql", "sandbox", "code_interpreter", "knowledge", "agent"]
 
 
 def main(argv: list[str]) -> int:

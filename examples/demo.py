@@ -7,7 +7,9 @@
 3. chooses a sandbox: a container engine when one answers, otherwise the
    local runtime, opted into *explicitly* here and said so on screen
    (assay's own default stays fail-closed);
-4. drives the agent loop with a deterministic scripted model:
+4. asks the question through the code path of ``assay ask`` (the same
+   steps on screen, the run kept in the runs store), with a deterministic
+   scripted model:
    ``knowledge_search`` (the retail glossary: what a promoted order, a refund
    and the refund rate's denominator are) -> ``sql_query`` ->
    ``code_interpreter`` over the captured result (refund rate per store
@@ -109,8 +111,9 @@ def prefer_local_image() -> None:
 
 def choose_sandbox() -> str:
     """Probe the configured sandbox; opt into the local runtime explicitly if none works."""
-    from assay import Kernel
     from assay.kernel.sandbox import SandboxError
+
+    from assay import Kernel
 
     prefer_local_image()
     kernel = Kernel()
@@ -214,9 +217,11 @@ def main() -> int:
     say(f"execution time limit: {os.environ['SANDBOX_TIMEOUT']} s (SANDBOX_TIMEOUT)")
     say(f"sandbox: {choose_sandbox()}")
 
-    from assay import Kernel
-    from assay.kernel.agent import run_agent
+    from assay.kernel.ask import AskOptions, ask
+    from assay.kernel.cli_ask import StepPrinter, print_result
     from assay.plugins.models.scripted import ScriptedModel
+
+    from assay import Kernel
 
     banner("3. kernel and plugins")
     kernel = Kernel().start()
@@ -225,31 +230,34 @@ def main() -> int:
         status = info.status if not info.error else f"{info.status} ({info.error['code']})"
         say(f"  {info.name:<18} {status:<10} {registered}")
 
-    banner("4. the agent answers from evidence")
+    banner("4. the agent answers from evidence (the code path of `assay ask`)")
     question = "Which stores refund the most promoted orders, and what is the overall refund rate?"
     say(f"question: {question}")
-    run = kernel.new_run()
+    say("model: scripted (deterministic; `assay ask --model PROVIDER[:NAME]` uses a real one)")
+    printer = StepPrinter()
     try:
-        transcript = run_agent(kernel, ScriptedModel(script_steps()), run, question, max_steps=7)
+        options = AskOptions(question=question, databases=["retail"])
+        transcript = ask(kernel, options, model=ScriptedModel(script_steps()), observers=[printer])
+        print_result(transcript, printer, "steps")
         for result in transcript.tool_results:
             say()
-            say(f"--- {result.tool}: {'ok' if result.success else 'FAILED'} in {result.elapsed_ms:.0f} ms")
+            say(f"--- what the model saw from {result.tool} ({'ok' if result.success else 'FAILED'}, "
+                f"{result.elapsed_ms:.0f} ms)")
             say(result.for_model())
-        say()
-        say(f"answer: {transcript.answer}")
         failed = [r for r in transcript.tool_results if not r.success]
     finally:
-        run.close()
         kernel.close()
 
     banner("5. evidence")
-    say(f"run: {run.run_id}")
+    run_id = transcript.run_id
+    say(f"run: {run_id} (status {transcript.status})")
     say(f"artifacts captured: {', '.join(transcript.artifact_ids) or 'none'}")
     say(f"evidence store: {os.environ['ASSAY_HOME']}")
-    say(f"inspect it:  .venv/bin/assay artifacts ls --run {run.run_id}")
-    say("             .venv/bin/assay artifacts verify")
-    if failed:
-        say(f"demo FAILED: {len(failed)} tool call(s) did not succeed")
+    say(f"inspect it:  .venv/bin/assay runs show {run_id}")
+    say(f"             .venv/bin/assay artifacts ls --run {run_id}")
+    say(f"             .venv/bin/assay runs export {run_id} && .venv/bin/assay artifacts verify {run_id}.zip")
+    if failed or str(transcript.status) != "answered":
+        say(f"demo FAILED: status {transcript.status}, {len(failed)} tool call(s) did not succeed")
         return 1
     return 0
 

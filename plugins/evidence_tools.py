@@ -106,9 +106,27 @@ def register_commands(cli, kernel):
         click.echo(selected.text())
 
     @artifacts.command("verify")
-    def verify_cmd() -> None:
-        """Re-hash every artifact; list missing or corrupt ones (exit 1 if any)."""
+    @click.argument("bundle", required=False, type=click.Path(exists=True, dir_okay=False))
+    def verify_cmd(bundle: str | None) -> None:
+        """Re-hash every artifact; list missing or corrupt ones (exit 1 if any).
+
+        With BUNDLE (a zip from `assay runs export`), check that instead: every
+        file against its manifest, every artifact against its record, and every
+        artifact the run cites present.
+        """
         from assay.kernel.evidence.maintenance import verify_all
+
+        if bundle is not None:
+            from assay.kernel.runs.export import verify_bundle
+
+            checked = verify_bundle(bundle)
+            for problem in checked.problems:
+                click.echo(problem)
+            click.echo(f"bundle {bundle} (run {checked.run_id or '?'}): {checked.checked} files checked, "
+                       f"{len(checked.problems)} problem(s)")
+            if not checked.healthy:
+                sys.exit(1)
+            return
 
         report = verify_all(kernel.evidence.catalog)
         for artifact_id in report.missing:

@@ -148,6 +148,9 @@ class AgentRun:
             results = await run_tool_calls(
                 self.kernel, self.run, reply.tool_calls, allowed=self.allowed, max_calls=s.max_tool_calls_per_turn,
                 started=self._started, finished=self._finished)
+            order = {call.id: i for i, call in enumerate(reply.tool_calls)}  # records in the model's order
+            t.calls = [c for c in t.calls if c.step != step] + sorted(
+                (c for c in t.calls if c.step == step), key=lambda c: order.get(c.call_id, len(order)))
             if len(reply.tool_calls) > s.max_tool_calls_per_turn:
                 self.limit("max_tool_calls_per_turn", s.max_tool_calls_per_turn, asked=len(reply.tool_calls))
             for call, result in zip(reply.tool_calls, results):

@@ -7,6 +7,8 @@ turn), ``{"text": "..."}`` (the final answer), or a callable taking the
 conversation so far (a list of :class:`assay.kernel.messages.Message`) and returning
 one of those: that is how a script uses an artifact id a previous tool
 returned. When the script runs out, the model answers with its last text.
+A JSON script file is given as ``script=PATH``, or on the command line as
+``--model scripted:PATH``.
 
 One module (not a thin plugin module plus the model): the model imports in
 about 1 ms (the message types load when it first answers), too little to split.
@@ -31,7 +33,9 @@ Step = Union[dict[str, Any], Callable[[list["Message"]], dict[str, Any]]]
 class ScriptedModel(Model):
     model_id = "scripted"
 
-    def __init__(self, steps: Sequence[Step] = (), *, script: str | Path | None = None) -> None:
+    def __init__(self, steps: Sequence[Step] = (), *, script: str | Path | None = None,
+                 model: str | None = None) -> None:
+        script = script or model  # `--model scripted:PATH` passes the script's path as the model name
         if script is not None:
             steps = json.loads(Path(script).read_text())
         self.steps = list(steps)

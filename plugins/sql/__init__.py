@@ -18,7 +18,7 @@ from assay.kernel.settings import mask_url
 
 log = get_logger("assay.sql")
 
-__all__ = ["open_datasource"]
+__all__ = ["attach_url", "open_datasource"]
 
 
 def sql_settings(settings: Any) -> Any:
@@ -45,6 +45,22 @@ def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = 
     sql = sql_settings(settings or kernel.settings) if (settings or kernel) else None
     engines = kernel_engines(kernel) if kernel is not None else None
     return DatabaseResource(name, url, settings=sql, config=config, engines=engines)
+
+
+def attach_url(kernel: Any, url: str, allow_privileged: bool = False) -> Any:
+    """Attach the database at ``url`` to ``kernel`` (`assay ask --db URL`); the same database
+    attached before (same URL) is returned instead of a twin. Nothing connects yet."""
+    from .settings import DatasourceConfig, name_for_url
+
+    name = name_for_url(url)
+    if name in kernel.resources:
+        name = f"{name}_cli"
+    config = DatasourceConfig(url=url, allow_privileged=allow_privileged)
+    resource = open_datasource(name, url, kernel=kernel, config=config)
+    for existing in kernel.resources.values():
+        if getattr(existing, "url", None) == resource.url and getattr(existing, "type", None) == "database":
+            return existing
+    return kernel.attach(resource)
 
 
 # Registered lazily: SQLAlchemy, sqlglot and the engine and tool modules load on first use.

@@ -73,6 +73,7 @@ def test_parallel_calls_of_concurrent_tools_run_at_once_with_results_in_the_mode
     transcript, _, _ = ask(agent_kernel(db=False), [{"tools": calls}, {"text": "done"}])
     elapsed = time.monotonic() - started
     assert elapsed < 1.2, elapsed  # 0.6 s, not 0.7 s + overhead run one after the other... with room for load
+    assert [c.call_id for c in transcript.calls] == ["call_1", "call_2"]  # the model's order, not finishing order
     first, second = transcript.messages[3], transcript.messages[4]
     assert first.content.startswith('"first') and second.content.startswith('"second')
     assert float(second.content.split(" at ")[1].rstrip('"')) < float(first.content.split(" at ")[1].rstrip('"'))

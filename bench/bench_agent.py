@@ -1,0 +1,184 @@
+"""Agent figures: overhead per step against the model call, and `assay ask` start-up.
+
+Run: .venv/bin/python bench/bench_agent.py
+
+A local fake chat-completions server (loopback HTTP, answers at once) plays
+the model through the real OpenAI-compatible provider.
+
+1. Per step: a run of STEPS turns, each a ``sql_query`` call (SQLite, one
+   row, captured as an artifact), then an answer, recorded in the runs store
+   as `assay ask` records it. The time inside the model call (HTTP round trip
+   to the fake server, parsing) and the tool's own time (``elapsed_ms``: the
+   query and its capture) are measured apart; the rest of the run's wall
+   time divided by the steps is the agent's overhead per step (prompt and
+   messages, dispatch, compaction check, transcript events written to
+   SQLite). Target: <= 5 ms.
+2. Start-up: wall time from starting `assay ask --db sqlite:///... --model
+   openai_compatible:fake` in a fresh process to the fake server receiving
+   its first request, beside `python -c pass` in the same kind of process.
+   Median of several runs. Target: <= 300 ms.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+STEPS = 40
+STARTS = 7
+
+
+class FakeModelServer:
+    """Answers every chat completion at once: a tool call until `calls` run out, then text."""
+
+    def __init__(self, calls: int) -> None:
+        self.calls_left = calls
+        self.first_request_at: float | None = None
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                if outer.first_request_at is None:
+                    outer.first_request_at = time.time()
+                length = int(self.headers.get("Content-Length") or 0)
+                self.rfile.read(length)
+                if outer.calls_left > 0:
+                    outer.calls_left -= 1
+                    message = {"role": "assistant", "content": None, "tool_calls": [{
+                        "id": f"call_{outer.calls_left}", "type": "function",
+                        "function": {"name": "sql_query", "arguments": json.dumps({"sql": "SELECT 6 * 7 AS answer"})}}]}
+                else:
+                    message = {"role": "assistant", "content": "42"}
+                body = json.dumps({"choices": [{"message": message, "finish_reason": "stop"}],
+                                   "usage": {"prompt_tokens": 100, "completion_tokens": 10}}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def make_db(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sales (region TEXT, amount INTEGER)")
+    conn.executemany("INSERT INTO sales VALUES (?, ?)", [("north", 10), ("south", 32)])
+    conn.commit()
+    conn.close()
+    return path
+
+
+class TimedModel:
+    """Wraps a model; adds up the time spent inside its calls."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.spent, self.calls = inner, 0.0, 0
+        self.settings = getattr(inner, "settings", None)
+
+    async def acomplete(self, messages, tools, *, on_text=None):
+        started = time.perf_counter()
+        try:
+            return await self.inner.acomplete(messages, tools, on_text=on_text)
+        finally:
+            self.spent += time.perf_counter() - started
+            self.calls += 1
+
+
+def per_step(home: Path, db: Path) -> None:
+    from assay.kernel.ask import AskOptions, aask
+
+    from assay import Kernel
+
+    server = FakeModelServer(STEPS)
+    os.environ["ASSAY_OPENAI_BASE_URL"] = server.url
+    kernel = Kernel()
+    try:
+        model = TimedModel(kernel.model("openai_compatible", model="fake"))
+        from assay.kernel.agent import AgentSettings
+
+        settings = AgentSettings(max_steps=STEPS + 1)
+        options = AskOptions(question="what is 6 * 7, many times?", databases=[f"sqlite:///{db}"], settings=settings)
+        # one warm-up run: imports, the datasource's first connection and schema
+        asyncio.run(aask(kernel, options, model=model))
+        server.calls_left = STEPS
+        model.spent, model.calls = 0.0, 0
+        started = time.perf_counter()
+        transcript = asyncio.run(aask(kernel, options, model=model))
+        total = time.perf_counter() - started
+    finally:
+        kernel.close()
+        server.close()
+    assert transcript.steps == STEPS + 1 and str(transcript.status) == "answered", transcript.summary()
+    steps = transcript.steps
+    model_ms = model.spent / model.calls * 1e3
+    tool_s = sum(r.elapsed_ms or 0.0 for r in transcript.tool_results) / 1e3
+    overhead_ms = (total - model.spent - tool_s) / steps * 1e3
+    counter = Kernel()
+    events = sum(1 for _ in counter.runs.events(transcript.run_id))
+    counter.close()
+    print(f"per step ({steps} steps, {events} events written): agent overhead {overhead_ms:.2f} ms, "
+          f"model call (fake server) {model_ms:.2f} ms, tool (query + capture) {tool_s / STEPS * 1e3:.2f} ms; "
+          f"ratio overhead/model call {overhead_ms / model_ms:.2f}x "
+          f"[target <= 5 ms: {'ok' if overhead_ms <= 5 else 'OVER'}]")
+
+
+def start_up(home: Path, db: Path) -> None:
+    env = dict(os.environ, ASSAY_HOME=str(home))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed assay has its bytecode cached: the first run writes it
+    baseline, to_request = [], []
+    for attempt in range(STARTS + 1):
+        started = time.time()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        if attempt:
+            baseline.append((time.time() - started) * 1e3)
+        server = FakeModelServer(0)
+        env["ASSAY_OPENAI_BASE_URL"] = server.url
+        try:
+            started = time.time()
+            subprocess.run([sys.executable, "-m", "assay.kernel.cli", "ask", "--db", f"sqlite:///{db}", "--model",
+                            "openai_compatible:fake", "--quiet", "how much?"], env=env, check=False,
+                           capture_output=True, timeout=60)
+            assert server.first_request_at is not None, "the model was never asked"
+            if attempt:  # the first run (bytecode written, caches warm) is not counted
+                to_request.append((server.first_request_at - started) * 1e3)
+        finally:
+            server.close()
+    base, ask_ms = statistics.median(baseline), statistics.median(to_request)
+    print(f"start-up to the first model request: {ask_ms:.0f} ms (median of {STARTS}); `python -c pass` "
+          f"{base:.0f} ms; ratio {ask_ms / base:.1f}x [target <= 300 ms: {'ok' if ask_ms <= 300 else 'OVER'}]")
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "home"
+        os.environ["ASSAY_HOME"] = str(home)
+        db = make_db(Path(tmp) / "shop.db")
+        per_step(home, db)
+        start_up(home, db)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

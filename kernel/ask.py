@@ -1,0 +1,159 @@
+"""One question answered by the main agent: the code path of ``assay ask`` and of ``make demo``.
+
+:func:`aask` resolves the model (``PROVIDER[:NAME]``), attaches the databases
+(a configured datasource's name, or a URL the caller's ``open_url``
+attaches: the SQL plugin's for `assay ask --db URL`) and checks that they
+connect, then runs the agent on a new run recorded in the runs store. Input
+that cannot work (an empty question, an unknown model, a database that does
+not connect) never reaches the model: the run is recorded with status
+``invalid_input`` and the error's code, message and hint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .agent.loop import AGENT_QUESTION_EMPTY, arun_agent, model_label
+from .agent.status import RunStatus
+from .agent.transcript import AgentEvent, AgentObserver, RunError, Transcript
+from .errors import AssayError
+from .resources import Resource, ResourceType
+
+MODEL_CONFIG_INVALID = "MODEL_CONFIG_INVALID"
+
+UrlOpener = Callable[["Kernel", str, bool], Resource]
+"""(kernel, url, allow_privileged) -> the attached database resource."""
+
+if TYPE_CHECKING:
+    from .agent.settings import AgentSettings
+    from .kernel import Kernel
+    from .models import Model
+
+
+@dataclass
+class AskOptions:
+    """What ``assay ask`` was given."""
+
+    question: str
+    databases: list[str] = field(default_factory=list)  # URLs or configured datasource names
+    model: str | None = None  # PROVIDER[:NAME]; None: the agent settings' model
+    allow_privileged: bool = False
+    settings: AgentSettings | None = None
+    open_url: UrlOpener | None = None  # attaches a database URL (the SQL plugin's)
+
+
+def parse_model_spec(spec: str) -> tuple[str, str | None]:
+    """``PROVIDER[:NAME]`` -> (provider, name or None)."""
+    provider, _, name = spec.strip().partition(":")
+    return provider, (name or None)
+
+
+def resolve_model(kernel: Kernel, spec: str) -> Model:
+    provider, name = parse_model_spec(spec)
+    if not provider:
+        raise AssayError("MODEL_NOT_FOUND", f"no model named {spec!r}", "Write --model PROVIDER[:NAME].")
+    try:
+        return kernel.model(provider, model=name) if name else kernel.model(provider)
+    except AssayError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - e.g. a scripted model's script that cannot be read
+        raise AssayError(MODEL_CONFIG_INVALID, f"cannot make model {spec!r}: {type(exc).__name__}: {exc}",
+                         "Check the NAME part of --model (for scripted: a readable JSON script).") from None
+
+
+def attach_databases(kernel: Kernel, databases: Iterable[str], *, open_url: UrlOpener | None = None,
+                     allow_privileged: bool = False) -> list[Resource]:
+    """The datasources ``databases`` names, each checked to connect.
+
+    A name is a configured datasource; anything else is a URL, attached with
+    ``open_url`` (the SQL plugin's, for `assay ask`). The same database
+    attached before is used again, not attached twice.
+    """
+    chosen: list[Resource] = []
+    for given in databases:
+        resource = kernel.resources.get(given)
+        if resource is None or resource.type != ResourceType.DATABASE:
+            if "://" not in given and not given.startswith("sqlite:"):
+                known = sorted(n for n, r in kernel.resources.items() if r.type == ResourceType.DATABASE)
+                raise AssayError("SQL_DATASOURCE_NOT_FOUND", f"no datasource named {given!r}",
+                                 f"Pass a database URL, or one of: {', '.join(known) or 'none configured'}.")
+            if open_url is None:
+                raise AssayError("SQL_DATASOURCE_INVALID", "nothing here opens database URLs",
+                                 "Install the SQL plugin (pip install 'assay[sql]') or name a configured datasource.")
+            resource = open_url(kernel, given, allow_privileged)
+        tables = getattr(resource, "tables", None)
+        if callable(tables):
+            tables()  # opens the pool: SQL_DATASOURCE_UNAVAILABLE / _PRIVILEGED now, not in the model's turn
+        chosen.append(resource)
+    return chosen
+
+
+def refused(run_id: str, question: str, model: str, error: AssayError, observers: Iterable[AgentObserver],
+            status: RunStatus = RunStatus.INVALID_INPUT) -> Transcript:
+    """A run that never reached the model, recorded like any other."""
+    transcript = Transcript(run_id=run_id, question=question, model=model, status=status,
+                            status_reason=f"refused before the model was asked: {error.code}",
+                            error=RunError(code=error.code, message=error.message, hint=error.hint),
+                            ended_at=time.time())
+    for kind, data in (("run_started", {"question": question, "model": model}),
+                       ("run_finished", {"summary": transcript.summary()})):
+        event = AgentEvent(kind, run_id, 0, data)  # type: ignore[arg-type]
+        for observer in observers:
+            observer(event)
+    return transcript
+
+
+async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = None,
+               observers: Iterable[AgentObserver] = (), record_run: bool = True) -> Transcript:
+    """Answer ``options.question`` with the main agent; the run is kept in ``kernel.runs``.
+
+    ``model`` (an instance) wins over ``options.model``. Cancelling the task
+    cancels the running tool calls, records ``cancelled``, closes the run
+    (its sandbox session) and re-raises.
+    """
+    from .agent.loop import agent_settings
+    from .runs import RunRecorder
+
+    settings = options.settings or agent_settings(kernel)
+    spec = options.model or settings.model
+    watchers: list[AgentObserver] = [RunRecorder(kernel.runs)] if record_run else []
+    watchers += list(observers)
+    run = kernel.new_run()
+    try:
+        label = model_label(model) if model is not None else spec
+        if not options.question or not options.question.strip():
+            return refused(run.run_id, options.question, label, AssayError(
+                AGENT_QUESTION_EMPTY, "the question is empty", "Ask a question in words."), watchers)
+        try:
+            if model is None:
+                model = resolve_model(kernel, spec)
+                label = _label(spec, model)
+            databases = attach_databases(kernel, options.databases, open_url=options.open_url,
+                                         allow_privileged=options.allow_privileged)
+        except AssayError as exc:
+            return refused(run.run_id, options.question, label, exc, watchers)
+        resources = _resources(kernel, databases) if options.databases else None
+        return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
+                                observers=watchers, model_name=label)
+    finally:
+        run.close()  # the sandbox session and what else the run opened, also after a cancellation
+
+
+def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
+    """Synchronous :func:`aask`."""
+    return asyncio.run(aask(kernel, options, **kwargs))
+
+
+def _label(spec: str, model: Model) -> str:
+    return spec if parse_model_spec(spec)[1] else model_label(model)
+
+
+def _resources(kernel: Kernel, databases: list[Resource]) -> list[Resource]:
+    """The chosen databases, plus every resource that is not a database (knowledge, packs)."""
+    others = [r for r in kernel.resources.values() if r.type != ResourceType.DATABASE]
+    return list(databases) + [r for r in others if r not in databases]
+

@@ -1,0 +1,23 @@
+"""The ``ask_cli`` plugin: ``assay ask``, the main agent on the command line.
+
+The command itself is the kernel's (:mod:`assay.kernel.cli_ask`); this
+plugin gives it the SQL plugin's way to attach a ``--db URL``, which the
+kernel cannot import. ``assay runs`` is the kernel's own.
+"""
+
+from __future__ import annotations
+
+from assay import hookimpl
+
+
+def open_url(kernel, url: str, allow_privileged: bool):
+    from assay.plugins.sql import attach_url
+
+    return attach_url(kernel, url, allow_privileged)
+
+
+@hookimpl
+def register_commands(cli):
+    from assay.kernel.cli_ask import make_ask_command
+
+    cli.add_command(make_ask_command(open_url))
