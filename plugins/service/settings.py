@@ -1,0 +1,33 @@
+"""Settings of the service (``[service]`` in the config file, ``ASSAY_SERVICE_*`` variables).
+
+One section covers ``assay mcp`` and ``assay serve``: where the server
+listens, who may use it (tokens live in ``ASSAY_HOME/service/tokens.sqlite3``)
+and the limits that keep one caller from taking the machine.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class ServiceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ASSAY_SERVICE_", extra="ignore")
+
+    host: str = Field(default="127.0.0.1", description="Address `assay serve` binds (loopback by default).")
+    port: int = Field(default=8765, ge=0, le=65535, description="Port of `assay serve`.")
+    model: str = Field(default="", description="Model a run uses when the request names none: PROVIDER[:NAME] "
+                                               "(empty: the agent section's model).")
+    models: list[str] = Field(default_factory=list, description="Models a client may name (PROVIDER or "
+                                                                "PROVIDER:NAME); empty: only the default.")
+    max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="Largest request body accepted (413 past).")
+    questions_per_minute: int = Field(default=30, ge=1, description="Runs one token may start per minute (429).")
+    max_runs_per_token: int = Field(default=4, ge=1, description="Runs one token may have going at once (429).")
+    max_runs_total: int = Field(default=16, ge=1, description="Runs the server has going at once (429).")
+    run_wall_s: float = Field(default=300.0, gt=0, description="Ceiling of one run's wall time (status max_time).")
+    max_steps: int = Field(default=20, ge=1, description="Ceiling of one run's model turns.")
+    drain_s: float = Field(default=30.0, ge=0, description="On SIGTERM, how long running runs may finish "
+                                                           "before they are cancelled.")
+    preview_rows: int = Field(default=50, ge=1, le=1000, description="Rows of an artifact an MCP resource "
+                                                                     "read returns (select more with a query).")
+    max_read_rows: int = Field(default=1000, ge=1, le=100_000, description="Most rows one artifact read returns.")

@@ -1,0 +1,77 @@
+"""Fixtures of the service tests: a sample SQLite database, tokens, live servers on loopback."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def make_sales(path: Path, rows: int = 120) -> Path:
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT, amount INTEGER)")
+    regions = ["north", "south", "east", "west"]
+    conn.executemany("INSERT INTO sales VALUES (?, ?, ?)", [(i, regions[i % 4], i * 3) for i in range(rows)])
+    conn.commit()
+    conn.close()
+    return path
+
+
+@pytest.fixture
+def sales_db(tmp_path) -> Path:
+    return make_sales(tmp_path / "sales.db")
+
+
+@pytest.fixture
+def service_env(assay_home, sales_db, monkeypatch) -> dict[str, str]:
+    """The environment of a service process: its own ASSAY_HOME, the sample datasource, local sandbox."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env.update({"ASSAY_HOME": str(assay_home), "ASSAY_SQL_DATABASES": f"sales=sqlite:///{sales_db}",
+                "SANDBOX_RUNTIME": "local", "SANDBOX_ALLOW_LOCAL_RUNTIME": "1", "PYTHONUNBUFFERED": "1"})
+    for key, value in env.items():
+        if key.startswith(("ASSAY_", "SANDBOX_")):
+            monkeypatch.setenv(key, value)
+    return env
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def make_token(env: dict[str, str], owner: str = "alice") -> str:
+    out = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "tokens", "create", "--owner", owner],
+                         env=env, capture_output=True, text=True, check=True, timeout=60)
+    return out.stdout.strip()
+
+
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
