@@ -13,8 +13,12 @@
    ``knowledge_search`` (the retail glossary: what a promoted order, a refund
    and the refund rate's denominator are) -> ``sql_query`` ->
    ``code_interpreter`` over the captured result (refund rate per store
-   during a promotion, and a chart) -> ``render_report``, which cites the
-   glossary's definition beside the numbers;
+   during a promotion, and a chart; the overall rate is only printed) ->
+   ``generate_report``: its report writer (a sub-agent, scripted too) finds
+   the overall rate missing and hands that calculation back
+   (``needs_analysis``); the main agent computes it into ``REPORT_RESULT``
+   and calls ``generate_report`` again, which completes the report, citing
+   the glossary's definition beside the numbers;
 5. prints the previews the model saw, the artifact ids, and where the
    evidence lives.
 """
@@ -65,9 +69,8 @@ fig.tight_layout()
 plt.show()
 
 overall = df["refunded_orders"].sum() / df["promo_orders"].sum()
-print(f"{{len(df)}} stores, overall promotional refund rate {{overall:.2%}}")
+print(f"{{len(df)}} stores, overall promotional refund rate {{overall:.2%}}")  # printed only: not a result
 REPORT_RESULT = {{
-    "overall_refund_rate": float(overall),
     "worst_store": top.iloc[0]["store"],
     "worst_rate": float(top.iloc[0]["refund_rate"]),
     "by_store": top[["store", "region", "promo_orders", "refunded_orders", "refund_rate"]],
@@ -143,6 +146,67 @@ def choose_sandbox() -> str:
     return "local (isolated: False)"
 
 
+OVERALL_CODE = """
+df = load_artifact({artifact_id!r})
+REPORT_RESULT = {{"overall_refund_rate": float(df["refunded_orders"].sum() / df["promo_orders"].sum())}}
+""".strip()
+
+
+def writer_step(messages) -> dict:
+    """The scripted report writer's every turn, decided from its conversation: read the evidence, hand the
+    overall rate back (the analysis only printed it), then submit a report citing the bound result."""
+    import re
+
+    tools = {m.name: m.content for m in messages if m.role == "tool"}
+    if "report_evidence_manifest" not in tools:
+        return {"tool": "report_evidence_manifest", "arguments": {}}
+    listing = tools["report_evidence_manifest"]
+    sql, analysis = re.findall(r"- (art_\w+) sql succeeded", listing)[0], re.findall(r"- (art_\w+) python", listing)[0]
+    glossary = re.findall(r"- (art_\w+) knowledge succeeded", listing)[0]
+    if "read_artifact_result" not in tools:
+        return {"tool": "read_artifact_result", "arguments": {"artifact_id": glossary,
+                                                              "selectors": {"field": "heading"}}}
+    bound = re.findall(r"cite artifact (art_\w+)", "".join(m.content or "" for m in messages if m.role == "user"))
+    if not bound:
+        return {"tool": "request_report_calculation", "arguments": {
+            "name": "overall refund rate on promoted orders", "inputs": [sql],
+            "steps": ["sum refunded_orders over all stores", "divide by the sum of promo_orders"]}}
+    row = int(re.search(r"^(\d+): \[\"[^\"]*> Refund rate\"\]", tools["read_artifact_result"], re.MULTILINE).group(1))
+    document = {"title": "Refunds on promoted orders, by store", "blocks": [
+        {"type": "text", "text": "The refund rate follows the glossary ({file}, {heading}): {text}",
+         "cite": {key: {"artifact_id": glossary, "path": [row, key]} for key in ("file", "heading", "text")}},
+        {"type": "text", "text": "Across all stores, {rate} of promoted orders were refunded.",
+         "cite": {"rate": {"artifact_id": bound[-1], "path": "overall_refund_rate", "format": ".2%"}}},
+        {"type": "number", "label": "Highest store refund rate", "artifact_id": analysis,
+         "path": "worst_rate", "format": ".2%"},
+        {"type": "heading", "text": "Stores with the highest refund rate"},
+        {"type": "table", "artifact_id": analysis, "path": "by_store", "max_rows": 10,
+         "columns": ["store", "region", "promo_orders", "refunded_orders", "refund_rate"],
+         "sort": [{"column": "refund_rate", "descending": True}], "caption": "Promoted orders and refunds"},
+    ]}
+    return {"tool": "submit_report", "arguments": {"document": document}}
+
+
+def report_writer_plugin():
+    """A plugin registering the scripted report writer as model ``demo_report_writer`` (ASSAY_REPORT_MODEL)."""
+    from assay.plugins.models.scripted import ScriptedModel
+
+    from assay import hookimpl
+
+    class DemoReportWriter(ScriptedModel):
+        model_id = "demo_report_writer"
+
+        def __init__(self, **options) -> None:
+            super().__init__([writer_step] * 20)
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register(DemoReportWriter)
+
+    return Plugin()
+
+
 def script_steps() -> list:
     """What the scripted model does; later steps read ids from earlier results."""
 
@@ -169,35 +233,22 @@ def script_steps() -> list:
                 return message.content.rsplit("artifacts:", 1)[1].split(",")[0].strip(), message.content
         raise RuntimeError(f"no {tool} result with an artifact in the conversation")
 
-    def report(messages):
+    def compute_missing(messages):
         import re
 
-        python_artifact = last_artifact(messages, "first")
-        sql_artifact, _ = first_of(messages, "sql_query")
-        glossary, found = first_of(messages, "knowledge_search")
-        row = int(re.search(r"^\[row (\d+)\] [^\n]*> Refund rate \(", found, re.M).group(1))
-        definition = {"type": "text", "text": "The refund rate follows the glossary ({file}, {heading}): {text}",
-                      "cite": {key: {"artifact_id": glossary, "path": [row, key]} for key in ("file", "heading", "text")}}
-        document = {
-            "title": "Refunds on promoted orders, by store",
-            "blocks": [
-                definition,
-                {"type": "text", "text": "Across all stores, {rate} of promoted orders were refunded.",
-                 "cite": {"rate": {"artifact_id": python_artifact, "path": "overall_refund_rate", "format": ".2%"}}},
-                {"type": "number", "label": "Highest store refund rate", "artifact_id": python_artifact,
-                 "path": "worst_rate", "format": ".2%"},
-                {"type": "table", "artifact_id": sql_artifact, "max_rows": 10,
-                 "columns": ["store", "region", "promo_orders", "refunded_orders"],
-                 "caption": "Promoted orders and refunds per store (first 10 of the captured result)"},
-            ],
-        }
-        return {"tool": "render_report", "arguments": {"document": document}}
+        handed_back = next(m.content for m in reversed(messages) if m.role == "tool" and m.name == "generate_report")
+        inputs = re.findall(r"art_\w+", handed_back.split("Inputs:", 1)[1].splitlines()[0])
+        return {"tool": "code_interpreter", "arguments": {"code": OVERALL_CODE.format(artifact_id=inputs[0]),
+                                                          "inputs": inputs}}
 
     return [
         {"tool": "knowledge_search", "arguments": {"query": "refund rate denominator promoted order", "k": 3}},
         {"tool": "sql_query", "arguments": {"sql": REFUNDS_SQL, "datasource": "retail"}},
         analysis,
-        report,
+        {"tool": "generate_report", "arguments": {"instructions": "Refunds on promoted orders by store, the overall "
+                                                                  "refund rate, and the glossary's definition"}},
+        compute_missing,
+        {"tool": "generate_report", "arguments": {}},
         {"text": "Done: the report above cites the glossary's definition and the SQL and Python artifacts it "
                  "read its numbers from."},
     ]
@@ -224,7 +275,8 @@ def main() -> int:
     from assay import Kernel
 
     banner("3. kernel and plugins")
-    kernel = Kernel().start()
+    os.environ["ASSAY_REPORT_MODEL"] = "demo_report_writer"  # the report writer's model (docs/reports.md)
+    kernel = Kernel(plugins=[report_writer_plugin()]).start()
     for info in kernel.plugins():
         registered = ", ".join(f"{k}: {', '.join(v)}" for k, v in info.registered.items()) or "-"
         status = info.status if not info.error else f"{info.status} ({info.error['code']})"
@@ -241,8 +293,11 @@ def main() -> int:
         print_result(transcript, printer, "steps")
         for result in transcript.tool_results:
             say()
+            status = result.metadata.get("report_status")
             say(f"--- what the model saw from {result.tool} ({'ok' if result.success else 'FAILED'}, "
-                f"{result.elapsed_ms:.0f} ms)")
+                f"{result.elapsed_ms:.0f} ms" + (f", report status {status})" if status else ")"))
+            if status == "needs_analysis":
+                say(">>> HAND-BACK: the report writer asked the main agent for a calculation it lacks")
             say(result.for_model())
         failed = [r for r in transcript.tool_results if not r.success]
     finally:
@@ -256,6 +311,11 @@ def main() -> int:
     say(f"inspect it:  .venv/bin/assay runs show {run_id}")
     say(f"             .venv/bin/assay artifacts ls --run {run_id}")
     say(f"             .venv/bin/assay runs export {run_id} && .venv/bin/assay artifacts verify {run_id}.zip")
+    reports = [r.data["report_artifact_id"] for r in transcript.tool_results
+               if r.tool == "generate_report" and isinstance(r.data, dict) and r.data.get("report_artifact_id")]
+    if reports:
+        say(f"             .venv/bin/assay reports verify {reports[-1]}   # re-reads every cited number")
+        say(f"             .venv/bin/assay reports status {run_id}    # hand-backs, budgets, counters")
     if failed or str(transcript.status) != "answered":
         say(f"demo FAILED: status {transcript.status}, {len(failed)} tool call(s) did not succeed")
         return 1

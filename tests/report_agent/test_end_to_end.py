@@ -8,12 +8,20 @@ import re
 import sqlite3
 
 import pytest
-
 from assay.kernel.agent import arun_agent
 from assay.plugins.report_agent.generate import use_report_model
 from assay.plugins.report_agent.state import ReportStateStore
 from assay.plugins.report_agent.verify import verify_report
-from examples.report_scenarios import ask, bound_artifact, highest_table, manifest, number, submit, writer
+
+from examples.report_scenarios import (
+    ask,
+    bound_artifact,
+    highest_table,
+    manifest,
+    number,
+    submit,
+    writer,
+)
 from tests.code_interpreter.conftest import IMAGE, _kernel_with, _podman_image_ready
 from tests.conftest import require
 
