@@ -238,9 +238,22 @@ def _outcome(state: ReportState, settings: Any, catalog: Any, message: str, *, s
         execution_error=state.execution_error, last_render_error=state.last_render_error)
 
 
+def counters_line(c: dict[str, Any]) -> str:
+    """The counters in one short line (kept in the run's record: ``assay runs show`` prints it)."""
+    attempts = ", ".join(f"{k} {v}/{c.get('attempt_limit')}" for k, v in (c.get("attempts") or {}).items())
+    failures = ", ".join(f"{k} {v}" for k, v in (c.get("failures_by_phase") or {}).items()) or "none"
+    flags = [k for k in ("recovered_by_handback", "delivered_with_gaps", "stopped_failed", "completed_clean")
+             if c.get(k)]
+    return (f"hand-backs {c.get('handbacks_used')}/{c.get('handback_limit')}"
+            + (f" (attempts {attempts})" if attempts else "")
+            + f", tool calls {c.get('tool_calls')}/{c.get('tool_call_cap')}, failures {failures}"
+            + (f", outcome {' + '.join(flags)}" if flags else ""))[:290]
+
+
 def outcome_result(outcome: ReportOutcome) -> ToolResult:
     """The outcome as the main agent sees it."""
-    meta = {"report_status": outcome.status, "retryable": outcome.retryable, "counters": outcome.counters}
+    meta = {"report_status": outcome.status, "retryable": outcome.retryable, "counters": outcome.counters,
+            "report_counters": counters_line(outcome.counters)}
     data = outcome.model_dump(mode="json")
     refs = []
     if outcome.report_artifact_id:

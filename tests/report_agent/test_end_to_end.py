@@ -1,5 +1,5 @@
-"""End to end through the agent loop (kernel.agent.arun_agent): real SQLite, real podman sandbox, both agents
-scripted. The main agent's first analysis only prints; the report hands the calculation back; the main agent
+"""End to end through ``assay ask``'s code path (kernel.ask.ask, the runs store, ``assay runs show``): real SQLite,
+real podman sandbox, both agents scripted (the report writer's model chosen by ASSAY_REPORT_MODEL). The main agent's first analysis only prints; the report hands the calculation back; the main agent
 assigns REPORT_RESULT; the report completes and verifies."""
 
 from __future__ import annotations
@@ -8,10 +8,9 @@ import re
 import sqlite3
 
 import pytest
-from assay.kernel.agent import arun_agent
-from assay.plugins.report_agent.generate import use_report_model
 from assay.plugins.report_agent.state import ReportStateStore
 from assay.plugins.report_agent.verify import verify_report
+from click.testing import CliRunner
 
 from examples.report_scenarios import (
     ask,
@@ -22,7 +21,7 @@ from examples.report_scenarios import (
     submit,
     writer,
 )
-from tests.code_interpreter.conftest import IMAGE, _kernel_with, _podman_image_ready
+from tests.code_interpreter.conftest import IMAGE, _podman_image_ready
 from tests.conftest import require
 
 REFUNDS_SQL = ("SELECT store, region, COUNT(*) AS promo_orders, SUM(refunded) AS refunded_orders, "
@@ -56,11 +55,50 @@ def retail(tmp_path):
     return path
 
 
-async def test_print_only_analysis_is_handed_back_and_the_report_completes(retail, tmp_path):
+def _writer_turn(messages):
+    """The scripted report writer, decided from its conversation (each generate_report makes a new instance)."""
+    tools = {m.name: m.content for m in messages if m.role == "tool"}
+    if "report_evidence_manifest" not in tools:
+        return manifest()
+    sql = re.search(r"- (art_\w+) sql succeeded", tools["report_evidence_manifest"])[1]
+    if "is done: cite artifact" not in "".join(m.content or "" for m in messages if m.role == "user"):
+        return ask("overall refund rate", ["sum refunded_orders", "divide by the sum of promo_orders"], [sql])
+    return submit(lambda m: {"title": "Refunds", "blocks": [
+        number("Overall refund rate", bound_artifact(m), "overall_refund_rate", ".2%"), *highest_table(sql)]})(messages)
+
+
+def _writer_plugin():
+    from assay.plugins.models.scripted import ScriptedModel
+
+    from assay import hookimpl
+
+    class Writer(ScriptedModel):
+        model_id = "e2e_report_writer"
+
+        def __init__(self, **options):
+            super().__init__([_writer_turn] * 10)
+
+    class Plugin:
+        @hookimpl
+        def register_models(self, register):
+            register(Writer)
+
+    return Plugin()
+
+
+def test_assay_ask_print_only_analysis_is_handed_back_and_the_report_completes(retail, tmp_path, monkeypatch):
     ok, what = _podman_image_ready()
     require(ok, what)
-    kernel = _kernel_with(tmp_path / "home", SANDBOX_RUNTIME="podman", SANDBOX_IMAGE_PYTHON=IMAGE,
-                          SANDBOX_CPU_LIMIT="1", ASSAY_SQL_DATABASES=f"retail=sqlite:///{retail}")
+    from assay.kernel.ask import AskOptions, ask
+    from assay.kernel.cli import build_cli
+
+    from assay import Kernel, Settings
+
+    for key, value in {"SANDBOX_RUNTIME": "podman", "SANDBOX_IMAGE_PYTHON": IMAGE, "SANDBOX_CPU_LIMIT": "1",
+                       "ASSAY_SQL_DATABASES": f"retail=sqlite:///{retail}",
+                       "ASSAY_REPORT_MODEL": "e2e_report_writer"}.items():  # the writer's model, by setting
+        monkeypatch.setenv(key, value)
+    kernel = Kernel(plugins=[_writer_plugin()], settings=Settings.from_env(home=str(tmp_path / "home")))
     main = writer(
         {"tool": "sql_query", "arguments": {"sql": REFUNDS_SQL, "datasource": "retail"}},
         lambda m: {"tool": "code_interpreter", "arguments": {
@@ -73,34 +111,26 @@ async def test_print_only_analysis_is_handed_back_and_the_report_completes(retai
         {"tool": "generate_report", "arguments": {}},
         {"text": "The report is ready."},
     )
-
-    def sql_id(messages):
-        return re.search(r"- (art_\w+) sql succeeded", _last_tool(messages, "report_evidence_manifest").content)[1]
-
-    report_writer = writer(
-        manifest(),
-        lambda m: ask("overall refund rate", ["sum refunded_orders", "divide by the sum of promo_orders"],
-                      [sql_id(m)]),
-        submit(lambda m: {"title": "Refunds", "blocks": [
-            number("Overall refund rate", bound_artifact(m), "overall_refund_rate", ".2%"),
-            *highest_table(sql_id(m))]}))
     try:
-        with kernel.new_run() as run:
-            use_report_model(run, report_writer)
-            transcript = await arun_agent(kernel, main, run, "Which stores refund most?", max_steps=10)
-            statuses = [r.metadata.get("report_status") for r in transcript.tool_results if r.tool == "generate_report"]
-            assert statuses == ["needs_analysis", "completed"], transcript.tool_results
-            assert str(transcript.status) == "answered", transcript.status_reason
-            printed = transcript.tool_results[1]
-            assert printed.success and printed.data["result_set"] is False
-            state = ReportStateStore.for_run(run).load(run.run_id)
-            request = state.requests[0]
-            assigned = transcript.tool_results[3].artifacts[0].artifact_id
-            assert request.status == "completed" and request.result_artifact_id == assigned
-            assert request.attempts == 1 and state.handbacks_used == 1 and state.outcome["recovered_by_handback"]
-            outcome = transcript.tool_results[-1].data
-            assert outcome["formal"] and "**Overall refund rate:** " in outcome["report"]
-            assert verify_report(run.artifacts.catalog, outcome["report_artifact_id"]).ok
+        transcript = ask(kernel, AskOptions(question="Which stores refund most?", databases=["retail"]), model=main)
+        statuses = [r.metadata.get("report_status") for r in transcript.tool_results if r.tool == "generate_report"]
+        assert statuses == ["needs_analysis", "completed"], transcript.tool_results
+        assert str(transcript.status) == "answered", transcript.status_reason
+        printed = transcript.tool_results[1]
+        assert printed.success and printed.data["result_set"] is False
+        state = ReportStateStore(kernel.evidence.catalog.path).load(transcript.run_id)
+        request = state.requests[0]
+        assigned = transcript.tool_results[3].artifacts[0].artifact_id
+        assert request.status == "completed" and request.result_artifact_id == assigned
+        assert request.attempts == 1 and state.handbacks_used == 1 and state.outcome["recovered_by_handback"]
+        outcome = transcript.tool_results[-1].data
+        assert outcome["formal"] and "**Overall refund rate:** " in outcome["report"]
+        assert verify_report(kernel.evidence.catalog, outcome["report_artifact_id"]).ok
+        shown = CliRunner().invoke(build_cli(kernel), ["runs", "show", transcript.run_id], obj={"kernel": kernel})
+        assert shown.exit_code == 0, shown.output
+        assert "report needs_analysis: hand-backs 1/3 (attempts calc_1 0/3)" in shown.output
+        assert "report completed: hand-backs 1/3 (attempts calc_1 1/3)" in shown.output
+        assert "outcome recovered_by_handback" in shown.output
     finally:
         kernel.sandbox.close()
         kernel.close()
