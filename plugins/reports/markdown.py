@@ -134,7 +134,7 @@ def _escape_line(text: str) -> str:
 
 @tool
 def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
-    """Write the final report as Markdown from cited artifacts, and keep it as evidence.
+    """Write the final report (Markdown, and the HTML page people open) from cited artifacts; keep both as evidence.
 
     Every number must be a citation ({"artifact_id", "path"}) of an artifact a
     previous tool call returned; tables cite an artifact id and columns.
@@ -149,14 +149,22 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     markdown, citations = MarkdownRenderer().render_cited(document, run.artifacts)
     from assay.kernel.evidence import capture_file
 
+    from .html import HtmlRenderer
+
     # Every rendered value's artifact id, selector and SHA-256 (and the document itself): the report can
-    # be re-verified, or rendered again, later.
-    provenance = {"title": document.title, "renderer": "markdown", "missing_mark": MISSING_MARK,
-                  "citations": citations, "document": document.model_dump(mode="json")}
-    record = capture_file(run.artifacts, data=markdown, name="report.md", media_type="text/markdown",
-                          kind="report", provenance=provenance)
-    refs = [record.ref()] if record is not None else []
-    return ToolResult.ok({"artifact_id": refs[0].artifact_id if refs else None},
+    # be re-verified, or rendered again, later. The HTML page is the saved report (`assay report show`).
+    page, _ = HtmlRenderer().render_cited(document, run.artifacts)
+    refs = []
+    for data, name, media_type, renderer in ((markdown, "report.md", "text/markdown", "markdown"),
+                                              (page, "report.html", "text/html", "html")):
+        provenance = {"title": document.title, "renderer": renderer, "missing_mark": MISSING_MARK,
+                      "citations": citations, "document": document.model_dump(mode="json")}
+        record = capture_file(run.artifacts, data=data, name=name, media_type=media_type, kind="report",
+                              provenance=provenance)
+        if record is not None:
+            refs.append(record.ref())
+    return ToolResult.ok({"artifact_id": refs[0].artifact_id if refs else None,
+                          "html_artifact_id": refs[1].artifact_id if len(refs) > 1 else None},
                          content=markdown.decode("utf-8"), artifacts=refs)
 
 

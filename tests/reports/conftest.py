@@ -7,7 +7,7 @@ from assay.kernel.evidence import capture_file, capture_python_execution, captur
 
 from assay import Kernel
 
-RENDERER_PLUGINS = "local_store,markdown_report"
+RENDERER_PLUGINS = "local_store,markdown_report,html_report,json_report,pdf_report,sql"
 
 
 @pytest.fixture
@@ -37,3 +37,28 @@ def analysis(run, result):
 def chart(run, data: bytes = b"\x89PNG fake", media_type: str = "image/png"):
     name = "chart.svg" if media_type == "image/svg+xml" else "chart.png"
     return capture_file(run.artifacts, data=data, name=name, media_type=media_type, kind="chart")
+
+
+INJECTED = ["<script>alert('x')</script>", '"><img src=x onerror=alert(1)>', "</table><h1>forged</h1>", "a & b"]
+
+
+@pytest.fixture
+def shop(tmp_path, monkeypatch):
+    """A real SQLite database whose text values try to inject markup, served through ``sql_query``."""
+    import sqlite3
+
+    path = tmp_path / "shop.db"
+    with sqlite3.connect(path) as db:
+        db.execute("create table stores (id integer, name text, region text, revenue real, orders integer)")
+        rows = [(i, INJECTED[i % len(INJECTED)] if i < 8 else f"store {i}", ["north", "south", "east"][i % 3],
+                 1000.0 + i * 12.5 if i != 5 else None, 10 * i) for i in range(300)]
+        db.executemany("insert into stores values (?, ?, ?, ?, ?)", rows)
+    monkeypatch.setenv("ASSAY_SQL_DATABASES", f"shop=sqlite:///{path}")
+    return path
+
+
+def query(run, sql: str) -> str:
+    """Run ``sql`` through the real ``sql_query`` tool; the artifact id of its captured result."""
+    result = run.kernel.call_tool("sql_query", {"sql": sql, "datasource": "shop"}, run=run)
+    assert result.success, result.message
+    return result.artifacts[0].artifact_id
