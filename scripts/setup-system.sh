@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Install and start what assay's tests need on a Debian machine (run as root):
-# podman + runc + debootstrap, podman's settings for these machines, the
-# sandbox image, PostgreSQL and MariaDB up.
+# podman + runc + debootstrap, Chromium (HTML report tests, the pdf renderer),
+# podman's settings for these machines, the sandbox image, PostgreSQL and
+# MariaDB up.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
-for bin in podman runc debootstrap; do
+for bin in podman runc debootstrap chromium; do  # each package is named as its binary
   command -v "$bin" >/dev/null 2>&1 || need_pkgs+=("$bin")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -62,3 +62,33 @@ def query(run, sql: str) -> str:
     result = run.kernel.call_tool("sql_query", {"sql": sql, "datasource": "shop"}, run=run)
     assert result.success, result.message
     return result.artifacts[0].artifact_id
+
+
+CHROMIUM_FLAGS = ["--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture
+def browser(tmp_path):
+    """The system's headless Chromium (Debian's package) driven by Playwright: no browser download."""
+    import os
+
+    from assay.plugins.reports.pdf import find_chromium
+
+    from tests.conftest import require
+
+    binary = find_chromium()
+    require(binary is not None, "Chromium (Debian's chromium package)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require(False, "Playwright for Python (the test extra)")
+    flags = CHROMIUM_FLAGS + (["--no-sandbox"] if os.geteuid() == 0 else [])
+    with sync_playwright() as pw:
+        launched = pw.chromium.launch_persistent_context(str(tmp_path / "profile"), executable_path=binary,
+                                                         headless=True, args=flags,
+                                                         viewport={"width": 1100, "height": 900})
+        try:
+            yield launched
+        finally:
+            launched.close()
