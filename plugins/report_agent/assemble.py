@@ -214,4 +214,15 @@ def store_report(run: Any, data: bytes, citations: list[dict[str, Any]], doc: Re
     name = "report.md" if formal else "report.partial.md"
     record = capture_file(run.artifacts, data=data, name=name, media_type="text/markdown", kind="report",
                           provenance=provenance)
+    _store_html(run, doc, provenance, formal)
     return record.artifact_id
+
+
+def _store_html(run: Any, doc: ReportDocument, provenance: dict[str, Any], formal: bool) -> None:
+    """The same report as the HTML page people open (`assay report show RUN_ID`), kept beside it."""
+    from assay.kernel.evidence import capture_file
+    from assay.plugins.reports.html import HtmlRenderer
+
+    page, _ = HtmlRenderer().render_cited(doc, run.artifacts)
+    capture_file(run.artifacts, data=page, name="report.html" if formal else "report.partial.html",
+                 media_type="text/html", kind="report", provenance=provenance | {"renderer": "html"})
