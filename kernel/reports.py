@@ -23,10 +23,9 @@ it at start-up without a lazy step of its own.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Protocol, Union, runtime_checkable
+from typing import Annotated, Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
-
 
 MISSING_MARK = "--"
 """How a value that is missing (a cited NULL) or could not be verified is shown: never a number."""
@@ -143,7 +142,7 @@ class ChartBlock(BaseModel):
     caption: str = ""
 
 
-Block = Annotated[Union[HeadingBlock, TextBlock, NumberBlock, TableBlock, ImageBlock, ChartBlock],
+Block = Annotated[HeadingBlock | TextBlock | NumberBlock | TableBlock | ImageBlock | ChartBlock,
                   Field(discriminator="type")]
 
 
@@ -185,7 +184,7 @@ class ReportDocument(BaseModel):  # no docstring: it would become the tool schem
         return found
 
     @classmethod
-    def coerce(cls, document: Any) -> "ReportDocument":
+    def coerce(cls, document: Any) -> ReportDocument:
         return document if isinstance(document, cls) else cls.model_validate(document)
 
 

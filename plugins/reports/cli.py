@@ -38,8 +38,9 @@ def latest_document(catalog: Any, run_id: str) -> dict[str, Any]:
 
 def export_saved_html(kernel: Any, run_id: str) -> Path:
     """A verified copy of the run's last HTML report at ``$ASSAY_HOME/reports/RUN_ID/report.html``."""
-    from assay import AssayError
     from assay.kernel.evidence import open_verified_content
+
+    from assay import AssayError
 
     catalog = kernel.evidence.catalog
     pages = saved_reports(catalog, run_id, "text/html")

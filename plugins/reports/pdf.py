@@ -63,7 +63,7 @@ def html_to_pdf(page: bytes, *, timeout: float = PDF_TIMEOUT_S) -> bytes:
         args = chromium_args(binary, str(Path(tmp) / "profile"))
         args += ["--no-pdf-header-footer", f"--print-to-pdf={target}", source.as_uri()]
         try:
-            done = subprocess.run(args, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            done = subprocess.run(args, check=False, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
                                   env=_environment(tmp))
         except subprocess.TimeoutExpired:
             raise AssayError(REPORT_PDF_FAILED, f"Chromium did not finish the PDF within {timeout:.0f} s",
