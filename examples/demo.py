@@ -183,6 +183,11 @@ def writer_step(messages) -> dict:
         {"type": "table", "artifact_id": analysis, "path": "by_store", "max_rows": 10,
          "columns": ["store", "region", "promo_orders", "refunded_orders", "refund_rate"],
          "sort": [{"column": "refund_rate", "descending": True}], "caption": "Promoted orders and refunds"},
+        {"type": "chart", "chart": "bar", "artifact_id": analysis, "path": "by_store", "x": "store",
+         "y": "refund_rate", "sort": [{"column": "refund_rate", "descending": True}], "max_points": 10,
+         "caption": "Refund rate, the 10 highest stores (drawn by the report)"},
+        *[{"type": "image", "artifact_id": chart, "caption": "The analysis' own chart (code_interpreter)"}
+          for chart in re.findall(r"- (art_\w+) chart succeeded", listing)[:1]],
     ]}
     return {"tool": "submit_report", "arguments": {"document": document}}
 
@@ -254,6 +259,18 @@ def script_steps() -> list:
     ]
 
 
+def saved_report(kernel, run_id: str):
+    """The path of the run's saved HTML report (a verified copy), or None when none was saved."""
+    from assay.plugins.reports.cli import export_saved_html
+
+    from assay import AssayError
+
+    try:
+        return export_saved_html(kernel, run_id)
+    except AssayError:
+        return None
+
+
 def main() -> int:
     banner("1. sample data")
     build_database()
@@ -300,6 +317,7 @@ def main() -> int:
                 say(">>> HAND-BACK: the report writer asked the main agent for a calculation it lacks")
             say(result.for_model())
         failed = [r for r in transcript.tool_results if not r.success]
+        report_path = saved_report(kernel, transcript.run_id)
     finally:
         kernel.close()
 
@@ -311,6 +329,9 @@ def main() -> int:
     say(f"inspect it:  .venv/bin/assay runs show {run_id}")
     say(f"             .venv/bin/assay artifacts ls --run {run_id}")
     say(f"             .venv/bin/assay runs export {run_id} && .venv/bin/assay artifacts verify {run_id}.zip")
+    say(f"HTML report: {report_path or 'none was saved'}")
+    if report_path:
+        say(f"open it:     .venv/bin/assay report show {run_id}")
     reports = [r.data["report_artifact_id"] for r in transcript.tool_results
                if r.tool == "generate_report" and isinstance(r.data, dict) and r.data.get("report_artifact_id")]
     if reports:
