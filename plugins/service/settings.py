@@ -23,7 +23,8 @@ class ServiceSettings(BaseSettings):
     max_body_bytes: int = Field(default=64 * 1024, ge=1024, description="Largest request body accepted (413 past).")
     questions_per_minute: int = Field(default=30, ge=1, description="Runs one token may start per minute (429).")
     max_runs_per_token: int = Field(default=4, ge=1, description="Runs one token may have going at once (429).")
-    max_runs_total: int = Field(default=16, ge=1, description="Runs the server has going at once (429).")
+    max_runs_total: int = Field(default=8, ge=1, description="Runs the server runs at once; more wait in a queue.")
+    max_queued: int = Field(default=32, ge=0, description="Runs that may wait for a slot; past it 429.")
     run_wall_s: float = Field(default=300.0, gt=0, description="Ceiling of one run's wall time (status max_time).")
     max_steps: int = Field(default=20, ge=1, description="Ceiling of one run's model turns.")
     drain_s: float = Field(default=30.0, ge=0, description="On SIGTERM, how long running runs may finish "

@@ -75,3 +75,54 @@ def stop(proc: subprocess.Popen) -> None:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait(timeout=10)
+
+
+SCRIPT = [
+    {"tool": "sql_query",
+     "arguments": {"sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"}},
+    {"text": "East sold the most."},
+]
+
+
+class LiveServer:
+    """An `assay serve` process on loopback with its own ASSAY_HOME, sample database and scripted model."""
+
+    def __init__(self, root: Path, settings: dict[str, str] | None = None, script: list | None = None) -> None:
+        import json
+
+        root.mkdir(parents=True, exist_ok=True)
+        db = root / "sales.db"
+        if not db.exists():
+            make_sales(db)
+        script_path = root / "script.json"
+        script_path.write_text(json.dumps(script or SCRIPT))
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "SANDBOX_"))}
+        self.env.update({"ASSAY_HOME": str(root / "home"), "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
+                         "ASSAY_SERVICE_MODEL": f"scripted:{script_path}", "SANDBOX_RUNTIME": "local",
+                         "SANDBOX_ALLOW_LOCAL_RUNTIME": "1", "PYTHONUNBUFFERED": "1", **(settings or {})})
+        self.alice = make_token(self.env, "alice")
+        self.bob = make_token(self.env, "bob")
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = open(root / "serve.log", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "serve", "--port", str(self.port)],
+                                     env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        try:
+            wait_port(self.port, self.proc, timeout=90)
+        except Exception:
+            self.stop()
+            raise
+
+    def headers(self, who: str = "alice") -> dict[str, str]:
+        return {"Authorization": f"Bearer {getattr(self, who)}"}
+
+    def stop(self) -> None:
+        stop(self.proc)
+        self.log.close()
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory):
+    server = LiveServer(tmp_path_factory.mktemp("serve"))
+    yield server
+    server.stop()

@@ -1,0 +1,90 @@
+"""What crosses the HTTP API: request and response bodies (they make the OpenAPI document)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ErrorBody(BaseModel):
+    """Every error the API answers itself: a stable code, a message, a hint."""
+
+    code: str
+    message: str
+    hint: str = ""
+
+
+class RunCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=4000, description="The question, in words.")
+    datasource: str | None = Field(default=None, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$",
+                                   description="A datasource configured on the server, by name (never a URL).")
+    model: str | None = Field(default=None, max_length=200,
+                              description="PROVIDER[:NAME]; only the server's default or models it offers.")
+    max_steps: int | None = Field(default=None, ge=1, le=100, description="Model turns (capped by the server).")
+    max_wall_s: float | None = Field(default=None, gt=0, le=86_400,
+                                     description="Wall time in seconds (capped by the server).")
+
+
+class RunView(BaseModel):
+    run_id: str
+    status: str = Field(description="queued, running, or the final status (answered, failed, cancelled, ...).")
+    status_reason: str = ""
+    question: str = ""
+    model: str = ""
+    answer: str | None = None
+    error: dict[str, Any] | None = None
+    steps: int = 0
+    tool_calls: int = 0
+    artifact_ids: list[str] = Field(default_factory=list)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    started_at: float | None = None
+    ended_at: float | None = None
+
+
+class RunList(BaseModel):
+    runs: list[RunView]
+
+
+class Datasource(BaseModel):
+    name: str
+    description: str = ""
+
+
+class Options(BaseModel):
+    datasources: list[Datasource]
+    models: list[str]
+    default_model: str
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    arguments: dict[str, Any] = Field(default_factory=dict, description="The tool's arguments (its JSON Schema).")
+
+
+class ToolCallResult(BaseModel):
+    """The tool's result envelope, and the run it was made in."""
+
+    run_id: str
+    result: dict[str, Any] = Field(description="success, error_code, message, hint, content, data, artifacts...")
+
+
+class ArtifactSelection(BaseModel):
+    """A verified selection of an artifact (see read_artifact_result)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    artifact_id: str
+    kind: str
+    status: str
+    sha256: str
+    verified: bool = True
+
+
+class Health(BaseModel):
+    ok: bool
+    runs_live: int

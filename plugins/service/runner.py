@@ -1,0 +1,237 @@
+"""The service's runs: started in the background, streamed to watchers, cancelled, drained.
+
+Each ``POST /runs`` becomes an asyncio task running the main agent
+(:func:`assay.kernel.agent.arun_agent`) on a fresh run, recorded in the runs
+store as it goes (:class:`assay.kernel.runs.RunRecorder`) and fanned out to
+the SSE watchers of that run. Admission is bounded: runs per token going at
+once (queued or running), runs the server holds at once, questions per
+token per minute; past a bound the answer is 429 with ``Retry-After``. At
+most ``max_runs_total`` run at once; the others wait their turn in a queue
+of ``max_queued``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from assay.kernel.agent import AgentEvent, AgentSettings, arun_agent
+from assay.kernel.agent.loop import agent_settings
+from assay.kernel.ask import attach_databases, refused, resolve_model
+from assay.kernel.errors import AssayError
+from assay.kernel.log import get_logger
+from assay.kernel.runs import RunRecorder
+
+from .settings import ServiceSettings
+
+log = get_logger("assay.service.runs")
+
+SERVICE_RATE_LIMITED = "SERVICE_RATE_LIMITED"
+SERVICE_BUSY = "SERVICE_BUSY"
+SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
+SERVICE_DRAINING = "SERVICE_DRAINING"
+WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
+
+
+class Refused(AssayError):
+    """Admission refused: ``status`` is the HTTP status, ``retry_after`` seconds (429)."""
+
+    def __init__(self, code: str, message: str, hint: str, status: int, retry_after: int | None = None) -> None:
+        super().__init__(code, message, hint)
+        self.status, self.retry_after = status, retry_after
+
+
+@dataclass
+class RunRequest:
+    question: str
+    datasource: str | None = None
+    model: str | None = None
+    max_steps: int | None = None
+    max_wall_s: float | None = None
+
+
+@dataclass
+class LiveRun:
+    run_id: str
+    owner: str
+    token_id: str
+    task: asyncio.Task | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    watchers: set[asyncio.Queue] = field(default_factory=set)
+    state: str = "queued"  # queued -> running -> ended
+
+    def publish(self, item: dict[str, Any] | None) -> None:
+        if item is not None:
+            self.history.append(item)
+        for queue in list(self.watchers):
+            try:
+                queue.put_nowait(item)
+            except asyncio.QueueFull:  # a watcher that does not read is dropped, the run goes on
+                self.watchers.discard(queue)
+
+
+class RunManager:
+    def __init__(self, kernel: Any, settings: ServiceSettings, tokens: Any) -> None:
+        self.kernel, self.settings, self.tokens = kernel, settings, tokens
+        self.live: dict[str, LiveRun] = {}
+        self._slots = asyncio.Semaphore(settings.max_runs_total)
+        self._asked: dict[str, deque[float]] = {}
+        self.draining = False
+        self.finished = 0
+
+    # --- admission -------------------------------------------------------------
+
+    def _admit(self, token_id: str) -> None:
+        s = self.settings
+        if self.draining:
+            raise Refused(SERVICE_DRAINING, "the server is shutting down", "Try again on the next server.", 503,
+                          retry_after=5)
+        now = time.monotonic()
+        asked = self._asked.setdefault(token_id, deque())
+        while asked and now - asked[0] >= 60:
+            asked.popleft()
+        if len(asked) >= s.questions_per_minute:
+            wait = max(1, math.ceil(60 - (now - asked[0])))
+            raise Refused(SERVICE_RATE_LIMITED, f"more than {s.questions_per_minute} questions a minute for this "
+                          "token", f"Wait {wait} s.", 429, retry_after=wait)
+        mine = sum(1 for r in self.live.values() if r.token_id == token_id)
+        if mine >= s.max_runs_per_token:
+            raise Refused(SERVICE_BUSY, f"this token already has {mine} runs going (limit {s.max_runs_per_token})",
+                          "Wait for one to end, or cancel one (DELETE /runs/ID).", 429, retry_after=5)
+        if len(self.live) >= s.max_runs_total + s.max_queued:
+            raise Refused(SERVICE_BUSY, f"the server holds {len(self.live)} runs (limit "
+                          f"{s.max_runs_total} running + {s.max_queued} queued)", "Try again shortly.", 429,
+                          retry_after=5)
+        asked.append(now)
+
+    def _model_spec(self, asked: str | None) -> str:
+        default = self.settings.model or agent_settings(self.kernel).model
+        if asked is None or asked == default:
+            return default
+        if asked not in self.settings.models:
+            allowed = ", ".join([default, *self.settings.models])
+            raise Refused(SERVICE_MODEL_NOT_ALLOWED, f"model {asked!r} is not offered by this server",
+                          f"Use one of: {allowed}.", 404)
+        return asked
+
+    def _agent_settings(self, request: RunRequest) -> AgentSettings:
+        s = self.settings
+        base = agent_settings(self.kernel)
+        wall = min(request.max_wall_s or s.run_wall_s, s.run_wall_s, base.max_wall_s)
+        steps = min(request.max_steps or s.max_steps, s.max_steps)
+        return base.model_copy(update={"max_wall_s": wall, "max_steps": steps})
+
+    # --- runs -------------------------------------------------------------------
+
+    def start(self, owner: str, token_id: str, request: RunRequest) -> LiveRun:
+        spec = self._model_spec(request.model)
+        self._admit(token_id)
+        run = self.kernel.new_run()
+        self.tokens.own(run.run_id, owner)
+        live = LiveRun(run.run_id, owner, token_id)
+        self.live[run.run_id] = live
+        live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))
+        return live
+
+    async def _execute(self, live: LiveRun, run: Any, request: RunRequest, spec: str) -> None:
+        recorder = RunRecorder(self.kernel.runs)
+        loop = asyncio.get_running_loop()
+
+        def observe(event: AgentEvent) -> None:
+            item = {"kind": event.kind, "run_id": event.run_id, "step": event.step, "at": event.at,
+                    "data": event.data}
+            try:
+                running = asyncio.get_running_loop() is loop
+            except RuntimeError:
+                running = False
+            if running:
+                live.publish(item)
+            else:  # a tool's worker thread
+                loop.call_soon_threadsafe(live.publish, item)
+
+        observers = [recorder, observe]
+        try:
+            recorder.begin(run.run_id, request.question, spec)
+            async with self._slots:
+                live.state = "running"
+                try:
+                    model = resolve_model(self.kernel, spec)
+                    databases = [request.datasource] if request.datasource else []
+                    chosen = await asyncio.to_thread(attach_databases, self.kernel, databases)
+                except AssayError as exc:
+                    refused(run.run_id, request.question, spec, exc, observers)
+                    return
+                resources = None
+                if request.datasource:
+                    others = [r for r in self.kernel.resources.values() if r.type != "database"]
+                    resources = chosen + others
+                await arun_agent(self.kernel, model, run, request.question, resources=resources,
+                                 settings=self._agent_settings(request), observers=observers, model_name=spec)
+        except asyncio.CancelledError:
+            if live.state == "queued":  # cancelled before it ran: still recorded, with its status
+                refused(run.run_id, request.question, spec, AssayError("SERVICE_RUN_CANCELLED", "cancelled while "
+                        "queued", "Ask again."), observers, status=_cancelled())
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the run with a status
+            log.error("service_run_crashed", run_id=run.run_id, error=repr(exc))
+            refused(run.run_id, request.question, spec, AssayError(
+                "SERVICE_RUN_FAILED", f"{type(exc).__name__}: {exc}", "A bug in the server; see its log."),
+                observers, status=_failed())
+        finally:
+            await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
+            live.state = "ended"
+            live.publish(None)
+            self.live.pop(live.run_id, None)
+            self.finished += 1
+
+    def visible(self, run_id: str, owner: str) -> bool:
+        return self.tokens.owner_of(run_id) == owner
+
+    def cancel(self, run_id: str) -> bool:
+        live = self.live.get(run_id)
+        if live is None or live.task is None or live.task.done():
+            return False
+        live.task.cancel()
+        return True
+
+    def watch(self, run_id: str) -> tuple[list[dict[str, Any]], asyncio.Queue | None]:
+        """What happened so far, and a queue of what follows (None when the run is not live)."""
+        live = self.live.get(run_id)
+        if live is None:
+            return [], None
+        queue: asyncio.Queue = asyncio.Queue(WATCHER_QUEUE)
+        live.watchers.add(queue)
+        return list(live.history), queue
+
+    def unwatch(self, run_id: str, queue: asyncio.Queue) -> None:
+        live = self.live.get(run_id)
+        if live is not None:
+            live.watchers.discard(queue)
+
+    async def drain(self, grace_s: float) -> None:
+        """Stop admitting; let running runs finish for ``grace_s``; cancel the rest and wait for them."""
+        self.draining = True
+        tasks = [r.task for r in self.live.values() if r.task is not None]
+        if not tasks:
+            return
+        log.info("service_draining", runs=len(tasks), grace_s=grace_s)
+        _, pending = await asyncio.wait(tasks, timeout=grace_s)
+        for task in pending:
+            task.cancel()
+        if pending:
+            await asyncio.wait(pending, timeout=30)
+
+
+def _cancelled() -> Any:
+    from assay.kernel.agent import RunStatus
+
+    return RunStatus.CANCELLED
+
+
+def _failed() -> Any:
+    from assay.kernel.agent import RunStatus
+
+    return RunStatus.FAILED

@@ -1,0 +1,88 @@
+"""``assay serve``: the API app behind its guards, run by uvicorn, drained on SIGTERM.
+
+The outermost layer limits the request body (413 past
+``max_body_bytes``, by ``Content-Length`` and while reading), then
+:class:`~.auth.BearerAuth` checks the token, then the FastAPI app. On SIGTERM
+uvicorn stops accepting connections and waits up to ``drain_s`` for open
+ones (an SSE stream ends with its run); the app's shutdown then gives running
+runs what is left of ``drain_s``, cancels the rest (their SQL is cancelled,
+their sandbox closed) and closes the kernel, which removes the sandbox
+containers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .auth import BearerAuth, send_json
+from .settings import ServiceSettings
+
+SERVICE_BODY_TOO_LARGE = "SERVICE_BODY_TOO_LARGE"
+
+
+class BodyLimit:
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        self.app, self.max_bytes = app, max_bytes
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers") or []:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
+                await self._too_large(send)
+                return
+        seen = 0
+        started = False
+
+        async def limited_receive() -> dict:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.max_bytes:
+                    raise _TooLarge
+            return message
+
+        async def tracking_send(message: dict) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _TooLarge:
+            if not started:
+                await self._too_large(send)
+
+    async def _too_large(self, send: Any) -> None:
+        await send_json(send, 413, {"code": SERVICE_BODY_TOO_LARGE,
+                                    "message": f"the request body is over {self.max_bytes} bytes",
+                                    "hint": "Send less (ASSAY_SERVICE_MAX_BODY_BYTES sets the limit)."})
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def build(kernel: Any, settings: ServiceSettings, tokens: Any) -> tuple[Any, Any]:
+    """(the guarded ASGI app, the FastAPI app inside it)."""
+    from .api import PUBLIC, create_app
+
+    api = create_app(kernel, settings, tokens)
+    return BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes), api
+
+
+def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:
+    import uvicorn
+
+    app, _ = build(kernel, settings, tokens)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            timeout_graceful_shutdown=max(1, int(settings.drain_s)))
+    server = uvicorn.Server(config)
+    import sys
+
+    print(f"assay serve: http://{host}:{port}/ (API: /openapi.json; bearer token required)", file=sys.stderr,
+          flush=True)
+    server.run()
