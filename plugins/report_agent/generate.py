@@ -114,13 +114,18 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
         state.status = "needs_analysis"
         store.save(state)
         return _outcome(state, settings, catalog, _ask(pending, state), status="needs_analysis")
-    model = _model(kernel, run, settings)
+    try:
+        model = _model(kernel, run, settings)
+    except AssayError as exc:  # e.g. ASSAY_REPORT_MODEL names no registered model
+        model = None
+        state.execution_error = f"{REPORT_NO_MODEL}: {exc.code}: {exc.message}"[:1000]
     session = ReportSession(kernel, run, model, state, store, settings, catalog)
     session.start_messages(notes)
     state.status = "running"
     store.save(state)
     if model is None:
-        state.execution_error = f"{REPORT_NO_MODEL}: no model for the report writer (ASSAY_REPORT_MODEL or the run's)"
+        state.execution_error = state.execution_error or (
+            f"{REPORT_NO_MODEL}: no model for the report writer (ASSAY_REPORT_MODEL or the run's)")
         return _fallback(state, store, settings, catalog, run)
     try:
         stop = _run_bounded(session.run_loop(), settings.timeout_s)
@@ -286,4 +291,7 @@ def generate_report(run: RunContext, instructions: str = "") -> ToolResult:
     if run.artifacts is None:
         return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",
                                "Start the run with capture enabled.", metadata={"report_status": "failed"})
-    return outcome_result(generate(run, instructions))
+    try:
+        return outcome_result(generate(run, instructions))
+    except AssayError as exc:  # the evidence store or the checkpoint failed: still an honest report status
+        return ToolResult.from_error(exc, metadata={"report_status": "failed", "retryable": False})

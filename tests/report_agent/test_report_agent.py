@@ -362,3 +362,61 @@ def test_an_empty_result_is_reported_as_no_rows_never_zero(run):
     assert "*Refunds during the campaign (no rows: the result is empty)*" in outcome.report
     body = outcome.report.split("## Sources")[0]
     assert "0" not in body.replace("[^1]", "")
+
+
+def test_the_tool_call_cap_stops_the_writer_as_failed_and_keeps_its_draft(make_assay_kernel, monkeypatch):
+    from examples.report_scenarios import PLUGINS
+
+    monkeypatch.setenv("ASSAY_REPORT_MAX_TOOL_CALLS", "3")
+    run = make_assay_kernel(*PLUGINS).new_run()
+    data = refunds(run)
+    draft = {"title": "t", "blocks": highest_table(data.artifact_id, sort=False)}
+    reads = [{"tool": "read_artifact_result", "arguments": {"artifact_id": data.artifact_id,
+                                                            "selectors": {"rows": [n, n + 1]}}} for n in range(5)]
+    outcome = generate(run, writer(submit(draft), *reads))
+    assert outcome.status == "failed" and outcome.error_code == "REPORT_BUDGET_SPENT" and not outcome.retryable
+    assert outcome.report is None and outcome.counters["tool_calls"] == 4  # the fourth was refused
+    state = ReportStateStore.for_run(run).load(run.run_id)
+    assert state.draft is not None and state.report_artifact_id is None and not state.formal
+
+
+def test_the_step_budget_stops_the_writer_as_failed(make_assay_kernel, monkeypatch):
+    from examples.report_scenarios import PLUGINS
+
+    monkeypatch.setenv("ASSAY_REPORT_MAX_STEPS", "2")
+    run = make_assay_kernel(*PLUGINS).new_run()
+    refunds(run)
+    outcome = generate(run, writer(manifest(), manifest(), manifest()))
+    assert outcome.status == "failed" and outcome.error_code == "REPORT_BUDGET_SPENT"
+    assert outcome.counters["steps"] == 2 and outcome.counters["stopped_failed"] == 1
+
+
+def test_a_chart_claiming_an_order_is_checked_and_an_unverifiable_one_is_omitted(run):
+    data = refunds(run)
+    rate = py(run, {"by_store": [{"store": "a", "refund_rate": 0.2}, {"store": "b", "refund_rate": 0.7}]})
+    unsorted = {"type": "chart", "chart": "bar", "artifact_id": data.artifact_id, "x": "store", "y": "refund_rate",
+                "caption": "Highest refund rate", "max_points": 5}
+    chart = dict(unsorted, artifact_id=rate.artifact_id, path="by_store",
+                 sort=[{"column": "refund_rate", "descending": True}])
+    model = writer(submit({"title": "t", "blocks": [unsorted]}),
+                   lambda m: tamper(run, rate) or submit({"title": "t", "blocks": [
+                       chart, number("n", data.artifact_id, [0, "refund_rate"])]}))
+    outcome = generate(run, model)
+    assert "REPORT_TABLE_ORDER_UNSUPPORTED" in model.seen[1][-1].content
+    assert outcome.status == "completed" and len(outcome.warnings) == 1
+    assert "chart 'Highest refund rate' omitted: ARTIFACT_INTEGRITY_FAILED" in outcome.warnings[0]
+
+
+def test_an_unknown_report_model_is_recorded_and_the_status_stays_honest(make_assay_kernel, monkeypatch):
+    from assay.plugins.report_agent.generate import generate as run_generate
+
+    from examples.report_scenarios import PLUGINS
+
+    monkeypatch.setenv("ASSAY_REPORT_MODEL", "no_such_provider")
+    run = make_assay_kernel(*PLUGINS).new_run()
+    refunds(run)
+    outcome = run_generate(run, "")
+    assert outcome.status == "failed" and not outcome.retryable
+    assert outcome.execution_error.startswith("REPORT_NO_MODEL: MODEL_NOT_FOUND")
+    result = run.kernel.call_tool("generate_report", {}, run=run)
+    assert result.metadata["report_status"] == "failed" and not result.success
