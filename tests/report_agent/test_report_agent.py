@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from assay.plugins.report_agent.handback import request_calculation
 from assay.plugins.report_agent.state import ReportState, ReportStateStore
@@ -420,3 +422,31 @@ def test_an_unknown_report_model_is_recorded_and_the_status_stays_honest(make_as
     assert outcome.execution_error.startswith("REPORT_NO_MODEL: MODEL_NOT_FOUND")
     result = run.kernel.call_tool("generate_report", {}, run=run)
     assert result.metadata["report_status"] == "failed" and not result.success
+
+
+def test_a_recorded_report_writer_replays_the_hand_back_in_a_new_run(kernel, tmp_path):
+    """Both sittings of the writer recorded in one run, replayed in another (new artifact ids): same outcome."""
+    from assay.plugins.models.cassette import RecordingModel
+    from assay.plugins.models.replay import ReplayModel
+
+    def play(model):
+        with kernel.new_run() as run:
+            data = refunds(run)
+            first = generate(run, model)
+            py(run, {"overall_refund_rate": 0.0731}, inputs=(data.artifact_id,))
+            return first, generate(run, model)
+
+    cassette = tmp_path / "writer.jsonl"
+    # arguments in sorted key order: the replay model hands back recorded tool calls with sorted keys and then
+    # compares the next request key-order-sensitively (noted for the models owner)
+    scripted = writer(manifest(), lambda m: {"tool": "request_report_calculation", "arguments": {
+        "inputs": [re.search(r"- (art_\w+) sql", m[-1].content)[1]], "name": "overall refund rate",
+        "steps": ["sum refunded / sum orders"]}},
+        submit(lambda m: {"title": "Refunds", "blocks": [
+            number("Overall", bound_artifact(m), "overall_refund_rate", ".2%")]}))
+    recorded = play(RecordingModel(scripted, cassette))
+    replay = ReplayModel(path=cassette)
+    replayed = play(replay)
+    replay.assert_finished()
+    assert [o.status for o in replayed] == [o.status for o in recorded] == ["needs_analysis", "completed"]
+    assert "**Overall:** 7.31%" in replayed[1].report and replayed[1].counters["recovered_by_handback"] == 1
