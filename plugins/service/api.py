@@ -325,28 +325,35 @@ async def _sse(manager: RunManager, run_id: str, history: list[dict[str, Any]], 
             manager.unwatch(run_id, queue)
 
 
+STORED = {"md": "text/markdown", "html": "text/html"}  # report formats kept as artifacts by render_report
+RENDERERS = {"md": "markdown", "html": "html", "json": "json", "pdf": "pdf"}
+
+
 def _report(kernel: Any, run_id: str, fmt: str) -> Response:
+    """The run's last report: the saved artifact of that format (hash-verified), else rendered again
+    from the report's document by the registered renderer."""
     records = [r for r in kernel.evidence.catalog.iter(run_id) if r.kind == "report" and r.status == "succeeded"]
     if not records:
         return error(404, SERVICE_REPORT_NOT_FOUND, f"run {run_id!r} has no report",
                      "A run has a report when its agent wrote one (generate_report / render_report).")
-    record = records[-1]
-    if fmt == "md":
+    saved = [r for r in records if r.media_type == STORED.get(fmt)]
+    if saved:
+        record = saved[-1]
         _, content = ev.open_verified_content(kernel.evidence.catalog, record.artifact_id)
         data = content.read_bytes() if isinstance(content, Path) else content
-        return Response(data, media_type=MEDIA["md"], headers={"ETag": f'"{record.sha256}"'})
-    document = record.provenance.get("document")
+        return Response(data, media_type=MEDIA[fmt], headers={"ETag": f'"{record.sha256}"'})
+    document = next((r.provenance["document"] for r in reversed(records) if r.provenance.get("document")), None)
     if document is None:
-        return error(404, SERVICE_REPORT_NOT_FOUND, "the report keeps no document to render again",
-                     "Ask for format=md.")
+        return error(404, SERVICE_REPORT_NOT_FOUND, f"the report keeps no document to render as {fmt}",
+                     "Ask for the format it was saved in (md).")
     try:
-        renderer = kernel.renderer(fmt)
+        renderer = kernel.renderer(RENDERERS[fmt])
     except AssayError:
         known = ", ".join(sorted(kernel.registry("report_renderers"))) or "none"
         return error(404, SERVICE_REPORT_FORMAT_UNAVAILABLE, f"no {fmt} renderer is installed here",
-                     f"Renderers: {known}; md is always there.")
+                     f"Renderers: {known}.")
     data = renderer.render(document, kernel.evidence.catalog)
-    return Response(data, media_type=getattr(renderer, "media_type", MEDIA[fmt]))
+    return Response(data, media_type=MEDIA[fmt])
 
 
 def _export(kernel: Any, run_id: str) -> Response:

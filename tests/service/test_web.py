@@ -1,0 +1,160 @@
+"""The page of `assay serve` in a real browser: Debian's Chromium driven by Playwright (no browser download).
+
+The server runs in this process (uvicorn in a thread) so the scripted model
+can be a Python script: its second step cites the artifact the first one
+captured in a report.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+
+import pytest
+
+from tests.conftest import require
+from tests.service.conftest import free_port, make_sales
+
+pytest.importorskip("fastapi")
+pytestmark = pytest.mark.timeout(300)
+SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
+
+
+def report_step(messages):
+    text = next(m.content for m in reversed(messages) if m.role == "tool")
+    aid = re.search(r"art_[0-9a-f]{20}", text).group(0)
+    document = {"title": "Sales by region", "blocks": [
+        {"type": "heading", "text": "The best region"},
+        {"type": "number", "label": "Top region's total", "artifact_id": aid, "path": [0, "total"], "format": ","},
+        {"type": "table", "artifact_id": aid, "columns": ["region", "total"],
+         "sort": [{"column": "total", "descending": True}], "caption": "Totals, highest first"}]}
+    return {"tool": "render_report", "arguments": {"document": document}}
+
+
+@pytest.fixture
+def page_server(tmp_path, monkeypatch):
+    import uvicorn
+    from assay.plugins.models.scripted import ScriptedModel
+    from assay.plugins.service.server import build
+    from assay.plugins.service.settings import ServiceSettings
+    from assay.plugins.service.tokens import TokenStore, store_path
+
+    from assay import Kernel, hookimpl
+
+    class WebScripted(ScriptedModel):
+        model_id = "web_scripted"
+
+        def __init__(self, **_: object) -> None:
+            super().__init__([{"tool": "sql_query", "arguments": {"sql": SQL}}, report_step,
+                              {"text": "West sold the most: 5,490."}])
+
+    class Models:
+        __name__ = "web_models"
+
+        @hookimpl
+        def register_models(self, register):
+            register(WebScripted)
+
+    db = make_sales(tmp_path / "sales.db")
+    monkeypatch.setenv("ASSAY_SQL_DATABASES", f"sales=sqlite:///{db}")
+    kernel = Kernel(plugins=[Models()])
+    tokens = TokenStore(store_path(kernel.settings.home))
+    token, _ = tokens.create("alice")
+    settings = ServiceSettings(model="web_scripted")
+    app, _ = build(kernel, settings, tokens)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}", token
+    server.should_exit = True
+    thread.join(timeout=60)
+    kernel.close()
+
+
+@pytest.fixture
+def chromium(tmp_path):
+    import os
+
+    from assay.plugins.reports.pdf import find_chromium
+
+    binary = find_chromium()
+    require(binary is not None, "Chromium (Debian's chromium package)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require(False, "Playwright for Python (the test extra)")
+    flags = ["--headless", "--disable-gpu", "--disable-background-networking"]
+    flags += ["--no-sandbox"] if os.geteuid() == 0 else []
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=binary, headless=True, args=flags)
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+def test_the_page_asks_streams_the_steps_and_shows_the_report(page_server, chromium, tmp_path):
+    url, token = page_server
+    page = chromium.new_page(viewport={"width": 1100, "height": 1400}, accept_downloads=True)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url + "/")
+    page.fill("#token", token)
+    page.dispatch_event("#token", "change")
+    page.wait_for_selector("#datasource option[value='sales']", state="attached")
+    page.fill("#question", "Which region sold the most?")
+    page.click("#ask-button")
+    page.wait_for_selector("#steps li[data-kind='tool_finished']")
+    page.wait_for_selector("#report-box:not([hidden])", timeout=60_000)
+    steps = page.inner_text("#steps")
+    assert "calling sql_query" in steps and "sql_query done" in steps and "render_report done" in steps
+    assert "finished: answered" in steps
+    assert page.inner_text("#answer") == "West sold the most: 5,490."
+    report = page.frame_locator("#report")
+    assert "Sales by region" in report.locator("body").inner_text()
+    assert "5,490" in report.locator("body").inner_text()
+    links = page.locator("#steps a.artifact")
+    assert links.count() >= 1
+    with page.expect_download() as download:
+        links.first.click()
+    saved = tmp_path / "artifact"
+    download.value.save_as(saved)
+    assert saved.read_bytes().startswith(b'{"columns"')
+    with page.expect_download() as export:
+        page.click("#export-button")
+    assert export.value.suggested_filename.endswith(".zip")
+    assert all(r.startswith((url, "blob:", "data:")) for r in requests), requests  # nothing from elsewhere
+    # ASSAY_SCREENSHOT=path keeps a picture of the page (docs/service-page.png was made so)
+    import os
+
+    page.screenshot(path=os.environ.get("ASSAY_SCREENSHOT") or str(tmp_path / "page.png"), full_page=True)
+
+
+def test_report_endpoint_serves_html_md_json_and_pdf(page_server):
+    import httpx
+    from assay.plugins.reports.pdf import find_chromium
+
+    url, token = page_server
+    headers = {"Authorization": f"Bearer {token}"}
+    run = httpx.post(f"{url}/runs", json={"question": "Which region?", "datasource": "sales"}, headers=headers,
+                     timeout=30).json()
+    with httpx.stream("GET", f"{url}/runs/{run['run_id']}/events", headers=headers, timeout=60) as r:
+        for _ in r.iter_lines():
+            pass
+    got = {}
+    for fmt in ("html", "md", "json", "pdf"):
+        if fmt == "pdf" and find_chromium() is None:
+            require(False, "Chromium (Debian's chromium package)")
+        response = httpx.get(f"{url}/runs/{run['run_id']}/report", params={"format": fmt}, headers=headers,
+                             timeout=120)
+        assert response.status_code == 200, (fmt, response.text[:300])
+        got[fmt] = response
+    assert got["html"].headers["content-type"].startswith("text/html") and b"5,490" in got["html"].content
+    assert got["md"].text.startswith("# Sales by region") and "5,490" in got["md"].text
+    assert got["json"].json()["title"] == "Sales by region"
+    assert got["pdf"].content.startswith(b"%PDF")
