@@ -28,7 +28,7 @@ from .errors import KNOWLEDGE_INDEX_FAILED, KnowledgeError
 from .parsing import Passage, kind_of
 
 # Bump when parsing changes what passages a file gives: every file is then parsed again.
-PARSER_VERSION = 1
+PARSER_VERSION = 2
 MAX_QUERY_TERMS = 32
 PRUNE_MIN_PASSAGES = 2_000  # from this size on, a search drops words most passages hold (see _without_common_terms)
 HEADING_WEIGHT = 4.0  # bm25() column weight of the heading against 1.0 for the text

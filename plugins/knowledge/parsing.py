@@ -72,7 +72,8 @@ def decode(data: bytes) -> str:
 
 
 def parse_markdown(text: str, passage_chars: int) -> list[Passage]:
-    """One passage per section (split further when long); a heading inside a code fence is not a heading."""
+    """One passage per section body (split further when long); the heading line itself is not in the text
+    or the line range. A heading inside a code fence is not a heading; a section without body gives none."""
     trail: list[tuple[int, str]] = []
     heading = ""
     body: list[tuple[int, str]] = []
@@ -88,7 +89,7 @@ def parse_markdown(text: str, passage_chars: int) -> list[Passage]:
             level, title = len(match.group(1)), match.group(2).strip()
             trail = [(lv, t) for lv, t in trail if lv < level] + [(level, title)]
             heading = " > ".join(t for _, t in trail)
-            body = [(number, line)]
+            body = []  # the heading line is the passage's heading, not part of its text
         else:
             body.append((number, line))
     out.extend(_split(heading, body, passage_chars))

@@ -107,7 +107,7 @@ def test_search_ranks_the_defining_section_first(docs, tmp_path):
     hits = base.search("what is the refund rate denominator", 3).hits
     assert [h.heading for h in hits[:2]] == ["Metrics > Refund rate > Edge cases", "Metrics > Refund rate"]
     rate = hits[1]
-    assert rate.file == "glossary.md" and (rate.line_start, rate.line_end) == (9, 17)
+    assert rate.file == "glossary.md" and (rate.line_start, rate.line_end) == (11, 17)
     assert rate.bm25 > 0 and len(rate.passage_sha256) == 64
 
 

@@ -18,8 +18,9 @@ def test_markdown_sections_carry_their_heading_trail_and_line_range():
                                 "Metrics > Refund rate > Edge cases"]
     rate = by_heading["Metrics > Refund rate"]
     lines = GLOSSARY.splitlines()
-    assert lines[rate.line_start - 1] == "## Refund rate"
+    assert lines[rate.line_start - 3:rate.line_start - 1] == ["## Refund rate", ""]  # the body follows the heading
     assert "\n".join(lines[rate.line_start - 1:rate.line_end]) == rate.text
+    assert rate.text.startswith("Refunded orders divided by")
 
 
 def test_a_hash_line_inside_a_code_fence_is_not_a_heading():
