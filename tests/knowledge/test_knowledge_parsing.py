@@ -74,3 +74,12 @@ def test_plain_text_is_split_into_paragraph_passages_without_heading():
     passages = parse(Path("notes.txt"), text.encode(), 700)
     assert len(passages) >= 3 and all(p.heading == "" for p in passages)
     assert passages[0].line_start == 1
+
+
+def test_a_pdf_without_an_extractor_installed_says_which_extra_to_install(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pypdf", None)  # as if assay[knowledge] were not installed
+    with pytest.raises(KnowledgeError) as info:
+        parse(Path("policy.pdf"), pdf_bytes(POLICY_PAGES), 1200)
+    assert info.value.code == "KNOWLEDGE_PDF_UNSUPPORTED" and "assay[knowledge]" in info.value.hint
