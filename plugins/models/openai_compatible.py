@@ -5,7 +5,7 @@ Works with any server that speaks ``POST {base_url}/chat/completions`` with
 endpoints, llama.cpp's server (C++ or ``llama-cpp-python[server]``).
 Settings (section ``openai``, env ``ASSAY_OPENAI_*``, :mod:`.openai_settings`):
 ``base_url``, ``api_key`` (secret), ``model``, ``timeout_s``,
-``connect_timeout_s``, ``temperature``, ``max_retries``, ``retry_backoff_s``,
+``connect_timeout_s``, ``temperature``, ``max_tokens``, ``max_retries``, ``retry_backoff_s``,
 ``stream``, ``stream_usage``.
 
 - **Retries**: a 429, 408/409, a 5xx, a refused or dropped connection is tried
@@ -86,7 +86,8 @@ class OpenAICompatibleModel(Model):
 
         s = self.settings
         return request_body(
-            s.model, messages, tools, temperature=s.temperature, stream=stream, stream_usage=s.stream_usage
+            s.model, messages, tools, temperature=s.temperature, max_tokens=s.max_tokens, stream=stream,
+            stream_usage=s.stream_usage,
         )
 
     def _headers(self) -> dict[str, str]:

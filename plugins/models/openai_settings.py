@@ -15,6 +15,9 @@ class OpenAISettings(BaseSettings):
     timeout_s: float = Field(default=60.0, gt=0, description="Per-request read timeout in seconds.")
     connect_timeout_s: float = Field(default=10.0, gt=0, description="Time allowed to open the connection.")
     temperature: float | None = Field(default=0.0, description="Sampling temperature; unset sends none.")
+    max_tokens: int | None = Field(
+        default=None, gt=0, description="Most tokens one answer may have; unset sends none (the server's default)."
+    )
     max_retries: int = Field(
         default=3, ge=0, le=10, description="Retries after a 429, a 5xx or a failed connection (0: none)."
     )

@@ -59,6 +59,7 @@ def request_body(
     tools: list[dict[str, Any]],
     *,
     temperature: float | None,
+    max_tokens: int | None = None,
     stream: bool,
     stream_usage: bool,
 ) -> dict[str, Any]:
@@ -68,6 +69,8 @@ def request_body(
         body["tool_choice"] = "auto"
     if temperature is not None:
         body["temperature"] = temperature
+    if max_tokens is not None:
+        body["max_tokens"] = max_tokens
     if stream:
         body["stream"] = True
         if stream_usage:

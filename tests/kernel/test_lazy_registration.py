@@ -232,7 +232,7 @@ DEFERRED = [
     "assay.plugins.code_interpreter.tool", "assay.kernel.evidence.local_store", "assay.plugins.artifact_stores.s3_store",
     "assay.plugins.evidence_read_tools", "assay.kernel.evidence.kernel_evidence",
     "assay.kernel.evidence", "assay.kernel.messages", "assay.plugins.models.openai_settings",
-    "assay.plugins.models.openai_wire",
+    "assay.plugins.models.openai_wire", "assay.plugins.models.llm_settings",
 ]
 
 
