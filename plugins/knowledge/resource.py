@@ -2,7 +2,8 @@
 
 The base is a set of paths; its index (:mod:`.index`) lives in
 ``ASSAY_HOME/knowledge/NAME.sqlite`` and is brought in step with the files
-on first use (only changed files are parsed again) or by
+on first use, again when a search comes more than ``refresh_s`` after the
+last check (only changed files are parsed again), and by
 ``assay knowledge index``.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +55,7 @@ class KnowledgeBase(Resource):
         key = f"{self.settings.passage_chars}"
         self.index = KnowledgeIndex(Path(home) / "knowledge" / f"{name}.sqlite", key)
         self._fresh: IndexReport | None = None
+        self._checked_at = 0.0
         self._lock = threading.Lock()
 
     # --- the files ------------------------------------------------------------
@@ -80,9 +83,11 @@ class KnowledgeBase(Resource):
         return files, missing
 
     def refresh(self, force: bool = False) -> IndexReport:
-        """Bring the index in step with the files (once per instance unless ``force``)."""
+        """Bring the index in step with the files: unless ``force``, only when the last check is older than
+        ``refresh_s`` (a long-running process sees edited files; an unchanged base costs one hash per file)."""
         with self._lock:
-            if self._fresh is not None and not force:
+            if (self._fresh is not None and not force
+                    and time.monotonic() - self._checked_at < self.settings.refresh_s):
                 return self._fresh
             files, missing = self.sources()
             if missing and not files:
@@ -95,7 +100,7 @@ class KnowledgeBase(Resource):
                 files, lambda path, data: parse(path, data, self.settings.passage_chars),
                 self.settings.max_file_bytes)
             report.failed.extend((path, KNOWLEDGE_BASE_NOT_FOUND, "no such path") for path in missing)
-            self._fresh = report
+            self._fresh, self._checked_at = report, time.monotonic()
             return report
 
     # --- searching ------------------------------------------------------------

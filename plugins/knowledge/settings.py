@@ -84,6 +84,9 @@ class KnowledgeSettings(BaseSettings):
     max_k: int = Field(default=20, ge=1, le=200, description="The most passages one search returns.")
     result_chars: int = Field(default=12_000, ge=500, description="Budget of a search result's text.")
     prompt_chars: int = Field(default=2_000, ge=200, description="Budget of one base's system-prompt section.")
+    refresh_s: float = Field(
+        default=60.0, ge=0,
+        description="A search re-checks the files' hashes when the last check is older than this (0: every search).")
     retrievers: list[str] | None = Field(
         default=None, description="Second rankers to fuse with BM25, by name (default: every registered one).")
 

@@ -125,3 +125,17 @@ def test_a_large_base_drops_words_most_passages_hold_without_changing_the_top_hi
     pruned = base.search("order denominator", 3)
     assert full.hits[0].heading == pruned.hits[0].heading == "Notes > Refund rate"
     assert len(full.hits) == 3 and len(pruned.hits) == 1  # "order" is in every passage: it adds no weight
+
+
+def test_a_search_after_refresh_s_sees_an_edited_file_without_reindexing_by_hand(docs, tmp_path):
+    from assay.plugins.knowledge.settings import KnowledgeSettings
+
+    def base_with(refresh_s: float) -> KnowledgeBase:
+        return KnowledgeBase("kb", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home",
+                             settings=KnowledgeSettings(refresh_s=refresh_s))
+
+    eager, lazy = base_with(0), base_with(3600)
+    assert eager.search("churn").hits == [] and lazy.search("churn").hits == []
+    (docs / "churn.md").write_text("# Churn\n\nCustomers who stopped buying for 90 days.\n")
+    assert [h.file for h in eager.search("churn").hits] == ["churn.md"]
+    assert lazy.refresh().files == 3  # checked less than refresh_s ago: the last report stands
