@@ -203,7 +203,7 @@ class LocalSession(RuntimeSession):
             raise SandboxError(SANDBOX_EXEC_FAILED, f"local runtime could not start the code: {exc}") from None
         self._procs.add(proc.pid)
         timed_out = False
-        deadline = started + request.timeout_s
+        deadline = started + request.timeout_s + request.grace_s
         sel = selectors.DefaultSelector()
         sel.register(proc.stdout, selectors.EVENT_READ, out)
         sel.register(proc.stderr, selectors.EVENT_READ, err)

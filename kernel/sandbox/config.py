@@ -70,6 +70,11 @@ class SandboxConfig(BaseSettings):
     keeper_user: str = Field(
         default="65533:65533", description="Non-root uid:gid of the container's idle process (never runs code)."
     )
+    resident_user: str = Field(
+        default="65532:65532",
+        description="Non-root uid:gid of a session's resident process (the code interpreter's notebook) and "
+                    "of the cells it forks; neither the code's nor the keeper's.",
+    )
     image_python: str = Field(default="python:3.11-slim", description="Image for Python.")
     image_shell: str | None = Field(default=None, description="Image for shell; defaults to the Python image.")
     oci_runtime: str | None = Field(default=None, description="OCI runtime, e.g. 'runsc' for gVisor (opt-in).")
@@ -119,7 +124,7 @@ class SandboxConfig(BaseSettings):
             raise ValueError("workdir must be an absolute path other than / and /tmp, without '..'")
         return value.rstrip("/")
 
-    @field_validator("user", "keeper_user")
+    @field_validator("user", "keeper_user", "resident_user")
     @classmethod
     def _non_root(cls, value: str) -> str:
         match = re.match(r"^(\d+):(\d+)$", value.strip())

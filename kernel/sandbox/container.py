@@ -42,6 +42,7 @@ from .errors import (
     SandboxError,
 )
 from .launcher import FILES_SOURCE, PYTHON_ISOLATED, files_argv, helper_env, launcher_argv, split_trailer
+from .resident import kill_all_argv, starter_argv
 from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
 from .runtime import ExecRequest, RuntimeSession
 from .spec import LANGUAGES, ContainerSpec, normalize_language
@@ -145,7 +146,8 @@ class ContainerSession(RuntimeSession):
         program = self._program(lang, request.code, nonce)
         env = {**self.spec.environment, **request.env}
         argv = launcher_argv(
-            nonce, request.timeout_s, request.stdout_limit, request.stderr_limit, self.spec.workdir, program,
+            nonce, request.timeout_s + request.grace_s, request.stdout_limit, request.stderr_limit,
+            self.spec.workdir, program,
             code_path=env.get("PATH") or self.spec.environment.get("PATH", ""),
         )
         out = OutputCapture(request.stdout_limit)
@@ -164,7 +166,7 @@ class ContainerSession(RuntimeSession):
         pump = _Pump(stream, out, err)
         pump.start()
         abandoned = False
-        if not pump.wait(request.timeout_s + self.host_grace):
+        if not pump.wait(request.timeout_s + request.grace_s + self.host_grace):
             # The in-container timer should have fired long ago: the launcher was
             # killed, stopped or starved. Kill the code's processes from outside;
             # if even that cannot run, kill and restart the whole container.
@@ -303,16 +305,44 @@ class ContainerSession(RuntimeSession):
             return False
         return code == 0
 
+    # --- the resident process (see resident.py) ----------------------------------
+
+    supports_resident = True
+
+    def start_resident(self, program: str, env: dict[str, str], ready_timeout_s: float) -> str:
+        """Start ``program`` as the session's resident (its own uid); its ready line, or raise."""
+        merged = {**self.spec.environment, **env}
+        code_path = merged.get("PATH") or self.spec.environment.get("PATH", "")
+        code, out, err, _ = self._run_helper(
+            starter_argv(program, ready_timeout_s, code_path), 64 * 1024,
+            timeout_s=ready_timeout_s + HELPER_TIMEOUT_S, user=self.spec.resident_user, env=merged,
+        )
+        line = out.decode("utf-8", "replace").strip()
+        if code != 0 or not line:
+            raise SandboxError(SANDBOX_EXEC_FAILED, "the resident process did not start "
+                               f"(exit {code}): {err.decode('utf-8', 'replace')[-500:]}")
+        return line
+
+    def stop_resident(self) -> bool:
+        """SIGKILL every process of the resident's uid (the resident and what it started)."""
+        try:
+            code, _, _, _ = self._run_helper(kill_all_argv(), 4096, timeout_s=10.0, user=self.spec.resident_user)
+        except Exception as exc:  # noqa: BLE001
+            log.warning("sandbox_resident_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+            return False
+        return code == 0
+
     # --- helpers that run without the launcher --------------------------------
 
     def _run_helper(
-        self, argv: list[str], out_limit: int, *, timeout_s: float | None = None
+        self, argv: list[str], out_limit: int, *, timeout_s: float | None = None, user: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> tuple[int | None, bytes, bytes, bool]:
         timeout_s = HELPER_TIMEOUT_S if timeout_s is None else timeout_s
         out = OutputCapture(out_limit)
         err = OutputCapture(64 * 1024)
-        stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir,
-                            env=helper_env(self.spec.environment))
+        stream = self._exec(argv, user=user or self.spec.exec_user, workdir=self.spec.workdir,
+                            env=helper_env(self.spec.environment if env is None else env))
         pump = _Pump(stream, out, err)
         pump.start()
         # The deadline holds whatever the container does: the caller waits for the

@@ -47,6 +47,10 @@ if TYPE_CHECKING:
 log = get_logger("assay.sandbox")
 
 
+# Most seconds ``execute(grace_s=...)`` may add to an execution's time limit.
+MAX_GRACE_S = 5.0
+
+
 @dataclass
 class _Session:
     id: str
@@ -186,9 +190,15 @@ class SandboxManager:
         return self._status(rec)
 
     def execute(
-        self, session_id: str, code: str, *, language: str | None = None, timeout_s: float | None = None
+        self, session_id: str, code: str, *, language: str | None = None, timeout_s: float | None = None,
+        grace_s: float = 0.0,
     ) -> ExecutionResult:
-        """Run ``code`` in the session (a fresh process; files in the workdir persist)."""
+        """Run ``code`` in the session (a fresh process; files in the workdir persist).
+
+        ``grace_s`` (at most :data:`MAX_GRACE_S`) extends the launcher's timer past the
+        checked ``timeout_s``, for a client that enforces ``timeout_s`` itself and must
+        still report afterwards (the code interpreter's notebook client).
+        """
         rec = self._get(session_id)
         lang = normalize_language(language or rec.language)
         timeout = rec.timeout_s if timeout_s is None else float(timeout_s)
@@ -201,6 +211,7 @@ class SandboxManager:
         request = ExecRequest(
             code=code, language=lang, timeout_s=timeout,
             stdout_limit=self.config.output_limit, stderr_limit=self.config.output_limit, env=rec.env,
+            grace_s=min(max(0.0, float(grace_s)), MAX_GRACE_S),
         )
         with self._locked(rec):
             rec.state = "busy"
@@ -238,6 +249,24 @@ class SandboxManager:
         return [status for status in map(self._status, recs) if status.state != "closed"]
 
     # --- files -------------------------------------------------------------------
+
+    def resident_supported(self, session_id: str) -> bool:
+        return bool(getattr(self._get(session_id).runtime, "supports_resident", False))
+
+    def start_resident(self, session_id: str, program: str, *, ready_timeout_s: float | None = None) -> str:
+        """Start the session's resident process (see :mod:`assay.kernel.sandbox.resident`); its ready line."""
+        rec = self._get(session_id)
+        wait = self.config.timeout if ready_timeout_s is None else min(float(ready_timeout_s), self.config.timeout)
+        with self._locked(rec):
+            line = rec.runtime.start_resident(program, rec.env, wait)
+            rec.last_used = time.time()
+        return line
+
+    def stop_resident(self, session_id: str) -> bool:
+        """Kill the session's resident process and everything it started."""
+        rec = self._get(session_id)
+        with self._locked(rec):
+            return rec.runtime.stop_resident()
 
     def put_file(self, session_id: str, path: str, data: bytes, *, read_only: bool = False) -> str:
         rec = self._get(session_id)

@@ -33,6 +33,9 @@ class ExecRequest:
     stdout_limit: int = 1024**2
     stderr_limit: int = 1024**2
     env: dict[str, str] = field(default_factory=dict)
+    #: Seconds the launcher allows past ``timeout_s`` (a client that enforces
+    #: ``timeout_s`` itself, further in, needs them to report).
+    grace_s: float = 0.0
 
 
 class RuntimeSession(ABC):
@@ -73,6 +76,22 @@ class RuntimeSession(ABC):
     @abstractmethod
     def destroy(self) -> None:
         """Remove the sandbox and everything in it. Idempotent; never raises."""
+
+    #: Whether :meth:`start_resident` works here (container runtimes: yes).
+    supports_resident = False
+
+    def start_resident(self, program: str, env: dict[str, str], ready_timeout_s: float) -> str:
+        """Start ``program`` (Python) as the session's long-lived resident process; its ready line.
+
+        See :mod:`assay.kernel.sandbox.resident`. Runtimes without it raise.
+        """
+        from .errors import SANDBOX_EXEC_FAILED, SandboxError
+
+        raise SandboxError(SANDBOX_EXEC_FAILED, "this runtime has no resident processes")
+
+    def stop_resident(self) -> bool:
+        """Kill the resident process and everything it started (True when done)."""
+        return True
 
     def alive(self) -> bool:
         """Whether the sandbox can still run code (default: assume so)."""

@@ -30,9 +30,31 @@ class SandboxSession:
         self.isolated = manager.runtime.isolated
         self.workdir = manager.config.workdir
 
-    def run_code(self, code: str, *, language: str = "python", timeout_s: float | None = None) -> ExecutionResult:
-        """Run ``code``; timeouts and OOM kills are reported in the result, not raised."""
-        return self._manager.execute(self.id, code, language=language, timeout_s=timeout_s)
+    def run_code(self, code: str, *, language: str = "python", timeout_s: float | None = None,
+                 grace_s: float = 0.0) -> ExecutionResult:
+        """Run ``code``; timeouts and OOM kills are reported in the result, not raised.
+
+        ``grace_s`` (a few seconds at most) lets a client that enforces ``timeout_s``
+        itself report after it.
+        """
+        return self._manager.execute(self.id, code, language=language, timeout_s=timeout_s, grace_s=grace_s)
+
+    @property
+    def supports_resident(self) -> bool:
+        """Whether this session can hold a resident process (container runtimes)."""
+        return self._manager.resident_supported(self.id)
+
+    def start_resident(self, program: str, *, ready_timeout_s: float | None = None) -> str:
+        """Start ``program`` (Python) as the session's one long-lived process; the line it reports when ready.
+
+        It runs in the same container under its own uid, outside the per-call kill
+        (see :mod:`assay.kernel.sandbox.resident`), until :meth:`stop_resident` or the session ends.
+        """
+        return self._manager.start_resident(self.id, program, ready_timeout_s=ready_timeout_s)
+
+    def stop_resident(self) -> bool:
+        """Kill the resident process and everything it started."""
+        return self._manager.stop_resident(self.id)
 
     def put_file(self, path: str, data: bytes, *, read_only: bool = False) -> str:
         """Upload ``data`` to ``path`` (relative to the working directory); returns the full path."""

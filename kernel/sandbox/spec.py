@@ -136,6 +136,9 @@ class ContainerSpec:
     oci_runtime: str | None = None
     shm_bytes: int = 16 * 1024**2  # /dev/shm: the engine's own tmpfs, sized explicitly
     hostname: str = "sandbox"
+    # uid:gid of the session's resident process and the cells it forks (see resident.py):
+    # a third user, so the launcher's end-of-call kill (the code's uid) spares it.
+    resident_user: str = "65532:65532"
     # Fixed hardening: not constructor knobs in practice; check() refuses other values.
     network_disabled: bool = True
     cap_drop: tuple[str, ...] = ("ALL",)
@@ -169,12 +172,14 @@ class ContainerSpec:
             problems.append("host mounts are never allowed")
         if self.extra:
             problems.append(f"unknown extra settings {sorted(self.extra)}")
-        for uid_gid in (self.user, self.exec_user):
+        for uid_gid in (self.user, self.exec_user, self.resident_user):
             uid, _, gid = uid_gid.partition(":")
             if not uid.isdigit() or not gid.isdigit() or int(uid) == 0 or int(gid) == 0:
                 problems.append(f"user {uid_gid!r} must be a numeric non-root uid:gid")
         if self.user == self.exec_user:
             problems.append("the keeper and the code must run as different users")
+        if self.resident_user in (self.user, self.exec_user):
+            problems.append("the resident process must run as a user of its own")
         if self.memory_swap_bytes != self.memory_bytes or self.memory_bytes <= 0:
             problems.append("memory must be limited, with swap equal to memory")
         if self.cpu_quota_us <= 0 or self.cpu_period_us <= 0:
@@ -316,6 +321,7 @@ def build_spec(
         command=keeper,
         user=config.keeper_user,
         exec_user=config.user,
+        resident_user=config.resident_user,
         workdir=config.workdir,
         environment=env,
         labels=dict(labels),

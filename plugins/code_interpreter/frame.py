@@ -63,6 +63,7 @@ class Frame(BaseModel):
     state_error: str | None = None
     restore_error: str | None = None
     state_found: bool | None = None
+    kept_live: bool | None = None  # run in the notebook holder, whose memory keeps every variable
     cell_ms: float | None = None
     runner_ms: float | None = None
 

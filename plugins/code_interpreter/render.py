@@ -52,8 +52,8 @@ def produced_lines(charts: list[dict[str, Any]], files: list[dict[str, Any]], sk
     return lines
 
 
-def state_lines(frame: Frame | None, state_lost: bool) -> list[str]:
-    lines = []
+def state_lines(frame: Frame | None, state_lost: bool, holder_note: str | None = None) -> list[str]:
+    lines = [f"warning: {holder_note}"] if holder_note else []
     if state_lost:
         lines.append("warning: this run's sandbox was reset or had expired (idle too long) since the last call; "
                      "variables and files from earlier calls are gone - recompute what you need")
@@ -64,7 +64,11 @@ def state_lines(frame: Frame | None, state_lost: bool) -> list[str]:
     if frame.not_persisted:
         parts = [f"{p.get('name')} ({p.get('type')}: {p.get('reason')})" for p in frame.not_persisted[:10]]
         more = f" and {len(frame.not_persisted) - 10} more" if len(frame.not_persisted) > 10 else ""
-        lines.append("not persisted for the next call: " + "; ".join(parts) + more)
+        if frame.kept_live:
+            lines.append("kept in memory but not in the notebook's snapshot (lost if the notebook's process "
+                         "is lost): " + "; ".join(parts) + more)
+        else:
+            lines.append("not persisted for the next call: " + "; ".join(parts) + more)
     if frame.state_error:
         lines.append(f"warning: {frame.state_error}")
     return lines

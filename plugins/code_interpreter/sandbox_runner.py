@@ -52,6 +52,7 @@ def set_workdir(workdir: str) -> None:
 
 
 set_workdir(WORKDIR)
+SNAPSHOT_PENDING = False  # set in a holder's cell: save_state writes state.pkl.next
 CELL = "<cell>"
 FRAME_MARK = "\x1eASSAY-FRAME "
 HELPERS = ("load_artifact", "list_artifacts")
@@ -158,9 +159,8 @@ class FdCapture:
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         capture.lock = threading.Lock()
         capture.before_write = self.drain
-        # A child forked by the cell (multiprocessing's fork) has no pump thread, and the lock
-        # may have been held by it at the fork: the child's copy goes back to plain writes.
-        os.register_at_fork(after_in_child=self._forked)
+        global _ACTIVE_FD_CAPTURE
+        _ACTIVE_FD_CAPTURE = self
         self.thread = threading.Thread(target=self._pump, name="assay-fd-capture", daemon=True)
         self.thread.start()
 
@@ -208,6 +208,22 @@ class FdCapture:
             self.drain()
             self.done = True
             self.capture.before_write = None
+        global _ACTIVE_FD_CAPTURE
+        _ACTIVE_FD_CAPTURE = None
+
+
+# A child forked by the cell (multiprocessing's fork) has no pump thread, and the lock may
+# have been held by it at the fork: the child's copy goes back to plain writes. Registered
+# once per process (a notebook holder forks for every cell; hooks cannot be removed).
+_ACTIVE_FD_CAPTURE = None
+
+
+def _after_fork_in_child() -> None:
+    if _ACTIVE_FD_CAPTURE is not None:
+        _ACTIVE_FD_CAPTURE._forked()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _clean(text: str) -> str:
@@ -429,7 +445,8 @@ def _write_state(blob: bytes, max_bytes: int, skipped: list) -> tuple[list, str 
     try:
         with open(tmp, "wb") as fh:
             fh.write(blob)
-        os.replace(tmp, STATE_PATH)
+        # A holder's cell writes a candidate; the holder makes it the snapshot once the cell is committed.
+        os.replace(tmp, STATE_PATH + ".next" if SNAPSHOT_PENDING else STATE_PATH)
     except OSError as exc:
         try:
             os.unlink(tmp)
@@ -526,7 +543,40 @@ def _listing(root: str) -> dict:
     return out
 
 
-def run(req: dict, real_fd: int) -> dict:
+class Namespace:
+    """The notebook's variables: a ``__main__`` module, the pyplot hook, and how they were restored.
+
+    A one-shot call (the local runtime) makes one per call from the saved
+    state; the notebook holder (``assay_ci_holder``) keeps one for its life
+    and each cell runs in a fork of it.
+    """
+
+    def __init__(self) -> None:
+        self.module = types.ModuleType("__main__")
+        self.ns = self.module.__dict__
+        self.ns["__builtins__"] = builtins
+        self.hook = _PyplotHook()
+        sys.meta_path.insert(0, self.hook)
+        self.state_found = True
+        self.restore_error: str | None = None
+
+    def restore(self, expect_state: bool = False) -> None:
+        """Load the saved state (``state.pkl``), replacing every variable."""
+        for name in [n for n in self.ns if n != "__builtins__"]:
+            del self.ns[name]
+        self.state_found = os.path.exists(STATE_PATH)
+        self.restore_error = restore_state(self.ns) if self.state_found else None
+        if not self.state_found and expect_state:
+            self.restore_error = "the saved notebook state is gone (the sandbox's files were reset); starting empty"
+
+    def take_report(self) -> tuple[bool, str | None]:
+        """(state_found, restore_error), said once: later cells of a holder report a found state."""
+        report = (self.state_found, self.restore_error)
+        self.state_found, self.restore_error = True, None
+        return report
+
+
+def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     started = time.perf_counter()
     os.makedirs(CHARTS_DIR, exist_ok=True)
     os.makedirs(OUT_DIR, exist_ok=True)
@@ -539,15 +589,13 @@ def run(req: dict, real_fd: int) -> dict:
         return frame
     os.chdir(WORKDIR)
     before = _listing(OUT_DIR)
-    module = types.ModuleType("__main__")
-    ns = module.__dict__
-    ns["__builtins__"] = builtins
-    hook = _PyplotHook()
-    sys.meta_path.insert(0, hook)
-    state_found = os.path.exists(STATE_PATH)
-    restore_error = restore_state(ns) if state_found else None
-    if not state_found and req.get("expect_state"):
-        restore_error = "the saved notebook state is gone (the sandbox's files were reset); starting empty"
+    if nb is None:
+        nb = Namespace()
+        nb.restore(bool(req.get("expect_state")))
+    state_found, restore_error = nb.take_report()
+    module, ns, hook = nb.module, nb.ns, nb.hook
+    if hook.charts is not None:  # a holder's hook outlives the cell: its charts are per cell
+        hook.charts.saved, hook.charts.count = [], 0
     ns.pop("REPORT_RESULT", None)
     ns["load_artifact"] = load_artifact
     ns["list_artifacts"] = list_artifacts
@@ -716,22 +764,30 @@ def emit(frame: dict, real_fd: int, max_inline: int, max_file: int) -> None:
     os.write(real_fd, ("\n" + FRAME_MARK + frame["nonce"] + "\n" + text + "\n").encode("ascii"))
 
 
+def run_safely(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
+    """:func:`run`, with a failure of the runner itself reported as a frame."""
+    try:
+        return run(req, real_fd, nb)
+    except BaseException as exc:  # noqa: BLE001 - a runner failure is reported, not hidden
+        import traceback
+
+        return {"v": 1, "nonce": req["nonce"], "status": "runner_failed",
+                "error": {"type": type(exc).__name__, "message": str(exc),
+                          "traceback": traceback.format_exc().splitlines()[-12:]}}
+
+
+def emit_frame(frame: dict, real_fd: int, req: dict) -> None:
+    limits = req["limits"]
+    emit(frame, real_fd, limits["frame_chars"], limits["max_state_bytes"])
+
+
 def main(req) -> None:
-    """Run one cell. ``req`` is the request dict (a Python literal in the bootstrap)."""
+    """Run one cell in this process (one-shot). ``req`` is the request dict (a Python literal in the bootstrap)."""
     set_workdir(os.getcwd())
     sys.stdout.flush()
     # The frame's channel: a private copy of the sandbox's stdout (not inherited by the cell's
     # subprocesses); fd 1 itself is the cell's, and is captured (FdCapture).
     real_fd = os.dup(sys.stdout.fileno())
-    try:
-        frame = run(req, real_fd)
-    except BaseException as exc:  # noqa: BLE001 - a runner failure is reported, not hidden
-        import traceback
-
-        frame = {"v": 1, "nonce": req["nonce"], "status": "runner_failed",
-                 "error": {"type": type(exc).__name__, "message": str(exc),
-                           "traceback": traceback.format_exc().splitlines()[-12:]}}
-    limits = req["limits"]
-    emit(frame, real_fd, limits["frame_chars"], limits["max_state_bytes"])
+    emit_frame(run_safely(req, real_fd), real_fd, req)
     if _lingering_threads():
         os._exit(0)  # the cell is over: do not wait for its threads until the time limit

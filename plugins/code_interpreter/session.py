@@ -10,6 +10,7 @@ runner and the frame it prints back.
 from __future__ import annotations
 
 import base64
+import json
 import secrets
 import threading
 from dataclasses import dataclass, field
@@ -32,7 +33,13 @@ SANDBOX_MODULES = {
     "sandbox_tables.py": "assay_ci_tables.py",
     "sandbox_charts.py": "assay_ci_charts.py",
     "sandbox_results.py": "assay_ci_results.py",
+    "sandbox_holder.py": "assay_ci_holder.py",
 }
+HOLDER_MARK = "\x1eASSAY-HOLDER "
+HOLDER_SOCKET = ".assay/holder.sock"
+# Seconds the client waits past the cell's limit for the holder's report, and the launcher past that.
+CLIENT_WAIT_S = 2.0
+CLIENT_GRACE_S = 4.0
 
 
 def module_source(name: str) -> bytes:
@@ -47,6 +54,7 @@ class CallOutcome:
     frame: Frame | None
     problem: str | None = None  # why there is no frame
     state_lost: bool = False
+    holder_note: str | None = None  # the notebook process was lost and restarted: what came back
 
 
 @dataclass
@@ -58,6 +66,8 @@ class Notebook:
     uploaded: dict[str, str] = field(default_factory=dict)  # artifact id -> sha256
     state_saved: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
+    holder: bool | None = None  # cells run in the notebook holder (container runtimes); None: not decided
+    holder_up: bool = False
 
     @property
     def workdir(self) -> str:
@@ -83,27 +93,119 @@ class Notebook:
         self.uploaded.pop(artifact_id, None)
 
     def execute(self, code: str, inputs: list[InputArtifact], limits: dict[str, int],
-                timeout_s: float | None) -> CallOutcome:
+                timeout_s: float | None, default_timeout_s: float = 30.0) -> CallOutcome:
         nonce = secrets.token_hex(8)
         request = {
             "nonce": nonce, "code": code, "workdir": self.workdir, "limits": limits,
             "inputs": [i.manifest() for i in inputs], "expect_state": self.state_saved,
         }
+        if self.holder is None:
+            self.holder = bool(self.session.supports_resident)
+        if self.holder:
+            return self._execute_in_holder(request, inputs, timeout_s, default_timeout_s)
         bootstrap = _bootstrap(request)
         execution = self.session.run_code(bootstrap, timeout_s=timeout_s)
         if RUNNER_MISSING in execution.stdout[:200]:
             # The sandbox's working directory was reset (for example after a host-side kill):
             # put the runner back and run once more; the notebook state is gone.
-            lost = self.state_saved
-            self.runner_ready, self.uploaded, self.state_saved = False, {}, False
-            self.ensure_runner()
-            self.place_inputs(inputs)
+            lost = self._runner_lost(inputs)
             request["expect_state"] = False
             execution = self.session.run_code(_bootstrap(request), timeout_s=timeout_s)
             outcome = self._outcome(execution, nonce)
             outcome.state_lost = lost
             return outcome
         return self._outcome(execution, nonce)
+
+    def _runner_lost(self, inputs: list[InputArtifact]) -> bool:
+        """The working directory was reset: put the runner and the inputs back; whether state was lost."""
+        lost = self.state_saved
+        self.runner_ready, self.uploaded, self.state_saved = False, {}, False
+        self.holder_up = False
+        self.ensure_runner()
+        self.place_inputs(inputs)
+        return lost
+
+    # --- the notebook holder (see sandbox_holder.py) ------------------------------------
+
+    def _execute_in_holder(self, request: dict[str, Any], inputs: list[InputArtifact], timeout_s: float | None,
+                           default_timeout_s: float) -> CallOutcome:
+        limit = float(timeout_s if timeout_s is not None else default_timeout_s)
+        request["timeout_s"] = limit
+        state_lost, note = self._ensure_holder(inputs)
+        execution, report = self._call_holder(request, timeout_s)
+        if report.get("outcome") == "no_holder":
+            # The holder is gone (a cell killed it, or the sandbox was reset): start it again.
+            self.holder_up = False
+            lost, again = self._ensure_holder(inputs)
+            state_lost, note = state_lost or lost, note or again
+            execution, report = self._call_holder(request, timeout_s)
+        outcome_name = report.get("outcome")
+        update: dict[str, Any] = {}
+        if outcome_name == "timeout":
+            update["timed_out"] = True
+        elif outcome_name == "oom":
+            update["oom_killed"] = True
+        elif outcome_name in ("crashed", "lost", "no_holder", "refused"):
+            update["exit_code"] = report.get("exit_code")
+            if outcome_name != "crashed":
+                self.holder_up = False
+        elif outcome_name == "unresponsive":
+            # The holder did not answer in time (a cell stopped or killed it): end it and all it
+            # started; the next call starts a new one from the snapshot.
+            self.session.stop_resident()
+            self.holder_up = False
+            update["timed_out"] = True
+            update["warnings"] = [*execution.warnings, "the notebook process did not answer and was restarted; "
+                                  "the next call restores the variables of the last finished call's snapshot"]
+        if update:
+            execution = execution.model_copy(update=update)
+        outcome = self._outcome(execution, request["nonce"])
+        outcome.state_lost, outcome.holder_note = state_lost, note
+        return outcome
+
+    def _ensure_holder(self, inputs: list[InputArtifact]) -> tuple[bool, str | None]:
+        """Start the holder if it is not running: (state lost with the files, note on what came back)."""
+        if self.holder_up:
+            return False, None
+        if self.state_saved:  # a restart: end whatever is left of the old holder first
+            self.session.stop_resident()
+        lost = False
+        line = self.session.start_resident(_holder_program())
+        if RUNNER_MISSING in line:
+            lost = self._runner_lost(inputs)
+            line = self.session.start_resident(_holder_program())
+        if not line.startswith("ready "):
+            from assay.kernel.sandbox import SANDBOX_EXEC_FAILED, SandboxError
+
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"the notebook process did not start: {line[:300]}")
+        info = json.loads(line[len("ready "):])
+        self.holder_up = True
+        note = None
+        if self.state_saved and not lost:
+            if info.get("restore_error"):
+                note = (f"the notebook's process was lost and restarted; {info['restore_error']}")
+            elif info.get("state_found"):
+                note = ("the notebook's process was lost and restarted: variables were restored from the "
+                        "snapshot of the last finished call (values named as not in the snapshot are gone, "
+                        "and imports run again when first used)")
+            else:
+                note = "the notebook's process was lost and restarted, and no snapshot was found: starting empty"
+        return lost, note
+
+    def _call_holder(self, request: dict[str, Any], timeout_s: float | None) -> tuple[Any, dict[str, Any]]:
+        client = _client_program(request, request["timeout_s"] + CLIENT_WAIT_S, self.workdir)
+        execution = self.session.run_code(client, timeout_s=timeout_s, grace_s=CLIENT_GRACE_S)
+        mark = HOLDER_MARK + request["nonce"] + "\n"
+        at = execution.stdout.rfind(mark)
+        if at < 0:
+            return execution, {"outcome": "lost"}
+        line = execution.stdout[at + len(mark):].split("\n", 1)[0]
+        try:
+            report = json.loads(line)
+        except ValueError:
+            report = {"outcome": "lost"}
+        execution = execution.model_copy(update={"stdout": execution.stdout[:at].rstrip("\n")})
+        return execution, report if isinstance(report, dict) else {"outcome": "lost"}
 
     def _outcome(self, execution: Any, nonce: str) -> CallOutcome:
         frame, problem = parse_frame(execution.stdout, nonce)
@@ -139,4 +241,57 @@ def _bootstrap(request: dict[str, Any]) -> str:
         f"    print({RUNNER_MISSING!r}); raise SystemExit(3)\n"
         "sys.dont_write_bytecode = True\n"
         f"_r.main({request!r})\n"
+    )
+
+
+def _holder_program() -> str:
+    """The resident's program: import the runner and the holder, serve cells until killed."""
+    return (
+        "import os, sys\n"
+        "sys.dont_write_bytecode = False\n"
+        "sys.pycache_prefix = '.assay/pycache'\n"
+        f"sys.path.insert(0, {RUNNER_DIR!r})\n"
+        "try:\n"
+        f"    import {RUNNER_NAME}, assay_ci_holder as _h\n"
+        "except ImportError:\n"
+        f"    os.write(int(os.environ['ASSAY_RESIDENT_READY_FD']), b'{RUNNER_MISSING}\\n')\n"
+        "    raise SystemExit(3)\n"
+        "sys.dont_write_bytecode = True\n"
+        "_h.serve({})\n"
+    )
+
+
+def _client_program(request: dict[str, Any], wait_s: float, workdir: str) -> str:
+    """One call's client: hand the request and this process's stdout/stderr to the holder, print its report.
+
+    It runs under the sandbox's launcher (the code's uid, the launcher's limits) and
+    imports nothing but builtin modules.
+    """
+    body = json.dumps(request, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+    mark = (HOLDER_MARK + request["nonce"]).encode("ascii")
+    path = f"{workdir.rstrip('/')}/{HOLDER_SOCKET}"
+    return (
+        "import _socket, _struct, array, os\n"
+        f"req = {body!r}\n"
+        "s = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)\n"
+        "try:\n"
+        f"    s.connect({path!r})\n"
+        "except OSError:\n"
+        "    reply = b'{\"outcome\": \"no_holder\"}'\n"
+        "else:\n"
+        "    fds = array.array('i', [1, 2]).tobytes()\n"
+        "    s.sendmsg([_struct.pack('!Q', len(req))], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])\n"
+        "    s.sendall(req)\n"
+        f"    s.settimeout({wait_s:.3f})\n"
+        "    reply = b''\n"
+        "    try:\n"
+        "        while not reply.endswith(b'\\n'):\n"
+        "            chunk = s.recv(65536)\n"
+        "            if not chunk:\n"
+        "                break\n"
+        "            reply += chunk\n"
+        "    except OSError:\n"
+        "        reply = b'{\"outcome\": \"unresponsive\"}'\n"
+        "    reply = reply.strip() or b'{\"outcome\": \"lost\"}'\n"
+        f"os.write(1, b'\\n' + {mark!r} + b'\\n' + reply + b'\\n')\n"
     )

@@ -106,7 +106,8 @@ def _attempt(run: RunContext, manager: Any, settings: CodeInterpreterSettings, c
     notebook = _notebook(run, manager)
     notebook.ensure_runner()
     notebook.place_inputs(resolved)
-    return notebook, notebook.execute(code, resolved, _limits(settings, manager.config), timeout_s)
+    return notebook, notebook.execute(code, resolved, _limits(settings, manager.config), timeout_s,
+                                      manager.config.timeout)
 
 
 def _settings(kernel: Any) -> CodeInterpreterSettings:
@@ -300,7 +301,7 @@ def _body(ex: Any, frame: Frame | None, outcome: CallOutcome, settings: CodeInte
         if block:
             lines.append(block)
     lines.extend(produced_lines(charts, outs, skipped))
-    lines.extend(state_lines(frame, outcome.state_lost))
+    lines.extend(state_lines(frame, outcome.state_lost, outcome.holder_note))
     lines.extend(f"warning: {w}" for w in ex.warnings)
     if artifact_id:
         lines.append(f"artifact: {artifact_id} (python, {'succeeded' if failure is None else 'failed'})")

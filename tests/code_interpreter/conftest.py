@@ -62,6 +62,27 @@ def podman_kernel(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
+def docker_kernel(tmp_path_factory):
+    """The docker runtime, against a private podman service's Docker-compatible socket."""
+    ok, what = _podman_image_ready()
+    require(ok, what)
+    from tests.sandbox_engines.podman_service import podman_service
+
+    with podman_service() as socket_path:
+        kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-docker"), SANDBOX_RUNTIME="docker",
+                              SANDBOX_DOCKER_HOST=f"unix://{socket_path}", SANDBOX_IMAGE_PYTHON=IMAGE,
+                              SANDBOX_CPU_LIMIT="1")
+        yield kernel
+        kernel.sandbox.close()
+
+
+@pytest.fixture(scope="session", params=["podman", "docker"])
+def container_kernel(request):
+    """The podman kernel, then the docker one (the docker runtime on podman's Docker API)."""
+    return request.getfixturevalue(f"{request.param}_kernel")
+
+
+@pytest.fixture(scope="session")
 def local_kernel(tmp_path_factory):
     kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-local"), SANDBOX_RUNTIME="local",
                           SANDBOX_ALLOW_LOCAL_RUNTIME="1")
@@ -85,16 +106,16 @@ def _caller(kernel, run):
 
 
 @pytest.fixture
-def run(podman_kernel):
-    run = podman_kernel.new_run()
+def run(container_kernel):
+    run = container_kernel.new_run()
     yield run
     run.close()
 
 
 @pytest.fixture
-def call(podman_kernel, run):
-    """``call(code, **args)`` -> ToolResult, in this test's run."""
-    return _caller(podman_kernel, run)
+def call(container_kernel, run):
+    """``call(code, **args)`` -> ToolResult, in this test's run (on podman, then on docker)."""
+    return _caller(container_kernel, run)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.code_interpreter.conftest import IMAGE, capture_query
+from tests.code_interpreter.conftest import IMAGE, _caller, capture_query
 
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
@@ -199,9 +199,9 @@ def test_state_persists_across_two_calls_in_a_run(any_call):
     assert second.data["result"] == [42, 3, "kept", "pandas"]
 
 
-def test_two_runs_do_not_see_each_others_variables_or_files(podman_kernel, call, run):
+def test_two_runs_do_not_see_each_others_variables_or_files(container_kernel, call, run):
     assert call("secret = 'run-a'\nopen('/workspace/a.txt', 'w').write('a')").success
-    other = podman_kernel.new_run()
+    other = container_kernel.new_run()
     try:
         seen = call("import os\nREPORT_RESULT = ['secret' in globals(), os.path.exists('/workspace/a.txt')]",
                     target=other)
@@ -218,14 +218,14 @@ def test_reset_discards_variables_and_files(call):
     assert fresh.data["result"] == [False, False]
 
 
-def test_unpicklable_variables_are_listed_not_persisted(call):
+def test_unpicklable_variables_stay_live_and_are_named_as_not_in_the_snapshot(call):
     result = call("import threading\nlock = threading.Lock()\ngen = (i for i in range(3))\nn = 7")
     assert result.success
     skipped = {item["name"] for item in result.data["not_persisted"]}
     assert skipped == {"lock", "gen"}
-    assert "not persisted for the next call: " in result.content
-    after = call("REPORT_RESULT = [n, 'lock' in globals()]")
-    assert after.data["result"] == [7, False]
+    assert "not in the notebook's snapshot" in result.content
+    after = call("REPORT_RESULT = [n, 'lock' in globals(), next(gen)]")  # the holder's memory keeps them
+    assert after.data["result"] == [7, True, 0]
 
 
 # --- failures -------------------------------------------------------------------------------
@@ -438,12 +438,12 @@ def test_copy_changed_inside_the_sandbox_is_caught_before_running(call, run, sal
     assert notebook.uploaded[record.artifact_id] == record.sha256
 
 
-def test_variable_over_the_state_limit_is_named_not_kept(call):
+def test_variable_over_the_state_limit_is_named_and_kept_only_in_memory(call):
     result = call("import numpy as np\nbig = np.zeros(2_000_000)\nsmall = 3")  # 16 MB > 90% of 10 MB
     assert result.success, result.for_model()
     skipped = {item["name"]: item["reason"] for item in result.data["not_persisted"]}
     assert list(skipped) == ["big"] and "too large to keep" in skipped["big"]
-    assert call("REPORT_RESULT = [small, 'big' in globals()]").data["result"] == [3, False]
+    assert call("REPORT_RESULT = [small, 'big' in globals()]").data["result"] == [3, True]
 
 
 def test_dataframe_index_is_kept_only_when_it_is_data(call):
@@ -461,24 +461,28 @@ def test_dataframe_index_is_kept_only_when_it_is_data(call):
     }
 
 
-def test_sandbox_restarted_by_the_host_loses_state_and_says_so(podman_kernel, call, run):
+def test_sandbox_restarted_by_the_host_loses_state_and_says_so(container_kernel, call, run):
     assert call("before = 1").success
     session = run.peek("sandbox.python")
     # What a host-side kill does: the container restarts and its tmpfs working directory is empty.
-    podman_kernel.sandbox._get(session.id).runtime._hard_reset()
+    container_kernel.sandbox._get(session.id).runtime._hard_reset()
     result = call("REPORT_RESULT = 'before' in globals()")
     assert result.success, result.for_model()
     assert result.data["result"] is False
     assert "variables and files from earlier calls are gone" in result.content
 
 
-def test_restored_modules_load_only_when_used_and_still_chart(call):
+def test_restored_modules_load_only_when_used_and_still_chart(local_kernel):
+    """One-shot calls (the local runtime; a restarted holder) restore modules lazily."""
+    run = local_kernel.new_run()
+    call = _caller(local_kernel, run)
     assert call("import matplotlib.pyplot as plt\nimport pandas as pd").success
     light = call("import sys\nREPORT_RESULT = ['matplotlib' in sys.modules, 'pandas' in sys.modules, pd.__name__]")
     assert light.data["result"] == [False, False, "pandas"]  # a cell that does not use them does not pay
     drawn = call("plt.plot([1, 2, 3])\nplt.show()")
     assert drawn.success, drawn.for_model()
     assert [a.kind for a in drawn.artifacts] == ["python", "chart"]
+    run.close()
 
 
 def test_runner_companions_are_compiled_once_per_session(call):
@@ -490,5 +494,5 @@ def test_runner_companions_are_compiled_once_per_session(call):
     )
     assert cached.success, cached.for_model()
     names, cell_writes_bytecode = cached.data["result"]
-    assert names == ["assay_ci_results", "assay_ci_runner"]
+    assert names == ["assay_ci_holder", "assay_ci_results", "assay_ci_runner"]
     assert cell_writes_bytecode is True  # the cell's own imports still write nothing

@@ -1,0 +1,306 @@
+"""The notebook holder: executed INSIDE the sandbox, as the session's resident process.
+
+One process per session keeps the notebook's variables and imported modules
+in memory. Each cell runs in a fork of it, so a warm cell costs what its code
+costs (no re-import, no unpickling), while a killed cell still cannot touch
+the notebook:
+
+* the holder listens on a unix socket in the working directory; a call's
+  client (run by the sandbox's launcher, as the code's uid) connects, sends
+  the request and its own stdout/stderr descriptors (``SCM_RIGHTS``), and
+  waits for one report line;
+* the holder forks; the child (its own process group, ``oom_score_adj``
+  1000 so the OOM killer takes it first) runs the cell exactly as a one-shot
+  call does (``assay_ci_runner.run``), on the passed descriptors, and saves a
+  snapshot candidate (``state.pkl.next``);
+* the holder watches the child with the cell's time limit. When the child
+  says it is done, the holder commits: the candidate becomes the snapshot
+  (``state.pkl``) and the child becomes the next holder (it kills the old one
+  and whatever the cell left running, then serves the socket, which it
+  inherited). A child that still runs threads of the cell hands back
+  instead: it exits, and the old holder reloads the committed snapshot.
+  A child that times out, is OOM-killed or crashes is killed with everything
+  it started; the holder drops the candidate and keeps its own state, as it
+  was before the cell;
+* the report line says which: ``done``, ``timeout``, ``oom``, ``crashed``.
+
+If the holder itself is lost (a cell killed it), the host starts a new one,
+which restores the last committed snapshot and says so.
+"""
+
+import gc
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+SOCKET_NAME = "holder.sock"
+HEADER = struct.Struct("!Q")
+MAX_REQUEST = 16 * 1024 * 1024
+OOM_ADJ = "/proc/self/oom_score_adj"
+
+
+def _oom_kills() -> int | None:
+    """The cgroup's OOM-kill count (v2 or v1), None when it cannot be read."""
+    for path in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def _set_oom_adj(value: str) -> None:
+    try:
+        with open(OOM_ADJ, "w") as fh:
+            fh.write(value)
+    except OSError:
+        pass
+
+
+def _read_oom_adj() -> str:
+    try:
+        with open(OOM_ADJ) as fh:
+            return fh.read().strip()
+    except OSError:
+        return "0"
+
+
+def _kill_the_rest() -> None:
+    """SIGKILL every other process of this uid: what a cell left running (and an old holder)."""
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def _receive(conn: socket.socket) -> tuple[dict, list]:
+    """The request and the client's stdout/stderr descriptors."""
+    fds: list = []
+    data, ancillary, _flags, _addr = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(2 * 4))
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4))
+    if len(data) != HEADER.size or len(fds) != 2:
+        for fd in fds:
+            os.close(fd)
+        raise ValueError("malformed request")
+    (size,) = HEADER.unpack(data)
+    if size > MAX_REQUEST:
+        raise ValueError("request too large")
+    body = bytearray()
+    while len(body) < size:
+        chunk = conn.recv(min(1 << 20, size - len(body)))
+        if not chunk:
+            raise ValueError("request cut short")
+        body += chunk
+    return json.loads(body), fds
+
+
+def _report(conn: socket.socket, **fields) -> None:
+    try:
+        conn.sendall((json.dumps(fields) + "\n").encode("ascii"))
+    except OSError:
+        pass
+    conn.close()
+
+
+class Holder:
+    def __init__(self, runner, listener: socket.socket) -> None:
+        self.runner = runner
+        self.listener = listener
+        self.base_adj = _read_oom_adj()
+        self.nb = runner.Namespace()
+        self.nb.restore()
+        self.cells = 0
+
+    def serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except InterruptedError:
+                continue
+            try:
+                req, fds = _receive(conn)
+            except (OSError, ValueError) as exc:
+                _report(conn, outcome="refused", error=str(exc))
+                continue
+            self.cell(conn, req, fds)  # returns in the holder of the next cell (this one or its child)
+
+    def cell(self, conn: socket.socket, req: dict, fds: list) -> None:
+        c2p_r, c2p_w = os.pipe()
+        p2c_r, p2c_w = os.pipe()
+        oom_before = _oom_kills()
+        gc.collect(0)
+        pid = os.fork()
+        if pid == 0:
+            os.close(c2p_r)
+            os.close(p2c_w)
+            self._child(conn, req, fds, c2p_w, p2c_r)
+            return
+        for fd in (*fds, c2p_w, p2c_r):
+            os.close(fd)
+        try:
+            self._watch(conn, req, pid, c2p_r, p2c_w, oom_before)
+        finally:
+            for fd in (c2p_r, p2c_w):
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+    # --- in the holder ---------------------------------------------------------------
+
+    def _watch(self, conn, req, pid, c2p_r, p2c_w, oom_before) -> None:
+        deadline = time.monotonic() + float(req["timeout_s"])
+        said = b""
+        status = None
+        while b"\n" not in said:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return self._ended(conn, pid, "timeout", oom_before)
+            ready = select.select([c2p_r], [], [], min(left, 0.5))[0]
+            if ready:
+                chunk = os.read(c2p_r, 256)
+                if not chunk:
+                    break  # the child is gone (or closed the pipe): see below
+                said += chunk
+                continue
+            got, status = os.waitpid(pid, os.WNOHANG)
+            if got == pid:
+                break
+        if b"\n" not in said:
+            return self._ended(conn, pid, None, oom_before, status)
+        # The child finished the cell: commit its snapshot candidate and let it go on.
+        state = self.runner.STATE_PATH
+        committed = os.path.exists(state + ".next")
+        if committed:
+            os.replace(state + ".next", state)
+        handback = said.startswith(b"handback")
+        os.write(p2c_w, b"go\n")
+        if not handback:
+            conn.close()
+            os._exit(0)  # the child is the holder now (it kills this process anyway)
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            status = 0
+        _kill_the_rest()
+        if committed:
+            self.nb.restore()
+            self.nb.take_report()
+        if status == 0:
+            _report(conn, outcome="done", handback=True)
+        else:  # it died before its frame was out: say how, as for a cell that never finished
+            self._ended(conn, pid, None, oom_before, status)
+
+    def _ended(self, conn, pid, outcome, oom_before, status=None) -> None:
+        """The cell did not finish: kill it and all it started; the state stays as it was."""
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        if status is None:
+            try:
+                _, status = os.waitpid(pid, 0)
+            except ChildProcessError:
+                status = None
+        _kill_the_rest()
+        try:
+            os.unlink(self.runner.STATE_PATH + ".next")
+        except OSError:
+            pass
+        signum = os.WTERMSIG(status) if status is not None and os.WIFSIGNALED(status) else None
+        exit_code = os.WEXITSTATUS(status) if status is not None and os.WIFEXITED(status) else None
+        if outcome is None:
+            oom_after = _oom_kills()
+            killed = signum == signal.SIGKILL
+            oom = killed and (oom_before is None or oom_after is None or oom_after > oom_before)
+            outcome = "oom" if oom else "crashed"
+        _report(conn, outcome=outcome, exit_code=exit_code if signum is None else 128 + signum, signal=signum)
+
+    # --- in the cell's process -------------------------------------------------------
+
+    def _child(self, conn, req, fds, c2p_w, p2c_r) -> None:
+        runner = self.runner
+        os.setpgid(0, 0)
+        _set_oom_adj("1000")  # under memory pressure the cell goes, never the holder
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+        for fd in fds:
+            os.close(fd)
+        self.listener_fd = self.listener.fileno()
+        real_fd = os.dup(1)  # the frame's channel (not inherited by the cell's subprocesses)
+        runner.SNAPSHOT_PENDING = True
+        frame = runner.run_safely(req, real_fd, self.nb)
+        runner.SNAPSHOT_PENDING = False
+        alone = _alone()
+        takeover = alone and frame.get("status") != "runner_failed"
+        frame["kept_live"] = takeover
+        os.write(c2p_w, b"takeover\n" if takeover else b"handback\n")
+        answer = b""
+        while b"\n" not in answer:
+            chunk = os.read(p2c_r, 16)
+            if not chunk:
+                break
+            answer += chunk
+        os.close(c2p_w)
+        os.close(p2c_r)
+        if not answer and not takeover:
+            takeover = frame["kept_live"] = True  # the holder is gone: this process is all that is left
+        if not takeover:
+            runner.emit_frame(frame, real_fd, req)
+            os._exit(0)
+        _kill_the_rest()  # the old holder and whatever the cell left running
+        _set_oom_adj(self.base_adj)
+        runner.emit_frame(frame, real_fd, req)
+        os.close(real_fd)
+        null = os.open(os.devnull, os.O_RDWR)
+        os.dup2(null, 1)
+        os.dup2(null, 2)
+        os.close(null)
+        self.cells += 1
+        _report(conn, outcome="done")
+
+
+def _alone() -> bool:
+    """Whether this process runs one thread only (after a moment for the capture thread to end)."""
+    for _ in range(20):
+        try:
+            if len(os.listdir("/proc/self/task")) == 1:
+                return True
+        except OSError:
+            return False
+        time.sleep(0.01)
+    return False
+
+
+def serve(config: dict) -> None:
+    """Start the holder: restore the snapshot, listen, say ready, serve calls until killed."""
+    runner = sys.modules["assay_ci_runner"]
+    runner.set_workdir(os.getcwd())
+    ready_fd = int(os.environ.pop("ASSAY_RESIDENT_READY_FD"))
+    os.makedirs(runner.ASSAY_DIR, exist_ok=True)
+    path = os.path.join(runner.ASSAY_DIR, SOCKET_NAME)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(path)
+    os.chmod(path, 0o666)  # the client runs as the code's uid
+    os.chmod(runner.ASSAY_DIR, 0o755)
+    listener.listen(8)
+    holder = Holder(runner, listener)
+    info = {"pid": os.getpid(), "state_found": holder.nb.state_found, "restore_error": holder.nb.restore_error}
+    os.write(ready_fd, ("ready " + json.dumps(info) + "\n").encode("ascii"))
+    os.close(ready_fd)
+    holder.serve()

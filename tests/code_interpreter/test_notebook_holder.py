@@ -1,0 +1,61 @@
+"""The notebook holder: warm cells run in a fork of the process that keeps the variables.
+
+What the fresh-process design gave must hold: a timed-out or OOM-killed cell
+leaves the last finished cell's variables intact (here: in the holder's
+memory, so even unpicklable values survive), the holder plus one cell fit in
+the sandbox's memory limit, and a lost holder comes back from the snapshot,
+saying so. Each test runs on podman and on the docker runtime.
+"""
+
+from __future__ import annotations
+
+LIVE = "import threading\nlock = threading.Lock()\nkept = 'yes'\n"  # a lock never reaches the snapshot
+
+
+def test_variables_survive_a_timed_out_cell_in_the_live_holder(call):
+    assert call(LIVE).success
+    result = call("kept = 'overwritten'\nwhile True:\n    pass", timeout_s=2)
+    assert result.error_code == "PYTHON_TIMEOUT", result.for_model()
+    after = call("REPORT_RESULT = [kept, 'lock' in globals()]")
+    assert after.data["result"] == ["yes", True]  # the live holder, not a snapshot restore
+
+
+def test_variables_survive_an_oom_killed_cell_in_the_live_holder(call):
+    assert call(LIVE + "import numpy as np\nframe = np.ones(8_000_000)").success  # 64 MB held
+    result = call("blocks = []\nwhile True:\n    blocks.append(bytearray(32 * 1024 * 1024))")
+    assert result.error_code == "PYTHON_OUT_OF_MEMORY", result.for_model()
+    after = call("REPORT_RESULT = [kept, 'lock' in globals(), float(frame.sum())]")
+    assert after.success, after.for_model()
+    assert after.data["result"] == ["yes", True, 8_000_000.0]
+
+
+def test_holder_and_one_cell_fit_within_the_memory_limit(call):
+    # 256 MiB limit: the holder keeps 96 MB; the cell adds 96 MB of its own and reads the held array.
+    assert call("import numpy as np\nheld = np.ones(12_000_000)").success
+    result = call("extra = np.ones(12_000_000)\nREPORT_RESULT = float(held.sum() + extra.sum())")
+    assert result.success, result.for_model()
+    assert result.data["result"] == 24_000_000.0
+
+
+def test_crashed_cell_keeps_the_holder_and_its_state(call):
+    assert call(LIVE).success
+    result = call("import os, signal\nkept = 'changed'\nos.kill(os.getpid(), signal.SIGSEGV)")
+    assert result.error_code == "PYTHON_EXECUTION_FAILED", result.for_model()
+    assert call("REPORT_RESULT = [kept, 'lock' in globals()]").data["result"] == ["yes", True]
+
+
+def test_lost_holder_is_restarted_from_the_snapshot_and_says_so(call, run):
+    assert call(LIVE + "import pandas as pd\nframe = pd.DataFrame({'a': [1, 2, 3]})").success
+    assert run.peek("sandbox.python").stop_resident()  # what a cell that killed the holder leaves
+    result = call("REPORT_RESULT = [kept, int(frame.a.sum()), 'lock' in globals()]")
+    assert result.success, result.for_model()
+    assert result.data["result"] == ["yes", 6, False]  # the snapshot has no lock
+    assert "process was lost and restarted" in result.content
+    assert call("REPORT_RESULT = kept").data["result"] == "yes"  # and the new holder serves on
+
+
+def test_cell_leftover_processes_end_with_the_cell(call):
+    assert call("import subprocess\np = subprocess.Popen(['sleep', '300'])\npid = p.pid").success
+    result = call("import os\nREPORT_RESULT = os.path.exists(f'/proc/{pid}')")
+    assert result.success, result.for_model()
+    assert result.data["result"] is False
