@@ -138,6 +138,16 @@ class DockerSession(ContainerSession):
         sock = self._api.exec_start(created["Id"], socket=True)
         return _DockerExecStream(self._api, created["Id"], sock)
 
+    def _exec_attached(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> tuple[Any, bytes]:
+        created = self._api.exec_create(
+            self.id, argv, stdout=True, stderr=True, stdin=True, tty=False,
+            user=user, workdir=workdir, environment=dict(env),
+        )
+        sock = self._api.exec_start(created["Id"], socket=True)
+        raw = getattr(sock, "_sock", sock)
+        raw.settimeout(None)
+        return raw, b""
+
     def _put_archive(self, directory: str, data: bytes) -> None:
         if not self._api.put_archive(self.id, directory, data):
             raise SandboxError(SANDBOX_EXEC_FAILED, f"docker: could not copy into {directory}")

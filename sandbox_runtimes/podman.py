@@ -41,6 +41,7 @@ from assay.kernel.sandbox import (
 )
 from assay.kernel.sandbox import labels as sandbox_labels
 from assay.kernel.sandbox import seccomp as seccomp_profile
+from assay.kernel.sandbox.channel import hijack
 from assay.kernel.sandbox.spec import verify_inspect
 
 log = get_logger("assay.sandbox.podman")
@@ -322,6 +323,21 @@ class PodmanSession(ContainerSession):
         if start.status_code >= 400:
             raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec start failed: {_error_text(start)}")
         return _PodmanExec(self._api, exec_id, start)
+
+    def _exec_attached(self, argv: list[str], *, user: str, workdir: str,
+                       env: dict[str, str]) -> tuple[socket.socket, bytes]:
+        url = self._rt._url or ""
+        if not url.startswith(("unix://", "http+unix://")):
+            raise NotImplementedError("attached execs need the API's unix socket")
+        body = {"AttachStdout": True, "AttachStderr": True, "AttachStdin": True, "Tty": False,
+                "Cmd": argv, "Env": [f"{k}={v}" for k, v in env.items()], "User": user, "WorkingDir": workdir,
+                "Privileged": False}
+        resp = self._api.post(f"/containers/{self.id}/exec", data=json.dumps(body),
+                              headers={"Content-Type": "application/json"})
+        if resp.status_code >= 400:
+            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec failed: {_error_text(resp)}")
+        path = url.split("://", 1)[1].replace("%2F", "/")
+        return hijack(path, f"/v{API_VERSION}/libpod/exec/{resp.json()['Id']}/start", {"Detach": False, "Tty": False})
 
     def _put_archive(self, directory: str, data: bytes) -> None:
         resp = self._api.put(f"/containers/{self.id}/archive", params={"path": directory}, data=data)

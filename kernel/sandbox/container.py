@@ -29,7 +29,7 @@ import tarfile
 import threading
 import time
 from abc import abstractmethod
-from typing import Iterator
+from typing import Any, Iterator
 
 from assay.kernel.log import get_logger
 
@@ -42,6 +42,7 @@ from .errors import (
     SandboxError,
 )
 from .launcher import FILES_SOURCE, PYTHON_ISOLATED, files_argv, helper_env, launcher_argv, split_trailer
+from .channel import Channel
 from .resident import kill_all_argv, starter_argv
 from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
 from .runtime import ExecRequest, RuntimeSession
@@ -331,6 +332,23 @@ class ContainerSession(RuntimeSession):
             log.warning("sandbox_resident_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
             return False
         return code == 0
+
+    def _exec_attached(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> tuple[Any, bytes]:
+        """Start ``argv`` with stdin attached: (raw socket, bytes already read). Optional primitive."""
+        raise NotImplementedError
+
+    def open_channel(self, program: str, args: list[str], on_use: Any = None) -> Channel:
+        """Run ``program`` (Python, assay's own) as the keeper's uid with stdin attached (see channel.py)."""
+        try:
+            sock, prefix = self._exec_attached([*PYTHON_ISOLATED, "-c", program, *args], user=self.spec.user,
+                                               workdir=self.spec.workdir, env=helper_env(self.spec.environment))
+        except NotImplementedError:
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: no attached execs here") from None
+        except SandboxError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - engine errors become one code
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: could not open a channel: {exc}") from None
+        return Channel(sock, prefix, on_use)
 
     # --- helpers that run without the launcher --------------------------------
 

@@ -262,6 +262,20 @@ class SandboxManager:
             rec.last_used = time.time()
         return line
 
+    def open_channel(self, session_id: str, program: str, args: list[str]) -> Any:
+        """An attached exec of ``program`` (assay's own Python) as the keeper's uid; see channel.py."""
+        rec = self._get(session_id)
+
+        def touch() -> None:  # a channel's exchanges count as use (the idle reaper)
+            if rec.closed:
+                from .channel import ChannelBroken
+
+                raise ChannelBroken("the session is closed", delivered=False)
+            rec.last_used = time.time()
+
+        with self._locked(rec):
+            return rec.runtime.open_channel(program, args, touch)
+
     def stop_resident(self, session_id: str) -> bool:
         """Kill the session's resident process and everything it started."""
         rec = self._get(session_id)

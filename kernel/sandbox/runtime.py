@@ -93,6 +93,12 @@ class RuntimeSession(ABC):
         """Kill the resident process and everything it started (True when done)."""
         return True
 
+    def open_channel(self, program: str, args: list[str], on_use: Any = None) -> Any:
+        """A :class:`~assay.kernel.sandbox.channel.Channel` to ``program`` (optional; see channel.py)."""
+        from .errors import SANDBOX_EXEC_FAILED, SandboxError
+
+        raise SandboxError(SANDBOX_EXEC_FAILED, "this runtime has no channels")
+
     def alive(self) -> bool:
         """Whether the sandbox can still run code (default: assume so)."""
         return True

@@ -52,6 +52,14 @@ class SandboxSession:
         """
         return self._manager.start_resident(self.id, program, ready_timeout_s=ready_timeout_s)
 
+    def open_channel(self, program: str, args: list[str] | None = None) -> Any:
+        """An exec of ``program`` (assay's own Python, never the user's code) that stays open with stdin attached.
+
+        Returns a :class:`~assay.kernel.sandbox.channel.Channel`; raises ``SANDBOX_EXEC_FAILED``
+        where the runtime has none (nerdctl, local).
+        """
+        return self._manager.open_channel(self.id, program, list(args or []))
+
     def stop_resident(self) -> bool:
         """Kill the resident process and everything it started."""
         return self._manager.stop_resident(self.id)

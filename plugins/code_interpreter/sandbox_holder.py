@@ -136,6 +136,7 @@ class Holder:
             self.cell(conn, req, fds)  # returns in the holder of the next cell (this one or its child)
 
     def cell(self, conn: socket.socket, req: dict, fds: list) -> None:
+        _reap()  # what the last cell started and the holder killed: no zombies (they hold pids)
         c2p_r, c2p_w = os.pipe()
         p2c_r, p2c_w = os.pipe()
         oom_before = _oom_kills()
@@ -174,8 +175,9 @@ class Holder:
                     break  # the child is gone (or closed the pipe): see below
                 said += chunk
                 continue
-            got, status = os.waitpid(pid, os.WNOHANG)
+            got, code = os.waitpid(pid, os.WNOHANG)
             if got == pid:
+                status = code
                 break
         if b"\n" not in said:
             return self._ended(conn, pid, None, oom_before, status)
@@ -260,6 +262,7 @@ class Holder:
             runner.emit_frame(frame, real_fd, req)
             os._exit(0)
         _kill_the_rest()  # the old holder and whatever the cell left running
+        _reap()
         _set_oom_adj(self.base_adj)
         runner.emit_frame(frame, real_fd, req)
         os.close(real_fd)
@@ -269,6 +272,17 @@ class Holder:
         os.close(null)
         self.cells += 1
         _report(conn, outcome="done")
+
+
+def _reap() -> None:
+    """Collect exited children (processes a cell started, killed since) without blocking."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
 
 
 def _alone() -> bool:

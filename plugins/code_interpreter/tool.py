@@ -118,10 +118,10 @@ def _settings(kernel: Any) -> CodeInterpreterSettings:
 
 def _notebook(run: RunContext, manager: Any) -> Notebook:
     session = run.scoped(SESSION_KEY, lambda: manager.open_session("python"), lambda s: s.close())
-    notebook = run.scoped(STATE_KEY, lambda: Notebook(session))
+    notebook = run.scoped(STATE_KEY, lambda: Notebook(session), lambda nb: nb.close())
     if notebook.session is not session:  # the session was replaced by someone else's reset
         run.discard(STATE_KEY)
-        notebook = run.scoped(STATE_KEY, lambda: Notebook(session))
+        notebook = run.scoped(STATE_KEY, lambda: Notebook(session), lambda nb: nb.close())
     return notebook
 
 
@@ -134,6 +134,7 @@ def _limits(settings: CodeInterpreterSettings, cfg: Any) -> dict[str, int]:
         "frame_chars": frame_chars,
         "inline_bytes": min(settings.inline_bytes, frame_chars * 3 // 8),
         "max_state_bytes": int(cfg.max_file_size * 0.9),
+        "stream_bytes": cfg.output_limit,
     }
 
 

@@ -59,3 +59,21 @@ def test_cell_leftover_processes_end_with_the_cell(call):
     result = call("import os\nREPORT_RESULT = os.path.exists(f'/proc/{pid}')")
     assert result.success, result.for_model()
     assert result.data["result"] is False
+
+
+def test_warm_cell_goes_over_the_channel_without_an_engine_exec(container_kernel, call, run):
+    assert call("x = 1").success
+    session = run.peek("sandbox.python")
+    before = session.status().executions
+    for _ in range(3):
+        assert call("x += 1").success
+    assert session.status().executions == before  # no run_code: the open channel carried them
+    assert call("REPORT_RESULT = x").data["result"] == 4
+
+
+def test_closed_channel_is_reopened_and_the_notebook_carries_on(call, run):
+    assert call(LIVE).success
+    run.peek("code_interpreter.notebook").channel.close()  # as a broken engine stream would
+    result = call("REPORT_RESULT = [kept, 'lock' in globals()]")
+    assert result.success, result.for_model()
+    assert result.data["result"] == ["yes", True]  # the holder was never touched
