@@ -140,13 +140,18 @@ class Holder:
         c2p_r, c2p_w = os.pipe()
         p2c_r, p2c_w = os.pipe()
         oom_before = _oom_kills()
-        gc.collect(0)
+        # The child's collector must not walk the holder's objects: writing their GC headers
+        # would copy every page holding them (copy-on-write) on each cell.
+        gc.freeze()
         pid = os.fork()
         if pid == 0:
-            os.close(c2p_r)
-            os.close(p2c_w)
-            self._child(conn, req, fds, c2p_w, p2c_r)
-            return
+            try:
+                os.close(c2p_r)
+                os.close(p2c_w)
+                self._child(conn, req, fds, c2p_w, p2c_r)
+            except BaseException:  # noqa: BLE001 - never a second holder: a child that failed ends here
+                os._exit(70)
+            return  # this process is the holder now
         for fd in (*fds, c2p_w, p2c_r):
             os.close(fd)
         try:
@@ -239,7 +244,6 @@ class Holder:
         os.dup2(fds[1], 2)
         for fd in fds:
             os.close(fd)
-        self.listener_fd = self.listener.fileno()
         real_fd = os.dup(1)  # the frame's channel (not inherited by the cell's subprocesses)
         runner.SNAPSHOT_PENDING = True
         frame = runner.run_safely(req, real_fd, self.nb)
@@ -263,8 +267,12 @@ class Holder:
             os._exit(0)
         _kill_the_rest()  # the old holder and whatever the cell left running
         _reap()
+        gc.unfreeze()  # this process is the holder now: its objects are ordinary again until the next fork
         _set_oom_adj(self.base_adj)
-        runner.emit_frame(frame, real_fd, req)
+        try:
+            runner.emit_frame(frame, real_fd, req)
+        except OSError:  # the caller went away: the notebook carries on
+            pass
         os.close(real_fd)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 1)

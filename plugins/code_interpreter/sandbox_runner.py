@@ -1,18 +1,20 @@
 """The code interpreter's runner: executed INSIDE the sandbox, never imported by the host.
 
-Each ``code_interpreter`` call is one fresh ``python3`` process in the run's
-long-lived sandbox container. This module turns that process into one
-notebook cell:
+It turns one process into one notebook cell - the notebook holder's forked
+child (``assay_ci_holder``, container runtimes), or a fresh ``python3``
+process per call (the local runtime, :func:`main`):
 
 1. verify the SHA-256 of every listed input file (nothing runs on a mismatch);
-2. restore the namespace saved by the previous call (``state.pkl``);
+2. (one-shot only) restore the namespace saved by the previous call
+   (``state.pkl``, ``assay_ci_state``);
 3. run the cell with ``exec`` while ``sys.stdout``/``sys.stderr`` go to
    bounded in-memory captures and matplotlib draws with Agg; file
    descriptor 1 itself points at a pipe drained into the same stdout
-   capture, so what subprocesses or C code write there is captured too and
-   can never fill the sandbox's stdout ahead of the frame;
+   capture (``assay_ci_capture``), so what subprocesses or C code write
+   there is captured too and can never fill the sandbox's stdout ahead of
+   the frame;
 4. save open figures as PNG, list new files under ``/workspace/out``;
-5. save the namespace again (what cannot be pickled is skipped and named);
+5. save the namespace as the snapshot (what cannot be pickled is skipped and named);
 6. print ONE frame - a marker line with the call's nonce, then a JSON object -
    to the real stdout (a private copy of it, taken before the cell ran and
    not inherited by its subprocesses), or write it to a file when it is too
@@ -24,17 +26,17 @@ it: ``assay_ci_tables`` (load_artifact), ``assay_ci_charts`` (matplotlib) and
 ``assay_ci_results`` (REPORT_RESULT to JSON data). The host treats the frame as untrusted
 data: the cell runs in this process and could forge it.
 """
-
 # Only modules the interpreter has already loaded, or builtin ones, at the top:
 # this file is imported by every call, on a fraction of a CPU. json (which pulls
 # in re), pickle, _ast, hashlib, base64 and traceback load only when needed.
 import builtins
 import io
-import marshal
 import os
 import sys
 import time
 import types
+
+from assay_ci_capture import Capture, FdCapture  # uploaded beside this file
 
 WORKDIR = "/workspace"  # the process's working directory, set by main()
 ASSAY_DIR = STATE_PATH = CHARTS_DIR = FRAME_PATH = INPUTS_DIR = OUT_DIR = ""
@@ -52,182 +54,12 @@ def set_workdir(workdir: str) -> None:
 
 
 set_workdir(WORKDIR)
-SNAPSHOT_PENDING = False  # set in a holder's cell: save_state writes state.pkl.next
+SNAPSHOT_PENDING = False  # set in a holder's cell: the snapshot goes to state.pkl.next
 CELL = "<cell>"
 FRAME_MARK = "\x1eASSAY-FRAME "
 HELPERS = ("load_artifact", "list_artifacts")
 NOT_STATE = frozenset(HELPERS) | {"REPORT_RESULT", "__builtins__", "__name__", "__doc__", "__loader__",
-                                  "__spec__", "__package__", "__file__", "__cached__"}
-
-
-# --- bounded output capture ---------------------------------------------------
-
-
-class Capture(io.TextIOBase):
-    """A text stream keeping the first ``limit`` and the last ``tail`` characters.
-
-    The first ``tee`` characters are also written through to ``fd`` so that a
-    killed process still leaves its early output in the sandbox's stdout.
-    """
-
-    def __init__(self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"):
-        self.limit, self.tail_limit, self.tee_left, self.fd, self.name = limit, tail, tee, fd, name
-        self.lock = None  # set when a second thread (the fd 1 pump) writes too
-        self.before_write = None  # FdCapture.drain: what reached fd 1 first comes first
-        self.head: list[str] = []
-        self.head_len = 0
-        self.tail: list[str] = []
-        self.tail_len = 0
-        self.total = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def isatty(self) -> bool:
-        return False
-
-    @property
-    def encoding(self) -> str:  # type: ignore[override]
-        return "utf-8"
-
-    def write(self, s: str) -> int:
-        if not isinstance(s, str):
-            raise TypeError(f"write() argument must be str, not {type(s).__name__}")
-        if self.lock is not None:
-            with self.lock:
-                if self.before_write is not None:
-                    self.before_write()
-                return self._write(s)
-        return self._write(s)
-
-    def _write(self, s: str) -> int:
-        n = len(s)
-        self.total += n
-        if self.tee_left > 0 and self.fd is not None:
-            piece = s[: self.tee_left]
-            self.tee_left -= len(piece)
-            try:
-                os.write(self.fd, piece.encode("utf-8", "backslashreplace"))
-            except OSError:
-                self.tee_left = 0
-        room = self.limit - self.head_len
-        if room > 0:
-            self.head.append(s[:room])
-            self.head_len += min(room, n)
-            s = s[room:]
-        if s and self.tail_limit > 0:
-            self.tail.append(s)
-            self.tail_len += len(s)
-            if self.tail_len > 4 * self.tail_limit:
-                joined = "".join(self.tail)[-self.tail_limit :]
-                self.tail, self.tail_len = [joined], len(joined)
-        return n
-
-    def flush(self) -> None:
-        pass
-
-    def report(self) -> dict:
-        head = "".join(self.head)
-        tail = "".join(self.tail)[-self.tail_limit :] if self.tail_limit else ""
-        omitted = self.total - len(head) - len(tail)
-        return {"head": _clean(head), "tail": _clean(tail), "total_chars": self.total, "omitted_chars": omitted}
-
-
-class FdCapture:
-    """Points file descriptor ``fd`` at a pipe whose contents go into ``capture`` (a thread drains it).
-
-    Subprocesses and C code write to fd 1 directly; without this, 1 MiB of
-    that filled the sandbox's stdout limit and the frame written after it
-    was dropped. Before each ``print`` the capture first takes what is
-    already in the pipe, so the two kinds of output stay in order.
-    :meth:`stop` puts the original back and waits a moment for what is still
-    in the pipe (a process that keeps it open is not waited for).
-    """
-
-    def __init__(self, fd: int, capture: Capture) -> None:
-        import codecs
-        import threading
-
-        self.fd, self.capture = fd, capture
-        self.saved = os.dup(fd)  # not inheritable: the cell's subprocesses never get it
-        read_end, write_end = os.pipe()
-        os.set_blocking(read_end, False)
-        os.dup2(write_end, fd)
-        os.close(write_end)
-        self.read_end = read_end
-        self.eof = self.done = False
-        self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        capture.lock = threading.Lock()
-        capture.before_write = self.drain
-        global _ACTIVE_FD_CAPTURE
-        _ACTIVE_FD_CAPTURE = self
-        self.thread = threading.Thread(target=self._pump, name="assay-fd-capture", daemon=True)
-        self.thread.start()
-
-    def drain(self) -> None:
-        """Move what the pipe holds now into the capture (the capture's lock is held)."""
-        while not self.eof:
-            try:
-                data = os.read(self.read_end, 65536)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.eof = True
-                data = self.decoder.decode(b"", final=True)
-                if data:
-                    self.capture._write(data)
-                return
-            self.capture._write(self.decoder.decode(data))
-
-    def _forked(self) -> None:
-        self.capture.lock = self.capture.before_write = None
-        self.done = True
-
-    def _pump(self) -> None:
-        import select
-
-        while not self.eof and not self.done:
-            try:
-                select.select([self.read_end], [], [], 0.1)
-            except (OSError, ValueError):
-                return
-            with self.capture.lock:
-                self.drain()
-
-    def stop(self, wait_s: float = 0.25) -> None:
-        try:
-            sys.stdout.flush()
-        except Exception:  # noqa: BLE001
-            pass
-        os.dup2(self.saved, self.fd)  # this process's last write end of the pipe is gone now
-        os.close(self.saved)
-        self.thread.join(wait_s)
-        with self.capture.lock:
-            self.drain()
-            self.done = True
-            self.capture.before_write = None
-        global _ACTIVE_FD_CAPTURE
-        _ACTIVE_FD_CAPTURE = None
-
-
-# A child forked by the cell (multiprocessing's fork) has no pump thread, and the lock may
-# have been held by it at the fork: the child's copy goes back to plain writes. Registered
-# once per process (a notebook holder forks for every cell; hooks cannot be removed).
-_ACTIVE_FD_CAPTURE = None
-
-
-def _after_fork_in_child() -> None:
-    if _ACTIVE_FD_CAPTURE is not None:
-        _ACTIVE_FD_CAPTURE._forked()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-def _clean(text: str) -> str:
-    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+                                  "__spec__", "__package__", "__file__", "__cached__"}  # never state
 
 
 # --- inputs -------------------------------------------------------------------
@@ -326,155 +158,6 @@ def list_artifacts() -> list:
     return tables.list_artifacts()
 
 
-# --- state ------------------------------------------------------------------
-
-
-def restore_state(ns: dict) -> str | None:
-    """Load the previous call's namespace into ``ns``; an explanation if it failed."""
-    try:
-        with open(STATE_PATH, "rb") as fh:
-            blob = fh.read()
-    except FileNotFoundError:
-        return None
-    try:
-        if blob[:1] == b"M":
-            state = marshal.loads(blob[1:])
-        else:
-            import pickle
-
-            state = pickle.loads(blob[1:])
-    except Exception as exc:  # noqa: BLE001
-        return f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
-    problems = []
-    for name, module in state.get("modules", {}).items():
-        ns[name] = sys.modules.get(module) or _ModuleProxy(module)
-    ns.update(state.get("values", {}))
-    return ("could not re-import: " + ", ".join(problems)) if problems else None
-
-
-class _ModuleProxy(types.ModuleType):
-    """A module from the saved state, imported when the cell first uses it.
-
-    A cell that does not touch ``pd`` or ``plt`` does not pay for importing
-    pandas or matplotlib. ``__name__`` is answered without importing.
-    """
-
-    def __getattr__(self, attr):
-        import importlib
-
-        return getattr(importlib.import_module(self.__name__), attr)
-
-
-def save_state(ns: dict, max_bytes: int) -> tuple[list, str | None]:
-    """Pickle the namespace; the names left out (with reasons) and a state-level error."""
-    modules, values, skipped = {}, {}, []
-    for name, value in ns.items():
-        if name in NOT_STATE or (name.startswith("__") and name.endswith("__")):
-            continue
-        if isinstance(value, types.ModuleType):
-            modules[name] = value.__name__  # (a proxy answers without importing)
-        else:
-            size = _estimated_size(value)
-            if size > max_bytes:  # known too big: skip it without paying for a pickle
-                skipped.append({"name": name, "type": _type_name(value),
-                                "reason": f"too large to keep (about {size:,} bytes; state limit {max_bytes:,})"})
-                continue
-            values[name] = value
-    state = {"modules": modules, "values": values}
-    try:
-        # Plain data (numbers, strings, lists, dicts...) needs no pickle at all, either way.
-        blob = b"M" + marshal.dumps(state)
-        return _write_state(blob, max_bytes, skipped) if len(blob) <= max_bytes else _save_pickled(
-            state, max_bytes, skipped)
-    except ValueError:
-        return _save_pickled(state, max_bytes, skipped)
-
-
-def _estimated_size(value) -> int:
-    """A cheap lower bound of the pickled size of big array-like values (0 when unknown)."""
-    mod = type(value).__module__.split(".")[0]
-    try:
-        if mod == "numpy":
-            return int(getattr(value, "nbytes", 0))
-        if mod == "pandas" and hasattr(value, "memory_usage"):
-            usage = value.memory_usage(index=True, deep=False)
-            total = int(usage.sum()) if hasattr(usage, "sum") else int(usage)
-            return total + 8 * int(getattr(value, "size", 0))  # object cells: at least a few bytes each
-    except Exception:  # noqa: BLE001 - an estimate only
-        return 0
-    return 0
-
-
-def _save_pickled(state: dict, max_bytes: int, skipped: list) -> tuple[list, str | None]:
-    modules, values = state["modules"], state["values"]
-    dumps = _plain_dumps
-    try:
-        blob = dumps(state)  # plain pickle first: loading it later needs no cloudpickle import
-    except Exception:  # noqa: BLE001
-        dumps = _pickler()
-        try:
-            blob = dumps(state)
-        except Exception:  # noqa: BLE001 - find the culprits one by one
-            blob = None
-    if blob is None or len(blob) > max_bytes:
-        sizes = {}
-        for name, value in list(values.items()):
-            try:
-                sizes[name] = len(dumps(value))
-            except Exception as exc:  # noqa: BLE001
-                skipped.append({"name": name, "type": _type_name(value),
-                                "reason": f"cannot be pickled: {type(exc).__name__}: {str(exc)[:200]}"})
-                del values[name]
-        total = sum(sizes.values())
-        for name in sorted(sizes, key=sizes.get, reverse=True):
-            if total <= max_bytes * 0.95:
-                break
-            skipped.append({"name": name, "type": _type_name(values[name]),
-                            "reason": f"too large to keep ({sizes[name]:,} bytes; state limit {max_bytes:,})"})
-            total -= sizes[name]
-            del values[name]
-        try:
-            blob = dumps({"modules": modules, "values": values})
-        except Exception as exc:  # noqa: BLE001 - shared references can still fail together
-            return skipped, f"the state could not be pickled: {type(exc).__name__}: {exc}"
-    return _write_state(b"P" + blob, max_bytes, skipped)
-
-
-def _write_state(blob: bytes, max_bytes: int, skipped: list) -> tuple[list, str | None]:
-    tmp = STATE_PATH + ".tmp"
-    try:
-        with open(tmp, "wb") as fh:
-            fh.write(blob)
-        # A holder's cell writes a candidate; the holder makes it the snapshot once the cell is committed.
-        os.replace(tmp, STATE_PATH + ".next" if SNAPSHOT_PENDING else STATE_PATH)
-    except OSError as exc:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        return skipped, f"the state could not be written ({exc.strerror or exc}); the previous state is kept"
-    return skipped, None
-
-
-def _plain_dumps(obj) -> bytes:
-    import pickle
-
-    return pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-def _pickler():
-    try:
-        import cloudpickle  # pickles functions and classes defined in cells by value
-    except ImportError:
-        return _plain_dumps
-    return lambda obj: cloudpickle.dumps(obj, protocol=5)
-
-
-def _type_name(value) -> str:
-    t = type(value)
-    return t.__name__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
-
-
 # --- the cell ---------------------------------------------------------------
 
 
@@ -565,7 +248,7 @@ class Namespace:
         for name in [n for n in self.ns if n != "__builtins__"]:
             del self.ns[name]
         self.state_found = os.path.exists(STATE_PATH)
-        self.restore_error = restore_state(self.ns) if self.state_found else None
+        self.restore_error = companion("assay_ci_state").restore_state(self.ns, STATE_PATH) if self.state_found else None
         if not self.state_found and expect_state:
             self.restore_error = "the saved notebook state is gone (the sandbox's files were reset); starting empty"
 
@@ -655,7 +338,8 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
         for p, (s, m) in sorted(after.items()) if before.get(p) != (s, m)
     ]
     frame["charts"] = hook.charts.saved if hook.charts is not None else []
-    not_persisted, state_error = save_state(ns, limits["max_state_bytes"])
+    target = STATE_PATH + ".next" if SNAPSHOT_PENDING else STATE_PATH
+    not_persisted, state_error = companion("assay_ci_state").save_state(ns, limits["max_state_bytes"], target, NOT_STATE)
     frame.update(
         status="failed" if error else "succeeded",
         error=error,

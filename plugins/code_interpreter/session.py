@@ -36,6 +36,8 @@ SANDBOX_MODULES = {
     "sandbox_charts.py": "assay_ci_charts.py",
     "sandbox_results.py": "assay_ci_results.py",
     "sandbox_holder.py": "assay_ci_holder.py",
+    "sandbox_state.py": "assay_ci_state.py",
+    "sandbox_capture.py": "assay_ci_capture.py",
 }
 HOLDER_MARK = "\x1eASSAY-HOLDER "
 HOLDER_SOCKET = ".assay/holder.sock"

@@ -494,5 +494,5 @@ def test_runner_companions_are_compiled_once_per_session(call):
     )
     assert cached.success, cached.for_model()
     names, cell_writes_bytecode = cached.data["result"]
-    assert names == ["assay_ci_holder", "assay_ci_results", "assay_ci_runner"]
+    assert names == ["assay_ci_capture", "assay_ci_holder", "assay_ci_results", "assay_ci_runner", "assay_ci_state"]
     assert cell_writes_bytecode is True  # the cell's own imports still write nothing
