@@ -131,11 +131,12 @@ def main() -> int:
         naive = sqlite3.connect(base.index.path)  # the same index, queried the plain way
         for q in queries[:20]:  # warm the page cache and statement cache
             base.search(q, 5)
-        ours, raw = [], []
+        ours, raw, cpu = [], [], []
         for q in queries:
-            started = time.perf_counter()
+            started, started_cpu = time.perf_counter(), time.thread_time()
             base.search(q, 5)
             ours.append((time.perf_counter() - started) * 1000)
+            cpu.append((time.thread_time() - started_cpu) * 1000)
             match = match_expression(q)
             started = time.perf_counter()
             naive.execute("SELECT rowid, bm25(passages_fts, 4.0, 1.0) AS r FROM passages_fts WHERE passages_fts"
@@ -145,7 +146,9 @@ def main() -> int:
         print(f"2. search over {report.passages:,} passages: p50 {p50:.2f} ms, p95 {p95:.2f} ms (target <= 10 ms) "
               f"vs a plain bm25() MATCH of every word on the same index, p95 {pct(raw, 0.95):.2f} ms: "
               f"{p95 / pct(raw, 0.95):.2f}x")
-        print(f"   target p95 <= 10 ms: {verdict(p95 <= 10.0)}")
+        print(f"   CPU time of this thread per search (what the load does not add): p50 {pct(cpu, 0.5):.2f} ms, "
+              f"p95 {pct(cpu, 0.95):.2f} ms")
+        print(f"   target p95 <= 10 ms: {verdict(p95 <= 10.0)} (wall clock)")
 
         hash_s, _ = timed(lambda: [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(docs.glob("*.md"))])
         again = KnowledgeBase("bench", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home")

@@ -139,3 +139,24 @@ def test_a_search_after_refresh_s_sees_an_edited_file_without_reindexing_by_hand
     (docs / "churn.md").write_text("# Churn\n\nCustomers who stopped buying for 90 days.\n")
     assert [h.file for h in eager.search("churn").hits] == ["churn.md"]
     assert lazy.refresh().files == 3  # checked less than refresh_s ago: the last report stands
+
+
+def test_small_updates_and_a_full_rebuild_leave_the_same_searchable_index(docs, tmp_path):
+    from assay.plugins.knowledge import index as index_module
+
+    base = make_base(tmp_path / "home", docs)
+    base.refresh()  # from scratch: one FTS rebuild
+    for i in range(12):  # then small updates: rows given to the FTS index one file at a time
+        (docs / f"note{i}.md").write_text(f"# Note {i}\n\nThe churn figure number{i} is monthly.\n")
+        base.refresh(force=True)
+    (docs / "note3.md").write_text("# Note 3\n\nReplaced text about margins.\n")
+    (docs / "note4.md").unlink()
+    base.refresh(force=True)
+    db = base.index._db()
+    db.execute("INSERT INTO passages_fts (passages_fts, rank) VALUES ('integrity-check', 1)")  # raises if out of step
+    query = "churn monthly margins number3 number4"
+    incremental = {(h.file, h.heading): round(h.bm25, 6) for h in base.search(query, 20).hits}
+    assert ("note3.md", "Note 3") in incremental and not any(f == "note4.md" for f, _ in incremental)
+    rebuilt = make_base(tmp_path / "other-home", docs)  # the same files indexed from scratch
+    assert {(h.file, h.heading): round(h.bm25, 6) for h in rebuilt.search(query, 20).hits} == incremental
+    assert index_module.REBUILD_SHARE < 1
