@@ -27,6 +27,8 @@ MODEL_CONFIG_INVALID = "MODEL_CONFIG_INVALID"
 
 UrlOpener = Callable[["Kernel", str, bool], Resource]
 """(kernel, url, allow_privileged) -> the attached database resource."""
+ModelRecorder = Callable[["Model", str], "Model"]
+"""(model, cassette path) -> the model, recording every exchange to the cassette."""
 
 if TYPE_CHECKING:
     from .agent.settings import AgentSettings
@@ -44,6 +46,8 @@ class AskOptions:
     allow_privileged: bool = False
     settings: AgentSettings | None = None
     open_url: UrlOpener | None = None  # attaches a database URL (the SQL plugin's)
+    record: str | None = None  # a cassette path: every model exchange is written there
+    record_model: ModelRecorder | None = None  # wraps the model to record it (the models plugin's)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str | None]:
@@ -123,6 +127,7 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
     watchers: list[AgentObserver] = [RunRecorder(kernel.runs)] if record_run else []
     watchers += list(observers)
     run = kernel.new_run()
+    recording: Any = None
     try:
         label = model_label(model) if model is not None else spec
         if not options.question or not options.question.strip():
@@ -132,6 +137,11 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
             if model is None:
                 model = resolve_model(kernel, spec)
                 label = _label(spec, model)
+            if options.record:
+                if options.record_model is None:
+                    raise AssayError(MODEL_CONFIG_INVALID, "recording model exchanges is not available here",
+                                     "The models plugin (assay.plugins.models.cassette) records them.")
+                model = recording = options.record_model(model, options.record)
             databases = attach_databases(kernel, options.databases, open_url=options.open_url,
                                          allow_privileged=options.allow_privileged)
         except AssayError as exc:
@@ -141,6 +151,8 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
                                 observers=watchers, model_name=label)
     finally:
         run.close()  # the sandbox session and what else the run opened, also after a cancellation
+        if recording is not None and callable(getattr(recording, "close", None)):
+            recording.close()
 
 
 def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:

@@ -17,7 +17,7 @@ import click
 
 if TYPE_CHECKING:
     from .agent.transcript import AgentEvent, Transcript
-    from .ask import UrlOpener
+    from .ask import ModelRecorder, UrlOpener
 
 EXIT_HELP = ("Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
              "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 130 cancelled.")
@@ -148,8 +148,9 @@ def _error_line(transcript: Transcript) -> None:
         click.echo(f"error: {e.code}: {e.message}" + (f" ({e.hint})" if e.hint else ""), err=True)
 
 
-def make_ask_command(open_url: UrlOpener | None = None) -> click.Command:
-    """The ``ask`` command; ``open_url`` attaches a ``--db URL`` (the SQL plugin registers it with its own)."""
+def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None) -> click.Command:
+    """The ``ask`` command; ``open_url`` attaches a ``--db URL`` and ``record_model`` serves ``--record``
+    (the ``ask_cli`` plugin passes the SQL plugin's and the models plugin's)."""
 
     @click.command("ask", epilog=EXIT_HELP)
     @click.argument("question")
@@ -161,11 +162,14 @@ def make_ask_command(open_url: UrlOpener | None = None) -> click.Command:
     @click.option("--quiet", "-q", is_flag=True, help="Print only the answer.")
     @click.option("--max-steps", type=click.IntRange(min=1), default=None,
                   help="Model turns (ASSAY_AGENT_MAX_STEPS).")
+    @click.option("--record", "record", type=click.Path(dir_okay=False), default=None,
+                  help="Write every model exchange to this JSONL cassette (play it back with --model replay:PATH).")
     @click.option("--allow-privileged", is_flag=True,
                   help="Accept a --db login that can reach server files, other sessions or server settings.")
     @click.pass_context
     def ask_cmd(ctx: click.Context, question: str, databases: tuple[str, ...], model_spec: str | None,
-                as_json: bool, quiet: bool, max_steps: int | None, allow_privileged: bool) -> None:
+                as_json: bool, quiet: bool, max_steps: int | None, record: str | None,
+                allow_privileged: bool) -> None:
         """Ask QUESTION of your data; the agent answers from evidence, step by step."""
         from .agent.loop import agent_settings
         from .agent.status import EXIT_CODES, RunStatus
@@ -180,7 +184,8 @@ def make_ask_command(open_url: UrlOpener | None = None) -> click.Command:
         mode = "json" if as_json else "quiet" if quiet else "steps"
         printer = StepPrinter() if mode == "steps" else None
         options = AskOptions(question=question, databases=list(databases), model=model_spec,
-                             allow_privileged=allow_privileged, settings=settings, open_url=open_url)
+                             allow_privileged=allow_privileged, settings=settings, open_url=open_url,
+                             record=record, record_model=record_model)
         try:
             transcript = ask(kernel, options, observers=[printer] if printer else [])
         except KeyboardInterrupt:

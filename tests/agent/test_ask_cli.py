@@ -133,3 +133,18 @@ def test_runs_export_writes_a_bundle_that_artifacts_verify_accepts_and_a_tampere
             out.writestr(item, data)
     failed = run_assay("artifacts", "verify", str(tampered))
     assert failed.exit_code == 1 and "CORRUPT  artifacts/content/" in failed.stdout
+
+
+def test_record_writes_a_cassette_that_replays_the_same_run(shop_db, script, tmp_path):
+    cassette = tmp_path / "cassette.jsonl"
+    steps = [{"tool": "sql_query", "arguments": {"sql": SUM_SQL}}, {"text": "south sells most"}]
+    recorded = ask("--db", f"sqlite:///{shop_db}", "--model", script(*steps), "--record", str(cassette), "--json",
+                   "which region?")
+    assert recorded.exit_code == 0, recorded.output
+    lines = cassette.read_text().splitlines()
+    assert len(lines) == 3  # header + one line per model exchange
+    replayed = ask("--db", f"sqlite:///{shop_db}", "--model", f"replay:{cassette}", "--json", "which region?")
+    assert replayed.exit_code == 0, replayed.output
+    first, second = json.loads(recorded.stdout), json.loads(replayed.stdout)
+    assert second["answer"] == first["answer"] == "south sells most" and second["status"] == "answered"
+    assert second["run_id"] != first["run_id"] and second["tool_calls"][0]["row_count"] == 2
