@@ -16,7 +16,9 @@ the model through the real OpenAI-compatible provider.
 2. Start-up: wall time from starting `assay ask --db sqlite:///... --model
    openai_compatible:fake` in a fresh process to the fake server receiving
    its first request, beside `python -c pass` in the same kind of process.
-   Median of several runs. Target: <= 300 ms.
+   Median of several runs. Target: <= 300 ms. The CPU time of the whole
+   process (an upper bound of the start-up's) is printed beside it: on a
+   shared, busy machine the wall time mostly measures the wait for a core.
 """
 
 from __future__ import annotations
@@ -119,7 +121,10 @@ def per_step(home: Path, db: Path) -> None:
         from assay.kernel.agent import AgentSettings
 
         settings = AgentSettings(max_steps=STEPS + 1)
-        options = AskOptions(question="what is 6 * 7, many times?", databases=[f"sqlite:///{db}"], settings=settings)
+        from assay.plugins.ask_cli import open_url
+
+        options = AskOptions(question="what is 6 * 7, many times?", databases=[f"sqlite:///{db}"], settings=settings,
+                             open_url=open_url)
         # one warm-up run: imports, the datasource's first connection and schema
         asyncio.run(aask(kernel, options, model=model))
         server.calls_left = STEPS
@@ -147,7 +152,7 @@ def per_step(home: Path, db: Path) -> None:
 def start_up(home: Path, db: Path) -> None:
     env = dict(os.environ, ASSAY_HOME=str(home))
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed assay has its bytecode cached: the first run writes it
-    baseline, to_request = [], []
+    baseline, to_request, cpu = [], [], []
     for attempt in range(STARTS + 1):
         started = time.time()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
@@ -157,17 +162,23 @@ def start_up(home: Path, db: Path) -> None:
         env["ASSAY_OPENAI_BASE_URL"] = server.url
         try:
             started = time.time()
+            before = os.times()
             subprocess.run([sys.executable, "-m", "assay.kernel.cli", "ask", "--db", f"sqlite:///{db}", "--model",
                             "openai_compatible:fake", "--quiet", "how much?"], env=env, check=False,
                            capture_output=True, timeout=60)
             assert server.first_request_at is not None, "the model was never asked"
+            after = os.times()
             if attempt:  # the first run (bytecode written, caches warm) is not counted
                 to_request.append((server.first_request_at - started) * 1e3)
+                cpu.append((after.children_user + after.children_system - before.children_user
+                            - before.children_system) * 1e3)
         finally:
             server.close()
     base, ask_ms = statistics.median(baseline), statistics.median(to_request)
     print(f"start-up to the first model request: {ask_ms:.0f} ms (median of {STARTS}); `python -c pass` "
           f"{base:.0f} ms; ratio {ask_ms / base:.1f}x [target <= 300 ms: {'ok' if ask_ms <= 300 else 'OVER'}]")
+    print(f"  CPU time of the whole `assay ask` process (start-up, one model call, exit; less sensitive to a busy "
+          f"machine than wall time): {statistics.median(cpu):.0f} ms")
 
 
 def main() -> int:
