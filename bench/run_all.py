@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["kernel", "evidence", "sql", "sandbox", "code_interpreter", "knowledge", "agent", "reports"]
+ORDER = ["kernel", "evidence", "sql", "sandbox", "code_interpreter", "knowledge", "agent", "reports", "service"]
 
 
 def main(argv: list[str]) -> int:

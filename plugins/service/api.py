@@ -18,6 +18,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import orjson
 from assay.kernel import evidence as ev
 from assay.kernel.errors import AssayError
 from fastapi import FastAPI, Query, Request
@@ -281,19 +282,34 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         if kernel.get_tool(name) is None:
             return error(404, "TOOL_NOT_FOUND", f"no tool named {name!r}", "GET /openapi.json lists none; "
                          "`assay tools` lists the tools.")
+        tool = kernel.get_tool(name)
         run = kernel.new_run()
         tokens.own(run.run_id, who)
         try:
-            try:
-                check_arguments(body.arguments, lambda a: visible_artifact(who, a))
-                result = await kernel.acall_tool(name, body.arguments, run=run)
-            except ArtifactOutOfScope as exc:
-                result = ToolResult.from_error(exc, tool=name)
-        finally:
-            await asyncio.to_thread(run.close)
-        return ToolCallResult(run_id=run.run_id, result=result.model_dump(mode="json", exclude_none=True))
+            check_arguments(body.arguments, lambda a: visible_artifact(who, a))
+        except ArtifactOutOfScope as exc:
+            result = ToolResult.from_error(exc, tool=name)
+            run.close()
+        else:
+            if tool.is_async:
+                try:
+                    result = await kernel.acall_tool(name, body.arguments, run=run)
+                finally:
+                    await asyncio.to_thread(run.close)
+            else:  # the call and the run's close in one worker thread: one hand-over instead of two
+                result = await asyncio.to_thread(_call_and_close, kernel, name, body.arguments, run)
+        # the envelope is already JSON-ready: sent as is, not validated again against the response model
+        payload = {"run_id": run.run_id, "result": result.model_dump(mode="json", exclude_none=True)}
+        return Response(orjson.dumps(payload), media_type="application/json")
 
     return app
+
+
+def _call_and_close(kernel: Any, name: str, arguments: dict[str, Any], run: Any) -> Any:
+    try:
+        return kernel.call_tool(name, arguments, run=run)
+    finally:
+        run.close()  # the sandbox session and what else the call opened
 
 
 async def _sse(manager: RunManager, run_id: str, history: list[dict[str, Any]], queue: asyncio.Queue | None):

@@ -153,7 +153,7 @@ class RunManager:
             else:  # a tool's worker thread
                 loop.call_soon_threadsafe(live.publish, item)
 
-        observers = [recorder, observe]
+        observers = [observe, recorder]  # watchers first: the stream does not wait for the SQLite write
         try:
             recorder.begin(run.run_id, request.question, spec)
             async with self._slots:

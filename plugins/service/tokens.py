@@ -76,6 +76,7 @@ class TokenStore:
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             conn = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a crash of the process, no fsync per run
             conn.executescript(_SCHEMA)
             self.path.chmod(0o600)
             self._conn_ = conn
