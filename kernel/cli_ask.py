@@ -132,6 +132,13 @@ def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str)
     if transcript.answer and not (printer and printer.streamed_answer):
         click.echo("")
         click.echo(transcript.answer)
+    report = transcript.report()
+    if report is not None:
+        click.echo("")
+        where = f", artifact {report['artifact_id']}" if report["artifact_id"] else ""
+        click.echo(f"report: {report['status']}{where}")
+        if report["text"]:
+            click.echo(report["text"])
     click.echo("")
     usage = transcript.usage
     click.echo(f"status: {transcript.status} ({transcript.status_reason}) · {transcript.steps} step(s) · "

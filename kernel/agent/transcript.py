@@ -116,13 +116,26 @@ class Transcript(BaseModel):
     def elapsed_s(self) -> float:
         return (self.ended_at or time.time()) - self.started_at
 
+    def report(self) -> dict[str, Any] | None:
+        """The last ``generate_report`` result: its status, report artifact and text (None without one)."""
+        from .status import REPORT_TOOL
+
+        for result in reversed(self.tool_results):
+            if result.tool == REPORT_TOOL:
+                data = result.data if isinstance(result.data, dict) else {}
+                ids = [a.artifact_id for a in result.artifacts if a.kind == "report"]
+                return {"status": result.metadata.get("report_status") or ("completed" if result.success else "failed"),
+                        "artifact_id": ids[0] if ids else None,
+                        "text": data.get("report") if isinstance(data.get("report"), str) else None}
+        return None
+
     def summary(self) -> dict[str, Any]:
         """The machine-readable run record (`assay ask --json`)."""
         return {
             "run_id": self.run_id, "question": self.question, "model": self.model,
             "status": str(self.status), "status_reason": self.status_reason,
             "error": self.error.model_dump() if self.error else None,
-            "answer": self.answer, "steps": self.steps,
+            "answer": self.answer, "report": self.report(), "steps": self.steps,
             "artifact_ids": self.artifact_ids,
             "tool_calls": [c.model_dump() for c in self.calls],
             "compactions": [c.model_dump() for c in self.compactions],

@@ -55,7 +55,11 @@ def big_text(size: int) -> str:
 @tool
 def fake_report(status: str) -> ToolResult:
     """Pretend to write a report with the given status."""
-    return ToolResult.ok({"ok": True}, content=f"report {status}", metadata={"report_status": status})
+    from assay import ArtifactRef
+
+    return ToolResult.ok({"report": f"# Report\n\nstatus {status}"}, content=f"report {status}",
+                         metadata={"report_status": status},
+                         artifacts=[ArtifactRef(artifact_id=f"art_report_{status}", kind="report")])
 
 
 fake_report_tool = FunctionTool(fake_report.func, name="generate_report")

@@ -7,7 +7,6 @@ import asyncio
 import time
 
 import pytest
-
 from assay.kernel.ask import AskOptions, aask
 from assay.plugins.models.scripted import ScriptedModel
 
@@ -19,9 +18,9 @@ def local_sandbox(monkeypatch):
 
 
 async def test_cancelling_a_run_closes_its_sandbox_session_and_records_cancelled(make_assay_kernel, local_sandbox):
-    import assay.plugins.code_interpreter as code_interpreter
-    import assay.plugins.models.scripted as scripted
     import assay.sandbox_runtimes.plugins as runtimes
+    from assay.plugins import code_interpreter
+    from assay.plugins.models import scripted
 
     kernel = make_assay_kernel(code_interpreter, scripted, runtimes.local).start()
     events = []

@@ -42,3 +42,18 @@ def test_argument_summaries_fit_one_line():
     long = summarize_arguments("code_interpreter", {"code": "x = 1\n" * 100})
     assert len(long) == 90 and long.endswith("...") and "\n" not in long
     assert summarize_arguments("t", '{"broken": ') == '{"broken":'
+
+
+def test_the_last_report_is_shown_after_the_answer_and_in_the_run_record(agent_kernel, capsys):
+    from assay.kernel.cli_ask import print_result
+    from assay.plugins.models.scripted import ScriptedModel
+
+    model = ScriptedModel([{"tool": "sql_query", "arguments": {"sql": "SELECT * FROM sales"}},
+                           {"tool": "generate_report", "arguments": {"status": "partial"}}, {"text": "see the report"}])
+    transcript = ask(agent_kernel(), AskOptions(question="report?", databases=["shop"]), model=model)
+    print_result(transcript, None, "steps")
+    out = capsys.readouterr().out
+    assert "report: partial, artifact art_report_partial\n# Report\n\nstatus partial" in out
+    assert "status: partial (the last report says partial)" in out
+    assert transcript.summary()["report"] == {"status": "partial", "artifact_id": "art_report_partial",
+                                              "text": "# Report\n\nstatus partial"}
