@@ -92,18 +92,21 @@ def build_resource_prompt(
 ) -> str:
     """The system-prompt section describing ``resources``.
 
-    The budget is shared: each resource gets what is left, and a resource that
-    does not fit is named with a note instead of being silently dropped.
+    The budget is shared: each resource may use an equal share of what is
+    left (what one leaves unused goes to those after it), so one large schema
+    cannot crowd the others out; a resource that does not fit is named with a
+    note instead of being silently dropped.
     """
     budget = budget or PromptBudget()
     parts: list[str] = [heading] if heading else []
-    remaining = budget.max_chars - len(heading)
-    for resource in resources:
+    remaining = budget.max_chars - len(heading) - (2 if heading else 0)
+    for index, resource in enumerate(resources):
         if remaining <= 0:
             parts.append(f"[{resource.type}:{resource.name}] (description omitted: prompt budget exhausted)")
             continue
-        text = resource.get_prompt(PromptBudget(max_chars=remaining))
+        share = remaining // (len(resources) - index)
+        text = resource.get_prompt(PromptBudget(max_chars=max(1, share - len(resource.name) - 16)))
         block = f"[{resource.type}:{resource.name}]\n{text}".rstrip()
         parts.append(block)
-        remaining -= len(block)
+        remaining -= len(block) + 2  # and the blank line joining it
     return "\n\n".join(parts)

@@ -76,3 +76,23 @@ def test_resources_describe_themselves_and_tools_are_not_resources():
         assert not hasattr(Db("s"), name)
     assert not hasattr(count, "execute") and not hasattr(count, "get_prompt")
     assert Db("s").get_prompt() == "database s: tables orders, customers"
+
+
+def test_each_resource_gets_a_fair_share_of_the_prompt_budget(make_assay_kernel):
+    class Sized(Resource):
+        type = ResourceType.DATABASE
+
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def get_prompt(self, budget=None):
+            return "y" * budget.max_chars  # uses all it is given
+
+    kernel = make_assay_kernel()
+    for name in ("first", "second", "third"):
+        kernel.attach(Sized(name))
+    prompt = kernel.system_prompt(budget=PromptBudget(max_chars=3000))
+    assert len(prompt) <= 3000 and "budget exhausted" not in prompt
+    blocks = prompt.split("\n\n")[1:]
+    assert [b.split("]")[0] for b in blocks] == ["[database:first", "[database:second", "[database:third"]
+    assert all(len(b) > 800 for b in blocks)
