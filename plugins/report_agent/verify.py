@@ -4,7 +4,9 @@ A report artifact keeps its document and one citation per shown value
 (artifact id, selector, SHA-256). Verification checks the report's own bytes,
 that each cited artifact still has the recorded SHA-256 and reads back
 (hash-verified) through its selector, and that rendering the document again
-gives the stored bytes exactly. Any difference is a mismatch.
+with the renderer that wrote it (Markdown with its provenance table, or the
+HTML page kept beside it) gives the stored bytes exactly. Any difference is a
+mismatch.
 """
 
 from __future__ import annotations
@@ -70,13 +72,29 @@ def verify_report(reader: Any, report_id: str) -> Verification:
     if out.problems:
         return out
 
-    class _Run:  # render reads through the catalog when the run has no sink
-        artifacts = None
-
+    renderer = record.provenance.get("renderer") or "markdown"
     try:
-        again, _ = render(doc, catalog, _Run())
+        if renderer == "markdown" and record.provenance.get("provenance_table"):
+            class _Run:  # render reads through the catalog when the run has no sink
+                artifacts = None
+
+            again, _ = render(doc, catalog, _Run())
+        elif renderer == "markdown":
+            from assay.plugins.reports.markdown import MarkdownRenderer
+
+            again, _ = MarkdownRenderer().render_cited(doc, catalog)
+        elif renderer == "html":
+            from assay.plugins.reports.html import HtmlRenderer
+
+            again, _ = HtmlRenderer().render_cited(doc, catalog)
+        else:
+            out.problems.append(f"re-render: no way to re-render a {renderer!r} report here")
+            return out
     except PhaseError as exc:
         out.problems.append(f"re-render: {exc.code}: {exc.error.message}")
+        return out
+    except Exception as exc:  # noqa: BLE001 - a renderer's failure is a finding
+        out.problems.append(f"re-render: {getattr(exc, 'code', type(exc).__name__)}: {getattr(exc, 'message', exc)}")
         return out
     if again != stored:
         out.problems.append("re-rendering the document does not give the stored report")

@@ -94,14 +94,18 @@ def test_every_number_is_in_the_provenance_table_and_the_report_verifies(store_r
     assert f"`{data.artifact_id}`" in table and '"sort":[{"column":"refund_rate","descending":true}]' in table
     result = verify_report(run.artifacts.catalog, outcome.report_artifact_id)
     assert result.ok and result.checked == 2
+    pages = [r for r in run.artifacts.catalog.iter(run.run_id) if r.kind == "report" and r.name == "report.html"]
+    assert len(pages) == 1 and verify_report(run.artifacts.catalog, pages[0].artifact_id).ok  # the HTML copy too
 
 
 def test_a_tampered_artifact_fails_verification(store_run):
     run = store_run
-    outcome, _, rate = _completed(run)
+    _, _, rate = _completed(run)
     tamper(run, rate)
-    result = verify_report(run.artifacts.catalog, outcome.report_artifact_id)
-    assert not result.ok and "ARTIFACT_INTEGRITY_FAILED" in result.problems[0] and rate.artifact_id in result.problems[0]
+    for report in [r for r in run.artifacts.catalog.iter(run.run_id) if r.kind == "report"]:  # Markdown and HTML
+        result = verify_report(run.artifacts.catalog, report.artifact_id)
+        assert not result.ok and "ARTIFACT_INTEGRITY_FAILED" in result.problems[0]
+        assert rate.artifact_id in result.problems[0]
 
 
 def test_assay_reports_verify_exits_non_zero_on_a_mismatch(run):
