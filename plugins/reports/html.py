@@ -1,4 +1,5 @@
-"""The ``html_report`` plugin: the ``html`` report renderer (one self-contained file) and ``assay report``.
+"""The ``html`` report renderer (plugin ``html_report``, registered lazily by :mod:`.plugins`): one
+self-contained page.
 
 The page is built from :func:`assay.plugins.reports.resolve.resolve_report`, the
 same verified values the Markdown renderer shows, and holds everything it
@@ -23,8 +24,6 @@ import decimal
 import html
 import json
 from typing import Any
-
-from assay import hookimpl
 
 from .resolve import (
     MISSING_MARK,
@@ -284,13 +283,4 @@ def _css() -> str:
     return CSS
 
 
-@hookimpl
-def register_report_renderers(register):
-    register(HtmlRenderer())
-
-
-@hookimpl
-def register_commands(cli, kernel):
-    from .cli import add_report_commands
-
-    add_report_commands(cli, kernel)
+RENDERER = HtmlRenderer()  # what the plugin registers (lazily: assay.plugins.reports.plugins)

@@ -1,4 +1,4 @@
-"""The ``json_report`` plugin: the ``json`` report renderer.
+"""The ``json`` report renderer (plugin ``json_report``, registered lazily by :mod:`.plugins`).
 
 The document with every citation resolved, from the same verified reads as
 every other format (:mod:`assay.plugins.reports.resolve`): each value carries
@@ -14,8 +14,6 @@ import decimal
 import json
 import math
 from typing import Any
-
-from assay import hookimpl
 
 from .resolve import (
     MISSING_MARK,
@@ -130,6 +128,4 @@ def _data(value: Any) -> Any:
     return plain_text(value)
 
 
-@hookimpl
-def register_report_renderers(register):
-    register(JsonRenderer())
+RENDERER = JsonRenderer()  # what the plugin registers (lazily: assay.plugins.reports.plugins)

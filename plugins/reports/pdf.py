@@ -1,4 +1,5 @@
-"""The ``pdf_report`` plugin: the ``pdf`` report renderer, the HTML report printed by headless Chromium.
+"""The ``pdf`` report renderer (plugin ``pdf_report``, registered lazily by :mod:`.plugins`): the HTML
+report printed by headless Chromium.
 
 Chromium is the system's (Debian's ``chromium`` package; ``scripts/setup-system.sh``
 installs it), never a browser download. ``ASSAY_CHROMIUM`` names another
@@ -17,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from assay import AssayError, hookimpl
+from assay import AssayError
 
 REPORT_PDF_NO_CHROMIUM = "REPORT_PDF_NO_CHROMIUM"
 REPORT_PDF_FAILED = "REPORT_PDF_FAILED"
@@ -103,6 +104,4 @@ class PdfRenderer:
         return html_to_pdf(page), citations
 
 
-@hookimpl
-def register_report_renderers(register):
-    register(PdfRenderer())
+RENDERER = PdfRenderer()  # what the plugin registers (lazily: assay.plugins.reports.plugins)
