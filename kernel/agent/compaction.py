@@ -27,15 +27,19 @@ class ToolMessageInfo:
     artifact_ids: list[str] = field(default_factory=list)
 
 
+def message_chars(message: Message) -> int:
+    chars = len(message.content or "")
+    for call in message.tool_calls:
+        chars += len(call.name) + len(call.arguments_json())
+    return chars
+
+
 def estimate_tokens(messages: list[Message], chars_per_token: float) -> int:
-    chars = 0
-    tokens = 0
-    for message in messages:
-        chars += len(message.content or "")
-        for call in message.tool_calls:
-            chars += len(call.name) + len(call.arguments_json())
-        tokens += _MESSAGE_OVERHEAD
-    return tokens + int(chars / chars_per_token) + 1
+    return tokens_for(sum(message_chars(m) for m in messages), len(messages), chars_per_token)
+
+
+def tokens_for(chars: int, messages: int, chars_per_token: float) -> int:
+    return messages * _MESSAGE_OVERHEAD + int(chars / chars_per_token) + 1
 
 
 def stub_text(info: ToolMessageInfo, original_chars: int) -> str:

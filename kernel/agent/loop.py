@@ -22,7 +22,7 @@ from ..messages import Message, ToolCall, Usage
 from ..models import Model
 from ..resources import Resource
 from ..tool_result import ToolResult
-from .compaction import ToolMessageInfo, compact, estimate_tokens
+from .compaction import ToolMessageInfo, compact, message_chars, tokens_for
 from .dispatch import run_tool_calls
 from .prompt import build_system_prompt
 from .prompt import needs_evidence as resources_need_evidence
@@ -66,6 +66,7 @@ class AgentRun:
         self.transcript = Transcript(run_id=run.run_id, question=question, model=model_name or model_label(model))
         self.infos: dict[str, ToolMessageInfo] = {}
         self._reported = (0, 0)  # (tokens the provider last reported for the conversation, messages then)
+        self._chars: list[int] = []  # each message's size, kept beside the conversation (estimates stay O(1))
 
     # --- events -------------------------------------------------------------
 
@@ -81,6 +82,7 @@ class AgentRun:
 
     def add(self, message: Message, **extra: Any) -> None:
         self.transcript.messages.append(message)
+        self._chars.append(message_chars(message))
         self.emit("message", message=message.model_dump(exclude_none=True), **extra)
 
     def finish(self, status: RunStatus, reason: str = "", error: RunError | None = None) -> Transcript:
@@ -187,11 +189,11 @@ class AgentRun:
             self._reported = (usage.prompt_tokens + usage.completion_tokens, len(self.transcript.messages) + 1)
 
     def _tokens(self) -> int:
-        messages, s = self.transcript.messages, self.settings
-        estimate = estimate_tokens(messages, s.chars_per_token)
+        sizes, cpt = self._chars, self.settings.chars_per_token
+        estimate = tokens_for(sum(sizes), len(sizes), cpt)
         reported, upto = self._reported
-        if reported and upto <= len(messages):
-            estimate = max(estimate, reported + estimate_tokens(messages[upto:], s.chars_per_token))
+        if reported and upto <= len(sizes):
+            estimate = max(estimate, reported + tokens_for(sum(sizes[upto:]), len(sizes) - upto, cpt))
         return estimate
 
     def _within_budget(self) -> bool:
@@ -204,6 +206,7 @@ class AgentRun:
                                          keep_recent=s.keep_recent_results, chars_per_token=s.chars_per_token)
         if stubbed:
             self._reported = (0, 0)  # the provider's count described the uncompacted conversation
+            self._chars = [message_chars(m) for m in self.transcript.messages]
             ids = [a for c in stubbed for a in self.infos.get(c, ToolMessageInfo("", "")).artifact_ids]
             record = Compaction(step=self.transcript.steps, call_ids=stubbed, artifact_ids=ids,
                                 tokens_before=max(before, tokens), tokens_after=after)
