@@ -185,6 +185,8 @@ def render(doc: ReportDocument, catalog: Any, run: Any, *, status: str | None = 
 
 def provenance_table(citations: list[dict[str, Any]]) -> str:
     """Every value shown, with the artifact, selector and SHA-256 it was read from."""
+    from assay.plugins.reports.markdown import table_cell
+
     lines = ["", "## Provenance", "",
              "| # | block | value | artifact | selector | sha256 |", "|---|---|---|---|---|---|"]
     for n, c in enumerate(citations, 1):
@@ -196,10 +198,9 @@ def provenance_table(citations: list[dict[str, Any]]) -> str:
             value = str(c["rendered"])
         else:
             value = "chart"
-        selector = json.dumps(c.get("selector"), sort_keys=True, separators=(",", ":")).replace("|", "\\|")
+        selector = table_cell(json.dumps(c.get("selector"), sort_keys=True, separators=(",", ":")))
         sha = c.get("sha256") or "-"
-        lines.append(f"| {n} | {c['block']} | {value.replace('|', '/')} | `{c['artifact_id']}` | `{selector}` "
-                     f"| `{sha}` |")
+        lines.append(f"| {n} | {c['block']} | {table_cell(value)} | `{c['artifact_id']}` | `{selector}` | `{sha}` |")
     return "\n".join(lines) + "\n"
 
 

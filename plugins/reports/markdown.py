@@ -111,9 +111,9 @@ def _mark(source: Source | None) -> str:
 def _table(table: ResolvedTableBlock) -> str:
     if table.empty:  # an empty result is "no rows", never a table of zeros
         return f"*{_escape_line(table.caption)}*{_mark(table.source)}"
-    lines = ["| " + " | ".join(_cell(c) for c in table.columns) + " |", "|" + "---|" * len(table.columns)]
+    lines = ["| " + " | ".join(table_cell(c) for c in table.columns) + " |", "|" + "---|" * len(table.columns)]
     for row in table.rows:
-        lines.append("| " + " | ".join(MISSING_MARK if v is None else _cell(plain_text(v)) for v in row) + " |")
+        lines.append("| " + " | ".join(MISSING_MARK if v is None else table_cell(plain_text(v)) for v in row) + " |")
     return "\n".join(lines) + f"\n\n*{_escape_line(table.caption)}*{_mark(table.source)}"
 
 
@@ -124,7 +124,8 @@ def _footnote(source: Source) -> str:
     return text + (f" - {source.record.incomplete_note()}" if not source.complete else "")
 
 
-def _cell(text: str) -> str:
+def table_cell(text: str) -> str:
+    """Text as one Markdown table cell: its pipes escaped, its line breaks spaces (a break ends the row)."""
     return str(text).replace("|", "\\|").replace("\n", " ")
 
 

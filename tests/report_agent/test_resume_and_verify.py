@@ -120,3 +120,14 @@ def test_assay_reports_verify_exits_non_zero_on_a_mismatch(run):
     assert bad.exit_code == 1 and "MISMATCH" in bad.output and data.artifact_id in bad.output
     status = CliRunner().invoke(cli, ["reports", "status", run.run_id])
     assert status.exit_code == 0 and "completed" in status.output and '"completed_clean": 1' in status.output
+
+
+def test_a_cited_text_with_line_breaks_and_pipes_stays_one_row_of_the_provenance_table():
+    from assay.plugins.report_agent.assemble import provenance_table
+
+    citation = {"block": 0, "rendered": "numerator: a | b\n\ndenominator: c", "artifact_id": "art_x",
+                "selector": {"path": [0, "text"]}, "sha256": "ab" * 32}
+    rows = [line for line in provenance_table([citation]).splitlines() if line.startswith("| 1 |")]
+    assert rows == [f"| 1 | 0 | numerator: a \\| b  denominator: c | `art_x` | `{{\"path\":[0,\"text\"]}}` "
+                    f"| `{'ab' * 32}` |"]
+    assert len(provenance_table([citation]).strip().splitlines()) == 5  # heading, blank, header, rule, the one row
