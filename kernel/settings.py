@@ -63,6 +63,10 @@ class Settings(BaseSettings):
     strict_plugins: bool = Field(default=False, description="A plugin that fails aborts start-up.")
     log_level: str = Field(default="WARNING", description="DEBUG, INFO, WARNING or ERROR.")
     log_format: str = Field(default="auto", description="'json', 'console', or 'auto' (console on a terminal).")
+    catalog_url: str | None = Field(
+        default=None, description="postgresql://... keeps the artifact catalog, runs and report checkpoints in "
+        "PostgreSQL; unset, they are SQLite files under ASSAY_HOME."
+    )
 
     _sections: dict[str, BaseSettings]
     _declared: dict[str, str]

@@ -72,7 +72,7 @@ def collect_garbage(catalog: ArtifactCatalog, *, grace_s: float = 3600.0, dry_ru
             report.kept_recent += 1
             continue
         # re-check: a record may have arrived since the first query
-        if catalog._conn().execute("SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (sha,)).fetchone():
+        if catalog.has_hash(sha):
             continue
         if not dry_run:
             catalog.store.delete(sha)

@@ -1,6 +1,6 @@
 """Runs: every agent run's record and transcript, kept as it goes, read back by ``assay runs``.
 
-:mod:`.store` (the interface and its SQLite backend), :mod:`.records` (what
+:mod:`.store` (the interface and its SQL backend: SQLite or PostgreSQL), :mod:`.records` (what
 is kept), :mod:`.recorder` (the agent observer that writes a run),
 :mod:`.export` (a verifiable zip of one run).
 """
@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from .recorder import RunRecorder
 from .records import RunEvent, RunRecord
-from .store import RunStore, SQLiteRunStore
+from .store import RunStore, SQLiteRunStore, SQLRunStore
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-__all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLiteRunStore", "open_store", "store_path"]
+__all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLRunStore", "SQLiteRunStore", "open_store", "store_path"]
 
 
 def store_path(settings: Settings) -> Path:
@@ -25,5 +25,9 @@ def store_path(settings: Settings) -> Path:
 
 
 def open_store(settings: Settings) -> RunStore:
-    """The runs store of these settings (a SQLite file under ASSAY_HOME)."""
-    return SQLiteRunStore(store_path(settings))
+    """The runs store of these settings: a SQLite file under ASSAY_HOME, or ``ASSAY_CATALOG_URL``'s database."""
+    from ..database import catalog_url, open_database
+
+    if not catalog_url(settings):
+        return SQLiteRunStore(store_path(settings))
+    return SQLRunStore(open_database(settings, store_path(settings), owner="runs"))

@@ -1,26 +1,28 @@
 """The runs store: every run's record and events, written as the run goes.
 
-:class:`RunStore` is the small interface (a later backend keeps runs in a
-server database); :class:`SQLiteRunStore` keeps them in one SQLite file
-under ``ASSAY_HOME`` (``runs/runs.sqlite3``), WAL mode, one commit per event,
-so a process killed mid-run leaves a readable transcript up to its last step.
+:class:`RunStore` is the small interface; :class:`SQLRunStore` keeps runs in
+a :class:`~assay.kernel.database.Database`: by default one SQLite file under
+``ASSAY_HOME`` (``runs/runs.sqlite3``, :class:`SQLiteRunStore`), WAL mode, or,
+with ``ASSAY_CATALOG_URL=postgresql://...``, the shared PostgreSQL database
+(tables ``runs`` and ``run_events``). One commit per event, so a process
+killed mid-run leaves a readable transcript up to its last step. An event's
+number is taken inside the statement that inserts it (``MAX(seq) + 1``), so
+several processes may append to one run without a lost or repeated event.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import sqlite3
-import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
 from .records import RunEvent, RunRecord
 
 SCHEMA_VERSION = 1
-_SCHEMA = """
+_SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
     question TEXT NOT NULL,
@@ -51,6 +53,11 @@ CREATE TABLE IF NOT EXISTS run_events (
     PRIMARY KEY (run_id, seq)
 );
 """
+# the same tables in PostgreSQL's types (REAL is 4 bytes there: times need DOUBLE PRECISION)
+_SCHEMA = {SQLITE: _SQLITE_SCHEMA,
+           POSTGRESQL: _SQLITE_SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
+_APPEND = ("INSERT INTO run_events (run_id, seq, kind, step, at, data) "
+           "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ?")
 _COLUMNS = ("run_id", "question", "model", "status", "status_reason", "error", "answer", "steps", "tool_calls",
             "artifact_ids", "prompt_tokens", "completion_tokens", "started_at", "ended_at", "pid", "host", "summary")
 
@@ -85,63 +92,46 @@ class RunStore(ABC):
         """Release connections."""
 
 
-class SQLiteRunStore(RunStore):
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._conn_: sqlite3.Connection | None = None
-        self._pid = 0
-        self._seq: dict[str, int] = {}
+class SQLRunStore(RunStore):
+    """Runs in a :class:`~assay.kernel.database.Database` (SQLite or PostgreSQL)."""
 
-    def _conn(self) -> sqlite3.Connection:
-        if self._conn_ is not None and self._pid == os.getpid():
-            return self._conn_
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=10000")
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=NORMAL")
-        version = conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise sqlite3.OperationalError(f"the runs store was written by a newer assay (schema {version})")
-        conn.executescript(_SCHEMA)
-        if version < SCHEMA_VERSION:
-            conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-        self._conn_, self._pid, self._seq = conn, os.getpid(), {}
-        return conn
+    def __init__(self, database: Database) -> None:
+        self.db = database
+
+    def _ready(self) -> Database:
+        self.db.ensure("runs", SCHEMA_VERSION, _SCHEMA)
+        return self.db
 
     def start(self, record: RunRecord) -> None:
         row = _row(record.model_dump())
-        with self._lock:
-            self._conn().execute(
-                f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values()))
-            self._seq[record.run_id] = 0
+        db = self._ready()
+        db.retry(lambda: db.execute(
+            f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())))
 
     def append(self, run_id: str, kind: str, step: int, at: float, data: dict[str, Any]) -> None:
         payload = json.dumps(data, default=str, ensure_ascii=False)
-        with self._lock:
-            conn = self._conn()
-            seq = self._seq.get(run_id)
-            if seq is None:
-                found = conn.execute("SELECT MAX(seq) FROM run_events WHERE run_id = ?", (run_id,)).fetchone()[0]
-                seq = found or 0
-            seq += 1
-            conn.execute("INSERT INTO run_events (run_id, seq, kind, step, at, data) VALUES (?, ?, ?, ?, ?, ?)",
-                         (run_id, seq, kind, step, at, payload))
-            self._seq[run_id] = seq
+        db = self._ready()
+        for _ in range(100):
+            try:
+                db.retry(lambda: db.execute(_APPEND, (run_id, kind, step, at, payload, run_id)))
+                return
+            except Exception as exc:
+                # two writers took the same next number (PostgreSQL): the loser takes the one after
+                if not db.is_conflict(exc):
+                    raise
+        raise RuntimeError(f"could not append an event to run {run_id!r}: the event number kept being taken")
 
     def update(self, run_id: str, **fields: Any) -> None:
         row = _row(fields)
         if not row:
             return
-        with self._lock:
-            self._conn().execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in row)} WHERE run_id = ?",
-                                 (*row.values(), run_id))
+        db = self._ready()
+        db.retry(lambda: db.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in row)} WHERE run_id = ?",
+                                    (*row.values(), run_id)))
 
     def get(self, run_id: str) -> RunRecord | None:
-        with self._lock:
-            found = self._conn().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ?",
-                                         (run_id,)).fetchone()
+        found = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ?",
+                                      (run_id,)).fetchone()
         return _record(found) if found else None
 
     def list(self, limit: int = 50, status: str | None = None) -> list[RunRecord]:
@@ -151,22 +141,25 @@ class SQLiteRunStore(RunStore):
             sql += " WHERE status = ?"
             args = (status,)
         sql += " ORDER BY started_at DESC LIMIT ?"
-        with self._lock:
-            rows = self._conn().execute(sql, (*args, limit)).fetchall()
+        rows = self._ready().execute(sql, (*args, limit)).fetchall()
         return [_record(r) for r in rows]
 
     def events(self, run_id: str) -> Iterator[RunEvent]:
-        with self._lock:
-            rows = self._conn().execute(
-                "SELECT seq, kind, step, at, data FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        rows = self._ready().execute(
+            "SELECT seq, kind, step, at, data FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         for seq, kind, step, at, data in rows:
             yield RunEvent(run_id=run_id, seq=seq, kind=kind, step=step, at=at, data=json.loads(data))
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn_ is not None and self._pid == os.getpid():
-                self._conn_.close()
-            self._conn_ = None
+        self.db.close()
+
+
+class SQLiteRunStore(SQLRunStore):
+    """Runs in one SQLite file (the default: ``ASSAY_HOME/runs/runs.sqlite3``)."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        super().__init__(SQLiteDatabase(self.path, busy_ms=10_000, owner="runs"))
 
 
 def _row(fields: dict[str, Any]) -> dict[str, Any]:

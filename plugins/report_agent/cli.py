@@ -38,7 +38,7 @@ def add_commands(cli: Any, kernel: Any) -> None:
         from .settings import ReportAgentSettings
         from .state import ReportStateStore
 
-        state = ReportStateStore(kernel.evidence.catalog.path).load(run_id)
+        state = ReportStateStore(kernel.evidence.catalog.db).load(run_id)
         if state is None:
             click.echo(f"no report state for run {run_id}", err=True)
             sys.exit(1)

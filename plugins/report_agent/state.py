@@ -1,24 +1,34 @@
 """Report state: requests, failures, the sub-agent's history and drafts, checkpointed in the run's catalog.
 
-The state lives in the evidence catalog's SQLite database (table
-``report_state``, one row per run, under ``ASSAY_HOME`` next to the artifact
-records), never only in memory: a process killed mid-report leaves the last
-checkpoint, and the next ``generate_report`` for the run resumes from it with
-the same counters. Every change is one ``UPDATE`` in its own transaction.
+The state lives in the evidence catalog's database (table ``report_state``,
+one row per run, next to the artifact records: the SQLite file under
+``ASSAY_HOME``, or PostgreSQL with ``ASSAY_CATALOG_URL``), never only in
+memory: a process killed mid-report leaves the last checkpoint, and the next
+``generate_report`` for the run resumes from it with the same counters.
+
+Every checkpoint is one statement that writes the whole state only if the
+stored one is still the checkpoint this state was loaded from (its ``seq``):
+a second process that changed the report meanwhile is never overwritten,
+the late writer gets ``REPORT_STATE_CONFLICT`` instead. :meth:`ReportStateStore.update`
+is the read-modify-write that retries on such a conflict (a counter bumped by
+several processes at once loses no increment).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
-import sqlite3
-import threading
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
+
+from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
+from assay.kernel.errors import AssayError
+
+REPORT_STATE_CONFLICT = "REPORT_STATE_CONFLICT"
 
 Phase = Literal["precheck", "assembly", "render", "tool_call", "execution"]
 Status = Literal["new", "running", "needs_analysis", "completed", "partial", "failed"]
@@ -112,7 +122,7 @@ class ReportState(BaseModel):
         }
 
 
-_SCHEMA = """
+_TABLE = """
 CREATE TABLE IF NOT EXISTS report_state (
     run_id     TEXT PRIMARY KEY,
     seq        INTEGER NOT NULL,
@@ -121,50 +131,81 @@ CREATE TABLE IF NOT EXISTS report_state (
     state      TEXT NOT NULL
 );
 """
+_SCHEMA = {SQLITE: _TABLE, POSTGRESQL: _TABLE}
+SCHEMA_VERSION = 1
+# the whole state, only over the checkpoint it was loaded from (or where there is none yet)
+_SAVE = ("INSERT INTO report_state (run_id, seq, status, updated_at, state) VALUES (?,?,?,?,?) "
+         "ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, status = excluded.status, "
+         "updated_at = excluded.updated_at, state = excluded.state WHERE report_state.seq = ?")
+
+
+class ReportStateConflict(AssayError):
+    code = REPORT_STATE_CONFLICT
 
 
 class ReportStateStore:
     """Report checkpoints in the catalog database of a run's evidence store."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._local = threading.local()
+    def __init__(self, database: Database | Path) -> None:
+        # a path: that SQLite file (how the catalog's own file was named before ASSAY_CATALOG_URL)
+        self.db = database if isinstance(database, Database) else SQLiteDatabase(Path(database))
 
     @classmethod
     def for_run(cls, run: Any) -> ReportStateStore:
+        """The store in the catalog of ``run`` (or of a kernel, a sink, a catalog)."""
         from assay.kernel.evidence import resolve_catalog
 
-        return cls(resolve_catalog(run).path)
+        return cls(resolve_catalog(run).db)
 
-    def _conn(self) -> sqlite3.Connection:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            return conn
-        conn = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout=60000")
-        conn.executescript(_SCHEMA)
-        self._local.conn, self._local.pid = conn, os.getpid()
-        return conn
+    def _ready(self) -> Database:
+        self.db.ensure("report_state", SCHEMA_VERSION if self.db.dialect == POSTGRESQL else None, _SCHEMA)
+        return self.db
 
     def load(self, run_id: str) -> ReportState | None:
-        row = self._conn().execute("SELECT state FROM report_state WHERE run_id = ?", (run_id,)).fetchone()
+        row = self._ready().execute("SELECT state FROM report_state WHERE run_id = ?", (run_id,)).fetchone()
         return ReportState.model_validate_json(row[0]) if row else None
 
     def save(self, state: ReportState) -> None:
-        """One checkpoint: the whole state, atomically (``seq`` goes up by one)."""
+        """One checkpoint: the whole state, atomically (``seq`` goes up by one).
+
+        Raises ``REPORT_STATE_CONFLICT`` (and keeps ``seq``) when the stored
+        checkpoint is no longer the one ``state`` was loaded from.
+        """
+        db = self._ready()
+        loaded = state.seq
         state.seq += 1
-        self._conn().execute(
-            "INSERT INTO report_state (run_id, seq, status, updated_at, state) VALUES (?,?,?,?,?) "
-            "ON CONFLICT(run_id) DO UPDATE SET seq=excluded.seq, status=excluded.status, "
-            "updated_at=excluded.updated_at, state=excluded.state",
-            (state.run_id, state.seq, state.status, now(), state.model_dump_json()))
+        data = state.model_dump_json()
+        try:
+            written = db.retry(lambda: db.execute(_SAVE, (state.run_id, state.seq, state.status, now(), data,
+                                                          loaded)).rowcount)
+        except BaseException:
+            state.seq = loaded
+            raise
+        if written != 1:
+            state.seq = loaded
+            raise ReportStateConflict(
+                message=f"the report of run {state.run_id!r} was changed by another process since checkpoint "
+                        f"{loaded} was loaded; this change was not written",
+                hint="Only one generate_report per run at a time: call it again, it resumes from the newest "
+                     "checkpoint.", details={"run_id": state.run_id, "loaded_seq": loaded})
+
+    def update(self, run_id: str, change: Callable[[ReportState], None],
+               new: Callable[[], ReportState] | None = None, attempts: int = 100) -> ReportState:
+        """Load, ``change`` and save the run's state, again from the newest checkpoint after a conflict."""
+        for _ in range(attempts):
+            state = self.load(run_id) or (new() if new is not None else ReportState(run_id=run_id))
+            change(state)
+            try:
+                self.save(state)
+                return state
+            except ReportStateConflict:
+                continue
+        raise ReportStateConflict(message=f"the report of run {run_id!r} kept changing under {attempts} attempts",
+                                  hint="Too many processes write this report at once.")
 
     def all(self) -> list[ReportState]:
         return [ReportState.model_validate_json(s) for (s,) in
-                self._conn().execute("SELECT state FROM report_state ORDER BY updated_at")]
+                self._ready().execute("SELECT state FROM report_state ORDER BY updated_at").fetchall()]
 
     def close(self) -> None:
-        conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid():
-            conn.close()
-        self._local.conn = None
+        self.db.close()

@@ -118,7 +118,7 @@ def test_assay_ask_print_only_analysis_is_handed_back_and_the_report_completes(r
         assert str(transcript.status) == "answered", transcript.status_reason
         printed = transcript.tool_results[1]
         assert printed.success and printed.data["result_set"] is False
-        state = ReportStateStore(kernel.evidence.catalog.path).load(transcript.run_id)
+        state = ReportStateStore(kernel.evidence.catalog.db).load(transcript.run_id)
         request = state.requests[0]
         assigned = transcript.tool_results[3].artifacts[0].artifact_id
         assert request.status == "completed" and request.result_artifact_id == assigned
