@@ -239,3 +239,11 @@ def open_database(settings: Any, sqlite_path: Path, *, busy_ms: int = 60_000, ow
 
             db = _shared[url] = PostgresDatabase(url)
         return db
+
+
+def forget(url: str) -> None:
+    """Close every connection this process holds to ``url`` and drop it from the shared ones (tests)."""
+    with _shared_lock:
+        db = _shared.pop(url, None)
+    if db is not None:
+        db.close_all()

@@ -68,6 +68,8 @@ class PostgresDatabase(Database):
                                "pip install 'assay[postgres]' (psycopg 3), or unset ASSAY_CATALOG_URL.")
         self.url = url
         self._local = threading.local()
+        self._all: list[tuple[int, Any]] = []  # every connection opened, with its process (close_all)
+        self._all_lock = threading.Lock()
 
     # --- connections ------------------------------------------------------------
     def _conn(self) -> Any:
@@ -82,6 +84,9 @@ class PostgresDatabase(Database):
         except psycopg.Error as exc:
             raise self._unavailable(exc) from None
         self._local.conn, self._local.pid = conn, os.getpid()
+        with self._all_lock:
+            self._all = [(pid, c) for pid, c in self._all if not c.closed]
+            self._all.append((os.getpid(), conn))
         return conn
 
     def _unavailable(self, exc: BaseException) -> CatalogError:
@@ -178,3 +183,15 @@ class PostgresDatabase(Database):
         if conn is not None and self._local.pid == os.getpid():
             conn.close()
         self._local.conn = None
+
+    def close_all(self) -> None:
+        """Close the connections of every thread of this process."""
+        with self._all_lock:
+            conns, self._all = self._all, []
+        for pid, conn in conns:
+            if pid == os.getpid() and not conn.closed:  # never one a forked child inherited
+                try:
+                    conn.close()
+                except Exception:  # noqa: BLE001 - closing anyway
+                    pass
+        self._local = threading.local()

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import sys
+import uuid
 from typing import Iterable
 
 import pytest
@@ -48,10 +50,57 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 @pytest.fixture(autouse=True)
-def _isolated_assay_env(assay_env):
+def _isolated_assay_env(assay_env, monkeypatch):
     """Every test gets its own ASSAY_HOME and no inherited plugin controls
-    (``assay_env``, from assay's pytest plugin, ``assay.kernel.testing``)."""
+    (``assay_env``, from assay's pytest plugin, ``assay.kernel.testing``), and
+    never writes into an inherited ``ASSAY_CATALOG_URL``'s database."""
+    monkeypatch.delenv("ASSAY_CATALOG_URL", raising=False)
     return assay_env
+
+
+# --- the catalog database: SQLite (the default) or PostgreSQL ----------------------
+
+PG_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+
+
+def postgres_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def pg_catalog_url():
+    """A ``postgresql://`` catalog URL on a schema of its own (created here, dropped after)."""
+    require(postgres_available(), "PostgreSQL on 127.0.0.1:5432")
+    import psycopg
+
+    schema = "assay_test_" + uuid.uuid4().hex[:12]
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    url = f"{PG_DSN}?options=-csearch_path%3D{schema}"
+    try:
+        yield url
+    finally:
+        from assay.kernel.database import forget
+
+        forget(url)  # this process's connections to it
+        with psycopg.connect(PG_DSN, autocommit=True) as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def catalog_backend(request, monkeypatch):
+    """Run the test once on each catalog database: ``ASSAY_CATALOG_URL`` unset, then set to a fresh
+    PostgreSQL schema. Modules opt in with ``pytestmark = pytest.mark.usefixtures("catalog_backend")``."""
+    if request.param == "sqlite":
+        yield "sqlite"
+        return
+    url = request.getfixturevalue("pg_catalog_url")
+    monkeypatch.setenv("ASSAY_CATALOG_URL", url)
+    yield "postgresql"
 
 
 def run_assay(*args: str, env: dict[str, str] | None = None, input: str | None = None):

@@ -30,9 +30,9 @@ def _settings(kernel: Any) -> Any:
 
 
 def _tokens(kernel: Any) -> Any:
-    from .tokens import TokenStore, store_path
+    from .tokens import open_token_store
 
-    return TokenStore(store_path(kernel.settings.home))
+    return open_token_store(kernel.settings)
 
 
 def is_loopback(host: str) -> bool:

@@ -1,8 +1,10 @@
 """Bearer tokens of the service: made once, stored hashed, compared in constant time.
 
 A token reads ``asy_<id>_<secret>``. Only the SHA-256 of the whole token is
-kept (``ASSAY_HOME/service/tokens.sqlite3``), next to its owner, a label and
-when it was made, last used and revoked. The secret is 32 random bytes, so a
+kept (``ASSAY_HOME/service/tokens.sqlite3``, or, with
+``ASSAY_CATALOG_URL=postgresql://...``, the shared catalog database, so every
+API process behind one address knows every token and every run's owner),
+next to its owner, a label and when it was made, last used and revoked. The secret is 32 random bytes, so a
 plain SHA-256 is enough (there is nothing to guess by brute force); the
 comparison uses :func:`hmac.compare_digest`, and a token whose id is unknown
 is compared against a dummy digest so both paths cost the same.
@@ -14,13 +16,14 @@ import hashlib
 import hmac
 import re
 import secrets
-import sqlite3
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-_SCHEMA = """
+from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, open_database
+
+_SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
     token_id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -36,6 +39,8 @@ CREATE TABLE IF NOT EXISTS run_owners (
     created_at REAL NOT NULL
 );
 """
+_SCHEMA = {SQLITE: _SQLITE_SCHEMA, POSTGRESQL: _SQLITE_SCHEMA.replace(" REAL", " DOUBLE PRECISION")}
+SCHEMA_VERSION = 1
 _TOKEN = re.compile(r"^asy_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
 _OWNER = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _DUMMY = hashlib.sha256(b"assay-no-such-token").hexdigest()
@@ -63,24 +68,31 @@ def store_path(home: Path | str) -> Path:
     return Path(home) / "service" / "tokens.sqlite3"
 
 
+def open_token_store(settings: Any) -> TokenStore:
+    """The token store of these settings: a SQLite file under ASSAY_HOME, or ``ASSAY_CATALOG_URL``'s database."""
+    path = store_path(settings.home)
+    return TokenStore(open_database(settings, path, busy_ms=10_000, owner="tokens") if settings.catalog_url
+                      else path)
+
+
 class TokenStore:
-    """Tokens and which owner each run belongs to (one SQLite file)."""
+    """Tokens and which owner each run belongs to (a SQLite file, or the shared catalog database)."""
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._conn_: sqlite3.Connection | None = None
+    def __init__(self, where: Path | str | Database) -> None:
+        if isinstance(where, Database):
+            self.db, self.path = where, getattr(where, "path", None)
+        else:
+            self.path = Path(where)
+            self.db = SQLiteDatabase(self.path, busy_ms=10_000, owner="tokens")
 
-    def _conn(self) -> sqlite3.Connection:
-        if self._conn_ is None:
+    def _conn(self) -> Database:
+        if self.db.dialect == SQLITE and self.path is not None and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-            conn = sqlite3.connect(self.path, timeout=10, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL: durable across a crash of the process, no fsync per run
-            conn.executescript(_SCHEMA)
+        fresh = "tokens" not in self.db.__dict__.get("_ensured", ())
+        self.db.ensure("tokens", SCHEMA_VERSION, _SCHEMA)
+        if fresh and self.db.dialect == SQLITE and self.path is not None:
             self.path.chmod(0o600)
-            self._conn_ = conn
-        return self._conn_
+        return self.db
 
     # --- tokens -------------------------------------------------------------
 
@@ -91,68 +103,56 @@ class TokenStore:
         token_id = secrets.token_hex(6)
         token = f"asy_{token_id}_{secrets.token_urlsafe(32)}"
         now = time.time()
-        with self._lock:
-            self._conn().execute(
-                "INSERT INTO tokens (token_id, owner, label, digest, created_at) VALUES (?, ?, ?, ?, ?)",
-                (token_id, owner, label, digest(token), now))
+        self._conn().execute(
+            "INSERT INTO tokens (token_id, owner, label, digest, created_at) VALUES (?, ?, ?, ?, ?)",
+            (token_id, owner, label, digest(token), now))
         return token, TokenInfo(token_id, owner, label, now, None, None)
 
     def list(self) -> list[TokenInfo]:
-        with self._lock:
-            rows = self._conn().execute(
-                "SELECT token_id, owner, label, created_at, last_used_at, revoked_at FROM tokens "
-                "ORDER BY created_at").fetchall()
+        rows = self._conn().execute(
+            "SELECT token_id, owner, label, created_at, last_used_at, revoked_at FROM tokens "
+            "ORDER BY created_at").fetchall()
         return [TokenInfo(*row) for row in rows]
 
     def revoke(self, token_id: str) -> bool:
         """Revoke a token by id; False when there is no active token with that id."""
-        with self._lock:
-            cur = self._conn().execute(
-                "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", (time.time(), token_id))
+        cur = self._conn().execute(
+            "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", (time.time(), token_id))
         return cur.rowcount == 1
 
     def verify(self, token: str | None) -> TokenInfo | None:
         """The active token's record, or None (unknown, malformed, revoked: all alike)."""
         match = _TOKEN.match(token or "")
         token_id = match.group(1) if match else ""
-        with self._lock:
-            row = self._conn().execute(
-                "SELECT token_id, owner, label, created_at, last_used_at, revoked_at, digest FROM tokens "
-                "WHERE token_id = ?", (token_id,)).fetchone() if match else None
+        row = self._conn().execute(
+            "SELECT token_id, owner, label, created_at, last_used_at, revoked_at, digest FROM tokens "
+            "WHERE token_id = ?", (token_id,)).fetchone() if match else None
         stored = row[6] if row else _DUMMY
         same = hmac.compare_digest(digest(token or ""), stored)
         if not (row and same and row[5] is None):
             return None
         now = time.time()
         if row[4] is None or now - row[4] > 60:  # a write per minute at most, not per request
-            with self._lock:
-                self._conn().execute("UPDATE tokens SET last_used_at = ? WHERE token_id = ?", (now, token_id))
+            self._conn().execute("UPDATE tokens SET last_used_at = ? WHERE token_id = ?", (now, token_id))
         return TokenInfo(*row[:6])
 
     def any_active(self) -> bool:
-        with self._lock:
-            return self._conn().execute("SELECT 1 FROM tokens WHERE revoked_at IS NULL LIMIT 1").fetchone() is not None
+        return self._conn().execute("SELECT 1 FROM tokens WHERE revoked_at IS NULL LIMIT 1").fetchone() is not None
 
     # --- run ownership -----------------------------------------------------
 
     def own(self, run_id: str, owner: str) -> None:
-        with self._lock:
-            self._conn().execute("INSERT OR IGNORE INTO run_owners (run_id, owner, created_at) VALUES (?, ?, ?)",
-                                 (run_id, owner, time.time()))
+        self._conn().execute("INSERT INTO run_owners (run_id, owner, created_at) VALUES (?, ?, ?) "
+                             "ON CONFLICT (run_id) DO NOTHING", (run_id, owner, time.time()))
 
     def owner_of(self, run_id: str) -> str | None:
-        with self._lock:
-            row = self._conn().execute("SELECT owner FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
+        row = self._conn().execute("SELECT owner FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
         return row[0] if row else None
 
     def runs_of(self, owner: str, limit: int = 50) -> list[str]:
-        with self._lock:
-            rows = self._conn().execute("SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC "
-                                        "LIMIT ?", (owner, limit)).fetchall()
+        rows = self._conn().execute("SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC "
+                                    "LIMIT ?", (owner, limit)).fetchall()
         return [r[0] for r in rows]
 
     def close(self) -> None:
-        with self._lock:
-            if self._conn_ is not None:
-                self._conn_.close()
-                self._conn_ = None
+        self.db.close()

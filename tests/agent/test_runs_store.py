@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import subprocess
@@ -12,6 +14,8 @@ import time
 from assay.kernel.agent import run_agent
 from assay.kernel.runs import RunRecorder, SQLiteRunStore
 from assay.plugins.models.scripted import ScriptedModel
+
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 
 SUM_SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region"
 
@@ -38,7 +42,10 @@ def test_a_finished_run_keeps_every_message_call_result_artifact_and_status(agen
 def test_runs_are_listed_newest_first_and_filtered_by_status(tmp_path):
     from assay.kernel.runs import RunRecord
 
-    store = SQLiteRunStore(tmp_path / "runs.sqlite3")
+    from assay import Settings
+    from assay.kernel.runs import open_store
+
+    store = open_store(Settings.from_env(home=tmp_path))  # SQLite under tmp_path, or ASSAY_CATALOG_URL's
     for i, status in enumerate(["answered", "failed", "answered"]):
         store.start(RunRecord(run_id=f"run_{i}", question="q", started_at=1000 + i))
         store.update(f"run_{i}", status=status)

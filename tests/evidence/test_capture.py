@@ -24,6 +24,8 @@ from assay.kernel.evidence import (
 )
 from tests.evidence.conftest import make_kernel
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 
 def _sql(sink, columns, rows, **kw):
     base = dict(sql="select * from t", database="db", dialect="sqlite", elapsed_ms=3.5)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import multiprocessing
 import os
 import signal
@@ -15,6 +17,8 @@ from pathlib import Path
 from assay.kernel.evidence import capture_sql_execution, read_artifact_result
 from assay.kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
+
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 
 N = 32
 

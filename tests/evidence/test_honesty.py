@@ -234,6 +234,8 @@ _RENDER = """
 import json, sys
 from assay import Kernel
 from assay.plugins.reports.markdown import MarkdownRenderer
+
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local"])
 sink = kernel.evidence.open_sink(sys.argv[1])
 sys.stdout.buffer.write(MarkdownRenderer().render(json.loads(sys.argv[2]), sink))

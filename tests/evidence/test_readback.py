@@ -18,6 +18,8 @@ from assay.kernel.evidence import (
     read_artifact_result,
 )
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 
 @pytest.fixture
 def table(sink):

@@ -16,6 +16,8 @@ from assay.kernel.evidence import (
 from assay.kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 
 def _client(env):
     import boto3

@@ -15,6 +15,8 @@ from click.testing import CliRunner
 
 from tests.conftest import imported_by, run_assay
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 
 def _sql(sink, n=5, sql="select id, name from people"):
     return capture_sql_execution(sink, columns=["id", "name"], rows=[(i, f"p{i}") for i in range(n)], sql=sql,

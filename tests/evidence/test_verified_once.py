@@ -10,6 +10,8 @@ from assay.kernel.evidence import capture_sql_execution, read_artifact_result, r
 
 from assay import AssayError, Kernel
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 
 @pytest.fixture
 def aged(monkeypatch):

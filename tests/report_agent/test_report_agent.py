@@ -25,6 +25,8 @@ from examples.report_scenarios import (
 )
 from tests.report_agent.conftest import tamper
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 
 def test_result_less_python_needs_analysis_and_starts_no_writer(run):
     py(run, None, result_set=False, stdout='{"overall_refund_rate": 0.07}\n')  # printed JSON is not a result

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 import os
 import signal
 import subprocess
@@ -32,6 +34,8 @@ CHILD = """
 import pathlib, sys, time
 sys.path.insert(0, {root!r})
 from examples.report_scenarios import generate, manifest, new_kernel, writer
+
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 
 def hang(messages):
     pathlib.Path({marker!r}).write_text("ready")
