@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, open_database
+from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, catalog_url, open_database
 
 _SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
@@ -71,7 +71,7 @@ def store_path(home: Path | str) -> Path:
 def open_token_store(settings: Any) -> TokenStore:
     """The token store of these settings: a SQLite file under ASSAY_HOME, or ``ASSAY_CATALOG_URL``'s database."""
     path = store_path(settings.home)
-    return TokenStore(open_database(settings, path, busy_ms=10_000, owner="tokens") if settings.catalog_url
+    return TokenStore(open_database(settings, path, busy_ms=10_000, owner="tokens") if catalog_url(settings)
                       else path)
 
 

@@ -56,6 +56,11 @@ def test_a_url_that_is_not_postgresql_is_refused_never_a_silent_sqlite(tmp_path,
     assert not (tmp_path / "c.sqlite").exists()
 
 
+def test_assay_config_shows_the_catalog_url_with_its_password_masked():
+    settings = Settings.from_env(catalog_url="postgresql://assay:s3cret-pw@db.internal:5432/assay")
+    assert settings.masked()["kernel"]["catalog_url"] == "postgresql://assay:***@db.internal:5432/assay"
+
+
 def test_a_database_that_does_not_answer_is_catalog_unavailable_with_the_password_masked(monkeypatch):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
@@ -89,6 +94,36 @@ def test_a_catalog_written_by_a_newer_assay_is_refused(pg_catalog_url, monkeypat
         with pytest.raises(CatalogError) as caught:
             kernel.runs.list()
         assert caught.value.code == CATALOG_SCHEMA_NEWER and "schema 99" in caught.value.message
+    finally:
+        kernel.close()
+
+
+def test_a_connection_the_server_dropped_is_replaced_once(pg_catalog_url, monkeypatch):
+    import psycopg
+
+    from assay.kernel.runs import RunRecord
+
+    monkeypatch.setenv("ASSAY_CATALOG_URL", pg_catalog_url)
+    kernel = make_kernel()
+    try:
+        kernel.runs.start(RunRecord(run_id="run_a", question="q", started_at=1.0))
+        for statement in ("list", "append", "capture"):
+            backend = kernel.runs.db.execute("SELECT pg_backend_pid()").fetchone()[0]
+            with psycopg.connect(pg_catalog_url, autocommit=True) as admin:
+                admin.execute("SELECT pg_terminate_backend(%s)", (backend,))
+            if statement == "list":
+                assert [r.run_id for r in kernel.runs.list()] == ["run_a"]
+            elif statement == "append":
+                kernel.runs.append("run_a", "note", 0, 2.0, {})
+                assert [e.seq for e in kernel.runs.events("run_a")] == [1]
+            else:
+                from assay.kernel.evidence import capture_sql_execution
+
+                sink = kernel.new_run(run_id="run_a").artifacts
+                record = capture_sql_execution(sink, columns=["a"], rows=[(1,)], sql="select 1", database="db",
+                                               dialect="sqlite", elapsed_ms=0)
+                assert kernel.evidence.catalog.get(record.artifact_id) is not None
+            assert kernel.runs.db.execute("SELECT pg_backend_pid()").fetchone()[0] != backend
     finally:
         kernel.close()
 
