@@ -376,7 +376,7 @@ class Kernel:
 
     @property
     def runs(self) -> RunStore:
-        """The runs store: every agent run's record and transcript (SQLite under ASSAY_HOME)."""
+        """The runs store: every agent run's record and transcript (SQLite under ASSAY_HOME, or ASSAY_CATALOG_URL's database)."""
         runs = self._runs
         if runs is None:
             with self._lock:

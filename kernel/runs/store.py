@@ -5,9 +5,11 @@ a :class:`~assay.kernel.database.Database`: by default one SQLite file under
 ``ASSAY_HOME`` (``runs/runs.sqlite3``, :class:`SQLiteRunStore`), WAL mode, or,
 with ``ASSAY_CATALOG_URL=postgresql://...``, the shared PostgreSQL database
 (tables ``runs`` and ``run_events``). One commit per event, so a process
-killed mid-run leaves a readable transcript up to its last step. An event's
-number is taken inside the statement that inserts it (``MAX(seq) + 1``), so
-several processes may append to one run without a lost or repeated event.
+killed mid-run leaves a readable transcript up to its last step. A writer
+numbers a run's events from the last one it wrote; when another writer took
+that number (a unique-key conflict), the event is numbered inside the
+statement that inserts it (``MAX(seq) + 1``), so several processes may
+append to one run without a lost or repeated event.
 """
 
 from __future__ import annotations
@@ -56,8 +58,9 @@ CREATE TABLE IF NOT EXISTS run_events (
 # the same tables in PostgreSQL's types (REAL is 4 bytes there: times need DOUBLE PRECISION)
 _SCHEMA = {SQLITE: _SQLITE_SCHEMA,
            POSTGRESQL: _SQLITE_SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
-_APPEND = ("INSERT INTO run_events (run_id, seq, kind, step, at, data) "
-           "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ?")
+_APPEND = "INSERT INTO run_events (run_id, seq, kind, step, at, data) VALUES (?, ?, ?, ?, ?, ?)"
+_APPEND_NEXT = ("INSERT INTO run_events (run_id, seq, kind, step, at, data) "
+                "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? RETURNING seq")
 _COLUMNS = ("run_id", "question", "model", "status", "status_reason", "error", "answer", "steps", "tool_calls",
             "artifact_ids", "prompt_tokens", "completion_tokens", "started_at", "ended_at", "pid", "host", "summary")
 
@@ -97,6 +100,7 @@ class SQLRunStore(RunStore):
 
     def __init__(self, database: Database) -> None:
         self.db = database
+        self._seq: dict[str, int] = {}  # the last event number this store wrote, per run
 
     def _ready(self) -> Database:
         self.db.ensure("runs", SCHEMA_VERSION, _SCHEMA)
@@ -107,18 +111,31 @@ class SQLRunStore(RunStore):
         db = self._ready()
         db.retry(lambda: db.execute(
             f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())))
+        self._seq[record.run_id] = 0
 
     def append(self, run_id: str, kind: str, step: int, at: float, data: dict[str, Any]) -> None:
         payload = json.dumps(data, default=str, ensure_ascii=False)
         db = self._ready()
-        for _ in range(100):
+        last = self._seq.get(run_id)
+        if last is not None:  # the usual case: this store writes the run's events, one after another
             try:
-                db.retry(lambda: db.execute(_APPEND, (run_id, kind, step, at, payload, run_id)))
+                db.retry(lambda: db.execute(_APPEND, (run_id, last + 1, kind, step, at, payload)))
+                self._seq[run_id] = last + 1
                 return
+            except Exception as exc:
+                if not db.is_conflict(exc):
+                    raise
+        for _ in range(100):  # the first event, or another writer took the number: the next free one
+            try:
+                seq = db.retry(lambda: db.execute(_APPEND_NEXT, (run_id, kind, step, at, payload, run_id))
+                               .fetchone()[0])
             except Exception as exc:
                 # two writers took the same next number (PostgreSQL): the loser takes the one after
                 if not db.is_conflict(exc):
                     raise
+                continue
+            self._seq[run_id] = seq
+            return
         raise RuntimeError(f"could not append an event to run {run_id!r}: the event number kept being taken")
 
     def update(self, run_id: str, **fields: Any) -> None:

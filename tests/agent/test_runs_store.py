@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import signal
 import subprocess
@@ -11,8 +9,10 @@ import sys
 import textwrap
 import time
 
+import pytest
+
 from assay.kernel.agent import run_agent
-from assay.kernel.runs import RunRecorder, SQLiteRunStore
+from assay.kernel.runs import RunRecorder
 from assay.plugins.models.scripted import ScriptedModel
 
 pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import pytest
-
 import multiprocessing
 import os
 import signal
@@ -13,6 +11,8 @@ import textwrap
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from assay.kernel.evidence import capture_sql_execution, read_artifact_result
 from assay.kernel.evidence.maintenance import collect_garbage, verify_all

@@ -24,6 +24,7 @@ from assay.kernel.evidence import (
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGINS = ["assay.plugins.artifact_stores.local", "assay.plugins.evidence_tools", "assay.plugins.reports.markdown"]
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 
 
 @pytest.fixture
@@ -235,7 +236,6 @@ import json, sys
 from assay import Kernel
 from assay.plugins.reports.markdown import MarkdownRenderer
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local"])
 sink = kernel.evidence.open_sink(sys.argv[1])
 sys.stdout.buffer.write(MarkdownRenderer().render(json.loads(sys.argv[2]), sink))

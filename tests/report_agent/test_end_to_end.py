@@ -24,8 +24,6 @@ from examples.report_scenarios import (
 from tests.code_interpreter.conftest import IMAGE, _podman_image_ready
 from tests.conftest import require
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
-
 REFUNDS_SQL = ("SELECT store, region, COUNT(*) AS promo_orders, SUM(refunded) AS refunded_orders, "
                "ROUND(1.0 * SUM(refunded) / COUNT(*), 4) AS refund_rate FROM orders GROUP BY store, region "
                "ORDER BY store")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import pytest
-
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+import pytest
 
 from assay.plugins.report_agent.state import ReportStateStore
 from assay.plugins.report_agent.verify import verify_report
@@ -28,14 +28,14 @@ from examples.report_scenarios import (
 )
 from tests.report_agent.conftest import tamper
 
+pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+
 ROOT = Path(__file__).resolve().parents[2]
 
 CHILD = """
 import pathlib, sys, time
 sys.path.insert(0, {root!r})
 from examples.report_scenarios import generate, manifest, new_kernel, writer
-
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
 
 def hang(messages):
     pathlib.Path({marker!r}).write_text("ready")
