@@ -69,9 +69,7 @@ def _code(exc: BaseException) -> str:
 def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = False,
              missing_calculations: list[str] = ()) -> Assembled:
     """The document with its gaps recorded (see the module docstring)."""
-    from assay.kernel.evidence import open_verified_content, read_artifact_result
-    from assay.plugins.reports.resolve import _ChartRows
-    from assay.plugins.reports.tables import resolve_table
+    from assay.kernel.evidence import read_artifact_result
 
     doc = ReportDocument.coerce(doc.model_dump(mode="json"))  # a copy we may change
     gaps: list[Gap] = []
@@ -120,35 +118,15 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
                         gaps.append(Gap(block=position, kind="value", artifact_id=citation.artifact_id, field=name,
                                         reason=f"{{{name}}}: could not be verified ({_code(exc)}); shown as "
                                                f"{MISSING_MARK}"))
-            elif isinstance(block, ImageBlock):
+            elif isinstance(block, (ImageBlock, ChartBlock, TableBlock)):
                 try:
-                    open_verified_content(catalog, block.artifact_id)
+                    _verify_shown(catalog, block)
                     verified += 1
                 except Exception as exc:
                     if not degradable(exc):
                         raise
-                    gaps.append(Gap(block=position, kind="chart", artifact_id=block.artifact_id,
-                                    reason=f"chart {block.caption!r} omitted: {_code(exc)}"))
-                    continue
-            elif isinstance(block, ChartBlock):
-                try:
-                    resolve_table(catalog, _ChartRows(block))
-                    verified += 1
-                except Exception as exc:
-                    if not degradable(exc):
-                        raise
-                    gaps.append(Gap(block=position, kind="chart", artifact_id=block.artifact_id,
-                                    reason=f"chart {block.caption!r} omitted: {_code(exc)}"))
-                    continue
-            elif isinstance(block, TableBlock):
-                try:
-                    resolve_table(catalog, block)
-                    verified += 1
-                except Exception as exc:
-                    if not degradable(exc):
-                        raise
-                    gaps.append(Gap(block=position, kind="table", artifact_id=block.artifact_id,
-                                    reason=f"table {block.caption or ''!r} omitted: {_code(exc)}"))
+                    gaps.append(Gap(block=position, kind=_kind(block), artifact_id=block.artifact_id,
+                                    reason=f"{_what(block)} omitted: {_code(exc)}"))
                     continue
         except AssayError as exc:
             raise PhaseError("assembly", exc, index) from None
@@ -159,6 +137,22 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
     doc.blocks = kept
     doc.gaps = gaps
     return Assembled(doc, [g.reason for g in gaps], verified)
+
+
+def _verify_shown(catalog: Any, block: Any) -> None:
+    """Read what an image, chart or table block would show, through the hash check (raises on failure)."""
+    from assay.kernel.evidence import open_verified_content
+    from assay.plugins.reports.resolve import _ChartRows
+    from assay.plugins.reports.tables import resolve_table
+
+    if isinstance(block, ImageBlock):
+        open_verified_content(catalog, block.artifact_id)
+    else:
+        resolve_table(catalog, _ChartRows(block) if isinstance(block, ChartBlock) else block)
+
+
+def _what(block: Any) -> str:
+    return f"table {block.caption or ''!r}" if isinstance(block, TableBlock) else f"chart {block.caption!r}"
 
 
 def _kind(block: Any) -> str:
