@@ -14,15 +14,19 @@ from .kernel import Kernel
 from .log import get_logger
 
 
-def _kernel(ctx: click.Context) -> Kernel:
-    return ctx.ensure_object(dict)["kernel"]
+def cli_kernel(ctx: click.Context) -> Kernel:
+    """The kernel of the running ``assay`` command (a plugin's sub-command too); one made from
+    the environment when the command runs outside the ``assay`` group (e.g. click's test runner)."""
+    obj = ctx.ensure_object(dict)
+    if obj.get("kernel") is None:
+        obj["kernel"] = Kernel()
+    return obj["kernel"]
 
 
 def fail(message: str, code: int = 2) -> None:
     """Print one clear line to stderr and exit non-zero."""
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
-
 
 class AssayGroup(click.Group):
     """Runs every command with errors turned into one line, never a traceback."""
@@ -34,20 +38,18 @@ class AssayGroup(click.Group):
             hint = f" ({exc.hint})" if exc.hint else ""
             fail(f"{exc.code}: {exc.message}{hint}")
 
-
 @click.group(cls=AssayGroup)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """assay: a plugin-based microkernel for data-analysis agents."""
     ctx.ensure_object(dict)
 
-
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 @click.pass_context
 def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
     """List every plugin found: distribution, version, hooks and status."""
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     infos = kernel.plugins()
     if as_json:
         click.echo(json.dumps({"health": kernel.health(), "plugins": [i.to_dict() for i in infos]}, indent=2))
@@ -67,7 +69,6 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
         if info.error:
             click.echo(f"  {info.name}: {info.error['message']}", err=True)
 
-
 @cli.command("tools")
 @click.option("--json", "as_json", is_flag=True, help="Print definitions with JSON Schemas.")
 @click.option("--format", "fmt", type=click.Choice(["assay", "openai", "mcp"]), default="assay",
@@ -75,7 +76,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def tools_cmd(ctx: click.Context, as_json: bool, fmt: str) -> None:
     """List the tools the model can call."""
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     tools = kernel.tools
     if as_json:
         if fmt == "openai":
@@ -94,11 +95,9 @@ def tools_cmd(ctx: click.Context, as_json: bool, fmt: str) -> None:
            [(n, kernel.provenance("tools", n) or "-", (t.description.splitlines() or [""])[0])
             for n, t in tools.items()])
 
-
 @cli.group("tool")
 def tool_group() -> None:
     """Work with one tool."""
-
 
 @tool_group.command("call")
 @click.argument("name")
@@ -110,7 +109,7 @@ def tool_call_cmd(ctx: click.Context, name: str, args_json: str) -> None:
     On failure the envelope still goes to stdout, one line saying why goes to
     stderr, and the exit status is 1.
     """
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     try:
         arguments = json.loads(args_json)
     except ValueError as exc:
@@ -127,31 +126,26 @@ def tool_call_cmd(ctx: click.Context, name: str, args_json: str) -> None:
     if not result.success:
         fail(f"{result.error_code}: {result.message}", code=1)
 
-
 @cli.command("config")
 @click.pass_context
 def config_cmd(ctx: click.Context) -> None:
     """Show the effective settings, secrets masked."""
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     kernel.start()
     click.echo(json.dumps(kernel.settings.masked(), indent=2, default=str))
-
 
 def _add_runs_commands() -> None:
     from .cli_runs import runs_group
 
     cli.add_command(runs_group)
 
-
 _add_runs_commands()  # `assay ask` comes from the ask_cli plugin (it opens --db URLs through the SQL plugin)
-
 
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     for row in rows:
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
-
 
 def build_cli(kernel: Kernel) -> click.Group:
     """A root group for ``kernel``: the built-in commands plus every plugin's.
@@ -167,7 +161,6 @@ def build_cli(kernel: Kernel) -> click.Group:
             continue
         group.add_command(command)
     return group
-
 
 def main(argv: list[str] | None = None) -> None:
     """The console script. Every failure is one line on stderr and a non-zero exit."""
@@ -193,7 +186,6 @@ def main(argv: list[str] | None = None) -> None:
         fail(f"internal error: {type(exc).__name__}: {exc} (set ASSAY_LOG_LEVEL=DEBUG for details)", code=1)
     finally:
         kernel.close()
-
 
 if __name__ == "__main__":
     main()

@@ -8,16 +8,9 @@ from typing import Any
 
 import click
 
+from assay.kernel.cli import cli_kernel
 
-def _kernel(ctx: click.Context) -> Any:
-    obj = ctx.find_object(dict) or {}
-    kernel = obj.get("kernel")
-    if kernel is None:
-        from assay import Kernel
 
-        kernel = Kernel()
-        ctx.ensure_object(dict)["kernel"] = kernel
-    return kernel
 
 
 def _bases(ctx: click.Context, names: tuple[str, ...], paths: tuple[str, ...]) -> list[Any]:
@@ -25,7 +18,7 @@ def _bases(ctx: click.Context, names: tuple[str, ...], paths: tuple[str, ...]) -
     from .errors import KnowledgeError
     from .tools import knowledge_bases, resolve
 
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     if paths:
         from . import open_base
         from .settings import KnowledgeBaseConfig, name_for_path
@@ -88,7 +81,7 @@ def add_commands(cli: click.Group) -> None:
     def search_cmd(ctx: click.Context, query: str, k: int, base: str | None, paths: tuple[str, ...],
                    as_json: bool) -> None:
         """Search the knowledge bases, keep the result as an artifact and print the passages."""
-        kernel = _kernel(ctx)
+        kernel = cli_kernel(ctx)
         if paths:
             base = _bases(ctx, (base,) if base else (), paths)[0].name
         run = kernel.new_run()

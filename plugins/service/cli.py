@@ -13,14 +13,11 @@ import time
 from typing import Any
 
 import click
+from assay.kernel.cli import cli_kernel
 from assay.kernel.errors import AssayError
 
 SERVICE_BIND_REFUSED = "SERVICE_BIND_REFUSED"
 SERVICE_DEPENDENCY_MISSING = "SERVICE_DEPENDENCY_MISSING"
-
-
-def _kernel(ctx: click.Context) -> Any:
-    return ctx.ensure_object(dict)["kernel"]
 
 
 def _settings(kernel: Any) -> Any:
@@ -81,7 +78,7 @@ def mcp_cmd(ctx: click.Context, http: str | None) -> None:
     _require("mcp", "mcp")
     from . import mcp_transport
 
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     settings = _settings(kernel)
     if http is None:
         mcp_transport.run(mcp_transport.serve_stdio(kernel, settings))
@@ -104,7 +101,7 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
     _require("fastapi", "serve")
     from .server import serve
 
-    kernel = _kernel(ctx)
+    kernel = cli_kernel(ctx)
     settings = _settings(kernel)
     host = host or settings.host
     port = settings.port if port is None else port
@@ -125,7 +122,7 @@ def tokens_group() -> None:
 def tokens_create(ctx: click.Context, owner: str, label: str) -> None:
     """Make a token and print it once (only its hash is kept)."""
     try:
-        token, info = _tokens(_kernel(ctx)).create(owner, label)
+        token, info = _tokens(cli_kernel(ctx)).create(owner, label)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--owner") from None
     click.echo(token)
@@ -137,7 +134,7 @@ def tokens_create(ctx: click.Context, owner: str, label: str) -> None:
 @click.pass_context
 def tokens_list(ctx: click.Context, as_json: bool) -> None:
     """List tokens (ids, owners, labels, dates; never the tokens)."""
-    infos = _tokens(_kernel(ctx)).list()
+    infos = _tokens(cli_kernel(ctx)).list()
     if as_json:
         click.echo(json.dumps([i.__dict__ | {"active": i.active} for i in infos], indent=2))
         return
@@ -157,7 +154,7 @@ def tokens_list(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def tokens_revoke(ctx: click.Context, token_id: str) -> None:
     """Revoke the token TOKEN_ID (the id `assay tokens list` shows)."""
-    if not _tokens(_kernel(ctx)).revoke(token_id):
+    if not _tokens(cli_kernel(ctx)).revoke(token_id):
         click.echo(f"error: no active token {token_id!r}", err=True)
         sys.exit(1)
     click.echo(f"revoked {token_id}")

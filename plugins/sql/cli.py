@@ -8,16 +8,9 @@ from typing import Any
 
 import click
 
+from assay.kernel.cli import cli_kernel
 
-def _kernel(ctx: click.Context) -> Any:
-    obj = ctx.find_object(dict) or {}
-    kernel = obj.get("kernel")
-    if kernel is None:
-        from assay import Kernel
 
-        kernel = Kernel()
-        ctx.ensure_object(dict)["kernel"] = kernel
-    return kernel
 
 
 def _choose(kernel: Any, db_url: str | None, datasource: str | None, allow_privileged: bool = False) -> str | None:
@@ -55,7 +48,7 @@ def add_commands(cli: click.Group) -> None:
     def sql_cmd(ctx: click.Context, sql: str, db_url: str | None, datasource: str | None,
                 timeout_s: float | None, as_json: bool, allow_privileged: bool) -> None:
         """Run one read-only SQL query and print the preview and the artifact id."""
-        kernel = _kernel(ctx)
+        kernel = cli_kernel(ctx)
         name = _choose(kernel, db_url, datasource, allow_privileged)
         run = kernel.new_run()
         try:
@@ -94,7 +87,7 @@ def add_commands(cli: click.Group) -> None:
 
         from .tools import Datasources
 
-        kernel = _kernel(ctx)
+        kernel = cli_kernel(ctx)
         name = _choose(kernel, db_url, datasource, allow_privileged)
         from . import sql_settings
 
@@ -121,7 +114,7 @@ def add_commands(cli: click.Group) -> None:
         from .errors import SqlError
         from .tools import Datasources
 
-        kernel = _kernel(ctx)
+        kernel = cli_kernel(ctx)
         if not url and not datasource:
             raise click.UsageError("give a database URL or --datasource NAME")
         try:
