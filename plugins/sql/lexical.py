@@ -21,7 +21,6 @@ import re
 
 _MYSQL_EXECUTABLE = re.compile(r"/\*(?:!|M!|\+)", re.IGNORECASE)
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
-_UESCAPE = re.compile(r"(\s|--[^\n]*\n?|/\*.*?\*/)*UESCAPE(\s|--[^\n]*\n?|/\*.*?\*/)*'(.)'", re.IGNORECASE | re.DOTALL)
 _HEX = set("0123456789abcdefABCDEF")
 
 
@@ -98,10 +97,7 @@ def resolve_postgres_escapes(sql: str) -> str:
         elif c in "uU" and sql.startswith("&", i + 1) and i + 2 < n and sql[i + 2] in "\"'" and not _ident_before(sql, i):
             quote = sql[i + 2]
             body, j = _quoted(sql, i + 2, quote)
-            escape = "\\"
-            uescape = _UESCAPE.match(sql, j)
-            if uescape:
-                escape, j = uescape.group(3), uescape.end()
+            escape, j = _uescape(sql, j)
             text = _decode_unicode(body, escape)
             out.append(quote + text.replace(quote, quote * 2) + quote)
             i = j
@@ -125,6 +121,35 @@ def resolve_postgres_escapes(sql: str) -> str:
         out.append(sql[i:j])
         i = j
     return "".join(out)
+
+
+def _uescape(sql: str, j: int) -> tuple[str, int]:
+    """The escape character of the ``U&`` token ending at ``sql[j]`` and the index after its
+    ``UESCAPE 'c'`` clause; a backslash and ``j`` when none follows. Comments and white space may
+    stand on either side of ``UESCAPE``; they are skipped as the server skips them (block comments
+    nest, and no comment reaches past its own end)."""
+    k = _skip_blank(sql, j)
+    if sql[k:k + 7].upper() != "UESCAPE" or (k + 7 < len(sql) and (sql[k + 7].isalnum() or sql[k + 7] in "_$")):
+        return "\\", j
+    k = _skip_blank(sql, k + 7)
+    if not (sql.startswith("'", k) and sql.startswith("'", k + 2)):
+        raise Unresolvable("UESCAPE must be followed by a one-character string literal")
+    return sql[k + 1], k + 3
+
+
+def _skip_blank(sql: str, i: int) -> int:
+    """The index of the first character at or after ``i`` that is neither white space nor in a comment."""
+    while i < len(sql):
+        if sql[i].isspace():
+            i += 1
+        elif sql.startswith("--", i):
+            end = sql.find("\n", i)
+            i = len(sql) if end < 0 else end + 1
+        elif sql.startswith("/*", i):
+            i = _end_of_block_comment(sql, i)
+        else:
+            break
+    return i
 
 
 def _ident_before(sql: str, i: int) -> bool:

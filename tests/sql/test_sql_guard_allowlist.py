@@ -42,6 +42,21 @@ def test_names_and_literals_that_cannot_be_resolved_are_refused(sql):
         assert "cannot be resolved" in info.value.message
 
 
+@pytest.mark.parametrize("sql", [
+    # the comment before the dot must end at its own */, not at the one before UESCAPE
+    'SELECT U&"pg_catalog"/* c */.U&"pg_read_file"/* c */UESCAPE \'!\'(\'/etc/passwd\')',
+    'SELECT U&"lower"/* c */.U&"pg_read_file"/* c */UESCAPE \'!\'(\'/etc/passwd\')',
+    'SELECT U&"pg_catalog"/* a /* nested */ b */.U&"pg_read_file" UESCAPE \'!\'(\'/etc/passwd\')',
+    'SELECT U&"pg_catalog"-- c\n.U&"!0070g_read_file"-- c\nUESCAPE -- c\n\'!\'(\'/etc/passwd\')',
+])
+def test_a_comment_between_unicode_escaped_name_parts_does_not_hide_the_function(sql):
+    assert "pg_read_file()" in refusal(sql, "postgresql")
+
+
+def test_uescape_without_a_one_character_literal_cannot_be_resolved():
+    assert "cannot be resolved" in refusal('SELECT U&"x" UESCAPE /* c */ 1', "postgresql")
+
+
 def test_a_quoted_postgres_name_is_case_sensitive_like_the_server():
     check_read_only('SELECT "sum"(1), SUM(2), pg_catalog.sum(3)', "postgresql")
     assert "Sum()" in refusal('SELECT "Sum"(1)', "postgresql")
