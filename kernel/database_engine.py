@@ -17,8 +17,11 @@ its execution code has no per-engine branches:
 Optional, looked up with ``getattr`` (``SqlEngine`` has defaults): ``verify``
 (what is wrong with a session at checkout; a connection with problems is
 discarded), ``reset`` (after ``end``: the session back to its just-opened
-state; False or raising discards the connection) and ``login_report`` (what the
-login may do; a privileged login is refused unless the datasource allows it).
+state; False or raising discards the connection), ``login_report`` (what the
+login may do; a privileged login is refused unless the datasource allows it)
+and ``parse_url`` (the URL text parsed by the engine itself, so that opening
+it imports no SQLAlchemy; ``None`` lets SQLAlchemy's ``make_url`` parse it:
+the SQLite engine reads ``sqlite:///PATH`` this way).
 
 The built-in engines (``assay.plugins.sql.engines``) subclass
 ``assay.plugins.sql.engines.base.SqlEngine``, which implements the optional

@@ -43,6 +43,7 @@ from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
 from .engines.base import Streamed
+from .engines.file_pool import PoolBusy
 from .errors import (
     SQL_DATASOURCE_BUSY,
     SQL_DATASOURCE_UNAVAILABLE,
@@ -538,7 +539,7 @@ def _engine_message(exc: BaseException) -> str:
 
 
 def _connect_error(name: str, exc: BaseException) -> SqlError:
-    if type(exc).__name__ == "TimeoutError" and "QueuePool" in str(exc):
+    if isinstance(exc, PoolBusy) or (type(exc).__name__ == "TimeoutError" and "QueuePool" in str(exc)):
         return SqlError(
             SQL_DATASOURCE_BUSY,
             f"every connection of datasource {name!r} is busy",

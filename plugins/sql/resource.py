@@ -21,7 +21,8 @@ log = get_logger("assay.sql")
 
 
 def find_engine(url: Any, engines: Iterable[DatabaseEngine] = BUILTIN_ENGINES) -> DatabaseEngine:
-    scheme = url.drivername.lower()
+    """The engine for a parsed URL (its ``drivername``) or a scheme; ``SQL_DATASOURCE_INVALID`` when none."""
+    scheme = (url if isinstance(url, str) else url.drivername).lower()
     for engine in engines:
         if scheme in engine.schemes:
             return engine
@@ -31,6 +32,30 @@ def find_engine(url: Any, engines: Iterable[DatabaseEngine] = BUILTIN_ENGINES) -
         f"no SQL engine handles URLs of scheme {scheme!r}",
         f"Use one of: {', '.join(known)}.",
     )
+
+
+def _parse_own_url(url: str, engines: tuple[DatabaseEngine, ...]) -> Any:
+    """The URL as parsed by the engine of its scheme, if that engine parses its own (``parse_url``); else None."""
+    scheme = url.split("://", 1)[0] if "://" in url else ""
+    for engine in engines:
+        if scheme.lower() in engine.schemes:
+            parse = getattr(engine, "parse_url", None)
+            return parse(url) if parse is not None else None
+    return None
+
+
+def _parse_sqlalchemy_url(name: str, url: str) -> Any:
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        return make_url(url)
+    except ArgumentError:
+        raise SqlError(
+            SQL_DATASOURCE_INVALID,
+            f"datasource {name!r}: not a database URL: {mask_url(url)!r}",
+            "Write it as scheme://user@host:port/database, sqlite:///path.db or duckdb:///path.duckdb.",
+        ) from None
 
 
 class DatabaseResource(Resource):
@@ -53,22 +78,15 @@ class DatabaseResource(Resource):
         engines: Iterable[DatabaseEngine] | None = None,
         description: str = "",
     ) -> None:
-        from sqlalchemy.engine import make_url
-        from sqlalchemy.exc import ArgumentError
-
         self.name = name
         self.settings = settings or SqlSettings()
         self.config = config or DatasourceConfig(url=url)
         self.description = description or self.config.description
-        try:
-            parsed = make_url(url)
-        except ArgumentError:
-            raise SqlError(
-                SQL_DATASOURCE_INVALID,
-                f"datasource {name!r}: not a database URL: {mask_url(url)!r}",
-                "Write it as scheme://user@host:port/database, sqlite:///path.db or duckdb:///path.duckdb.",
-            ) from None
-        self.engine = find_engine(parsed, engines or BUILTIN_ENGINES)
+        engines = tuple(engines or BUILTIN_ENGINES)
+        parsed = _parse_own_url(url, engines)  # SQLite's sqlite:///PATH: no SQLAlchemy import
+        if parsed is None:
+            parsed = _parse_sqlalchemy_url(name, url)
+        self.engine = find_engine(parsed, engines)
         self._url = self.engine.normalize_url(parsed)
         self.dialect: str = self.engine.dialect_for(parsed)
         self.url: str = self._url.render_as_string(hide_password=True)  # safe to show anywhere

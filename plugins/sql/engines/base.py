@@ -21,7 +21,8 @@ from ..schema import ColumnInfo, TableInfo
 class Pool:
     """One datasource's read-only connections, and what the engine keeps open beside them.
 
-    ``connections`` is a SQLAlchemy pool of raw DB-API connections. ``control``
+    ``connections`` is a pool of raw DB-API connections: SQLAlchemy's, or for
+    SQLite the standard-library one of :mod:`.file_pool`. ``control``
     is the engine's own side channel, if it has one (MySQL/MariaDB: the
     connection that sends ``KILL QUERY``). ``closers`` run after the
     connections are disposed, in order (a SQLAlchemy ``Engine``, DuckDB's

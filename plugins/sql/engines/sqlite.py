@@ -17,7 +17,8 @@ from urllib.parse import quote
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
 from ..schema import ColumnInfo, ForeignKey, TableInfo
-from .base import Pool, SqlEngine, Streamed, cursor_stream, queue_pool
+from .base import Pool, SqlEngine, Streamed, cursor_stream
+from .file_pool import ConnectionPool, FileURL, parse_file_url
 
 DENY = sqlite3.SQLITE_DENY
 OK = sqlite3.SQLITE_OK
@@ -48,6 +49,10 @@ class SqliteEngine(SqlEngine):
     streams_rows = True
     typed_columns = False  # any row may hold any type in any column
 
+    def parse_url(self, text: str) -> FileURL | None:
+        """``sqlite:///PATH`` without SQLAlchemy (see :mod:`.file_pool`); ``None``: let SQLAlchemy parse it."""
+        return parse_file_url(text, self.schemes)
+
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
         path = url.database or ""
         if not path or path == ":memory:":
@@ -61,7 +66,7 @@ class SqliteEngine(SqlEngine):
             conn.set_authorizer(authorizer)
             return conn
 
-        return Pool(queue_pool(creator, pool_size, pool_timeout_s))
+        return Pool(ConnectionPool(creator, pool_size=pool_size, timeout_s=pool_timeout_s))
 
     def begin(self, raw: sqlite3.Connection, state: StatementDeadline, backstop_s: float) -> None:
         deadline = state.deadline or float("inf")
