@@ -15,7 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field
 
-from assay import AssayError, RunContext, ToolResult
+from assay import AssayError, RunContext, ToolResult, tool
 from assay.kernel.log import get_logger
 
 from . import errors as E
@@ -28,6 +28,7 @@ log = get_logger("assay.code_interpreter")
 LOCK_KEY = "code_interpreter.lock"
 
 
+@tool(static_definition=True)  # its signature and docstring only
 def code_interpreter(
     code: Annotated[str, Field(min_length=1)],
     inputs: list[str] = [],  # noqa: B006 - validated copy per call; never mutated
