@@ -56,7 +56,6 @@ from .errors import (
     SqlError,
     refused_by_database,
 )
-from .guard import check_read_only
 from .schema import TableInfo
 from .value_limits import check_value_sizes, long_value_columns
 
@@ -529,6 +528,14 @@ class Executor:
             pool, self._pool = self._pool, None
         if pool is not None:
             pool.close()
+
+
+def check_read_only(sql: str, dialect: str, **options: Any) -> None:
+    """:func:`.guard.check_read_only`, imported with the first statement: the guard's lexer and
+    allow-lists are not needed to open a datasource and describe it (`assay ask`'s start-up)."""
+    from .guard import check_read_only as check
+
+    check(sql, dialect, **options)
 
 
 def _engine_message(exc: BaseException) -> str:
