@@ -29,7 +29,8 @@ class ArtifactRecord(BaseModel):
     holds at most the first 100 of them (never use its length as the count).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: the validator is built on first use (a capture), not when a run opens its sink
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     artifact_id: str
     kind: str  # sql, python, file, chart, ...
@@ -108,7 +109,7 @@ class Selectors(BaseModel):
       a string ``"216.name"`` is split on dots.
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     field: str | None = None
     rows: list[int | None] | str | None = None
@@ -117,6 +118,8 @@ class Selectors(BaseModel):
 
 class SelectedResult(BaseModel):
     """The selected part of an artifact, bounded, after its SHA-256 was verified."""
+
+    model_config = ConfigDict(defer_build=True)
 
     artifact_id: str
     kind: str
