@@ -35,6 +35,8 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .log import get_logger
+from .registry import Lazy
+from .tools import BaseTool
 
 log = get_logger("assay.kernel")
 
@@ -84,6 +86,29 @@ class DefinitionCache:
             self._dirty = False
         except OSError as exc:
             log.debug("tool_definition_cache_not_written", path=str(self.path), error=repr(exc))
+
+
+def code_module(tool: Any) -> str:
+    """The module a registered tool's code comes from (a lazy one's target; never imports)."""
+    if type(tool) is Lazy:
+        return tool.target
+    return getattr(getattr(tool, "func", None), "__module__", None) or type(tool).__module__
+
+
+def cacheable(tool: Any) -> bool:
+    """A static definition, shaped by BaseTool's own ``to_openai`` / ``to_mcp`` (which the cache rebuilds)."""
+    cls = type(tool)
+    return (getattr(tool, "static_definition", False) is True and isinstance(tool, BaseTool)
+            and cls.to_openai is BaseTool.to_openai and cls.to_mcp is BaseTool.to_mcp)
+
+
+def shaped(fmt: str, definition: dict[str, Any]) -> dict[str, Any]:
+    """A definition ``{"name", "description", "parameters"}`` in the shape of ``BaseTool.to_openai`` / ``to_mcp``."""
+    if fmt == "openai":
+        return {"type": "function", "function": {"name": definition["name"], "description": definition["description"],
+                                                 "parameters": definition["parameters"]}}
+    return {"name": definition["name"], "description": definition["description"],
+            "inputSchema": definition["parameters"]}
 
 
 def _is_definition(value: Any) -> bool:

@@ -253,6 +253,8 @@ class Kernel:
         """
         if fmt not in ("openai", "mcp"):
             raise ValueError(f"unknown tool definition format {fmt!r}: use 'openai' or 'mcp'")
+        from .definition_cache import cacheable, shaped
+
         registry = self.registry("tools")
         chosen = list(names) if names is not None else list(registry)
         cache = self._definition_cache()
@@ -261,7 +263,7 @@ class Kernel:
             plugin = registry.plugin_of(name)
             cached = cache.get(plugin, name) if cache is not None and plugin is not None else None
             if cached is not None:
-                found.append((name, _definition_as(fmt, cached)))
+                found.append((name, shaped(fmt, cached)))
                 continue
             try:
                 tool = registry.get(name)
@@ -272,7 +274,7 @@ class Kernel:
             if tool is None:
                 raise KeyError(name)
             found.append((name, tool.to_openai() if fmt == "openai" else tool.to_mcp()))
-            if cache is not None and plugin is not None and _cacheable(tool):
+            if cache is not None and plugin is not None and cacheable(tool):
                 cache.put(plugin, tool)
         if cache is not None:
             cache.save()
@@ -281,14 +283,14 @@ class Kernel:
 
     def _definition_cache(self) -> Any:
         """The tool definition cache of this kernel's plugins, or None when it cannot be used."""
-        from .definition_cache import FILE_NAME, DefinitionCache, fingerprint
+        from .definition_cache import FILE_NAME, DefinitionCache, code_module, fingerprint
 
         if self._definitions is None:
             with self._lock:
                 plugins = [(i.name, i.module, i.distribution, i.version) for i in self._infos.values()
                            if i.status == "loaded"]
                 tools = self._registries["tools"]
-                stamp = fingerprint(plugins, [_code_module(tools.peek(name)) for name in tools])
+                stamp = fingerprint(plugins, [code_module(tools.peek(name)) for name in tools])
                 path = Path(self.settings.home) / "cache" / FILE_NAME
                 self._definitions = DefinitionCache(path, stamp) if stamp is not None else False
         return self._definitions or None
@@ -561,29 +563,6 @@ class Kernel:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
-
-
-def _code_module(tool: Any) -> str:
-    """The module a registered tool's code comes from (a lazy one's target; never imports)."""
-    if type(tool) is Lazy:
-        return tool.target
-    return getattr(getattr(tool, "func", None), "__module__", None) or type(tool).__module__
-
-
-def _cacheable(tool: Any) -> bool:
-    """A static definition, shaped by BaseTool's own ``to_openai`` / ``to_mcp`` (which the cache rebuilds)."""
-    cls = type(tool)
-    return (getattr(tool, "static_definition", False) is True and isinstance(tool, BaseTool)
-            and cls.to_openai is BaseTool.to_openai and cls.to_mcp is BaseTool.to_mcp)
-
-
-def _definition_as(fmt: str, definition: dict[str, Any]) -> dict[str, Any]:
-    """A definition ``{"name", "description", "parameters"}`` in the shape of ``BaseTool.to_openai`` / ``to_mcp``."""
-    if fmt == "openai":
-        return {"type": "function", "function": {"name": definition["name"], "description": definition["description"],
-                                                 "parameters": definition["parameters"]}}
-    return {"name": definition["name"], "description": definition["description"],
-            "inputSchema": definition["parameters"]}
 
 
 def _error_result(exc: Exception) -> ToolResult:
