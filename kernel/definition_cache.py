@@ -31,6 +31,7 @@ import hashlib
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -51,6 +52,7 @@ class DefinitionCache:
         self.path, self.fingerprint = path, fingerprint
         self._tools: dict[str, dict[str, Any]] = {}
         self._dirty = False
+        self._lock = threading.Lock()  # several threads may describe tools of one kernel at once
         try:
             data = json.loads(path.read_text())
         except (OSError, ValueError):
@@ -68,22 +70,24 @@ class DefinitionCache:
     def put(self, plugin: str, tool: Any) -> None:
         definition = {"name": tool.name, "description": tool.description, "parameters": tool.parameters}
         key = f"{plugin}:{tool.name}"
-        if self._tools.get(key) != definition:
-            self._tools[key] = definition
-            self._dirty = True
+        with self._lock:
+            if self._tools.get(key) != definition:
+                self._tools[key] = definition
+                self._dirty = True
 
     def save(self) -> None:
         """Write the file (atomically) if anything was added; a failure is logged, never raised."""
-        if not self._dirty:
-            return
-        # key order kept as built: the model reads the parameters in the signature's order
-        body = json.dumps({"format": FORMAT, "fingerprint": self.fingerprint, "tools": self._tools})
+        with self._lock:
+            if not self._dirty:
+                return
+            # key order kept as built: the model reads the parameters in the signature's order
+            body = json.dumps({"format": FORMAT, "fingerprint": self.fingerprint, "tools": self._tools})
+            self._dirty = False
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            temporary = self.path.with_name(f".{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
             temporary.write_text(body)
-            os.replace(temporary, self.path)
-            self._dirty = False
+            temporary.replace(self.path)
         except OSError as exc:
             log.debug("tool_definition_cache_not_written", path=str(self.path), error=repr(exc))
 

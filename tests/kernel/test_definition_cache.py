@@ -172,3 +172,29 @@ def test_asking_for_an_unknown_tool_by_name_is_a_key_error(tmp_path, monkeypatch
             kernel.tool_definitions("yaml")
     finally:
         kernel.close()
+
+
+def test_threads_describing_tools_at_once_all_get_them_and_leave_one_valid_file(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
+    kernel = Kernel()
+    results, errors = [], []
+
+    def describe():
+        try:
+            results.append(len(kernel.tool_definitions("openai")))
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=describe) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        kernel.close()
+    assert errors == [] and len(set(results)) == 1 and results[0] > 0
+    assert len(_cached(tmp_path)) == results[0]
+    assert not [p for p in (tmp_path / "home" / "cache").iterdir() if p.name.endswith(".tmp")]
