@@ -39,9 +39,11 @@ from assay.kernel.sandbox import (
     SandboxRuntime,
 )
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
+from assay.kernel.sandbox import gvisor
 from assay.kernel.sandbox import seccomp as seccomp_profile
 from assay.kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
 from assay.kernel.sandbox.spec import verify_inspect
+from assay.kernel.sandbox.upload import put_by_exec
 
 log = get_logger("assay.sandbox.docker")
 
@@ -149,6 +151,11 @@ class DockerSession(ContainerSession):
         return raw, b""
 
     def _put_archive(self, directory: str, data: bytes) -> None:
+        # The Docker Engine refuses archives into a read-only root (tmpfs targets too), and
+        # under gVisor the tmpfs is out of any engine's reach: there the tar goes through an exec.
+        if self._runtime.engine() != "podman" or gvisor.is_gvisor(self.spec.oci_runtime):
+            put_by_exec(self, directory, data)
+            return
         if not self._api.put_archive(self.id, directory, data):
             raise SandboxError(SANDBOX_EXEC_FAILED, f"docker: could not copy into {directory}")
 
@@ -454,17 +461,14 @@ class DockerRuntime(SandboxRuntime):
         return None
 
     def _gvisor_status(self, runtimes: dict[str, Any]) -> str:
-        """What doctor says about gVisor: configured only when it could really be used."""
-        requested = self.config.oci_runtime == "runsc"
+        """What doctor says about gVisor: enforced only when requested and a real probe ran under it."""
         if "runsc" not in runtimes:
             why: str | None = "the engine has no runsc runtime"
         elif self.engine() == "podman":
             why = "podman's Docker-compatible API ignores the OCI runtime (use SANDBOX_RUNTIME=podman)"
         else:
             why = self._runtime_missing(runtimes["runsc"])
-        if why is None:
-            return "configured, requested" if requested else "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)"
-        return ("requested, not available: " if requested else "not available: ") + why
+        return gvisor.doctor_status(self, why)
 
     def close(self) -> None:
         with self._lock:

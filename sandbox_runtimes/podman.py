@@ -13,6 +13,15 @@ The container is created from the hardened spec by posting a libpod
 SpecGenerator directly (podman-py's ``containers.create`` cannot express
 nosuid/nodev tmpfs options); execution, timeouts and files come from
 :class:`assay.kernel.sandbox.ContainerSession`.
+
+An OCI runtime other than the default (``SANDBOX_OCI_RUNTIME=runsc``):
+podman 4's API ignores the SpecGenerator's ``oci_runtime`` (the container
+comes up under runc), so such a container is *created* through a second
+service of the runtime's own, ``podman --runtime NAME system service``, on a
+socket beside the first (shared the same way; it also exits when idle).
+Everything after creation goes through the main socket: podman records the
+runtime with the container. The inspect check still refuses a container
+whose runtime is not the one asked for.
 """
 
 from __future__ import annotations
@@ -39,10 +48,12 @@ from assay.kernel.sandbox import (
     SandboxError,
     SandboxRuntime,
 )
+from assay.kernel.sandbox import gvisor
 from assay.kernel.sandbox import labels as sandbox_labels
 from assay.kernel.sandbox import seccomp as seccomp_profile
 from assay.kernel.sandbox.channel import hijack
 from assay.kernel.sandbox.spec import verify_inspect
+from assay.kernel.sandbox.upload import put_by_exec
 
 log = get_logger("assay.sandbox.podman")
 
@@ -57,8 +68,9 @@ def _socket_url(value: str) -> str:
     return "unix://" + value
 
 
-def _own_socket_path() -> Path:
-    return Path(tempfile.gettempdir()) / f"assay-podman-{os.getuid()}" / "podman.sock"
+def _own_socket_path(oci_runtime: str | None = None) -> Path:
+    name = f"podman-{oci_runtime}.sock" if oci_runtime else "podman.sock"
+    return Path(tempfile.gettempdir()) / f"assay-podman-{os.getuid()}" / name
 
 
 class PodmanRuntime(SandboxRuntime):
@@ -73,6 +85,7 @@ class PodmanRuntime(SandboxRuntime):
         self._client: Any = None
         self._url: str | None = None
         self._info: dict[str, Any] | None = None
+        self._creators: dict[str, Any] = {}  # OCI runtime -> client of its own podman service
 
     # --- connection ----------------------------------------------------------------
 
@@ -96,8 +109,27 @@ class PodmanRuntime(SandboxRuntime):
             return _socket_url(f"{xdg}/podman/podman.sock")
         return _socket_url(str(self._start_service()))
 
-    def _start_service(self) -> Path:
-        sock = _own_socket_path()
+    def _creator_api(self, oci_runtime: str | None) -> Any:
+        """The API to create a container through: the main one, or for another OCI runtime
+        a service whose default runtime it is (podman's API ignores ``oci_runtime``)."""
+        if not oci_runtime:
+            return self._connect().api
+        if oci_runtime not in self._creators:
+            from podman import PodmanClient
+
+            try:
+                sock = self._start_service(oci_runtime)
+            except Exception as exc:  # noqa: BLE001 - any failure: the container is not made
+                raise SandboxError(SANDBOX_START_FAILED,
+                                   f"podman could not serve OCI runtime {oci_runtime!r}: {exc}",
+                                   "Register it in containers.conf ([engine.runtimes]; for gVisor see "
+                                   "docs/sandbox_engines.md), or unset SANDBOX_OCI_RUNTIME.") from None
+            self._creators[oci_runtime] = PodmanClient(base_url=_socket_url(str(sock)), version=API_VERSION,
+                                                       timeout=60, max_pool_size=4)
+        return self._creators[oci_runtime].api
+
+    def _start_service(self, oci_runtime: str | None = None) -> Path:
+        sock = _own_socket_path(oci_runtime)
         sock.parent.mkdir(mode=0o700, exist_ok=True)
         with open(sock.parent / "lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -111,7 +143,8 @@ class PodmanRuntime(SandboxRuntime):
             from .podman_conf import service_environment
 
             subprocess.Popen(
-                [binary, "system", "service", f"--time={PODMAN_SERVICE_IDLE_S}", f"unix://{sock}"],
+                [binary, *(["--runtime", oci_runtime] if oci_runtime else []),
+                 "system", "service", f"--time={PODMAN_SERVICE_IDLE_S}", f"unix://{sock}"],
                 stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, close_fds=True,
                 env={**os.environ, **service_environment(sock.parent)},
                 # conmon drops marker files (an empty "oom" after an OOM kill) into its
@@ -166,7 +199,8 @@ class PodmanRuntime(SandboxRuntime):
         spec.check()
         api = self._connect().api
         body = spec_generator(spec)
-        resp = api.post("/containers/create", data=json.dumps(body), headers={"Content-Type": "application/json"})
+        resp = self._creator_api(spec.oci_runtime).post("/containers/create", data=json.dumps(body),
+                                                        headers={"Content-Type": "application/json"})
         if resp.status_code >= 400:
             message = _error_text(resp)
             if resp.status_code == 404 or "image not known" in message or "no such image" in message.lower():
@@ -240,10 +274,22 @@ class PodmanRuntime(SandboxRuntime):
             "read-only rootfs, tmpfs sizes, cap-drop ALL, no-new-privileges, non-root, init": True,
             "file-size ulimit": True,
             "seccomp (assay profile)": bool(host.get("security", {}).get("seccompEnabled")),
-            "gVisor runsc available": bool(shutil.which("runsc")),
+            "gVisor (runsc)": self._gvisor_status(),
         }
 
+    def _gvisor_status(self) -> str:
+        """Enforced only when requested and a real sandbox ran under runsc (podman's info does not
+        list the runtimes its configuration registers, so the probe is the only proof)."""
+        why = None if shutil.which("runsc") else "runsc is not installed"
+        return gvisor.doctor_status(self, why)
+
     def close(self) -> None:
+        for client in self._creators.values():
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001
+                pass
+        self._creators.clear()
         if self._client is not None:
             try:
                 self._client.close()
@@ -340,6 +386,9 @@ class PodmanSession(ContainerSession):
         return hijack(path, f"/v{API_VERSION}/libpod/exec/{resp.json()['Id']}/start", {"Detach": False, "Tty": False})
 
     def _put_archive(self, directory: str, data: bytes) -> None:
+        if gvisor.is_gvisor(self.spec.oci_runtime):  # its tmpfs is inside gVisor: podman's copier cannot reach it
+            put_by_exec(self, directory, data)
+            return
         resp = self._api.put(f"/containers/{self.id}/archive", params={"path": directory}, data=data)
         if resp.status_code >= 400:
             raise SandboxError("SANDBOX_EXEC_FAILED", f"podman could not copy into the sandbox: {_error_text(resp)}")

@@ -19,6 +19,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import gvisor
 from . import seccomp as seccomp_profile
 from .config import SandboxConfig
 from .launcher import HELPER_PATH
@@ -311,6 +312,10 @@ def build_spec(
     env.update(config.allowed_host_env())
     env.update(ov.get("env", {}))
     memory = cfg.memory_limit
+    oci_runtime = ov.get("oci_runtime") or config.oci_runtime
+    # Under gVisor the engine's pids limit covers gVisor's own processes too, and
+    # RLIMIT_NPROC is per sandbox: see gvisor.py.
+    nproc = cfg.max_processes if gvisor.is_gvisor(oci_runtime) else NPROC_BACKSTOP
     # The keeper sleeps a little past the lifetime, so even an orphan whose reaper
     # never runs stops by itself; the reaper removes it afterwards.
     keeper = ("sleep", str(int(config.max_lifetime) + 60))
@@ -329,7 +334,7 @@ def build_spec(
         memory_swap_bytes=memory,
         cpu_period_us=CPU_PERIOD_US,
         cpu_quota_us=max(1000, int(cfg.cpu_limit * CPU_PERIOD_US)),
-        pids_limit=cfg.max_processes,
+        pids_limit=gvisor.host_pids_limit(oci_runtime, cfg.max_processes),
         tmpfs=(
             TmpfsMount(config.workdir, cfg.workspace_size, noexec=False),
             TmpfsMount("/tmp", cfg.tmp_size),
@@ -337,15 +342,16 @@ def build_spec(
         ulimits=(
             Ulimit("fsize", cfg.max_file_size, cfg.max_file_size),
             Ulimit("nofile", config.open_files, config.open_files),
-            # Per-uid, host-wide: a backstop only; the pids cgroup is the real limit. Engines
+            # Per-uid, host-wide under runc: a backstop only; the pids cgroup is the real
+            # limit (under gVisor it is per uid inside the sandbox: the real limit). Engines
             # replace all default ulimits once one is given, so nproc must be explicit.
-            Ulimit("nproc", NPROC_BACKSTOP, NPROC_BACKSTOP),
+            Ulimit("nproc", nproc, nproc),
             Ulimit("core", 0, 0),
             Ulimit("msgqueue", MSGQUEUE_BYTES, MSGQUEUE_BYTES),
         ),
         max_file_size=cfg.max_file_size,
         timeout_s=cfg.timeout,
-        oci_runtime=ov.get("oci_runtime") or config.oci_runtime,
+        oci_runtime=oci_runtime,
         shm_bytes=cfg.shm_size,
     )
     return spec.check()

@@ -198,17 +198,26 @@ def test_labels_name_the_owner_and_expiry(podman_manager, podman_session):
     assert float(labels["assay.sandbox.expires"]) - float(labels["assay.sandbox.created"]) == pytest.approx(3600)
 
 
-def test_gvisor_is_opt_in_and_fails_closed_when_missing(podman_manager, podman_session):
+def test_gvisor_is_opt_in(podman_manager, podman_session):
+    assert _inspect(podman_manager, podman_session)["OCIRuntime"] != "runsc"
+
+
+def test_gvisor_when_asked_runs_the_code_under_gvisors_kernel(podman_manager):
+    import os
     import shutil
 
+    from tests.conftest import require
+
+    require(shutil.which("runsc") is not None, "gVisor's runsc (apt-get install runsc)")
+    with podman_manager.open_session(oci_runtime="runsc") as sb:
+        assert podman_manager.inspect(sb.id)["OCIRuntime"] == "runsc"
+        release = _run(sb, "import platform; print(platform.release())").stdout.strip()
+    assert release != os.uname().release and release == "4.4.0", release
+
+
+def test_a_named_oci_runtime_podman_does_not_have_fails_closed(podman_manager):
     from assay.kernel.sandbox import SandboxError
 
-    assert _inspect(podman_manager, podman_session)["OCIRuntime"] != "runsc"
-    if shutil.which("runsc"):
-        with podman_manager.open_session(oci_runtime="runsc") as sb:
-            assert podman_manager.inspect(sb.id)["OCIRuntime"] == "runsc"
-            assert _run(sb, "print(1)").stdout == "1\n"
-    else:
-        with pytest.raises(SandboxError) as err:
-            podman_manager.open_session(oci_runtime="runsc")
-        assert err.value.code == "SANDBOX_START_FAILED" and "runsc" in err.value.message
+    with pytest.raises(SandboxError) as err:
+        podman_manager.open_session(oci_runtime="assay-no-such-runtime")
+    assert err.value.code == "SANDBOX_START_FAILED" and "assay-no-such-runtime" in err.value.message

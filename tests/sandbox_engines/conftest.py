@@ -2,9 +2,12 @@
 
 ``podman_api_socket`` starts one private ``podman system service`` per test
 session (per xdist worker) and stops it by PID at the end; the docker runtime
-talks to it as a Docker daemon. ``sandbox_image`` is the locally built image
-(``scripts/build-sandbox-image.sh``); without podman or the image these tests
-skip locally and fail in CI.
+talks to it as a Docker daemon (target ``docker@podman``).
+``docker_engine_socket`` starts one private Docker Engine (``dockerd``) the
+same way, on first use, with the sandbox image loaded into it and gVisor
+registered (targets ``docker``, ``docker+gvisor``). ``sandbox_image`` is the
+locally built image (``scripts/build-sandbox-image.sh``); without podman,
+dockerd, runsc or the image these tests skip locally and fail in CI.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import subprocess
 import pytest
 
 from tests.conftest import require
+from tests.sandbox_engines import docker_daemon
 from tests.sandbox_engines.podman_service import image_present, podman_service, podman_usable
 
 TEST_IMAGE = os.environ.get("ASSAY_TEST_SANDBOX_IMAGE", "localhost/assay-sandbox-python:bookworm")
@@ -62,47 +66,113 @@ def podman_api_socket(podman_ok: bool, _podman_service_on_demand) -> str:
 
 
 @pytest.fixture(scope="session")
-def engine_managers(request, _podman_service_on_demand):
-    """``get(runtime, **overrides)``: a SandboxManager per (runtime, overrides), shared by the session.
+def _dockerd_on_demand():
+    """Starts the private Docker Engine (image loaded) on first use; stops it (by PID) last."""
+    holder: dict[str, object] = {}
 
-    Managers are closed only when the test session ends: closing one removes
-    every container its process owns on that engine, which would pull shared
+    def get() -> str:
+        if "path" not in holder:
+            cm = docker_daemon.docker_daemon(TEST_IMAGE)
+            holder["path"] = cm.__enter__()
+            holder["cm"] = cm
+        return holder["path"]  # type: ignore[return-value]
+
+    yield get
+    if "cm" in holder:
+        holder["cm"].__exit__(None, None, None)  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def docker_engine_socket(sandbox_image: str, _dockerd_on_demand) -> str:
+    """Path of a private Docker Engine's socket (the sandbox image loaded), alive for the session."""
+    require(docker_daemon.dockerd_binary() is not None, "dockerd (apt-get install docker.io)")
+    return _dockerd_on_demand()
+
+
+@pytest.fixture(scope="session")
+def endpoint_socket(request):
+    """``get(target)``: the socket path the target's runtime talks to (None for nerdctl, local)."""
+    from tests.sandbox_engines.engines import endpoint_of, is_gvisor
+
+    def get(target: str) -> str | None:
+        if is_gvisor(target):
+            require(docker_daemon.runsc_binary() is not None, "gVisor's runsc (apt-get install runsc)")
+        endpoint = endpoint_of(target)
+        if endpoint == "podman":
+            return request.getfixturevalue("podman_api_socket")
+        if endpoint == "dockerd":
+            return request.getfixturevalue("docker_engine_socket")
+        return None
+
+    return get
+
+
+@pytest.fixture(scope="session")
+def engine_cli(endpoint_socket):
+    """``argv(target)``: the CLI that steers the target's containers (podman's, or docker's on the private
+    daemon): ``kill``, ``wait``, ``start``, ``container inspect`` take the same arguments in both."""
+    from tests.sandbox_engines.engines import endpoint_of
+
+    def argv(target: str) -> list[str]:
+        if endpoint_of(target) == "dockerd":
+            return [docker_daemon.docker_cli() or "docker", "-H", f"unix://{endpoint_socket(target)}"]
+        return ["podman"]
+
+    return argv
+
+
+@pytest.fixture(scope="session")
+def engine_managers(request, _podman_service_on_demand, _dockerd_on_demand, endpoint_socket):
+    """``get(target, **overrides)``: a SandboxManager per (target, overrides), shared by the session.
+
+    A target is a runtime on an endpoint, with settings (``engines.TARGETS``:
+    ``docker`` is the private Docker Engine, ``docker@podman`` podman's
+    compatible API, ``podman+gvisor`` podman with runsc, ...). Managers are
+    closed only when the test session ends: closing one removes every
+    container its process owns on that engine, which would pull shared
     sessions of other tests from under them.
     """
-    from tests.sandbox_engines.engines import manager_for
+    from tests.sandbox_engines.engines import TARGETS, endpoint_of, manager_for, runtime_of
 
     made: dict[tuple, object] = {}
 
-    def get(runtime: str, **overrides):
-        if runtime != "local":
+    def get(target: str, **overrides):
+        if target != "local":
             request.getfixturevalue("sandbox_image")
-        socket_path = request.getfixturevalue("podman_api_socket") if runtime in ("podman", "docker") else None
-        key = (runtime, tuple(sorted(overrides.items())))
+        socket_path = endpoint_socket(target)
+        key = (target, tuple(sorted(overrides.items())))
         if key not in made:
-            made[key] = manager_for(runtime, socket_path, **overrides)
+            made[key] = manager_for(runtime_of(target), socket_path, **{**TARGETS[target][2], **overrides})
         return made[key]
 
     yield get
     opened = {sid for manager in made.values() for sid in manager.opened}
     for manager in made.values():
         manager.close()
+    leaked: list[str] = []
     if opened and podman_usable():
-        leaked = _containers_of_sessions(os.getpid(), opened)
-        if leaked:
-            subprocess.run(["podman", "rm", "-f", *leaked], capture_output=True, timeout=120)
-            pytest.fail(f"sandbox containers outlived their managers: {leaked}", pytrace=False)
+        leaked += _containers_of_sessions(["podman"], os.getpid(), opened)
+    if opened and any(endpoint_of(target) == "dockerd" for target, _ in made):
+        leaked += _containers_of_sessions([docker_daemon.docker_cli() or "docker", "-H",
+                                           f"unix://{_dockerd_on_demand()}"], os.getpid(), opened)
+    if leaked:
+        pytest.fail(f"sandbox containers outlived their managers: {leaked}", pytrace=False)
 
 
-def _containers_of_sessions(pid: int, sessions: set[str]) -> list[str]:
-    """Containers of this process that belong to the given sessions (others' are not ours to judge)."""
+def _containers_of_sessions(cli: list[str], pid: int, sessions: set[str]) -> list[str]:
+    """Containers of this process that belong to the given sessions (others' are not ours to judge);
+    they are removed, and returned."""
     done = subprocess.run(
-        ["podman", "ps", "-a", "--filter", "label=assay.sandbox=1",
+        [*cli, "ps", "-a", "--filter", "label=assay.sandbox=1",
          "--filter", f"label=assay.sandbox.owner-pid={pid}",
          "--format", '{{.ID}} {{index .Labels "assay.sandbox.session"}}'],
         capture_output=True, text=True, timeout=60,
     )
     rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
-    return [row[0] for row in rows if len(row) == 2 and row[1] in sessions]
+    leaked = [row[0] for row in rows if len(row) == 2 and row[1] in sessions]
+    if leaked:
+        subprocess.run([*cli, "rm", "-f", *leaked], capture_output=True, timeout=120)
+    return leaked
 
 
 @pytest.fixture(scope="session")

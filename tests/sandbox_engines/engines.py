@@ -1,9 +1,15 @@
 """Building sandbox managers for each runtime the way tests and the bench use them.
 
-Each runtime is pointed at what this machine really has: podman and docker
-at a private ``podman system service`` socket (docker through podman's
-Docker-compatible API), nerdctl at podman's CLI (``SANDBOX_NERDCTL_BINARY``,
-``ASSAY_TEST_NERDCTL_BINARY`` overrides), local with the explicit allow flag.
+Each runtime is pointed at what this machine really has: podman at a private
+``podman system service`` socket; docker at a private Docker Engine
+(``docker_daemon.py``) and, as ``docker@podman``, at podman's
+Docker-compatible API on that socket; nerdctl at podman's CLI
+(``SANDBOX_NERDCTL_BINARY``, ``ASSAY_TEST_NERDCTL_BINARY`` overrides); local
+with the explicit allow flag. ``podman+gvisor`` and ``docker+gvisor`` are
+podman and the Docker Engine with ``oci_runtime="runsc"``.
+
+Tests are parametrized over these *targets*; :data:`TARGETS` says which
+runtime, which endpoint and which settings each one is.
 """
 
 from __future__ import annotations
@@ -15,10 +21,39 @@ from typing import Any
 
 from assay.kernel.sandbox import SandboxConfig, SandboxManager, SandboxRuntime
 
-CONTAINER_RUNTIMES = ("podman", "docker", "nerdctl")
+#: target -> (runtime plugin, endpoint: "podman" socket, "dockerd" socket or None, settings)
+TARGETS: dict[str, tuple[str, str | None, dict[str, Any]]] = {
+    "podman": ("podman", "podman", {}),
+    "docker": ("docker", "dockerd", {}),
+    "docker@podman": ("docker", "podman", {}),
+    "nerdctl": ("nerdctl", None, {}),
+    "local": ("local", None, {}),
+    "podman+gvisor": ("podman", "podman", {"oci_runtime": "runsc"}),
+    "docker+gvisor": ("docker", "dockerd", {"oci_runtime": "runsc"}),
+}
+CONTAINER_RUNTIMES = ("podman", "docker", "docker@podman", "nerdctl")
 ALL_RUNTIMES = (*CONTAINER_RUNTIMES, "local")
+GVISOR_TARGETS = ("podman+gvisor", "docker+gvisor")
+#: The hardening checks and the escape suite run on these: every engine, runc and gVisor.
+HARDENED_TARGETS = (*CONTAINER_RUNTIMES, *GVISOR_TARGETS)
+#: Targets whose containers podman's CLI can see and steer (the others are on the private dockerd).
+PODMAN_BACKED = ("podman", "docker@podman", "nerdctl", "podman+gvisor")
 TEST_IMAGE = os.environ.get("ASSAY_TEST_SANDBOX_IMAGE", "localhost/assay-sandbox-python:bookworm")
 NERDCTL_BINARY = os.environ.get("ASSAY_TEST_NERDCTL_BINARY", "podman")
+
+
+def runtime_of(target: str) -> str:
+    """The runtime plugin a test target uses (``docker+gvisor`` -> ``docker``)."""
+    return TARGETS[target][0]
+
+
+def endpoint_of(target: str) -> str | None:
+    """Which private endpoint a target needs: ``"podman"``, ``"dockerd"`` or None."""
+    return TARGETS[target][1]
+
+
+def is_gvisor(target: str) -> bool:
+    return TARGETS[target][2].get("oci_runtime") == "runsc"
 
 
 def runtime_class(name: str) -> type[SandboxRuntime]:

@@ -1,8 +1,9 @@
 """The docker and nerdctl runtimes against real engines: probes, fail-closed
 selection, images, files, labels, reaping and the gVisor opt-in.
 
-docker talks to podman's Docker-compatible socket; nerdctl drives podman's
-CLI (``SANDBOX_NERDCTL_BINARY=podman``).
+docker talks to a private Docker Engine (target ``docker``) and to podman's
+Docker-compatible socket (``docker@podman``); nerdctl drives podman's CLI
+(``SANDBOX_NERDCTL_BINARY=podman``).
 """
 
 from __future__ import annotations
@@ -25,30 +26,35 @@ from assay.kernel.sandbox.errors import (
     SANDBOX_START_FAILED,
 )
 from assay.kernel.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
-from tests.conftest import require
-from tests.sandbox_engines.engines import config_for, manager_for, runtime_class
+from tests.sandbox_engines.engines import GVISOR_TARGETS, config_for, manager_for, runtime_class, runtime_of
 
-MINE = ("docker", "nerdctl")
+MINE = ("docker", "docker@podman", "nerdctl")  # test targets (engines.TARGETS)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _socket_for(runtime, request):
-    return request.getfixturevalue("podman_api_socket") if runtime == "docker" else None
+def _socket_for(target, request):
+    return request.getfixturevalue("endpoint_socket")(target)
 
 
-def _labelled_containers() -> set[str]:
-    done = subprocess.run(["podman", "ps", "-a", "-q", "--no-trunc", "--filter", "label=assay.sandbox=1"],
+def _cli(target, request) -> list[str]:
+    return request.getfixturevalue("engine_cli")(target)
+
+
+def _labelled_containers(cli: list[str]) -> set[str]:
+    done = subprocess.run([*cli, "ps", "-a", "-q", "--no-trunc", "--filter", "label=assay.sandbox=1"],
                           capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
     return set(done.stdout.split())
 
 
-def _exists(container_id: str) -> bool:
-    return subprocess.run(["podman", "container", "exists", container_id], capture_output=True).returncode == 0
+def _exists(cli: list[str], container_id: str) -> bool:
+    return subprocess.run([*cli, "container", "inspect", container_id], capture_output=True).returncode == 0
 
 
-@pytest.mark.parametrize("runtime", MINE)
-def test_probe_asks_the_engine_and_doctor_adds_runtime_details(runtime, request, sandbox_image):
-    rt = runtime_class(runtime)(config_for(runtime, _socket_for(runtime, request)))
+@pytest.mark.parametrize("target", MINE)
+def test_probe_asks_the_engine_and_doctor_adds_runtime_details(target, request, sandbox_image):
+    runtime = runtime_of(target)
+    rt = runtime_class(runtime)(config_for(runtime, _socket_for(target, request)))
     try:
         probe = rt.probe()
         doctor = rt.doctor()
@@ -61,6 +67,8 @@ def test_probe_asks_the_engine_and_doctor_adds_runtime_details(runtime, request,
     assert doctor.cgroup_version in ("1", "2")
     assert doctor.oci_runtime == "runc"
     assert limits["seccomp (assay profile)"] is True
+    if target == "docker":  # the real engine, not podman's compatible API
+        assert probe.info["engine"] == "docker" and probe.version.startswith("20.10"), probe.detail
 
 
 def test_docker_probe_fails_with_the_endpoint_when_nothing_listens(tmp_path):
@@ -104,10 +112,11 @@ def test_docker_runtime_uses_DOCKER_HOST_when_its_own_setting_is_unset(podman_ap
     assert probe.endpoint == f"unix://{podman_api_socket}"
 
 
-@pytest.mark.parametrize("runtime", MINE)
-def test_missing_image_is_reported_and_leaves_no_container(runtime, request, sandbox_image):
-    before = _labelled_containers()
-    manager = manager_for(runtime, _socket_for(runtime, request),
+@pytest.mark.parametrize("target", MINE)
+def test_missing_image_is_reported_and_leaves_no_container(target, request, sandbox_image):
+    cli = _cli(target, request)
+    before = _labelled_containers(cli)
+    manager = manager_for(runtime_of(target), _socket_for(target, request),
                           image_python=f"localhost/assay-no-such-image:{uuid.uuid4().hex[:8]}")
     try:
         with pytest.raises(SandboxError) as info:
@@ -116,38 +125,57 @@ def test_missing_image_is_reported_and_leaves_no_container(runtime, request, san
         assert "build-image" in (info.value.hint or "")
     finally:
         manager.close()
-    assert _labelled_containers() - before == set()
+    assert _labelled_containers(cli) - before == set()
 
 
-@pytest.mark.parametrize("runtime", MINE)
-def test_gvisor_opt_in_reaches_the_engine_and_is_not_silently_dropped(runtime, request, sandbox_image):
-    # runsc is not installed on this machine: the engine must refuse, not run without it.
-    require(subprocess.run(["sh", "-c", "command -v runsc"], capture_output=True).returncode != 0,
-            "a machine without runsc (with runsc this would start a gVisor sandbox)")
-    socket_path = _socket_for(runtime, request)
-    config = config_for(runtime, socket_path, oci_runtime="runsc")
+@pytest.mark.parametrize("target", GVISOR_TARGETS)
+def test_gvisor_opt_in_starts_a_sandbox_under_gvisors_kernel(target, fresh_session, engine_managers):
+    session = fresh_session(target)
+    inspect = engine_managers(target).inspect(session.id)
+    assert (inspect.get("OCIRuntime") or inspect["HostConfig"].get("Runtime")) == "runsc"
+    result = session.run_code("import os, platform; print(platform.release()); print(open('/proc/version').read())")
+    assert result.exit_code == 0, result.stderr
+    release = result.stdout.splitlines()[0]
+    assert release != os.uname().release, "the sandbox ran on the host's kernel, not gVisor's"
+    assert release == "4.4.0", result.stdout  # the kernel version gVisor reports
+
+
+# A runtime named but not there: the engine must refuse (or assay must), never run under runc.
+# On podman's compatible API even runsc is "not there": that API ignores the OCI runtime.
+FAIL_CLOSED = [("docker", "assay-no-such-runtime"), ("docker@podman", "runsc"),
+               ("docker@podman", "assay-no-such-runtime"), ("nerdctl", "assay-no-such-runtime"),
+               ("podman", "assay-no-such-runtime")]
+
+
+@pytest.mark.parametrize("target,oci_runtime", FAIL_CLOSED)
+def test_a_named_oci_runtime_the_engine_does_not_have_fails_closed(target, oci_runtime, request, sandbox_image):
+    runtime = runtime_of(target)
+    config = config_for(runtime, _socket_for(target, request), oci_runtime=oci_runtime)
     rt = runtime_class(runtime)(config)
-    spec = build_spec(config, language="python", name=f"assay-runsc-{uuid.uuid4().hex[:8]}",
-                      labels=owner_labels("sbx_runsc", runtime, 60))
+    spec = build_spec(config, language="python", name=f"assay-ocirt-{uuid.uuid4().hex[:8]}",
+                      labels=owner_labels("sbx_ocirt", runtime, 60))
     if runtime == "docker":
-        assert rt.host_config_kwargs(spec)["runtime"] == "runsc"
-    else:
+        assert rt.host_config_kwargs(spec)["runtime"] == oci_runtime
+    elif runtime == "nerdctl":
         args = rt.run_args(spec)
-        assert args[args.index("--runtime") + 1] == "runsc"
-    before = _labelled_containers()
+        assert args[args.index("--runtime") + 1] == oci_runtime
+    cli = _cli(target, request)
+    before = _labelled_containers(cli)
     try:
         with pytest.raises(SandboxError) as info:
             rt.create_session(spec)
         assert info.value.code == SANDBOX_START_FAILED
-        assert "runsc" in str(info.value)
+        assert oci_runtime in str(info.value)
     finally:
         rt.close()
-    assert _labelled_containers() - before == set()
+    assert _labelled_containers(cli) - before == set()
 
 
-def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(request, sandbox_image, monkeypatch):
+@pytest.mark.parametrize("target", ["docker", "docker@podman"])
+def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(target, request, sandbox_image,
+                                                                           monkeypatch):
     # What an engine that drops a setting looks like: the container comes up without it.
-    socket_path = _socket_for("docker", request)
+    socket_path = _socket_for(target, request)
     config = config_for("docker", socket_path)
     rt = runtime_class("docker")(config)
     real = rt.host_config_kwargs
@@ -160,7 +188,8 @@ def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(reque
     monkeypatch.setattr(rt, "host_config_kwargs", weaker)
     spec = build_spec(config, language="python", name=f"assay-weak-{uuid.uuid4().hex[:8]}",
                       labels=owner_labels("sbx_weak", "docker", 60))
-    before = _labelled_containers()
+    cli = _cli(target, request)
+    before = _labelled_containers(cli)
     try:
         with pytest.raises(SandboxError) as info:
             rt.create_session(spec)
@@ -168,10 +197,10 @@ def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(reque
         assert "root filesystem is writable" in info.value.message and "pids limit" in info.value.message
     finally:
         rt.close()
-    assert _labelled_containers() - before == set()
+    assert _labelled_containers(cli) - before == set()
 
 
-@pytest.mark.parametrize("runtime", MINE)
+@pytest.mark.parametrize("runtime", [*MINE, *GVISOR_TARGETS])
 def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(runtime, engine_managers):
     session = engine_managers(runtime).open_session()
     try:
@@ -204,9 +233,10 @@ def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(runt
         session.close()
 
 
-@pytest.mark.parametrize("runtime", MINE)
-def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(runtime, request, sandbox_image):
-    config = config_for(runtime, _socket_for(runtime, request))
+@pytest.mark.parametrize("target", MINE)
+def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(target, request, sandbox_image):
+    runtime, cli = runtime_of(target), _cli(target, request)
+    config = config_for(runtime, _socket_for(target, request))
     rt = runtime_class(runtime)(config)
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
@@ -223,9 +253,9 @@ def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(runtime,
             made[kind] = rt.create_session(spec)
         removed = set(rt.reap())
         # Other processes' reapers may get to an orphan first; either way it is gone.
-        assert not _exists(made["dead-owner"].id)
-        assert not _exists(made["expired"].id)
-        assert made["alive"].id not in removed and _exists(made["alive"].id)
+        assert not _exists(cli, made["dead-owner"].id)
+        assert not _exists(cli, made["expired"].id)
+        assert made["alive"].id not in removed and _exists(cli, made["alive"].id)
     finally:
         for session in made.values():
             session.destroy()
@@ -233,7 +263,7 @@ def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(runtime,
 
 
 def test_exit_clean_up_of_one_runtime_leaves_the_other_runtimes_containers(engine_managers):
-    docker_session = engine_managers("docker").open_session()
+    docker_session = engine_managers("docker@podman").open_session()  # on the same engine as nerdctl's
     nerdctl_session = engine_managers("nerdctl").open_session()
     try:
         removed = engine_managers("nerdctl").runtime.reap(only_mine=True)
@@ -256,24 +286,25 @@ time.sleep(600)
 """
 
 
-@pytest.mark.parametrize("runtime", MINE)
-def test_sigkilled_owner_leaves_no_orphan_after_the_next_start(runtime, request, sandbox_image):
-    socket_path = _socket_for(runtime, request)
+@pytest.mark.parametrize("target", MINE)
+def test_sigkilled_owner_leaves_no_orphan_after_the_next_start(target, request, sandbox_image):
+    runtime, cli = runtime_of(target), _cli(target, request)
+    socket_path = _socket_for(target, request)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER.format(repo=REPO, runtime=runtime, socket=socket_path)],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
     )
     try:
         container = holder.stdout.readline().strip()
-        assert container and _exists(container)
+        assert container and _exists(cli, container)
     finally:
         holder.send_signal(signal.SIGKILL)
         holder.wait()
-    assert _exists(container)  # SIGKILL gave it no chance to clean up
+    assert _exists(cli, container)  # SIGKILL gave it no chance to clean up
     manager = manager_for(runtime, socket_path)
     try:
         manager.runtime  # start-up: select the runtime and reap orphans
-        assert not _exists(container)
+        assert not _exists(cli, container)
     finally:
         manager.close()
 

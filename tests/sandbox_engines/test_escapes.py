@@ -19,7 +19,7 @@ import uuid
 import pytest
 
 from tests.conftest import require
-from tests.sandbox_engines.engines import ALL_RUNTIMES, CONTAINER_RUNTIMES, host_pids_running
+from tests.sandbox_engines.engines import ALL_RUNTIMES, GVISOR_TARGETS, HARDENED_TARGETS, host_pids_running, is_gvisor
 
 MiB = 1024**2
 
@@ -40,7 +40,7 @@ def _facts(result) -> dict:
 
 
 # Local runs the fork bomb as this host user; as root RLIMIT_NPROC does not apply.
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     marker = f"forkbomb-{uuid.uuid4().hex}"
@@ -67,7 +67,7 @@ def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, 
     assert session.run_code("print('still here')").stdout == "still here\n"
 
 
-@pytest.mark.parametrize("runtime", ALL_RUNTIMES)
+@pytest.mark.parametrize("runtime", [*ALL_RUNTIMES, *GVISOR_TARGETS])
 def test_memory_bomb_is_killed_and_reported(runtime, fresh_session):
     session = fresh_session(runtime)
     code = "x = []\nwhile True:\n    x.append(b'\\x01' * (16 * 1024 * 1024))\n"
@@ -79,7 +79,7 @@ def test_memory_bomb_is_killed_and_reported(runtime, fresh_session):
 
 
 # Local writes to the host's disk: only its per-file limit applies there.
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_filling_the_disk_stops_at_each_tmpfs_size(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     code = r"""
@@ -114,7 +114,7 @@ print(json.dumps(out))
     assert session.run_code("open('after.txt', 'w').write('ok'); print(open('after.txt').read())").stdout == "ok\n"
 
 
-@pytest.mark.parametrize("runtime", ALL_RUNTIMES)
+@pytest.mark.parametrize("runtime", [*ALL_RUNTIMES, *GVISOR_TARGETS])
 def test_one_gib_stdout_flood_is_capped_and_the_process_ends(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     code = (
@@ -151,7 +151,7 @@ def _listening(host: str, port: int) -> bool:
 
 
 # Local shares the host's network: it does not claim to block egress.
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_network_egress_fails_including_to_host_loopback_services(runtime, shared_sessions):
     require(_listening("127.0.0.1", 5432), "PostgreSQL on 127.0.0.1:5432 (the target that must be unreachable)")
     targets = [["127.0.0.1", 5432], ["127.0.0.1", 3306], ["10.88.0.1", 5432], ["1.1.1.1", 443], ["::1", 5432]]
@@ -186,7 +186,7 @@ print(json.dumps(out))
     assert facts["127.0.0.1:5432"] == "ECONNREFUSED" or facts["127.0.0.1:5432"].startswith("ENET")
 
 
-@pytest.mark.parametrize("runtime", ALL_RUNTIMES)
+@pytest.mark.parametrize("runtime", [*ALL_RUNTIMES, *GVISOR_TARGETS])
 def test_secrets_of_the_host_process_are_not_visible(runtime, fresh_session, monkeypatch, tmp_path):
     secret = f"s3cr3t-{uuid.uuid4().hex}"
     monkeypatch.setenv("ASSAY_ESCAPE_TEST_SECRET", secret)
@@ -223,7 +223,7 @@ print(json.dumps(out))
         assert facts["host_pid_environ"] in ("FileNotFoundError", "PermissionError", False), facts
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_writes_outside_the_workspace_fail(runtime, shared_sessions):
     code = r"""
 import errno, json, os
@@ -247,7 +247,7 @@ print(json.dumps(out))
     assert "WRITTEN" not in facts.values(), facts
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_setuid_binaries_and_setuid_calls_do_not_escalate(runtime, shared_sessions):
     code = r"""
 import json, os, subprocess, time
@@ -288,7 +288,7 @@ print(json.dumps(out))
     assert facts["mount_exit"] != 0
 
 
-@pytest.mark.parametrize("runtime", ALL_RUNTIMES)
+@pytest.mark.parametrize("runtime", [*ALL_RUNTIMES, *GVISOR_TARGETS])
 def test_infinite_loop_is_killed_at_the_limit_and_gone_from_the_host(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     marker = f"spin-{uuid.uuid4().hex}"
@@ -301,7 +301,7 @@ def test_infinite_loop_is_killed_at_the_limit_and_gone_from_the_host(runtime, fr
     assert session.run_code("print('next')").stdout == "next\n"
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_code_that_stops_its_own_kill_timer_is_killed_by_the_host_deadline(runtime, fresh_session):
     session = fresh_session(runtime, host_grace=1.0)
     marker = f"stopper-{uuid.uuid4().hex}"
@@ -317,7 +317,7 @@ def test_code_that_stops_its_own_kill_timer_is_killed_by_the_host_deadline(runti
 
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_planted_stdlib_modules_never_run_in_the_launcher_or_the_host_helpers(runtime, fresh_session):
     # Issue 13, item 1: with /workspace on the launcher's sys.path, a planted signal.py
     # switched the timeout off and hijacked the host's kill and file helpers.
@@ -366,7 +366,7 @@ out = {}
 """
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_the_kernel_keyring_is_not_shared_between_sandboxes(runtime, fresh_session):
     # Issue 13, item 2: keys written by one sandbox were read by a later one (same host uid).
     writer, reader = fresh_session(runtime), fresh_session(runtime)
@@ -383,7 +383,7 @@ print(json.dumps(out))
         assert facts == {"add_key": "EPERM", "keyctl": "EPERM", "request_key": "EPERM"}, facts
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_socket_families_other_than_unix_and_ip_are_refused(runtime, shared_sessions):
     # Issue 13, item 3: AF_VSOCK reached the hypervisor; only AF_UNIX, AF_INET, AF_INET6 are allowed.
     code = r"""
@@ -409,7 +409,7 @@ print(json.dumps(out))
     assert set(facts.values()) == {"EPERM"}, facts
 
 
-@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_new_namespaces_ptrace_and_kernel_interfaces_are_refused(runtime, shared_sessions, engine_managers):
     # Issue 13, item 4: `unshare -Urm` gave full capabilities in a new namespace; ptrace worked.
     code = _SYSCALL_PROBE + r"""

@@ -21,18 +21,20 @@ import uuid
 
 import pytest
 
-from tests.sandbox_engines.engines import CONTAINER_RUNTIMES, TEST_IMAGE, host_pids_running
+from tests.sandbox_engines.engines import CONTAINER_RUNTIMES, TEST_IMAGE, host_pids_running, runtime_of
 
-API_RUNTIMES = ("podman", "docker")  # the two reached through the private API socket
+API_RUNTIMES = ("podman", "docker", "docker@podman")  # the targets reached through a private API socket
+PODMAN_API = ("podman", "docker@podman")  # the targets whose executions podman's conmon watches
 MiB = 1024**2
 
 
-def _container_exists(cid: str) -> bool:
-    done = subprocess.run(["podman", "container", "exists", cid], capture_output=True, timeout=60)
+def _container_exists(cli: list[str], cid: str) -> bool:
+    done = subprocess.run([*cli, "container", "inspect", cid], capture_output=True, timeout=60)
     return done.returncode == 0
 
 
-def _sandbox_env(runtime: str, socket_path: str) -> dict[str, str]:
+def _sandbox_env(target: str, socket_path: str) -> dict[str, str]:
+    runtime = runtime_of(target)
     env = {k: v for k, v in os.environ.items() if not k.startswith("SANDBOX_")}
     env.update(SANDBOX_RUNTIME=runtime, SANDBOX_IMAGE_PYTHON=TEST_IMAGE, ASSAY_LOG_LEVEL="WARNING")
     if runtime == "docker":
@@ -66,25 +68,26 @@ _WORKER_FIRST = textwrap.dedent("""
 
 @pytest.mark.parametrize("runtime", API_RUNTIMES)
 def test_sigterm_removes_the_container_when_the_sandbox_was_first_used_from_a_worker_thread(
-    runtime, sandbox_image, podman_api_socket
+    runtime, sandbox_image, endpoint_socket, engine_cli
 ):
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER_FIRST], env=_sandbox_env(runtime, podman_api_socket),
+    cli = engine_cli(runtime)
+    proc = subprocess.Popen([sys.executable, "-c", _WORKER_FIRST], env=_sandbox_env(runtime, endpoint_socket(runtime)),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     cid = ""
     try:
         cid = proc.stdout.readline().strip()
         assert cid, proc.stderr.read() if proc.poll() is not None else "no container id"
-        assert _container_exists(cid)
+        assert _container_exists(cli, cid)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
         assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stderr.read()[-2000:])
-        assert not _container_exists(cid), "the container outlived its owner's SIGTERM"
+        assert not _container_exists(cli, cid), "the container outlived its owner's SIGTERM"
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-        if cid and _container_exists(cid):
-            subprocess.run(["podman", "rm", "-f", cid], capture_output=True, timeout=60)
+        if cid and _container_exists(cli, cid):
+            subprocess.run([*cli, "rm", "-f", cid], capture_output=True, timeout=60)
 
 
 def test_exit_signal_handler_waits_for_the_main_thread():
@@ -196,29 +199,44 @@ def test_local_runtime_as_another_user_says_the_callers_environment_is_readable(
     assert limits["environment allow-list"].startswith("the code's own only; NOT the caller's")
 
 
-# --- item 11: doctor does not call a missing gVisor "configured" -----------------------------------
+# --- item 11: doctor calls gVisor enforced only when a probe proves it -----------------------------
 
 
 @pytest.mark.parametrize("requested", [True, False])
-def test_docker_doctor_says_gvisor_is_not_available_when_runsc_is_not_installed(
+def test_docker_doctor_says_gvisor_is_not_available_where_the_engine_cannot_run_it(
     requested, sandbox_image, podman_api_socket
 ):
-    import shutil
-
+    # podman's Docker-compatible API lists runsc (podman's configuration names it) but ignores it.
     from tests.sandbox_engines.engines import config_for, runtime_class
 
-    if shutil.which("runsc"):
-        pytest.skip("runsc is installed here: nothing to misreport")
     config = config_for("docker", podman_api_socket, **({"oci_runtime": "runsc"} if requested else {}))
     runtime = runtime_class("docker")(config)
     try:
         status = runtime.enforced_limits()["gVisor (runsc)"]
-        probe = runtime.doctor()
     finally:
         runtime.close()
-    assert not str(status).startswith("configured"), status
+    assert not str(status).startswith(("enforced", "available")), status
     assert status.startswith("requested, not available" if requested else "not available"), status
-    assert "runsc" not in probe.oci_runtimes, probe.oci_runtimes
+
+
+@pytest.mark.parametrize("target", ["podman", "docker"])
+@pytest.mark.parametrize("requested", [True, False])
+def test_doctor_says_gvisor_is_enforced_only_when_requested_and_a_probe_ran_under_it(
+    target, requested, endpoint_socket, sandbox_image
+):
+    from tests.conftest import require
+    from tests.sandbox_engines.docker_daemon import runsc_binary
+    from tests.sandbox_engines.engines import config_for, runtime_class
+
+    require(runsc_binary() is not None, "gVisor's runsc (apt-get install runsc)")
+    config = config_for(target, endpoint_socket(target), **({"oci_runtime": "runsc"} if requested else {}))
+    runtime = runtime_class(target)(config)
+    try:
+        status = runtime.enforced_limits()["gVisor (runsc)"]
+    finally:
+        runtime.close()
+    assert status.startswith("enforced" if requested else "available, not requested"), status
+    assert f"the host's {os.uname().release}" in status and "kernel is 4.4.0" in status, status
 
 
 # --- item 10: /dev/shm and POSIX message queues are sized, bounded and accounted for ---------------
@@ -304,7 +322,7 @@ def _exec_conmons(container_id: str) -> int:
     return count
 
 
-@pytest.mark.parametrize("runtime", API_RUNTIMES)
+@pytest.mark.parametrize("runtime", PODMAN_API)
 def test_conmon_processes_of_finished_executions_leave_the_host_within_seconds(runtime, fresh_session,
                                                                                engine_managers, capsys):
     from assay.sandbox_runtimes.podman_conf import EXEC_EXIT_DELAY_S
@@ -349,7 +367,7 @@ def test_podman_service_conf_changes_only_the_exit_delay(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
-def test_a_reset_whose_start_returns_early_is_waited_for(runtime, fresh_session, engine_managers):
+def test_a_reset_whose_start_returns_early_is_waited_for(runtime, fresh_session, engine_managers, engine_cli):
     """The engines' start returned before the container ran (docker 4 of 4, podman 1 of 6): modelled here
     by a reset that kills at once and starts the container 1.5 s later, in the background."""
     import threading
@@ -360,10 +378,12 @@ def test_a_reset_whose_start_returns_early_is_waited_for(runtime, fresh_session,
     rs._kill_code_processes = lambda: False
     started = []
 
+    cli = engine_cli(runtime)
+
     def early_returning_reset():
-        subprocess.run(["podman", "kill", "--signal", "KILL", rs.id], capture_output=True, timeout=60)
-        subprocess.run(["podman", "wait", rs.id], capture_output=True, timeout=60)
-        timer = threading.Timer(1.5, lambda: subprocess.run(["podman", "start", rs.id], capture_output=True))
+        subprocess.run([*cli, "kill", "--signal", "KILL", rs.id], capture_output=True, timeout=60)
+        subprocess.run([*cli, "wait", rs.id], capture_output=True, timeout=60)
+        timer = threading.Timer(1.5, lambda: subprocess.run([*cli, "start", rs.id], capture_output=True))
         timer.start()
         started.append(timer)
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from tests.sandbox_engines.engines import CONTAINER_RUNTIMES, tmpfs_size
+from tests.sandbox_engines.engines import HARDENED_TARGETS, is_gvisor, tmpfs_size
 
 MiB = 1024**2
 
@@ -111,7 +111,7 @@ def _ulimits(inspect: dict) -> dict[str, tuple[int, int]]:
     return out
 
 
-pytestmark = pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
+pytestmark = pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 
 
 def test_no_network_interface_but_loopback_and_egress_unreachable(runtime, observed):

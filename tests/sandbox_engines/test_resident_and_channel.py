@@ -37,7 +37,7 @@ while True:
 """
 
 
-@pytest.mark.parametrize("runtime", ["podman", "docker"])
+@pytest.mark.parametrize("runtime", ["podman", "docker", "docker@podman"])
 def test_resident_outlives_calls_runs_as_its_own_uid_and_stops(runtime, fresh_session):
     session = fresh_session(runtime)
     assert session.supports_resident
@@ -51,7 +51,7 @@ def test_resident_outlives_calls_runs_as_its_own_uid_and_stops(runtime, fresh_se
     assert "PING" not in session.run_code(ASK).stdout
 
 
-@pytest.mark.parametrize("runtime", ["podman", "docker"])
+@pytest.mark.parametrize("runtime", ["podman", "docker", "docker@podman"])
 def test_channel_exchanges_without_an_exec_per_request(runtime, fresh_session):
     session = fresh_session(runtime)
     channel = session.open_channel(ECHO_CHANNEL)
