@@ -11,11 +11,15 @@ socket, nerdctl through podman's CLI) it measures, in one run:
   ``podman exec`` into a long-lived raw container.
 
 Ours and raw alternate inside each loop so drift on a noisy machine hits
-both. Targets: cold start <= 1.5x raw, warm execution <= 1.3x raw. Then the
-same figures for llm-sandbox and dbgpt-sandbox when they install here (in a
-throw-away venv), or the reason they could not run.
+both. Targets: cold start <= 1.5x raw, warm execution <= 1.3x raw. Then
+runc and gVisor side by side (when runsc is installed): assay's sessions on
+podman and on a private Docker Engine (``dockerd``, started and stopped by the
+bench), each under runc and under runsc, alternating inside each loop: cold
+session start, first execution and warm execution. Then the same figures for
+llm-sandbox and dbgpt-sandbox when they install here (in a throw-away venv),
+or the reason they could not run.
 
-Run: .venv/bin/python bench/bench_sandbox.py [--cold N] [--warm N] [--runtimes podman,docker]
+Run: .venv/bin/python bench/bench_sandbox.py [--cold N] [--warm N] [--runtimes podman,docker] [--no-gvisor]
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ sys.path.insert(0, REPO)
 from assay.kernel.sandbox import build_spec  # noqa: E402
 from assay.kernel.sandbox.labels import owner_labels  # noqa: E402
 from tests.sandbox_engines.engines import TEST_IMAGE, manager_for  # noqa: E402
+from tests.sandbox_engines.docker_daemon import docker_daemon, dockerd_binary, runsc_binary  # noqa: E402
 from tests.sandbox_engines.podman_service import image_present, podman_service, podman_usable  # noqa: E402
 
 CODE = "print(1)"
@@ -143,6 +148,51 @@ def bench_runtime(name: str, socket_path: str, n_cold: int, n_warm: int) -> list
     ]
 
 
+def bench_oci_runtimes(engine: str, socket_path: str, n_cold: int, n_warm: int) -> list[tuple]:
+    """assay's sessions on ``engine`` under runc and under gVisor, alternating: rows of
+    (engine, figure, runc ms, gVisor ms)."""
+    managers = {"runc": manager_for(engine, socket_path), "gVisor": manager_for(engine, socket_path, oci_runtime="runsc")}
+    figures: dict[str, dict[str, list[float]]] = {k: {"cold": [], "first": [], "warm": []} for k in managers}
+    try:
+        for manager in managers.values():  # one untimed round each
+            manager.runtime
+            with manager.open_session() as session:
+                session.run_code(CODE)
+        for _ in range(n_cold):
+            for kind, manager in managers.items():
+                t0 = time.perf_counter()
+                session = manager.open_session()
+                figures[kind]["cold"].append(ms(time.perf_counter() - t0))
+                t0 = time.perf_counter()
+                result = session.run_code(CODE)
+                figures[kind]["first"].append(ms(time.perf_counter() - t0))
+                assert result.stdout == "1\n", result
+                session.close()
+        sessions = {kind: manager.open_session() for kind, manager in managers.items()}
+        try:
+            for session in sessions.values():
+                session.run_code(CODE)
+            for _ in range(n_warm):
+                for kind, session in sessions.items():
+                    t0 = time.perf_counter()
+                    session.run_code(CODE)
+                    figures[kind]["warm"].append(ms(time.perf_counter() - t0))
+        finally:
+            for session in sessions.values():
+                session.close()
+    finally:
+        for manager in managers.values():
+            manager.close()
+    med = statistics.median
+    run, gv = figures["runc"], figures["gVisor"]
+    return [
+        (engine, "cold session start p50", med(run["cold"]), med(gv["cold"])),
+        (engine, "first execution p50", med(run["first"]), med(gv["first"])),
+        (engine, "warm execution p50", med(run["warm"]), med(gv["warm"])),
+        (engine, "warm execution p95", pct(run["warm"], 0.95), pct(gv["warm"], 0.95)),
+    ]
+
+
 def thirdparty_python() -> tuple[str | None, str]:
     """A venv with llm-sandbox and dbgpt-sandbox, made (or reused) outside assay's venv."""
     py = os.path.join(THIRDPARTY_VENV, "bin", "python")
@@ -171,6 +221,7 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=20)
     parser.add_argument("--runtimes", default="podman,docker,nerdctl")
     parser.add_argument("--no-thirdparty", action="store_true")
+    parser.add_argument("--no-gvisor", action="store_true", help="Skip the runc vs gVisor comparison.")
     args = parser.parse_args()
 
     if not podman_usable() or not image_present(TEST_IMAGE):
@@ -181,6 +232,19 @@ def main() -> int:
     with podman_service() as socket_path:
         for name in [r.strip() for r in args.runtimes.split(",") if r.strip()]:
             rows += bench_runtime(name, socket_path, args.cold, args.warm)
+        gvisor_rows: list[tuple] = []
+        gvisor_note = ""
+        if args.no_gvisor:
+            gvisor_note = "skipped (--no-gvisor)"
+        elif runsc_binary() is None:
+            gvisor_note = "runsc is not installed (apt-get install runsc)"
+        else:
+            gvisor_rows += bench_oci_runtimes("podman", socket_path, args.cold, args.warm)
+            if dockerd_binary() is None:
+                gvisor_note = "dockerd is not installed (apt-get install docker.io): docker left out"
+            else:
+                with docker_daemon(TEST_IMAGE) as docker_socket:
+                    gvisor_rows += bench_oci_runtimes("docker", docker_socket, args.cold, args.warm)
         third = None
         if not args.no_thirdparty:
             py, how = thirdparty_python()
@@ -210,6 +274,14 @@ def main() -> int:
             all_met &= met
             verdict = f"<= {target}x {'met' if met else 'NOT met'}"
         print(f"{runtime:8} {figure:27} {fmt(ours)} {fmt(raw)} {ratio:6.2f}  {verdict}")
+    if gvisor_rows or gvisor_note:
+        print("runc vs gVisor (assay's sessions; docker = a private Docker Engine, not podman's API):")
+        if gvisor_note:
+            print(f"  {gvisor_note}")
+        if gvisor_rows:
+            print(f"{'engine':8} {'figure':27} {'runc ms':>8} {'gVisor':>8} {'ratio':>6}")
+        for engine, figure, runc_ms, gvisor_ms in gvisor_rows:
+            print(f"{engine:8} {figure:27} {fmt(runc_ms)} {fmt(gvisor_ms)} {gvisor_ms / runc_ms:6.2f}")
     if third is not None:
         ours_by = {(r[0], r[1]): r[2] for r in rows}
         print("third-party sandboxes on the same engine and image (warm = print(1) in an open session):")

@@ -42,6 +42,7 @@ from .errors import (
     SandboxError,
 )
 from .launcher import FILES_SOURCE, PYTHON_ISOLATED, files_argv, helper_env, launcher_argv, split_trailer
+from . import gvisor
 from .channel import Channel
 from .resident import kill_all_argv, starter_argv
 from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
@@ -208,6 +209,7 @@ class ContainerSession(RuntimeSession):
             trailer = None  # whatever arrives late is not trusted
         duration_ms = (time.perf_counter() - started) * 1000
         warnings: list[str] = []
+        lost_memory = False
         if host_deadline_hit.is_set():
             if reset_done.is_set() and self._reset_failed:
                 warnings.append(
@@ -223,6 +225,17 @@ class ContainerSession(RuntimeSession):
                 warnings.append("the in-sandbox timer did not end the work; the host killed it")
         elif trailer is None and self._destroyed:
             warnings.append("the sandbox was closed during the execution")
+        elif trailer is None and not self.alive():
+            # The whole sandbox stopped. Under gVisor the memory limit covers gVisor's own
+            # kernel, and exceeding it gets that kernel killed (exit 137), not one process.
+            stopped_by_memory = gvisor.is_gvisor(self.spec.oci_runtime) and _exit_status(self) == 137
+            lost_memory = stopped_by_memory
+            self._kill_quietly()
+            warnings.append(
+                ("the sandbox exceeded its memory limit and was stopped (under gVisor the limit covers the "
+                 "whole sandbox); " if stopped_by_memory else "the sandbox stopped during the execution; ")
+                + (f"it was restarted (its {self.spec.workdir} was reset)" if not self._reset_failed
+                   else "it did not run again (open a new session)"))
         elif trailer is None:
             # The launcher died (or was bypassed): its children may live on. Kill them.
             self._kill_code_processes()
@@ -236,7 +249,7 @@ class ContainerSession(RuntimeSession):
             stderr_truncated=len(stderr_bytes) > request.stderr_limit or bool(trailer and trailer.stderr_truncated)
             or (trailer is None and err.truncated),
             timed_out=host_deadline_hit.is_set() or bool(trailer and trailer.timed_out),
-            oom_killed=bool(trailer and trailer.oom_killed),
+            oom_killed=bool(trailer and trailer.oom_killed) or lost_memory,
             duration_ms=round(duration_ms, 3),
             files=[ProducedFile(path=p, size=s, modified=m) for p, s, m in (trailer.files if trailer else [])],
             isolated=True,
@@ -472,3 +485,11 @@ def _file_result(path: str, code: int | None, out: bytes, err: bytes, truncated:
     raise SandboxError(
         SANDBOX_EXEC_FAILED, f"file helper failed for {path!r} (exit {code}): {err.decode(errors='replace')[:500]}"
     )
+
+
+def _exit_status(session: "ContainerSession") -> int | None:
+    """The stopped container's exit code from the engine's inspect record (None when unknown)."""
+    try:
+        return (session.inspect().get("State") or {}).get("ExitCode")
+    except Exception:  # noqa: BLE001
+        return None

@@ -60,6 +60,17 @@ def test_weakening_overrides_are_refused(override):
     assert err.value.code == SANDBOX_OVERRIDE_REFUSED
 
 
+def test_under_gvisor_the_process_limit_moves_to_rlimit_nproc_and_the_pids_limit_covers_gvisor_itself():
+    from assay.kernel.sandbox.gvisor import SENTRY_PIDS
+
+    plain, gvisor = _spec(), _spec(oci_runtime="runsc")
+    nproc = {s.oci_runtime: {u.name: u.hard for u in s.ulimits}["nproc"] for s in (plain, gvisor)}
+    assert gvisor.pids_limit == plain.pids_limit + SENTRY_PIDS  # gVisor's own threads are in that cgroup
+    assert nproc["runsc"] == 10  # enforced per uid inside gVisor's kernel
+    assert nproc[None] > 10  # host-wide under runc: only a backstop there
+    assert _spec(oci_runtime="runsc", max_processes=5).pids_limit == 5 + SENTRY_PIDS
+
+
 def test_limits_can_only_tighten():
     assert _spec(memory_limit="64m").memory_bytes == 64 * 1024**2
     assert _spec(max_processes=5).pids_limit == 5

@@ -2,7 +2,11 @@
 created container says it, and code running inside finds it so.
 
 One shared session per runtime; one probe execution gathers what the code
-can see, and each test checks one property against both views.
+can see, and each test checks one property against both views. The gVisor
+targets (``podman+gvisor``, ``docker+gvisor``) run every check too; where
+gVisor's own kernel shows a property differently (no cgroup files inside,
+the process limit as ``RLIMIT_NPROC``, the root served over 9p), the test
+says which view it checks there.
 """
 
 from __future__ import annotations
@@ -13,7 +17,8 @@ import time
 
 import pytest
 
-from tests.sandbox_engines.engines import HARDENED_TARGETS, is_gvisor, tmpfs_size
+from assay.kernel.sandbox.gvisor import host_pids_limit
+from tests.sandbox_engines.engines import HARDENED_TARGETS, is_gvisor, runtime_of, tmpfs_size
 
 MiB = 1024**2
 
@@ -74,6 +79,18 @@ while time.monotonic() - t0 < 1.5:
     pass
 f['cpu_share'] = (time.process_time() - c0) / (time.monotonic() - t0)
 f['env'] = sorted(os.environ)
+import ctypes
+f['nnp'] = ctypes.CDLL(None, use_errno=True).prctl(39, 0, 0, 0, 0)  # PR_GET_NO_NEW_PRIVS
+f['nproc'] = list(resource.getrlimit(resource.RLIMIT_NPROC))
+f['memtotal'] = [int(l.split()[1]) * 1024 for l in open('/proc/meminfo') if l.startswith('MemTotal:')][0]
+f['release'] = os.uname().release
+f['keeper_seccomp'] = None
+for p in os.listdir('/proc'):
+    try:
+        if p.isdigit() and open('/proc/%s/cmdline' % p, 'rb').read().split(b'\0')[0].endswith(b'sleep'):
+            f['keeper_seccomp'] = [l.split()[1] for l in open('/proc/%s/status' % p) if l.startswith('Seccomp:')][0]
+    except (OSError, IndexError):
+        pass
 print(json.dumps(f))
 """
 
@@ -126,7 +143,9 @@ def test_memory_limited_with_swap_equal_to_memory(runtime, observed):
     host = inspect["HostConfig"]
     assert host["Memory"] == config.memory_limit
     assert host["MemorySwap"] == config.memory_limit
-    if facts["cg"]["memsw"] is not None:  # cgroup v1
+    if is_gvisor(runtime):  # no cgroup files inside: gVisor's kernel has the limit as its memory
+        assert facts["memtotal"] == config.memory_limit
+    elif facts["cg"]["memsw"] is not None:  # cgroup v1
         assert int(facts["cg"]["mem"]) == config.memory_limit
         assert int(facts["cg"]["memsw"]) == config.memory_limit
     else:  # cgroup v2: swap.max is the swap beyond memory
@@ -134,21 +153,49 @@ def test_memory_limited_with_swap_equal_to_memory(runtime, observed):
         assert facts["cg"]["swap_v2"] in ("0", None)
 
 
-def test_cpu_is_a_quota_not_a_cpuset_and_throttles(runtime, observed):
+def _host_cgroup(pid: int, controller: str) -> str:
+    """The host's cgroup v1 directory of ``pid`` for ``controller``."""
+    for line in open(f"/proc/{pid}/cgroup"):
+        _, names, path = line.rstrip("\n").split(":", 2)
+        if controller in names.split(","):
+            for mount in (controller, names):
+                if os.path.isdir(f"/sys/fs/cgroup/{mount}{path}"):
+                    return f"/sys/fs/cgroup/{mount}{path}"
+    raise LookupError(f"no {controller} cgroup for pid {pid}")
+
+
+def test_cpu_is_a_quota_not_a_cpuset_and_throttles(runtime, observed, shared_sessions):
     inspect, facts, config = observed(runtime)
     host = inspect["HostConfig"]
     assert host["CpuPeriod"] == 100_000
     assert host["CpuQuota"] == int(config.cpu_limit * 100_000)
     assert not host.get("CpusetCpus")
-    assert facts["cg"]["cpu_quota"].split()[0] == str(int(config.cpu_limit * 100_000))
-    # A busy loop gets at most about half a core of CPU time per wall second.
-    assert facts["cpu_share"] < config.cpu_limit + 0.2
+    if not is_gvisor(runtime):
+        assert facts["cg"]["cpu_quota"].split()[0] == str(int(config.cpu_limit * 100_000))
+        # A busy loop gets at most about half a core of CPU time per wall second.
+        assert facts["cpu_share"] < config.cpu_limit + 0.2
+        return
+    # Under gVisor the quota binds gVisor's kernel on the host, and the code's own clocks are
+    # gVisor's: both the file and the throttling are read from the host's cgroup.
+    pid = inspect["State"]["Pid"]
+    cpu = _host_cgroup(pid, "cpu")
+    assert open(f"{cpu}/cpu.cfs_quota_us").read().strip() == str(int(config.cpu_limit * 100_000))
+    usage = f"{_host_cgroup(pid, 'cpuacct')}/cpuacct.usage"
+    before, t0 = int(open(usage).read()), time.monotonic()
+    result = shared_sessions(runtime).run_code("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 2:\n"
+                                               "    pass\n", timeout_s=20)
+    share = (int(open(usage).read()) - before) / 1e9 / (time.monotonic() - t0)
+    assert result.exit_code == 0, result.stderr
+    assert share < config.cpu_limit + 0.2, share
 
 
 def test_pids_limit_applies(runtime, observed):
     inspect, facts, config = observed(runtime)
-    assert inspect["HostConfig"]["PidsLimit"] == config.max_processes
-    assert facts["cg"]["pids"] == str(config.max_processes)
+    assert inspect["HostConfig"]["PidsLimit"] == host_pids_limit(config.oci_runtime, config.max_processes)
+    if is_gvisor(runtime):  # the host's limit covers gVisor's own threads; the code meets RLIMIT_NPROC
+        assert facts["nproc"] == [config.max_processes, config.max_processes]
+    else:
+        assert facts["cg"]["pids"] == str(config.max_processes)
 
 
 def test_all_capabilities_dropped(runtime, observed):
@@ -157,14 +204,16 @@ def test_all_capabilities_dropped(runtime, observed):
     dropped = {c.upper().removeprefix("CAP_") for c in host.get("CapDrop") or []}
     assert "ALL" in dropped or {"CHOWN", "DAC_OVERRIDE", "SETUID", "SETGID", "NET_RAW", "SYS_CHROOT"} <= dropped
     assert not host.get("CapAdd")
-    for field in ("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"):
+    fields = ("CapInh", "CapPrm", "CapEff", "CapBnd") + (() if is_gvisor(runtime) else ("CapAmb",))  # gVisor: no CapAmb
+    for field in fields:
         assert int(facts["status"][field], 16) == 0, field
 
 
 def test_no_new_privileges_set(runtime, observed):
     inspect, facts, _ = observed(runtime)
     assert any(opt.startswith("no-new-privileges") for opt in inspect["HostConfig"].get("SecurityOpt") or [])
-    assert facts["status"]["NoNewPrivs"] == "1"
+    assert facts["nnp"] == 1  # prctl(PR_GET_NO_NEW_PRIVS); gVisor's /proc/self/status has no NoNewPrivs line
+    assert facts["status"].get("NoNewPrivs", "1") == "1"
 
 
 def test_root_filesystem_read_only_and_only_sized_tmpfs_writable(runtime, observed):
@@ -220,9 +269,15 @@ def test_no_host_mounts(runtime, observed):
     # read-only, its init binary. Nothing else of the host's file tree.
     engine_files = {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/etc/passwd", "/etc/group",
                     "/run/.containerenv", "/.dockerenv"}
-    engine_init = {"/run/podman-init", "/sbin/docker-init", "/dev/init"}
+    engine_init = {"/run/podman-init", "/sbin/docker-init", "/usr/sbin/docker-init", "/dev/init"}
     for target, fstype, root, options in facts["mounts"]:
         if fstype in ("proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "overlay", "shm"):
+            continue
+        if is_gvisor(runtime) and fstype == "9p":
+            # gVisor serves the container's root and the engine's files through its gofer
+            # (9p); its mount table shows "/" as every such mount's root.
+            # podman makes /dev/shm a sized tmpfs of the container's own on the host.
+            assert target in ("/", "/dev/shm") or target in engine_files or target in engine_init, (target, root)
             continue
         if target in engine_init:
             assert "ro" in options.split(","), (target, options)
@@ -248,7 +303,15 @@ def test_assay_seccomp_profile_applied(runtime, observed):
     opts = " ".join(inspect["HostConfig"].get("SecurityOpt") or [])
     assert "unconfined" not in opts
     assert seccomp.applied(inspect["HostConfig"].get("SecurityOpt")), opts[:300]
-    assert facts["status"]["Seccomp"] == "2"
+    assert facts["keeper_seccomp"] == "2"  # the container's own process runs under the filter
+    if is_gvisor(runtime):
+        # runsc (Debian's 20221219) loads the OCI filter for the container's process, not for
+        # processes started by `exec`: the code's system calls are served by gVisor's kernel,
+        # unfiltered by assay's profile (docs/sandbox_engines.md, gVisor). When this changes,
+        # the docs must too.
+        assert facts["status"]["Seccomp"] == "0" and facts["release"] != os.uname().release
+    else:
+        assert facts["status"]["Seccomp"] == "2"
 
 
 def test_container_not_privileged_and_labelled_with_owner_and_expiry(runtime, observed):
@@ -258,4 +321,4 @@ def test_container_not_privileged_and_labelled_with_owner_and_expiry(runtime, ob
     assert labels["assay.sandbox"] == "1"
     assert labels["assay.sandbox.owner-pid"] == str(os.getpid())
     assert float(labels["assay.sandbox.expires"]) > time.time()
-    assert labels["assay.sandbox.runtime"] == runtime
+    assert labels["assay.sandbox.runtime"] == runtime_of(runtime)
