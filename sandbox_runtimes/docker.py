@@ -445,7 +445,7 @@ class DockerRuntime(SandboxRuntime):
             "no-new-privileges": True,
             "read-only root + sized tmpfs": True,
             "file-size ulimit": True,
-            "seccomp (assay profile)": "seccomp" in security,
+            "seccomp (assay profile)": gvisor.seccomp_status(self.config.oci_runtime, "seccomp" in security),
             "gVisor (runsc)": self._gvisor_status(runtimes),
         }
 

@@ -68,9 +68,13 @@ def _socket_url(value: str) -> str:
     return "unix://" + value
 
 
-def _own_socket_path(oci_runtime: str | None = None) -> Path:
-    name = f"podman-{oci_runtime}.sock" if oci_runtime else "podman.sock"
-    return Path(tempfile.gettempdir()) / f"assay-podman-{os.getuid()}" / name
+def _own_socket_path() -> Path:
+    return Path(tempfile.gettempdir()) / f"assay-podman-{os.getuid()}" / "podman.sock"
+
+
+def _runtime_socket_path(oci_runtime: str) -> Path:
+    """The socket of the service whose default OCI runtime is ``oci_runtime`` (beside the first)."""
+    return _own_socket_path().with_name(f"podman-{oci_runtime}.sock")
 
 
 class PodmanRuntime(SandboxRuntime):
@@ -129,7 +133,7 @@ class PodmanRuntime(SandboxRuntime):
         return self._creators[oci_runtime].api
 
     def _start_service(self, oci_runtime: str | None = None) -> Path:
-        sock = _own_socket_path(oci_runtime)
+        sock = _runtime_socket_path(oci_runtime) if oci_runtime else _own_socket_path()
         sock.parent.mkdir(mode=0o700, exist_ok=True)
         with open(sock.parent / "lock", "w") as lock:
             fcntl.flock(lock, fcntl.LOCK_EX)
@@ -273,7 +277,8 @@ class PodmanRuntime(SandboxRuntime):
             "pids limit": "pids" in controllers,
             "read-only rootfs, tmpfs sizes, cap-drop ALL, no-new-privileges, non-root, init": True,
             "file-size ulimit": True,
-            "seccomp (assay profile)": bool(host.get("security", {}).get("seccompEnabled")),
+            "seccomp (assay profile)": gvisor.seccomp_status(self.config.oci_runtime,
+                                                             bool(host.get("security", {}).get("seccompEnabled"))),
             "gVisor (runsc)": self._gvisor_status(),
         }
 

@@ -39,15 +39,10 @@ def _facts(result) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-# Seen twice in two runs on podman with runsc (never on the Docker Engine with runsc, never under
-# runc): ten of the bomb's processes were still in gVisor's process table after the call ended.
-BOMB_OUTLIVES_CALL = pytest.mark.xfail(
-    strict=False, reason="podman+runsc: the fork bomb's processes outlived the call (open, issue 21 note)")
-BOMB_TARGETS = [pytest.param(t, marks=BOMB_OUTLIVES_CALL) if t == "podman+gvisor" else t for t in HARDENED_TARGETS]
 
 
 # Local runs the fork bomb as this host user; as root RLIMIT_NPROC does not apply.
-@pytest.mark.parametrize("runtime", BOMB_TARGETS)
+@pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     marker = f"forkbomb-{uuid.uuid4().hex}"

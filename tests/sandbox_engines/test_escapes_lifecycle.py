@@ -232,10 +232,13 @@ def test_doctor_says_gvisor_is_enforced_only_when_requested_and_a_probe_ran_unde
     config = config_for(target, endpoint_socket(target), **({"oci_runtime": "runsc"} if requested else {}))
     runtime = runtime_class(target)(config)
     try:
-        status = runtime.enforced_limits()["gVisor (runsc)"]
+        limits = runtime.enforced_limits()
     finally:
         runtime.close()
+    status = limits["gVisor (runsc)"]
     assert status.startswith("enforced" if requested else "available, not requested"), status
+    # ... and the seccomp line says what the profile does not filter under gVisor.
+    assert (limits["seccomp (assay profile)"] is True) is not requested, limits["seccomp (assay profile)"]
     assert f"the host's {os.uname().release}" in status and "kernel is 4.4.0" in status, status
 
 
