@@ -225,7 +225,7 @@ class ContainerSession(RuntimeSession):
                 warnings.append("the in-sandbox timer did not end the work; the host killed it")
         elif trailer is None and self._destroyed:
             warnings.append("the sandbox was closed during the execution")
-        elif trailer is None and not self.alive():
+        elif trailer is None and self._stopped():
             # The whole sandbox stopped. Under gVisor the memory limit covers gVisor's own
             # kernel, and exceeding it gets that kernel killed (exit 137), not one process.
             stopped_by_memory = gvisor.is_gvisor(self.spec.oci_runtime) and _exit_status(self) == 137
@@ -262,6 +262,17 @@ class ContainerSession(RuntimeSession):
         if result.timed_out:
             result.exit_code = None if host_deadline_hit.is_set() else result.exit_code
         return result
+
+    def _stopped(self) -> bool:
+        """Whether the container itself is no longer running. Under gVisor the engine may still
+        say "running" for a moment after the sandbox's kernel was killed: asked for up to 2 s there."""
+        tries = 10 if gvisor.is_gvisor(self.spec.oci_runtime) else 1
+        for attempt in range(tries):
+            if not self.alive():
+                return True
+            if attempt + 1 < tries:
+                time.sleep(0.2)
+        return False
 
     def _wait_or_stopped(self, pump: "_Pump", total_s: float) -> bool:
         """Wait for the execution's stream; True when it ended (or the whole sandbox stopped).

@@ -232,6 +232,7 @@ def test_doctor_says_gvisor_is_enforced_only_when_requested_and_a_probe_ran_unde
     config = config_for(target, endpoint_socket(target), **({"oci_runtime": "runsc"} if requested else {}))
     runtime = runtime_class(target)(config)
     try:
+        runtime.doctor()  # as `assay sandbox doctor` does: the engine's info first
         limits = runtime.enforced_limits()
     finally:
         runtime.close()
