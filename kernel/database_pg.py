@@ -68,7 +68,8 @@ class PostgresDatabase(Database):
                                "pip install 'assay[postgres]' (psycopg 3), or unset ASSAY_CATALOG_URL.")
         self.url = url
         self._local = threading.local()
-        self._all: list[tuple[int, Any]] = []  # every connection opened, with its process (close_all)
+        # every open connection, with its process and thread (close_all; a dead thread's is closed)
+        self._all: list[tuple[int, threading.Thread, Any]] = []
         self._all_lock = threading.Lock()
 
     # --- connections ------------------------------------------------------------
@@ -85,8 +86,19 @@ class PostgresDatabase(Database):
             raise self._unavailable(exc) from None
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._all_lock:
-            self._all = [(pid, c) for pid, c in self._all if not c.closed]
-            self._all.append((os.getpid(), conn))
+            kept, ended = [], []
+            for entry in self._all:
+                pid, thread, c = entry
+                if c.closed:
+                    continue
+                (ended if pid == os.getpid() and not thread.is_alive() else kept).append(entry)
+            kept.append((os.getpid(), threading.current_thread(), conn))
+            self._all = kept
+        for _, _, c in ended:  # a thread that has ended (a statement's, a run's) leaves no connection open
+            try:
+                c.close()
+            except Exception:  # noqa: BLE001 - closing anyway
+                pass
         return conn
 
     def _unavailable(self, exc: BaseException) -> CatalogError:
@@ -188,7 +200,7 @@ class PostgresDatabase(Database):
         """Close the connections of every thread of this process."""
         with self._all_lock:
             conns, self._all = self._all, []
-        for pid, conn in conns:
+        for pid, _, conn in conns:
             if pid == os.getpid() and not conn.closed:  # never one a forked child inherited
                 try:
                     conn.close()

@@ -3,7 +3,8 @@
 # podman + runc + debootstrap, Docker Engine (docker.io: the tests start their
 # own private dockerd; no system daemon is started), gVisor (runsc), Chromium
 # (HTML report tests, the pdf renderer), podman's settings for these machines
-# (runsc registered with podman), the sandbox image, PostgreSQL and MariaDB up.
+# (runsc registered with podman), the sandbox image, PostgreSQL, MariaDB,
+# Redis and RabbitMQ up (the brokers of `assay worker`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -69,8 +70,18 @@ fi
 if ! mariadb-admin -uroot ping >/dev/null 2>&1; then
   start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd || true
 fi
-for _ in $(seq 1 30); do
-  pg_isready -q -h 127.0.0.1 && mariadb-admin -uroot ping >/dev/null 2>&1 && break
+# Brokers of `assay worker` (tests/worker): loopback only, nothing kept on disk for Redis.
+if ! redis-cli -h 127.0.0.1 ping >/dev/null 2>&1; then
+  mkdir -p /var/lib/redis /var/log/redis
+  redis-server --daemonize yes --bind 127.0.0.1 -::1 --port 6379 --save "" --appendonly no \
+    --dir /var/lib/redis --logfile /var/log/redis/ci.log || true
+fi
+if ! rabbitmq-diagnostics -q ping >/dev/null 2>&1; then
+  rabbitmq-server -detached || true
+fi
+for _ in $(seq 1 60); do
+  pg_isready -q -h 127.0.0.1 && mariadb-admin -uroot ping >/dev/null 2>&1 \
+    && redis-cli -h 127.0.0.1 ping >/dev/null 2>&1 && rabbitmq-diagnostics -q ping >/dev/null 2>&1 && break
   sleep 1
 done
 

@@ -86,6 +86,8 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             yield
         finally:
             await manager.drain(settings.drain_s)
+            if manager.remote is not None:
+                manager.remote.close()
             await asyncio.to_thread(kernel.close)  # sandbox containers, pools, catalogs
 
     app = FastAPI(title="assay", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
@@ -188,8 +190,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         data = record.model_dump(include=set(RunView.model_fields))
         if live is not None and live.state == "queued":
             data["status"] = "queued"
-        elif live is None and record.status == "running":
+        elif live is None and record.status == "running" and mgr().remote is None:
             data["status"] = record.shown_status  # "interrupted" when its process is gone
+            # (on workers, a run whose worker died is marked failed by a sweep once its lease lapses)
         return RunView(**data)
 
     @app.get("/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"])
@@ -203,6 +206,10 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         """Cancel a run: its SQL is cancelled on the server and its sandbox closed. An ended run is left as is."""
         if not mgr().visible(run_id, owner(request)):
             return run_missing(run_id)
+        if mgr().remote is not None:  # the run is on a worker: flagged in the catalog, its status awaited
+            await mgr().remote.cancel(run_id)
+            found = view(run_id)
+            return found if found is not None else run_missing(run_id)
         live = mgr().live.get(run_id)
         if mgr().cancel(run_id) and live is not None and live.task is not None:
             await asyncio.wait([live.task], timeout=30)
@@ -217,12 +224,16 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         """Every event of the run, from the start, then each new one as it happens; ends with the run."""
         if not mgr().visible(run_id, owner(request)):
             return run_missing(run_id)
+        headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        if mgr().remote is not None:  # events written by a worker, read back from the shared catalog
+            return StreamingResponse(mgr().remote.stream(run_id, settings.run_wall_s + 60),
+                                     media_type="text/event-stream", headers=headers)
         history, queue = mgr().watch(run_id)
         if queue is None:
             history = [{"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
                        for e in kernel.runs.events(run_id)]
         return StreamingResponse(_sse(mgr(), run_id, history, queue), media_type="text/event-stream",
-                                 headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"})
+                                 headers=headers)
 
     @app.get("/runs/{run_id}/report", responses={**AUTH, **NOT_FOUND, 200: {
         "content": {m.split(";")[0]: {"schema": {"type": "string"}} for m in MEDIA.values()},

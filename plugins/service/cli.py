@@ -107,6 +107,13 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
     port = settings.port if port is None else port
     tokens = _tokens(kernel)
     check_bind(host, tokens)
+    if kernel.settings.provided("broker", "ASSAY_BROKER_"):
+        from assay.plugins.worker.broker import configured
+
+        if configured(kernel.settings):  # runs go to workers: the catalog is shared and the broker answers
+            from assay.plugins.worker.dispatch import preflight
+
+            preflight(kernel.settings)
     serve(kernel, settings, tokens, host, port)
 
 

@@ -8,6 +8,11 @@ once (queued or running), runs the server holds at once, questions per
 token per minute; past a bound the answer is 429 with ``Retry-After``. At
 most ``max_runs_total`` run at once; the others wait their turn in a queue
 of ``max_queued``.
+
+With ``ASSAY_BROKER_URL`` set, a run is not executed here: it is recorded in
+the shared catalog and enqueued for ``assay worker`` processes
+(:class:`assay.plugins.worker.dispatch.RemoteRuns`, loaded only then); the
+per-minute limit still applies here, the queue is the broker's.
 """
 
 from __future__ import annotations
@@ -82,10 +87,11 @@ class RunManager:
         self._asked: dict[str, deque[float]] = {}
         self.draining = False
         self.finished = 0
+        self.remote = _remote_runs(kernel)
 
     # --- admission -------------------------------------------------------------
 
-    def _admit(self, token_id: str) -> None:
+    def _admit(self, token_id: str, counted: bool = True) -> None:
         s = self.settings
         if self.draining:
             raise Refused(SERVICE_DRAINING, "the server is shutting down", "Try again on the next server.", 503,
@@ -99,6 +105,9 @@ class RunManager:
             raise Refused(SERVICE_RATE_LIMITED, f"more than {s.questions_per_minute} questions a minute for this "
                           "token", f"Wait {wait} s.", 429, retry_after=wait)
         mine = sum(1 for r in self.live.values() if r.token_id == token_id)
+        if not counted:  # runs on workers: only the per-minute limit is this process's to keep
+            asked.append(now)
+            return
         if mine >= s.max_runs_per_token:
             raise Refused(SERVICE_BUSY, f"this token already has {mine} runs going (limit {s.max_runs_per_token})",
                           "Wait for one to end, or cancel one (DELETE /runs/ID).", 429, retry_after=5)
@@ -129,6 +138,8 @@ class RunManager:
 
     def start(self, owner: str, token_id: str, request: RunRequest) -> LiveRun:
         spec = self._model_spec(request.model)
+        if self.remote is not None:
+            return self._enqueue(owner, token_id, request, spec)
         self._admit(token_id)
         run = self.kernel.new_run()
         self.tokens.own(run.run_id, owner)
@@ -136,6 +147,19 @@ class RunManager:
         self.live[run.run_id] = live
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))
         return live
+
+    def _enqueue(self, owner: str, token_id: str, request: RunRequest, spec: str) -> LiveRun:
+        """A run for a worker: recorded (queued) in the shared catalog, then sent to the broker."""
+        self._admit(token_id, counted=False)
+        run_id = self.kernel.new_run(capture=False).run_id
+        self.tokens.own(run_id, owner)
+        settings = self._agent_settings(request)
+        try:
+            self.remote.start(run_id, request.question, request.datasource, spec, settings.max_steps,
+                              settings.max_wall_s)
+        except AssayError as exc:  # the broker did not take it: the run is recorded failed, never run here
+            raise Refused(exc.code, exc.message, exc.hint, 503, retry_after=5) from None
+        return LiveRun(run_id, owner, token_id)
 
     async def _execute(self, live: LiveRun, run: Any, request: RunRequest, spec: str) -> None:
         recorder = RunRecorder(self.kernel.runs)
@@ -223,6 +247,19 @@ class RunManager:
             task.cancel()
         if pending:
             await asyncio.wait(pending, timeout=30)
+
+
+def _remote_runs(kernel: Any) -> Any:
+    """The broker's side of runs when ``ASSAY_BROKER_URL`` is set, else None (runs execute here)."""
+    if not kernel.settings.provided("broker", "ASSAY_BROKER_"):
+        return None
+    from assay.plugins.worker.broker import configured
+
+    if not configured(kernel.settings):
+        return None
+    from assay.plugins.worker.dispatch import RemoteRuns
+
+    return RemoteRuns(kernel)
 
 
 def _cancelled() -> Any:

@@ -1,0 +1,234 @@
+"""A worker executing runs taken from the broker: claim, run the agent, renew, cancel, finish.
+
+:meth:`Executor.handle` is the Dramatiq actor's body (one call per message,
+on one of the worker's threads). A run is executed only after its lease was
+claimed in the shared catalog (:mod:`.leases`), so a message delivered twice
+runs once. While it runs, a guard thread renews the lease and looks for a
+cancel; the run's final event is written only while this worker still holds
+the lease. :meth:`Executor.sweep` (a thread of every worker) marks runs whose
+worker died failed with ``RUN_WORKER_LOST``.
+
+"Retried from its last checkpoint" is honestly this, for an agent run: the
+transcript and every captured artifact up to the worker's death stay in the
+catalog, and report checkpoints (``report_state``) stay resumable, but the
+model conversation is not continued on another worker (a model's turn cannot
+be replayed without repeating its tool calls), so the run ends ``failed`` with
+``RUN_WORKER_LOST`` and the reason, never silently re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+import time
+import uuid
+from typing import Any
+
+from assay.kernel.agent import AgentEvent, arun_agent
+from assay.kernel.agent.loop import agent_settings
+from assay.kernel.ask import attach_databases, refused, resolve_model
+from assay.kernel.errors import AssayError
+from assay.kernel.log import get_logger
+from assay.kernel.runs import RunRecorder
+from pydantic import ValidationError
+
+from .leases import ENDED, QUEUED, RUNNING, LeaseStore
+from .messages import RunMessage
+from .settings import BrokerSettings
+
+log = get_logger("assay.worker")
+
+RUN_WORKER_LOST = "RUN_WORKER_LOST"
+
+
+def worker_id() -> str:
+    """``host:pid:random``: unique per process, and says where the process ran."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
+
+
+class LeasedRecorder:
+    """The runs-store recorder of one run, writing only while this worker holds the run's lease."""
+
+    def __init__(self, recorder: RunRecorder, leases: LeaseStore, run_id: str, worker: str) -> None:
+        self.recorder, self.leases, self.run_id, self.worker = recorder, leases, run_id, worker
+        self.lost = False
+
+    def __call__(self, event: AgentEvent) -> None:
+        if self.lost:
+            return
+        if event.kind == "run_finished" and not self.leases.finish(self.run_id, self.worker):
+            self.lost = True  # another worker's sweep already ended it (RUN_WORKER_LOST): its status stands
+            log.warning("worker_lease_lost", run_id=self.run_id, worker=self.worker)
+            return
+        self.recorder(event)
+
+
+class Executor:
+    def __init__(self, kernel: Any, settings: BrokerSettings, leases: LeaseStore, broker: Any = None) -> None:
+        self.kernel, self.settings, self.leases, self.broker = kernel, settings, leases, broker
+        self.worker = worker_id()
+        self.running: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
+        self._lock = threading.Lock()
+        self._local = threading.local()
+
+    def _loop(self) -> asyncio.AbstractEventLoop:
+        """This worker thread's event loop, kept across runs: its few executor threads, and their
+        catalog connections, are reused instead of opened anew for every run."""
+        loop = getattr(self._local, "loop", None)
+        if loop is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            loop = self._local.loop = asyncio.new_event_loop()
+            loop.set_default_executor(ThreadPoolExecutor(4, thread_name_prefix="assay-run"))
+        return loop
+
+    # --- one message ---------------------------------------------------------------
+
+    def handle(self, payload: dict[str, Any]) -> None:
+        try:
+            message = RunMessage.model_validate(payload)
+        except ValidationError as exc:
+            log.error("worker_message_invalid", error=str(exc).splitlines()[0])
+            return  # acknowledged: a message no worker can read would come back for ever
+        run_id, s = message.run_id, self.settings
+        if not self.leases.claim(run_id, self.worker, s.lease_s):
+            self._not_claimed(message)
+            return
+        log.info("worker_run_claimed", run_id=run_id, worker=self.worker)
+        self._loop().run_until_complete(self._execute(message))
+
+    def _not_claimed(self, message: RunMessage) -> None:
+        run_id = message.run_id
+        lease = self.leases.get(run_id)
+        if lease is None or lease.state == ENDED:
+            log.info("worker_run_skipped", run_id=run_id, state=lease.state if lease else "unknown")
+        elif lease.state == QUEUED and lease.cancel_requested:
+            if self.leases.end_unclaimed(run_id):
+                record_ended(self.kernel, message.run_id, message.question, message.model, "cancelled",
+                             AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."))
+        elif lease.state == RUNNING and lease.lapsed:
+            self.sweep(run_id)
+        elif lease.state == RUNNING and self.broker is not None:
+            # delivered again while another worker holds it (a redelivery): look once its lease would lapse
+            self.broker.enqueue(message, delay_s=self.settings.lease_s)
+
+    async def _execute(self, message: RunMessage) -> None:
+        kernel, run_id = self.kernel, message.run_id
+        recorder = RunRecorder(kernel.runs)
+        recorder.started.add(run_id)  # the API wrote the record (status queued)
+        kernel.runs.update(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
+        guarded = LeasedRecorder(recorder, self.leases, run_id, self.worker)
+        run = kernel.new_run(run_id=run_id)
+        loop = asyncio.get_running_loop()
+        agent: asyncio.Future = loop.create_future()
+        stop = threading.Event()
+        try:
+            try:
+                model = resolve_model(kernel, message.model)
+                databases = [message.datasource] if message.datasource else []
+                chosen = await asyncio.to_thread(attach_databases, kernel, databases)
+            except AssayError as exc:
+                refused(run_id, message.question, message.model, exc, [guarded])
+                return
+            resources = None
+            if message.datasource:
+                resources = chosen + [r for r in kernel.resources.values() if r.type != "database"]
+            settings = agent_settings(kernel).model_copy(update={"max_wall_s": message.max_wall_s,
+                                                                 "max_steps": message.max_steps})
+            agent = asyncio.ensure_future(arun_agent(kernel, model, run, message.question, resources=resources,
+                                                     settings=settings, observers=[guarded],
+                                                     model_name=message.model))
+            with self._lock:
+                self.running[run_id] = (loop, agent)
+            threading.Thread(target=self._guard, args=(run_id, loop, agent, guarded, stop), daemon=True,
+                             name=f"lease-{run_id[:12]}").start()
+            try:
+                await agent
+            except asyncio.CancelledError:
+                pass  # recorded by the agent as cancelled (or dropped: the lease was lost)
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the run with a status
+            log.error("worker_run_crashed", run_id=run_id, error=repr(exc))
+            refused(run_id, message.question, message.model, AssayError(
+                "SERVICE_RUN_FAILED", f"{type(exc).__name__}: {exc}", "A bug in the worker; see its log."),
+                [guarded], status=_status("failed"))
+        finally:
+            stop.set()
+            with self._lock:
+                self.running.pop(run_id, None)
+            await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
+            log.info("worker_run_done", run_id=run_id, lost=guarded.lost)
+
+    def _guard(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
+               guarded: LeasedRecorder, stop: threading.Event) -> None:
+        """Renew the lease every lease_s/3 and look for a cancel every poll_s, until the run ends."""
+        renewed = time.monotonic()
+        try:
+            self._watch(run_id, loop, agent, guarded, stop, renewed)
+        finally:
+            self.leases.db.close()  # this thread's catalog connection: the thread ends with the run
+
+    def _watch(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
+               guarded: LeasedRecorder, stop: threading.Event, renewed: float) -> None:
+        s = self.settings
+        while not stop.wait(s.poll_s):
+            try:
+                if time.monotonic() - renewed >= s.lease_s / 3:
+                    if not self.leases.renew(run_id, self.worker, s.lease_s):
+                        guarded.lost = True  # lapsed and taken: nothing more of this run is written
+                        loop.call_soon_threadsafe(agent.cancel)
+                        return
+                    renewed = time.monotonic()
+                if self.leases.cancel_requested(run_id):
+                    log.info("worker_run_cancel", run_id=run_id)
+                    loop.call_soon_threadsafe(agent.cancel)
+                    return
+            except Exception as exc:  # noqa: BLE001 - a catalog hiccup: try again next round
+                log.warning("worker_guard_failed", run_id=run_id, error=repr(exc))
+
+    def cancel_all(self) -> int:
+        """Cancel every run this worker executes (shutdown after the grace period)."""
+        with self._lock:
+            going = list(self.running.values())
+        for loop, agent in going:
+            loop.call_soon_threadsafe(agent.cancel)
+        return len(going)
+
+    # --- runs whose worker died -------------------------------------------------------
+
+    def sweep(self, run_id: str | None = None) -> int:
+        """Mark failed (RUN_WORKER_LOST) the running runs whose lease lapsed; how many this call took."""
+        taken = self.leases.take_lapsed(run_id)
+        for lost_id, holder in taken:
+            record = self.kernel.runs.get(lost_id)
+            record_ended(self.kernel, lost_id, record.question if record else "", record.model if record else "",
+                         "failed", AssayError(
+                             RUN_WORKER_LOST, f"worker {holder} stopped renewing this run's lease (it was killed, "
+                             "or lost the catalog) after step " f"{record.steps if record else 0}",
+                             "Ask again. The transcript and evidence up to that step are kept; the model "
+                             "conversation is not resumed on another worker."), steps=record.steps if record else 0)
+            log.warning("worker_run_lost", run_id=lost_id, worker=holder, swept_by=self.worker)
+        return len(taken)
+
+
+def record_ended(kernel: Any, run_id: str, question: str, model: str, status: str, error: AssayError,
+                 steps: int = 0) -> None:
+    """Write the final event and status of a run this process did not execute (lost, or cancelled queued)."""
+    record = kernel.runs.get(run_id)
+    reason = {"failed": "the worker executing it was lost", "cancelled": "cancelled before a worker took it"}
+    summary = {"run_id": run_id, "question": question, "model": model, "status": status,
+               "status_reason": reason.get(status, status),
+               "error": {"code": error.code, "message": error.message, "hint": error.hint}, "answer": None,
+               "steps": steps, "artifact_ids": list(record.artifact_ids) if record else [], "tool_calls": []}
+    if record is None:
+        RunRecorder(kernel.runs).begin(run_id, question, model)
+    kernel.runs.append(run_id, "run_finished", steps, time.time(), {"summary": summary})
+    kernel.runs.update(run_id, status=status, status_reason=summary["status_reason"], error=summary["error"],
+                       ended_at=time.time(), summary=summary)
+
+
+def _status(name: str) -> Any:
+    from assay.kernel.agent import RunStatus
+
+    return RunStatus(name)

@@ -1,0 +1,24 @@
+"""What crosses the broker: one run request, enough for any worker to execute the run.
+
+The run's record, owner and lease are already in the shared catalog when the
+message is sent; the message names the run and what to ask. Datasources
+travel by *name* (each worker resolves it from its own configuration, as the
+API does), never as a URL.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class RunMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    version: int = Field(default=1, description="The message format; a worker refuses one it does not know.")
+    run_id: str = Field(min_length=1, max_length=200)
+    question: str
+    datasource: str | None = None
+    model: str = Field(description="PROVIDER[:NAME], already checked against what the API offers.")
+    max_steps: int = Field(ge=1)
+    max_wall_s: float = Field(gt=0)
+    enqueued_at: float
