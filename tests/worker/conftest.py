@@ -77,12 +77,14 @@ class Cluster:
         self.logs: list = []
         try:
             for _ in range(workers):
-                self.add_worker()
+                self.add_worker(wait=False)
+            for n in range(1, workers + 1):
+                self.wait_worker(n)
         except Exception:
             self.stop()
             raise
 
-    def add_worker(self) -> subprocess.Popen:
+    def add_worker(self, wait: bool = True) -> subprocess.Popen:
         n = len(self.workers) + 1
         env = {**self.api.env, "ASSAY_HOME": str(self.root / f"worker-{n}" / "home")}
         log = open(self.root / f"worker-{n}.log", "w")  # noqa: SIM115 - closed in stop()
@@ -90,12 +92,16 @@ class Cluster:
                                 stderr=subprocess.STDOUT)
         self.workers.append(proc)
         self.logs.append(log)
-        deadline = time.monotonic() + 60
+        if wait:
+            self.wait_worker(n)
+        return proc
+
+    def wait_worker(self, n: int) -> None:
+        proc, deadline = self.workers[n - 1], time.monotonic() + 60
         while "assay worker " not in (self.root / f"worker-{n}.log").read_text():
             if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"worker {n} did not start: {(self.root / f'worker-{n}.log').read_text()}")
             time.sleep(0.1)
-        return proc
 
     def kill(self, pid: int) -> None:
         """SIGKILL one of this cluster's workers (never another process)."""
