@@ -20,3 +20,8 @@ def register_commands(cli):
 
     for command in COMMANDS:
         cli.add_command(command)
+
+
+@hookimpl
+def register_resources(register, settings, kernel):
+    settings.declare_section("broker", "assay.plugins.worker.settings:BrokerSettings")  # for `assay config`

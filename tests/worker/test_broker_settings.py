@@ -50,3 +50,11 @@ def test_kernel_start_up_and_a_one_machine_serve_import_no_broker_library():
     code = ("import assay; k = assay.Kernel(); k.start()\n"
             "from assay.plugins.service.runner import RunManager")
     assert imported_by(code, ["dramatiq", "redis", "pika", "assay.plugins.worker.broker"]) == []
+
+
+def test_a_worker_whose_broker_does_not_answer_exits_with_the_code(monkeypatch, pg_catalog_url):
+    monkeypatch.setenv("ASSAY_CATALOG_URL", pg_catalog_url)
+    monkeypatch.setenv("ASSAY_BROKER_URL", f"redis://127.0.0.1:{_closed_port()}/0")
+    monkeypatch.setenv("ASSAY_BROKER_CONNECT_TIMEOUT_S", "1")
+    result = run_assay("worker")
+    assert result.exit_code != 0 and "BROKER_UNAVAILABLE" in result.stderr
