@@ -10,9 +10,10 @@ cd "$(dirname "$0")/.."
 
 need_pkgs=()
 # package:binary (g++, cmake: llama-cpp-python, tests/models; dockerd: the
-# docker runtime's tests; runsc: gVisor)
+# docker runtime's tests; runsc: gVisor; redis-server, rabbitmq-server: the
+# brokers of tests/worker)
 for pair in podman:podman runc:runc debootstrap:debootstrap chromium:chromium g++:g++ cmake:cmake \
-            docker.io:dockerd runsc:runsc; do
+            docker.io:dockerd runsc:runsc redis-server:redis-server rabbitmq-server:rabbitmq-server; do
   command -v "${pair#*:}" >/dev/null 2>&1 || [ -x "/usr/sbin/${pair#*:}" ] || need_pkgs+=("${pair%%:*}")
 done
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -41,6 +41,7 @@ from .settings import BrokerSettings
 log = get_logger("assay.worker")
 
 RUN_WORKER_LOST = "RUN_WORKER_LOST"
+WORKER_MESSAGE_INVALID = "WORKER_MESSAGE_INVALID"
 
 
 def worker_id() -> str:
@@ -89,9 +90,15 @@ class Executor:
     def handle(self, payload: dict[str, Any]) -> None:
         try:
             message = RunMessage.model_validate(payload)
-        except ValidationError as exc:
+        except ValidationError as exc:  # acknowledged (it would come back for ever); its run ends failed
             log.error("worker_message_invalid", error=str(exc).splitlines()[0])
-            return  # acknowledged: a message no worker can read would come back for ever
+            run_id = payload.get("run_id") if isinstance(payload, dict) else None
+            if isinstance(run_id, str) and self.leases.end_unclaimed(run_id):
+                record_ended(self.kernel, run_id, str(payload.get("question", "")), str(payload.get("model", "")),
+                             "failed", AssayError(WORKER_MESSAGE_INVALID, "this worker cannot read the run's "
+                             f"message: {str(exc).splitlines()[0]}", "Run the same assay version on the API "
+                             "and the workers."))
+            return
         run_id, s = message.run_id, self.settings
         if not self.leases.claim(run_id, self.worker, s.lease_s):
             self._not_claimed(message)

@@ -81,3 +81,16 @@ def test_a_broker_that_does_not_take_the_message_fails_the_run_at_once(request, 
     assert refused.value.code == "BROKER_UNAVAILABLE"
     record = kernel.runs.get("run_e")
     assert record.status == "failed" and record.error["code"] == "BROKER_UNAVAILABLE"
+
+
+def test_a_message_a_worker_cannot_read_fails_its_run_instead_of_leaving_it_queued(kernel, leases):
+    from assay.kernel.runs import RunRecord
+    from assay.plugins.worker.execute import Executor
+    from assay.plugins.worker.settings import BrokerSettings
+
+    kernel.runs.start(RunRecord(run_id="run_f", question="q", status="queued", started_at=time.time()))
+    leases.create("run_f")
+    Executor(kernel, BrokerSettings(), leases).handle({"version": 2, "run_id": "run_f", "question": "q"})
+    record = kernel.runs.get("run_f")
+    assert record.status == "failed" and record.error["code"] == "WORKER_MESSAGE_INVALID"
+    assert leases.get("run_f").state == "ended"
