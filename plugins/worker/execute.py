@@ -206,17 +206,25 @@ class Executor:
 
     def sweep(self, run_id: str | None = None) -> int:
         """Mark failed (RUN_WORKER_LOST) the running runs whose lease lapsed; how many this call took."""
-        taken = self.leases.take_lapsed(run_id)
+        # one transaction (this thread's connection, which the runs store's writes below use too): the lease
+        # is ended together with the run's final event and status, or neither is and the next sweep retries
+        with self.leases.db.transaction():
+            taken = self.leases.take_lapsed(run_id)
+            for lost_id, holder in taken:
+                self._lost(lost_id, holder)
         for lost_id, holder in taken:
-            record = self.kernel.runs.get(lost_id)
-            record_ended(self.kernel, lost_id, record.question if record else "", record.model if record else "",
-                         "failed", AssayError(
-                             RUN_WORKER_LOST, f"worker {holder} stopped renewing this run's lease (it was killed, "
-                             "or lost the catalog) after step " f"{record.steps if record else 0}",
-                             "Ask again. The transcript and evidence up to that step are kept; the model "
-                             "conversation is not resumed on another worker."), steps=record.steps if record else 0)
             log.warning("worker_run_lost", run_id=lost_id, worker=holder, swept_by=self.worker)
         return len(taken)
+
+    def _lost(self, lost_id: str, holder: str) -> None:
+        record = self.kernel.runs.get(lost_id)
+        steps = record.steps if record else 0
+        record_ended(self.kernel, lost_id, record.question if record else "", record.model if record else "",
+                     "failed", AssayError(
+                         RUN_WORKER_LOST, f"worker {holder} stopped renewing this run's lease (it was killed, or "
+                         f"lost the catalog) after step {steps}", "Ask again. The transcript and evidence up to "
+                         "that step are kept; the model conversation is not resumed on another worker."),
+                     steps=steps)
 
 
 def record_ended(kernel: Any, run_id: str, question: str, model: str, status: str, error: AssayError,
