@@ -3,13 +3,17 @@
     python bench/bench_workers.py [--broker redis://127.0.0.1:6379/0] [--pg postgresql://postgres@127.0.0.1:5432/test]
                                   [--runs 60]
 
-One `assay serve` enqueues ``runs`` runs of the scripted model (one
-``sql_query`` on a SQLite file, then the answer) as fast as it can; the
-clock runs from the first POST until the last run's lease has ended, first
-with 1 worker, then with 3. The processes share one ASSAY_HOME (one host:
-the local artifact store), the catalog is a fresh PostgreSQL schema (dropped
-at the end), the queue a fresh one. Prints runs/s for each and the ratio.
-Without PostgreSQL or the broker answering it says so and exits 0.
+Each run is the scripted model calling ``sql_query`` once on a SQLite file,
+then answering. Two workloads: with a model latency of 0.1 s per turn
+(``delay_s``: what an agent run mostly does is wait for its model), and
+with none (the run is all CPU: assay's own work). For each, ``runs`` runs
+are enqueued through one `assay serve` before any worker starts; then 1 (or
+3) workers start together, and the clock runs from the first run's
+``run_started`` to the last run's ``run_finished`` (the events' own times).
+The processes share one ASSAY_HOME (one host: the local artifact store),
+the catalog is a fresh PostgreSQL schema (dropped at the end), each phase
+has a queue of its own. Prints runs/s and the 3-to-1 ratio. Without
+PostgreSQL or the broker answering it says so and exits 0.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from urllib.parse import urlsplit
 
 import httpx
 
-SCRIPT = [{"tool": "sql_query", "arguments": {"sql": "SELECT region, SUM(amount) FROM sales GROUP BY region"}},
-          {"text": "East sold the most."}]
+def script(delay_s: float) -> list[dict]:
+    return [{"tool": "sql_query", "arguments": {"sql": "SELECT region, SUM(amount) FROM sales GROUP BY region"},
+             "delay_s": delay_s}, {"text": "East sold the most.", "delay_s": delay_s}]
 
 
 def answers(url: str, default_port: int) -> bool:
@@ -68,25 +73,33 @@ def phase(env: dict[str, str], root: Path, workers: int, runs: int, pg_url: str)
     port = free_port()
     procs = [subprocess.Popen(cli("serve", "--port", str(port)), env=env, stdout=subprocess.DEVNULL,
                               stderr=open(root / "serve.log", "a"))]  # noqa: SIM115
-    logs = [root / f"worker-{workers}-{i}.log" for i in range(workers)]
-    for log in logs:
-        procs.append(subprocess.Popen(cli("worker"), env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w")))  # noqa: SIM115
     try:
-        wait_for(lambda: all("assay worker " in log.read_text() for log in logs), 60, "workers did not start")
         url, headers = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
         wait_for(lambda: _up(url), 60, "assay serve did not start")
-        with psycopg.connect(pg_url, autocommit=True) as conn, httpx.Client(headers=headers, timeout=30) as http:
-            before = conn.execute("SELECT count(*) FROM run_leases").fetchone()[0] if _has_leases(conn) else 0
-            started = time.perf_counter()
-            for _ in range(runs):
+        with httpx.Client(headers=headers, timeout=30) as http:
+            ids = []
+            for _ in range(runs):  # all queued before a worker runs
                 r = http.post(f"{url}/runs", json={"question": "Which region sold the most?", "datasource": "sales"})
                 assert r.status_code == 202, r.text
-            wait_for(lambda: conn.execute("SELECT count(*) FROM run_leases WHERE state = 'ended'").fetchone()[0]
-                     >= before + runs, 600, "the runs did not end")
-            elapsed = time.perf_counter() - started
-            bad = conn.execute("SELECT count(*) FROM runs WHERE status <> 'answered'").fetchone()[0]
+                ids.append(r.json()["run_id"])
+        logs = [root / f"worker-{env['ASSAY_BROKER_QUEUE']}-{i}.log" for i in range(workers)]
+        for log in logs:
+            procs.append(subprocess.Popen(cli("worker"), env=env, stdout=subprocess.DEVNULL,
+                                          stderr=open(log, "w")))  # noqa: SIM115
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            wait_for(lambda: conn.execute("SELECT count(*) FROM run_leases WHERE state = 'ended' "
+                                          "AND run_id = ANY(%s)", (ids,)).fetchone()[0] >= runs, 600,
+                     "the runs did not end")
+            first, last = conn.execute("SELECT min(at) FILTER (WHERE kind = 'run_started'), "
+                                       "max(at) FILTER (WHERE kind = 'run_finished') FROM run_events "
+                                       "WHERE run_id = ANY(%s)", (ids,)).fetchone()
+            bad = conn.execute("SELECT count(*) FROM runs WHERE status <> 'answered' AND run_id = ANY(%s)",
+                               (ids,)).fetchone()[0]
             assert bad == 0, f"{bad} runs did not end answered"
-        return runs / elapsed
+            used = conn.execute("SELECT count(DISTINCT worker) FROM run_leases WHERE run_id = ANY(%s)",
+                                (ids,)).fetchone()[0]
+            assert used == workers, f"{used} of {workers} workers took runs"
+        return runs / (last - first)
     finally:
         for proc in procs:
             proc.terminate()
@@ -99,10 +112,6 @@ def _up(url: str) -> bool:
         return httpx.get(f"{url}/health", timeout=1).status_code == 200
     except httpx.HTTPError:
         return False
-
-
-def _has_leases(conn) -> bool:
-    return conn.execute("SELECT to_regclass('run_leases') IS NOT NULL").fetchone()[0]
 
 
 def main() -> int:
@@ -131,20 +140,22 @@ def main() -> int:
                              [(i, ["north", "south", "east", "west"][i % 4], i * 3) for i in range(120)])
             conn.commit()
             conn.close()
-            (root / "script.json").write_text(json.dumps(SCRIPT))
-            rates = {}
-            for workers in (1, 3):
-                env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "SANDBOX_"))}
-                env.update({"ASSAY_HOME": str(root / "home"), "ASSAY_CATALOG_URL": pg_url,
-                            "ASSAY_BROKER_URL": args.broker, "ASSAY_BROKER_QUEUE": f"{schema}_{workers}",
-                            "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
-                            "ASSAY_SERVICE_MODEL": f"scripted:{root / 'script.json'}",
-                            "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "100000",
-                            "SANDBOX_RUNTIME": "local", "SANDBOX_ALLOW_LOCAL_RUNTIME": "1"})
-                rates[workers] = phase(env, root, workers, args.runs, pg_url)
-                print(f"{workers} worker(s): {args.runs} runs, {rates[workers]:.1f} runs/s", flush=True)
-            print(f"3 workers / 1 worker: {rates[3] / rates[1]:.2f}x  ({os.cpu_count()} cores, broker "
-                  f"{urlsplit(args.broker).scheme})")
+            for label, delay_s in (("model latency 0.1 s a turn", 0.1), ("no model latency (all CPU)", 0.0)):
+                (root / "script.json").write_text(json.dumps(script(delay_s)))
+                rates = {}
+                for workers in (1, 3):
+                    env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "SANDBOX_"))}
+                    env.update({"ASSAY_HOME": str(root / "home"), "ASSAY_CATALOG_URL": pg_url,
+                                "ASSAY_BROKER_URL": args.broker,
+                                "ASSAY_BROKER_QUEUE": f"{schema}_{int(delay_s * 1000)}_{workers}",
+                                "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
+                                "ASSAY_SERVICE_MODEL": f"scripted:{root / 'script.json'}",
+                                "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "100000",
+                                "SANDBOX_RUNTIME": "local", "SANDBOX_ALLOW_LOCAL_RUNTIME": "1"})
+                    rates[workers] = phase(env, root, workers, args.runs, pg_url)
+                print(f"{label}: 1 worker {rates[1]:.1f} runs/s, 3 workers {rates[3]:.1f} runs/s, "
+                      f"ratio {rates[3] / rates[1]:.2f}x  ({args.runs} runs, {os.cpu_count()} cores, "
+                      f"{urlsplit(args.broker).scheme})", flush=True)
     finally:
         with psycopg.connect(args.pg, autocommit=True) as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")

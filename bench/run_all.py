@@ -16,7 +16,8 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-ORDER = ["kernel", "evidence", "sql", "sandbox", "code_interpreter", "knowledge", "agent", "reports", "service"]
+ORDER = ["kernel", "evidence", "sql", "sandbox", "code_interpreter", "knowledge", "agent", "reports", "service",
+         "workers"]  # bench_workers.py needs PostgreSQL and Redis; without them it says so and exits 0
 
 
 def main(argv: list[str]) -> int:

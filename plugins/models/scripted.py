@@ -6,7 +6,9 @@ The script is a list of steps played in order, one per model turn. A step is
 turn), ``{"text": "..."}`` (the final answer), or a callable taking the
 conversation so far (a list of :class:`assay.kernel.messages.Message`) and returning
 one of those: that is how a script uses an artifact id a previous tool
-returned. When the script runs out, the model answers with its last text.
+returned. A step may also carry ``"delay_s": SECONDS``: the model takes that
+long to answer it (a real model's latency, for benchmarks such as
+bench/bench_workers.py). When the script runs out, the model answers with its last text.
 A JSON script file is given as ``script=PATH``, or on the command line as
 ``--model scripted:PATH``.
 
@@ -55,6 +57,10 @@ class ScriptedModel(Model):
             self._position += 1
         if callable(step):
             step = step(list(messages))
+        if step.get("delay_s"):
+            import time
+
+            time.sleep(float(step["delay_s"]))
         return self._message(step)
 
     def _message(self, step: dict[str, Any]) -> Message:

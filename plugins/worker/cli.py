@@ -56,8 +56,10 @@ def _serve(kernel: Any, broker: Any, executor: Any, settings: Any, drain_s: floa
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    worker = dramatiq.Worker(broker.broker, worker_threads=settings.threads, worker_timeout=200)
-    worker.queue_prefetch = settings.threads  # a message waits on the queue, not in a busy worker
+    # a message waits on the queue, not in a busy worker (prefetch = threads); so a Redis consumer polls
+    # again within 50 ms of a run's end (its idle back-off is capped at worker_timeout)
+    worker = dramatiq.Worker(broker.broker, worker_threads=settings.threads, worker_timeout=50)
+    worker.queue_prefetch = settings.threads
     worker.start()
     log.info("worker_started", worker=executor.worker, queue=settings.queue, threads=settings.threads,
              broker=broker.kind)

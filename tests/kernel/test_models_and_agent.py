@@ -74,6 +74,14 @@ def test_scripted_model_drives_the_agent_loop_to_a_final_answer(agent_kernel):
     assert transcript.tool_results[0].data == 5
 
 
+def test_a_scripted_step_with_delay_s_answers_after_that_long():
+    import time
+
+    model = ScriptedModel([{"text": "late", "delay_s": 0.2}])
+    started = time.perf_counter()
+    assert model.complete([], []).content == "late" and time.perf_counter() - started >= 0.2
+
+
 def test_agent_loop_feeds_tool_errors_back_to_the_model(agent_kernel):
     kernel = agent_kernel()
     model = ScriptedModel([{"tool": "add", "arguments": {"a": "two"}}, {"text": "sorry"}])
