@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 
 import pytest
 
@@ -37,6 +39,22 @@ def sandbox_image(podman_ok: bool) -> str:
     return TEST_IMAGE
 
 
+def _on_first_use(start: Callable[[], AbstractContextManager[str]]) -> Iterator[Callable[[], str]]:
+    """A session fixture's body: yields a getter that enters ``start()`` on its first call (the
+    service's socket path), then leaves that context when the session ends, if it was entered."""
+    entered: list[tuple[AbstractContextManager[str], str]] = []
+
+    def get() -> str:
+        if not entered:
+            cm = start()
+            entered.append((cm, cm.__enter__()))
+        return entered[0][1]
+
+    yield get
+    if entered:
+        entered[0][0].__exit__(None, None, None)
+
+
 @pytest.fixture(scope="session")
 def _podman_service_on_demand():
     """Starts the private podman API service on first use; stops it (by PID) last.
@@ -44,18 +62,7 @@ def _podman_service_on_demand():
     Fixtures that hold containers depend on this one, so the service outlives
     their clean-up even when it was started lazily, after them.
     """
-    holder: dict[str, object] = {}
-
-    def get() -> str:
-        if "path" not in holder:
-            cm = podman_service()
-            holder["path"] = cm.__enter__()
-            holder["cm"] = cm
-        return holder["path"]  # type: ignore[return-value]
-
-    yield get
-    if "cm" in holder:
-        holder["cm"].__exit__(None, None, None)  # type: ignore[attr-defined]
+    yield from _on_first_use(podman_service)
 
 
 @pytest.fixture(scope="session")
@@ -68,18 +75,7 @@ def podman_api_socket(podman_ok: bool, _podman_service_on_demand) -> str:
 @pytest.fixture(scope="session")
 def _dockerd_on_demand():
     """Starts the private Docker Engine (image loaded) on first use; stops it (by PID) last."""
-    holder: dict[str, object] = {}
-
-    def get() -> str:
-        if "path" not in holder:
-            cm = docker_daemon.docker_daemon(TEST_IMAGE)
-            holder["path"] = cm.__enter__()
-            holder["cm"] = cm
-        return holder["path"]  # type: ignore[return-value]
-
-    yield get
-    if "cm" in holder:
-        holder["cm"].__exit__(None, None, None)  # type: ignore[attr-defined]
+    yield from _on_first_use(lambda: docker_daemon.docker_daemon(TEST_IMAGE))
 
 
 @pytest.fixture(scope="session")
