@@ -1,6 +1,7 @@
 """Bench: the code interpreter's overhead, and loading a 1,000,000-row artifact in the sandbox.
 
-0. Warm cells (issue 17's table, median of 7 warm calls each): ``print(1)``,
+0. Warm cells (issue 17's table, median of 7 warm calls each, back to back and
+   with a 0.3 s pause before each call): ``print(1)``,
    ``import pandas``, ``x += 1`` with a DataFrame in the notebook, a 10,000-row
    groupby; ``x += 1`` p50/p95 over more calls; and each pandas cell against a
    plain persistent REPL process (a resident in a second session of the same
@@ -86,6 +87,10 @@ CELLS = [
 # call (fork, capture, snapshot, evidence: about 20 ms here); on a 1 ms cell any fixed cost is a
 # large ratio, so those rows are shown, not judged.
 RATIO_JUDGED = ("1,000,000-row groupby",)
+# Back to back, and with a pause before each call: in an agent the model's turn comes between
+# two cells, and the notebook uses that idle moment (it forks the next cell's process ahead and
+# copies the pages the last cell wrote; see docs/code_interpreter.md).
+PAUSES = (0.0, 0.3)
 X_TARGET_P50, X_TARGET_P95 = 50.0, 100.0
 
 
@@ -122,27 +127,33 @@ def bench_warm_cells(kernel, calls: int) -> bool:
         channel = repl.open_channel(RELAY_PROGRAM, [f"{repl.workdir}/{HOLDER_SOCKET}"])
         tool(SETUP)
         baseline(SETUP)
-        rows = []
-        for label, code in CELLS:
-            tool(code)
-            baseline(code)
-            t_ms, b_ms = [], []
-            for _ in range(7):
-                t_ms.append(tool(code))
-                b_ms.append(baseline(code))
-            rows.append((label, statistics.median(t_ms), statistics.median(b_ms)))
+        tables = {}
+        for pause in PAUSES:
+            rows = tables[pause] = []
+            for label, code in CELLS:
+                tool(code)
+                baseline(code)
+                t_ms, b_ms = [], []
+                for _ in range(7):
+                    time.sleep(pause)
+                    t_ms.append(tool(code))
+                    time.sleep(pause)
+                    b_ms.append(baseline(code))
+                rows.append((label, statistics.median(t_ms), statistics.median(b_ms)))
         x_ms = [tool("x += 1") for _ in range(calls)]
     finally:
         repl.close()
         run.close()
     print(f"warm cells, median of 7 warm calls (runtime {kernel.sandbox.config.runtime or 'detected'}, "
           f"limits {kernel.sandbox.config.memory_limit // 1024**2} MiB / {kernel.sandbox.config.cpu_limit} CPU)")
-    print(f"{'cell':42}{'tool ms':>10}{'REPL ms':>10}{'ratio':>8}")
     ok = True
-    for label, t, b in rows:
-        print(f"{label:42}{t:10.1f}{b:10.1f}{t / b:7.2f}x")
-        if label in RATIO_JUDGED:
-            ok &= t / b <= TARGET
+    for pause, rows in tables.items():
+        print("back to back" if not pause else f"a {pause} s pause before each call (a model's turn between cells)")
+        print(f"{'cell':42}{'tool ms':>10}{'REPL ms':>10}{'ratio':>8}")
+        for label, t, b in rows:
+            print(f"{label:42}{t:10.1f}{b:10.1f}{t / b:7.2f}x")
+            if label in RATIO_JUDGED:
+                ok &= t / b <= TARGET
     p50, p95 = pct(x_ms, .5), pct(x_ms, .95)
     print(f"x += 1 over {calls} calls: p50 {p50:.1f} ms (target <= {X_TARGET_P50:.0f}: "
           f"{'MET' if p50 <= X_TARGET_P50 else 'NOT MET'}), p95 {p95:.1f} ms (target <= {X_TARGET_P95:.0f}: "

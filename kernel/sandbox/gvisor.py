@@ -48,8 +48,11 @@ def is_gvisor(oci_runtime: str | None) -> bool:
 
 
 def host_pids_limit(oci_runtime: str | None, max_processes: int) -> int:
-    """The engine's pids limit for a sandbox of ``max_processes``."""
-    return max_processes + SENTRY_PIDS if is_gvisor(oci_runtime) else max_processes
+    """The engine's pids limit for a sandbox of ``max_processes`` (plus the resident's spare)."""
+    from .resident import SPARE_PIDS
+
+    limit = max_processes + SPARE_PIDS
+    return limit + SENTRY_PIDS if is_gvisor(oci_runtime) else limit
 
 
 def kernel_probe(runtime: Any, oci_runtime: str = "runsc") -> tuple[bool, str]:

@@ -26,6 +26,9 @@ from __future__ import annotations
 from .launcher import PYTHON_ISOLATED
 
 READY_FD_VAR = "ASSAY_RESIDENT_READY_FD"
+# A resident may keep one spare process of its own (the notebook holder forks the next cell's
+# process ahead): the engine's pids limit adds it, so the code's own budget stays what was configured.
+SPARE_PIDS = 1
 
 STARTER_SOURCE = r'''
 import os, select, sys, time

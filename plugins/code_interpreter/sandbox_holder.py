@@ -9,15 +9,19 @@ the notebook:
   client (run by the sandbox's launcher, as the code's uid) connects, sends
   the request and its own stdout/stderr descriptors (``SCM_RIGHTS``), and
   waits for one report line;
-* the holder forks; the child (its own process group, ``oom_score_adj``
-  1000 so the OOM killer takes it first) runs the cell exactly as a one-shot
-  call does (``assay_ci_runner.run``), on the passed descriptors, and saves a
-  snapshot candidate (``state.pkl.next``);
+* the cell's process is a fork of the holder (its own process group,
+  ``oom_score_adj`` 1000 so the OOM killer takes it first), made ahead while
+  the notebook is idle (the *spare*: it copies the pages the last cell wrote,
+  see ``assay_ci_pages``, then waits on a socket pair for the request and the
+  descriptors), or at once when none is ready (calls back to back). It runs
+  the cell exactly as a one-shot call does (``assay_ci_runner.run``), on the
+  passed descriptors, and saves a snapshot candidate (``state.pkl.next``);
 * the holder watches the child with the cell's time limit. When the child
   says it is done, the holder commits: the candidate becomes the snapshot
-  (``state.pkl``) and the child becomes the next holder (it kills the old one
-  and whatever the cell left running, then serves the socket, which it
-  inherited). A child that still runs threads of the cell hands back
+  (``state.pkl``) and the child becomes the next holder: it answers, lists
+  the pages it wrote while the old holder still shares the rest, kills the
+  old one and whatever the cell left running, then serves the socket, which
+  it inherited. A child that still runs threads of the cell hands back
   instead: it exits, and the old holder reloads the committed snapshot.
   A child that times out, is OOM-killed or crashes is killed with everything
   it started; the holder drops the candidate and keeps its own state, as it
@@ -121,9 +125,21 @@ class Holder:
         self.nb = runner.Namespace()
         self.nb.restore()
         self.cells = 0
+        self.spare: Spare | None = None
+        self.working_set: list = []  # pages the last finished cell wrote: the spare copies them ahead
+        self.predecessor: int | None = None  # the holder this process took over from
 
     def serve(self) -> None:
         while True:
+            if self.spare is None:
+                # While idle: the next cell's process, ready. Not before the old holder is gone:
+                # the pids limit counts both, and a host exec needs room meanwhile.
+                # A cell already waiting (calls back to back) is not kept waiting for that.
+                if not _readable(self.listener):
+                    _wait_gone(self.predecessor)
+                    self.spare = self._fork_spare()
+                    if self.spare is None:
+                        continue  # this process ran that cell and is the holder now: it forks its own
             try:
                 conn, _ = self.listener.accept()
             except InterruptedError:
@@ -136,10 +152,33 @@ class Holder:
             self.cell(conn, req, fds)  # returns in the holder of the next cell (this one or its child)
 
     def cell(self, conn: socket.socket, req: dict, fds: list) -> None:
-        _reap()  # what the last cell started and the holder killed: no zombies (they hold pids)
+        reaped = _reap()  # what the last cell started and the holder killed: no zombies (they hold pids)
+        oom_before = _oom_kills()
+        spare, self.spare = self.spare, None
+        if spare is None or spare.pid in reaped or not spare.hand(conn, req, fds):
+            if spare is not None:  # it died while idle: end it, and copy nothing ahead next time
+                spare.discard(reaped)
+                self.working_set = []
+            spare = self._fork_spare(conn, req, fds)  # none ready: fork for this cell now
+            if spare is None:
+                return  # this process ran the cell and is the holder now
+        for fd in fds:
+            os.close(fd)
+        try:
+            self._watch(conn, req, spare, oom_before)
+        finally:
+            spare.close()
+
+    def _fork_spare(self, conn=None, req=None, fds=None):
+        """Fork the process of the next cell: it waits for the cell (or runs ``req`` at once).
+
+        Returns the parent's handle; in the child, returns None once the child has
+        run its cell and become the holder.
+        """
         c2p_r, c2p_w = os.pipe()
         p2c_r, p2c_w = os.pipe()
-        oom_before = _oom_kills()
+        hand_parent, hand_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        ahead = self.working_set if req is None else []
         # The child's collector must not walk the holder's objects: writing their GC headers
         # would copy every page holding them (copy-on-write) on each cell.
         gc.freeze()
@@ -148,24 +187,29 @@ class Holder:
             try:
                 os.close(c2p_r)
                 os.close(p2c_w)
+                hand_parent.close()
+                os.setpgid(0, 0)
+                _set_oom_adj("1000")  # under memory pressure the cell goes, never the holder
+                if req is None:
+                    _pages().populate(ahead, stop=lambda: _readable(hand_child))
+                    got = _receive_hand(hand_child)
+                    if got is None:
+                        os._exit(0)  # the holder went away before any cell came
+                    conn, req, fds = got
+                hand_child.close()
                 self._child(conn, req, fds, c2p_w, p2c_r)
             except BaseException:  # noqa: BLE001 - never a second holder: a child that failed ends here
                 os._exit(70)
-            return  # this process is the holder now
-        for fd in (*fds, c2p_w, p2c_r):
+            return None  # this process is the holder now
+        for fd in (c2p_w, p2c_r):
             os.close(fd)
-        try:
-            self._watch(conn, req, pid, c2p_r, p2c_w, oom_before)
-        finally:
-            for fd in (c2p_r, p2c_w):
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        hand_child.close()
+        return Spare(pid, c2p_r, p2c_w, hand_parent)
 
     # --- in the holder ---------------------------------------------------------------
 
-    def _watch(self, conn, req, pid, c2p_r, p2c_w, oom_before) -> None:
+    def _watch(self, conn, req, spare, oom_before) -> None:
+        pid, c2p_r, p2c_w = spare.pid, spare.c2p_r, spare.p2c_w
         deadline = time.monotonic() + float(req["timeout_s"])
         said = b""
         status = None
@@ -195,7 +239,10 @@ class Holder:
         os.write(p2c_w, b"go\n")
         if not handback:
             conn.close()
-            os._exit(0)  # the child is the holder now (it kills this process anyway)
+            # The child is the holder now. Stay until it has listed the pages it wrote (they
+            # count as its own only while this process still shares the rest); it ends this one.
+            _wait_closed(c2p_r)
+            os._exit(0)
         try:
             _, status = os.waitpid(pid, 0)
         except ChildProcessError:
@@ -238,8 +285,6 @@ class Holder:
 
     def _child(self, conn, req, fds, c2p_w, p2c_r) -> None:
         runner = self.runner
-        os.setpgid(0, 0)
-        _set_oom_adj("1000")  # under memory pressure the cell goes, never the holder
         os.dup2(fds[0], 1)
         os.dup2(fds[1], 2)
         for fd in fds:
@@ -258,15 +303,13 @@ class Holder:
             if not chunk:
                 break
             answer += chunk
-        os.close(c2p_w)
         os.close(p2c_r)
         if not answer and not takeover:
             takeover = frame["kept_live"] = True  # the holder is gone: this process is all that is left
         if not takeover:
+            os.close(c2p_w)
             runner.emit_frame(frame, real_fd, req)
             os._exit(0)
-        _kill_the_rest()  # the old holder and whatever the cell left running
-        _reap()
         gc.unfreeze()  # this process is the holder now: its objects are ordinary again until the next fork
         _set_oom_adj(self.base_adj)
         try:
@@ -280,17 +323,123 @@ class Holder:
         os.close(null)
         self.cells += 1
         _report(conn, outcome="done")
+        # After the answer, before the next cell: the old holder waits (still sharing its pages)
+        # until this process has listed the ones it wrote; then it goes, with whatever the cell
+        # left running.
+        # (Not when the next cell is already waiting: there will be no idle moment to use it.)
+        self.working_set = [] if _readable(self.listener) else _pages().written_ranges(_pages().budget())
+        self.predecessor = os.getppid()
+        os.close(c2p_w)
+        _kill_the_rest()
+        _reap()
 
 
-def _reap() -> None:
-    """Collect exited children (processes a cell started, killed since) without blocking."""
+class Spare:
+    """The holder's end of a cell's process: its report pipe, its go-ahead pipe, the hand-over socket."""
+
+    def __init__(self, pid: int, c2p_r: int, p2c_w: int, hand: socket.socket) -> None:
+        self.pid, self.c2p_r, self.p2c_w, self.hand_sock = pid, c2p_r, p2c_w, hand
+
+    def hand(self, conn: socket.socket, req: dict, fds: list) -> bool:
+        """Pass the cell to the waiting process; False if it is gone (died while idle)."""
+        body = json.dumps(req).encode("utf-8")
+        try:
+            self.hand_sock.sendmsg([HEADER.pack(len(body))],
+                                   [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno(), *fds]))])
+            self.hand_sock.sendall(body)
+        except OSError:
+            return False
+        return True
+
+    def discard(self, reaped: list) -> None:
+        """A spare that cannot take the cell: end it, unless it is gone and reaped already."""
+        if self.pid not in reaped:
+            try:
+                os.killpg(self.pid, signal.SIGKILL)
+            except OSError:
+                pass
+            try:
+                os.waitpid(self.pid, 0)
+            except ChildProcessError:
+                pass
+        self.close()
+
+    def close(self) -> None:
+        for fd in (self.c2p_r, self.p2c_w):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.hand_sock.close()
+
+
+def _fd_bytes(fds: list) -> bytes:
+    return b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+
+
+def _receive_hand(sock: socket.socket):
+    """In a spare: wait for the cell the holder passes; (conn, req, fds), or None if the holder is gone."""
+    try:
+        data, ancillary, _flags, _addr = sock.recvmsg(HEADER.size, socket.CMSG_SPACE(3 * 4))
+    except OSError:
+        return None
+    fds = []
+    for level, kind, payload in ancillary:
+        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+            fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4))
+    if len(data) != HEADER.size or len(fds) != 3:
+        return None
+    (size,) = HEADER.unpack(data)
+    body = bytearray()
+    while len(body) < size:
+        chunk = sock.recv(min(1 << 20, size - len(body)))
+        if not chunk:
+            return None
+        body += chunk
+    return socket.socket(fileno=fds[0]), json.loads(body), fds[1:]
+
+
+def _wait_closed(fd: int) -> None:
+    """Block until the other end of the pipe ``fd`` is closed (or the wait is cut short)."""
+    try:
+        while os.read(fd, 256):
+            pass
+    except OSError:
+        pass
+
+
+def _readable(sock: socket.socket) -> bool:
+    """Whether ``sock`` has something waiting (a connection, a hand-over), without blocking."""
+    try:
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return False
+
+
+def _wait_gone(pid: int | None, wait_s: float = 0.25) -> None:
+    """Wait (a bounded moment) until process ``pid`` has ended and been reaped."""
+    if pid is None or pid <= 1:
+        return
+    deadline = time.monotonic() + wait_s
+    while os.path.exists(f"/proc/{pid}") and time.monotonic() < deadline:
+        time.sleep(0.002)
+
+
+def _pages():
+    return sys.modules.get("assay_ci_pages") or __import__("assay_ci_pages")
+
+
+def _reap() -> list:
+    """Collect exited children (processes a cell started, killed since) without blocking; their pids."""
+    reaped = []
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            return reaped
         if pid == 0:
-            return
+            return reaped
+        reaped.append(pid)
 
 
 def _alone() -> bool:
@@ -321,6 +470,7 @@ def serve(config: dict) -> None:
     os.chmod(path, 0o666)  # the client runs as the code's uid
     os.chmod(runner.ASSAY_DIR, 0o755)
     listener.listen(8)
+    _pages()  # imported once here, not in each cell's process
     holder = Holder(runner, listener)
     info = {"pid": os.getpid(), "state_found": holder.nb.state_found, "restore_error": holder.nb.restore_error}
     os.write(ready_fd, ("ready " + json.dumps(info) + "\n").encode("ascii"))

@@ -38,6 +38,7 @@ SANDBOX_MODULES = {
     "sandbox_holder.py": "assay_ci_holder.py",
     "sandbox_state.py": "assay_ci_state.py",
     "sandbox_capture.py": "assay_ci_capture.py",
+    "sandbox_pages.py": "assay_ci_pages.py",
 }
 HOLDER_MARK = "\x1eASSAY-HOLDER "
 HOLDER_SOCKET = ".assay/holder.sock"

@@ -77,3 +77,35 @@ def test_closed_channel_is_reopened_and_the_notebook_carries_on(call, run):
     result = call("REPORT_RESULT = [kept, 'lock' in globals()]")
     assert result.success, result.for_model()
     assert result.data["result"] == ["yes", True]  # the holder was never touched
+
+
+AGE = ("import os\nwith open('/proc/uptime') as fh:\n    up = float(fh.read().split()[0])\n"
+       "with open('/proc/self/stat') as fh:\n    start = int(fh.read().rsplit(')', 1)[1].split()[19])\n"
+       "REPORT_RESULT = up - start / os.sysconf('SC_CLK_TCK')\n")
+
+
+def test_the_next_cells_process_is_forked_while_the_notebook_is_idle(call):
+    import time
+
+    assert call("x = 1").success
+    time.sleep(1.0)
+    age = call(AGE).data["result"]
+    assert age >= 0.5  # forked ahead, after the last cell, not when this call came
+
+
+WRITE_PAGES = ("import resource\nbefore = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+               "buf[:4_000_000:4096] = b'y' * len(buf[:4_000_000:4096])\n"
+               "REPORT_RESULT = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n")
+
+
+def test_pages_the_last_cell_wrote_are_copied_ahead_for_the_next(call):
+    import time
+
+    # 20 MB made in one run: more than is ever copied ahead, so its pages stay shared until written.
+    assert call("buf = bytearray(b'x' * 20_000_000)").success
+    time.sleep(0.5)
+    cold = call(WRITE_PAGES).data["result"]  # ~980 pages shared with the holder: copy-on-write faults
+    time.sleep(0.5)
+    warm = call(WRITE_PAGES).data["result"]  # the same pages, copied by the spare while the notebook was idle
+    assert cold >= 900, cold
+    assert warm <= cold // 4, (cold, warm)

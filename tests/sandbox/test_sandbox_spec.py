@@ -14,6 +14,7 @@ from assay.kernel.sandbox import (
     build_spec,
 )
 from assay.kernel.sandbox.labels import owner_labels
+from assay.kernel.sandbox.resident import SPARE_PIDS
 from assay.kernel.sandbox.paths import sandbox_path
 
 
@@ -30,7 +31,7 @@ def test_default_spec_is_hardened():
     assert s.seccomp == "assay" and s.host_mounts == ()
     assert s.memory_bytes == s.memory_swap_bytes == 256 * 1024**2
     assert (s.cpu_quota_us, s.cpu_period_us) == (50_000, 100_000)
-    assert s.pids_limit == 10
+    assert s.pids_limit == 10 + SPARE_PIDS  # the resident's spare is assay's, not the code's
     assert {t.target for t in s.tmpfs} == {"/workspace", "/tmp"}
     assert all(t.size_bytes > 0 and "nosuid" in t.options and "nodev" in t.options for t in s.tmpfs)
     assert {u.name: u.hard for u in s.ulimits}["fsize"] == 10 * 1024**2
@@ -42,7 +43,7 @@ def test_cli_args_carry_every_flag_and_no_weak_one():
     args = _spec().cli_run_args()
     joined = " ".join(args)
     for flag in ("--network none", "--cap-drop ALL", "--security-opt no-new-privileges", "--read-only",
-                 "--init", "--pids-limit 10", "--cpu-quota 50000", "--memory-swap 268435456"):
+                 "--init", f"--pids-limit {10 + SPARE_PIDS}", "--cpu-quota 50000", "--memory-swap 268435456"):
         assert flag in joined
     for bad in ("--privileged", "--cap-add", "-v ", "--volume", "--mount", "--network host", "--pid host", "unconfined", "--cpuset"):
         assert bad not in joined
@@ -68,12 +69,12 @@ def test_under_gvisor_the_process_limit_moves_to_rlimit_nproc_and_the_pids_limit
     assert gvisor.pids_limit == plain.pids_limit + SENTRY_PIDS  # gVisor's own threads are in that cgroup
     assert nproc["runsc"] == 10  # enforced per uid inside gVisor's kernel
     assert nproc[None] > 10  # host-wide under runc: only a backstop there
-    assert _spec(oci_runtime="runsc", max_processes=5).pids_limit == 5 + SENTRY_PIDS
+    assert _spec(oci_runtime="runsc", max_processes=5).pids_limit == 5 + SPARE_PIDS + SENTRY_PIDS
 
 
 def test_limits_can_only_tighten():
     assert _spec(memory_limit="64m").memory_bytes == 64 * 1024**2
-    assert _spec(max_processes=5).pids_limit == 5
+    assert _spec(max_processes=5).pids_limit == 5 + SPARE_PIDS
     for key, value in (("memory_limit", "1g"), ("cpu_limit", 4), ("max_processes", 1000), ("timeout", 9999)):
         with pytest.raises(SandboxError) as err:
             _spec(**{key: value})

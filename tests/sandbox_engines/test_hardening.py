@@ -195,7 +195,7 @@ def test_pids_limit_applies(runtime, observed):
     if is_gvisor(runtime):  # the host's limit covers gVisor's own threads; the code meets RLIMIT_NPROC
         assert facts["nproc"] == [config.max_processes, config.max_processes]
     else:
-        assert facts["cg"]["pids"] == str(config.max_processes)
+        assert facts["cg"]["pids"] == str(host_pids_limit(config.oci_runtime, config.max_processes))
 
 
 def test_all_capabilities_dropped(runtime, observed):
