@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -181,6 +180,8 @@ def _section_table(model: type[BaseModel], path: Any, name: str, data: dict[str,
         return None
     if issubclass(model, EnvSettings):
         return field_keys(model, data[name])
+    import tomllib
+
     from pydantic_settings import TomlConfigSettingsSource
 
     try:
@@ -195,6 +196,8 @@ def _read_config_file(path: Any) -> dict[str, Any]:
     """The whole config file (empty without one)."""
     if not path:
         return {}
+    import tomllib  # only when there is a file to read
+
     try:
         with _existing(path).open("rb") as file:
             return tomllib.load(file)
