@@ -1,33 +1,32 @@
 """Settings from the environment (``ASSAY_*``) and an optional TOML file.
 
 The kernel's own settings live in :class:`Settings`. Each plugin keeps its
-options in a section of its own: a pydantic-settings class it asks for with
+options in a section of its own: a settings class it asks for with
 ``settings.section("sql", SqlSettings)``, read from ``ASSAY_SQL_*`` variables
 and the ``[sql]`` table of the file named by ``ASSAY_CONFIG``. The kernel's
 sandbox is one such section, ``[sandbox]``, read from its ``SANDBOX_*``
 variables. Everywhere the environment beats the file, and the file beats the
-defaults; the file is read by pydantic-settings' own TOML source.
+defaults.
+
+A section's class is either an :class:`~assay.kernel.env_settings.EnvSettings`
+(the kernel's own settings and the sections every ``assay ask`` reads: no
+pydantic-settings at start-up) or a pydantic-settings ``BaseSettings``, whose
+own sources are kept and whose table is read by pydantic-settings' TOML source.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import tomllib
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import Field, SecretStr, ValidationError
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-    TomlConfigSettingsSource,
-)
+from pydantic import BaseModel, Field, SecretStr, ValidationError
 
+from .env_settings import EnvConfigDict, EnvSettings, field_keys
 from .errors import ConfigError
 
-S = TypeVar("S", bound=BaseSettings)
+S = TypeVar("S", bound=BaseModel)
 
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?P<tail>@)")
 
@@ -49,10 +48,10 @@ def _default_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "assay"
 
 
-class Settings(BaseSettings):
+class Settings(EnvSettings):
     """The kernel's settings. Every field reads ``ASSAY_<FIELD>``."""
 
-    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
+    model_config = EnvConfigDict(env_prefix="ASSAY_", extra="ignore")
 
     home: Path = Field(default_factory=_default_home, description="Where artifacts and catalogs live.")
     config: Path | None = Field(default=None, description="A TOML file with [kernel] and per-plugin sections.")
@@ -68,7 +67,7 @@ class Settings(BaseSettings):
         "PostgreSQL; unset, they are SQLite files under ASSAY_HOME."
     )
 
-    _sections: dict[str, BaseSettings]
+    _sections: dict[str, BaseModel]
     _declared: dict[str, str]
     _file_data: dict[str, Any]
 
@@ -78,21 +77,13 @@ class Settings(BaseSettings):
         self._file_data = _read_config_file(self.config)
 
     @classmethod
-    def settings_customise_sources(
-        cls,
-        settings_cls: type[BaseSettings],
-        init_settings: PydanticBaseSettingsSource,
-        env_settings: PydanticBaseSettingsSource,
-        dotenv_settings: PydanticBaseSettingsSource,
-        file_secret_settings: PydanticBaseSettingsSource,
-    ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Keyword arguments, then ``ASSAY_*`` variables, then the ``[kernel]`` table of the file."""
-        given = getattr(init_settings, "init_kwargs", {}).get("config")
-        path = given or os.environ.get("ASSAY_CONFIG")
-        sources: tuple[PydanticBaseSettingsSource, ...] = (init_settings, env_settings, dotenv_settings,
-                                                            file_secret_settings)
-        table = _toml_table(settings_cls, path, "kernel")
-        return (*sources, table) if table is not None else sources
+    def base_layer(cls, given: dict[str, Any]) -> dict[str, Any]:
+        """Under keyword arguments and ``ASSAY_*`` variables: the ``[kernel]`` table of the file."""
+        path = given.get("config") or os.environ.get("ASSAY_CONFIG")
+        if not path:
+            return {}
+        table = _read_config_file(path).get("kernel")
+        return field_keys(cls, table) if isinstance(table, dict) else {}
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Settings":
@@ -117,7 +108,7 @@ class Settings(BaseSettings):
                 raise ConfigError(message=f"settings section {name!r} is claimed by two models")
             return cached
         try:
-            instance = _build_section(model, _toml_table(model, self.config, name, self._file_data), overrides)
+            instance = _build_section(model, _section_table(model, self.config, name, self._file_data), overrides)
         except ValidationError as exc:
             raise ConfigError(
                 message=f"settings section [{name}]: {_short_validation_message(exc)}",
@@ -145,7 +136,7 @@ class Settings(BaseSettings):
         prefix = env_prefix.upper()
         return any(key.upper().startswith(prefix) for key in os.environ)
 
-    def sections(self) -> dict[str, BaseSettings]:
+    def sections(self) -> dict[str, BaseModel]:
         """Every section asked for so far, by name."""
         return dict(self._sections)
 
@@ -162,7 +153,7 @@ class Settings(BaseSettings):
         return out
 
 
-def _build_section(model: type[S], table: TomlConfigSettingsSource | None, overrides: dict[str, Any]) -> S:
+def _build_section(model: type[S], table: dict[str, Any] | None, overrides: dict[str, Any]) -> S:
     # A plugin's model keeps its own sources (keyword overrides, then its
     # environment variables, ...), whatever it customised; the file's table is
     # the layer under them: it fills only the fields they left unset.
@@ -174,22 +165,27 @@ def _build_section(model: type[S], table: TomlConfigSettingsSource | None, overr
         alias = type(own).model_fields[field_name].alias
         if alias:
             taken.add(alias)
-    rest = {key: value for key, value in table().items() if key not in taken}
+    rest = {key: value for key, value in table.items() if key not in taken}
     if not rest:
         return own
     return model(**{**{k: getattr(own, k) for k in own.model_fields_set}, **rest})
 
 
-def _toml_table(
-    model: type[BaseSettings], path: Any, name: str, data: dict[str, Any] | None = None
-) -> TomlConfigSettingsSource | None:
-    """pydantic-settings' TOML source for the ``[name]`` table of the config file
-    (``None`` when there is no file or it has no such table). ``data``, the whole
-    file when already read, saves reading it for a table it does not have."""
-    if not path or (data is not None and not isinstance(data.get(name), dict)):
+def _section_table(model: type[BaseModel], path: Any, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
+    """The ``[name]`` table of the config file for ``model`` (``None`` when there is no file or it
+    has no such table). ``data`` is the whole file, already read: an :class:`EnvSettings` model
+    takes its table from it; a pydantic-settings model gets its table through pydantic-settings'
+    TOML source (aliases and all), as it would on its own."""
+    if not path or not isinstance(data.get(name), dict):
         return None
+    if issubclass(model, EnvSettings):
+        return field_keys(model, data[name])
+    import tomllib
+
+    from pydantic_settings import TomlConfigSettingsSource
+
     try:
-        return TomlConfigSettingsSource(model, toml_file=_existing(path), toml_table_header=(name,))
+        return TomlConfigSettingsSource(model, toml_file=_existing(path), toml_table_header=(name,))()
     except KeyError:  # the file has no [name] table
         return None
     except tomllib.TOMLDecodeError as exc:
@@ -197,24 +193,27 @@ def _toml_table(
 
 
 def _read_config_file(path: Any) -> dict[str, Any]:
-    """The whole config file (empty without one): which tables it has."""
+    """The whole config file (empty without one)."""
     if not path:
         return {}
+    import tomllib  # only when there is a file to read
+
     try:
-        return TomlConfigSettingsSource(Settings, toml_file=_existing(path)).toml_data
+        with _existing(path).open("rb") as file:
+            return tomllib.load(file)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file.") from None
 
 
 def _existing(path: Any) -> Path:
-    # pydantic-settings skips a missing file silently; a named one that is missing is an error here.
+    # A config file that is named but missing is an error, not an empty file.
     p = Path(path)
     if not p.is_file():
         raise ConfigError(message=f"config file {p} does not exist", hint="Fix ASSAY_CONFIG.")
     return p
 
 
-def _masked_dump(model: BaseSettings) -> dict[str, Any]:
+def _masked_dump(model: BaseModel) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in model.model_dump().items():
         if isinstance(value, SecretStr) or any(word in key for word in _SECRET_WORDS) or key.endswith("_key"):

@@ -19,7 +19,9 @@ Settings (section ``openai``, env ``ASSAY_OPENAI_*``, :mod:`.openai_settings`):
   broken stream is reported, not retried.
 - **Errors**: codes in :mod:`.errors`; the wire rules in :mod:`.openai_wire`.
 
-The client is ``httpx`` (extra ``openai``), imported on first use only.
+The client is ``httpx`` (extra ``openai``), imported on first use only, without
+its command-line module; an SSL context with the trusted certificates is made
+only where TLS can be used, once per model (:mod:`.http_client`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from assay.kernel.models import Model
 from assay import AssayError, hookimpl
 
 from .errors import MODEL_REQUEST_FAILED, MODEL_TIMEOUT, MODEL_UNREACHABLE
+from .http_client import import_httpx
 
 if TYPE_CHECKING:
     from assay.kernel.messages import Message
@@ -67,6 +70,7 @@ class OpenAICompatibleModel(Model):
             self.settings.api_key = SecretStr(self.settings.api_key)
         self.last_usage = Usage()
         self._client: Any = None
+        self._tls: tuple[str, Any] | None = None  # (base URL, its SSL context): made once, shared by the clients
 
     @classmethod
     def from_settings(cls, kernel: Any, **options: Any) -> OpenAICompatibleModel:
@@ -96,21 +100,26 @@ class OpenAICompatibleModel(Model):
             headers["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
         return headers
 
-    def _timeout(self) -> Any:
-        import httpx
+    def _client_options(self) -> dict[str, Any]:
+        httpx = import_httpx()
 
-        return httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s)
+        if self._tls is None or self._tls[0] != self.settings.base_url:
+            from .http_client import tls_context
+
+            self._tls = (self.settings.base_url, tls_context(self.settings.base_url))
+        return {"timeout": httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
+                "verify": self._tls[1]}
 
     # -- sync -----------------------------------------------------------------
     def complete(
         self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
     ) -> Message:
-        import httpx
+        httpx = import_httpx()
 
         stream = on_text is not None and self.settings.stream
         data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         if self._client is None:
-            self._client = httpx.Client(timeout=self._timeout())
+            self._client = httpx.Client(**self._client_options())
         attempt = 0
         while True:
             attempt += 1
@@ -120,7 +129,7 @@ class OpenAICompatibleModel(Model):
                 time.sleep(self._next_wait(retry, attempt))
 
     def _attempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int) -> Any:
-        import httpx
+        httpx = import_httpx()
 
         from .openai_wire import Assembler
 
@@ -144,11 +153,11 @@ class OpenAICompatibleModel(Model):
         self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
     ) -> Message:
         """Native async (cancelling the task closes the request); one client per call."""
-        import httpx
+        httpx = import_httpx()
 
         stream = on_text is not None and self.settings.stream
         data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
-        async with httpx.AsyncClient(timeout=self._timeout()) as client:
+        async with httpx.AsyncClient(**self._client_options()) as client:
             attempt = 0
             while True:
                 attempt += 1
@@ -158,7 +167,7 @@ class OpenAICompatibleModel(Model):
                     await asyncio.sleep(self._next_wait(retry, attempt))
 
     async def _aattempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int) -> Any:
-        import httpx
+        httpx = import_httpx()
 
         from .openai_wire import Assembler
 
@@ -192,7 +201,7 @@ class OpenAICompatibleModel(Model):
         raise error
 
     def _transport_failure(self, exc: Exception, assembler: Any, attempt: int) -> None:
-        import httpx
+        httpx = import_httpx()
 
         url, tried = self.url, (f" (after {attempt} attempts)" if attempt > 1 else "")
         can_retry = attempt <= self.settings.max_retries and not assembler.emitted

@@ -104,3 +104,21 @@ def test_unexpected_crash_is_one_line_without_traceback():
     assert out.exit_code == 1
     assert out.stderr.strip().splitlines() == [
         "error: internal error: RuntimeError: something broke (set ASSAY_LOG_LEVEL=DEBUG for details)"]
+
+
+def _collector_after(args: list[str], **env: str) -> dict:
+    code = ("import gc, json, sys\nimport assay.kernel.cli as c\n"
+            f"try:\n    c.main({args!r})\nexcept SystemExit:\n    pass\n"
+            "print(json.dumps({'enabled': gc.isenabled(), 'frozen': gc.get_freeze_count()}))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools", **env})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_the_collector_runs_again_after_start_up_with_the_start_up_objects_frozen():
+    state = _collector_after(["tools"])
+    assert state["enabled"] and state["frozen"] > 1000
+
+
+def test_the_collector_runs_again_when_start_up_fails():
+    assert _collector_after(["tools"], ASSAY_STRICT_PLUGINS="perhaps")["enabled"]
