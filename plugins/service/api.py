@@ -18,7 +18,6 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import orjson
 from assay.kernel import evidence as ev
 from assay.kernel.errors import AssayError
 from fastapi import FastAPI, Query, Request
@@ -26,7 +25,6 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
-from .access import ArtifactOutOfScope, check_arguments
 from .api_models import (
     ArtifactSelection,
     Datasource,
@@ -41,6 +39,7 @@ from .api_models import (
 )
 from .runner import Refused, RunManager, RunRequest
 from .settings import ServiceSettings
+from .tool_calls import call_in_own_run, visible_artifact
 
 SERVICE_RUN_NOT_FOUND = "SERVICE_RUN_NOT_FOUND"
 SERVICE_REPORT_NOT_FOUND = "SERVICE_REPORT_NOT_FOUND"
@@ -97,10 +96,6 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     def mgr() -> RunManager:
         assert manager is not None, "the app's lifespan did not start"
         return manager
-
-    def visible_artifact(who: str, artifact_id: str) -> bool:
-        record = kernel.evidence.catalog.get(artifact_id)
-        return record is not None and tokens.owner_of(record.run_id) == who
 
     @app.exception_handler(Refused)
     async def _refused(request: Request, exc: Refused) -> JSONResponse:
@@ -270,7 +265,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                            path: str | None = Query(None, max_length=200, description="ROW.COLUMN-or-KEY...")
                            ) -> Any:
         """An artifact of one of your runs, read through its SHA-256 check."""
-        if not visible_artifact(owner(request), artifact_id):
+        if not visible_artifact(kernel, tokens, owner(request), artifact_id):
             return error(404, "SERVICE_ARTIFACT_NOT_FOUND", f"no artifact {artifact_id!r}",
                          "Use an artifact id one of your runs returned.")
         selectors = {k: v for k, v in (("rows", rows), ("field", field), ("path", path)) if v is not None}
@@ -287,40 +282,15 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
               tags=["tools"])
     async def call_tool(name: str, body: ToolCall, request: Request) -> Any:
         """One tool call, in a run of its own (its artifacts are yours). A failure is a result, not an HTTP error."""
-        from assay import ToolResult
-
-        who = owner(request)
+        # a well-formed call of a tool that exists is answered by the ToolLane in front of this app, with the
+        # same call_in_own_run; what reaches this route is mostly what the lane left to FastAPI's checks
         if kernel.get_tool(name) is None:
             return error(404, "TOOL_NOT_FOUND", f"no tool named {name!r}", "GET /openapi.json lists none; "
                          "`assay tools` lists the tools.")
-        tool = kernel.get_tool(name)
-        run = kernel.new_run()
-        tokens.own(run.run_id, who)
-        try:
-            check_arguments(body.arguments, lambda a: visible_artifact(who, a))
-        except ArtifactOutOfScope as exc:
-            result = ToolResult.from_error(exc, tool=name)
-            run.close()
-        else:
-            if tool.is_async:
-                try:
-                    result = await kernel.acall_tool(name, body.arguments, run=run)
-                finally:
-                    await asyncio.to_thread(run.close)
-            else:  # the call and the run's close in one worker thread: one hand-over instead of two
-                result = await asyncio.to_thread(_call_and_close, kernel, name, body.arguments, run)
-        # the envelope is already JSON-ready: sent as is, not validated again against the response model
-        payload = {"run_id": run.run_id, "result": result.model_dump(mode="json", exclude_none=True)}
-        return Response(orjson.dumps(payload), media_type="application/json")
+        payload = await call_in_own_run(kernel, tokens, owner(request), name, body.arguments)
+        return Response(payload, media_type="application/json")
 
     return app
-
-
-def _call_and_close(kernel: Any, name: str, arguments: dict[str, Any], run: Any) -> Any:
-    try:
-        return kernel.call_tool(name, arguments, run=run)
-    finally:
-        run.close()  # the sandbox session and what else the call opened
 
 
 async def _sse(manager: RunManager, run_id: str, history: list[dict[str, Any]], queue: asyncio.Queue | None):

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import os
 import re
 import secrets
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +46,8 @@ SCHEMA_VERSION = 1
 _TOKEN = re.compile(r"^asy_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
 _OWNER = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _DUMMY = hashlib.sha256(b"assay-no-such-token").hexdigest()
+_SELECT_TOKEN = ("SELECT token_id, owner, label, created_at, last_used_at, revoked_at, digest FROM tokens "
+                 "WHERE token_id = ?")
 
 
 def digest(token: str) -> str:
@@ -84,14 +88,19 @@ class TokenStore:
         else:
             self.path = Path(where)
             self.db = SQLiteDatabase(self.path, busy_ms=10_000, owner="tokens")
+        self._ready = False
+        self._local = threading.local()  # per thread, like the SQLite connections: the token rows kept
 
     def _conn(self) -> Database:
+        if self._ready:  # every request reads here (the bearer check): no file checks once the schema is there
+            return self.db
         if self.db.dialect == SQLITE and self.path is not None and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         fresh = "tokens" not in self.db.__dict__.get("_ensured", ())
         self.db.ensure("tokens", SCHEMA_VERSION, _SCHEMA)
         if fresh and self.db.dialect == SQLITE and self.path is not None:
             self.path.chmod(0o600)
+        self._ready = True
         return self.db
 
     # --- tokens -------------------------------------------------------------
@@ -118,15 +127,14 @@ class TokenStore:
         """Revoke a token by id; False when there is no active token with that id."""
         cur = self._conn().execute(
             "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", (time.time(), token_id))
+        self._forget()
         return cur.rowcount == 1
 
     def verify(self, token: str | None) -> TokenInfo | None:
         """The active token's record, or None (unknown, malformed, revoked: all alike)."""
         match = _TOKEN.match(token or "")
         token_id = match.group(1) if match else ""
-        row = self._conn().execute(
-            "SELECT token_id, owner, label, created_at, last_used_at, revoked_at, digest FROM tokens "
-            "WHERE token_id = ?", (token_id,)).fetchone() if match else None
+        row = self._token_row(token_id) if match else None
         stored = row[6] if row else _DUMMY
         same = hmac.compare_digest(digest(token or ""), stored)
         if not (row and same and row[5] is None):
@@ -134,7 +142,31 @@ class TokenStore:
         now = time.time()
         if row[4] is None or now - row[4] > 60:  # a write per minute at most, not per request
             self._conn().execute("UPDATE tokens SET last_used_at = ? WHERE token_id = ?", (now, token_id))
+            self._forget()
         return TokenInfo(*row[:6])
+
+    def _token_row(self, token_id: str) -> tuple | None:
+        """The token's row. On SQLite a known token's row is kept for this thread's connection until the file
+        changes under it (``PRAGMA data_version`` moves when any other connection commits), so a revocation
+        by ``assay tokens revoke`` or another process is seen by the next request, at the price of one
+        pragma instead of a query per request."""
+        db = self._conn()
+        if db.dialect != SQLITE:
+            return db.execute(_SELECT_TOKEN, (token_id,)).fetchone()
+        version = (os.getpid(), db.execute("PRAGMA data_version").fetchone()[0])
+        local = self._local
+        if getattr(local, "version", None) != version:
+            local.rows, local.version = {}, version
+        row = local.rows.get(token_id)
+        if row is None:
+            row = db.execute(_SELECT_TOKEN, (token_id,)).fetchone()
+            if row is not None:  # unknown ids are not kept: nobody fills this with guesses
+                local.rows[token_id] = row
+        return row
+
+    def _forget(self) -> None:
+        """Drop this thread's kept rows (after a write on its own connection, which data_version does not see)."""
+        self._local.version = None
 
     def any_active(self) -> bool:
         return self._conn().execute("SELECT 1 FROM tokens WHERE revoked_at IS NULL LIMIT 1").fetchone() is not None
@@ -155,4 +187,5 @@ class TokenStore:
         return [r[0] for r in rows]
 
     def close(self) -> None:
+        self._forget()
         self.db.close()

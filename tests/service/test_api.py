@@ -112,6 +112,28 @@ def test_tool_call_returns_the_envelope_and_failures_as_results(live_server):
     assert missing.status_code == 404 and missing.json()["code"] == "TOOL_NOT_FOUND"
 
 
+def test_a_tool_call_s_artifacts_are_the_caller_s_alone(live_server):
+    ok = httpx.post(f"{live_server.url}/tools/sql_query", json={"arguments": {"sql": "SELECT * FROM sales LIMIT 3"}},
+                    headers=live_server.headers(), timeout=60).json()
+    aid = ok["result"]["artifacts"][0]["artifact_id"]
+    assert httpx.get(f"{live_server.url}/artifacts/{aid}", headers=live_server.headers(), timeout=30).status_code == 200
+    theirs = httpx.get(f"{live_server.url}/artifacts/{aid}", headers=live_server.headers("bob"), timeout=30)
+    assert theirs.status_code == 404 and theirs.json()["code"] == "SERVICE_ARTIFACT_NOT_FOUND"
+
+
+@pytest.mark.parametrize(("body", "content_type", "problem"), [
+    (b"", "application/json", "missing"),
+    (b"{nope", "application/json", "json_invalid"),
+    (b'{"arguments": 5}', "application/json", "dict_type"),
+    (b'{"arguments": {}, "x": 1}', "application/json", "extra_forbidden"),
+    (b'{"arguments": {}}', "text/plain", "model_attributes_type"),
+])
+def test_a_tool_call_body_that_is_not_a_plain_json_call_gets_fastapi_s_422(live_server, body, content_type, problem):
+    response = httpx.post(f"{live_server.url}/tools/sql_query", content=body, timeout=30,
+                          headers={**live_server.headers(), "Content-Type": content_type})
+    assert response.status_code == 422 and response.json()["detail"][0]["type"] == problem
+
+
 def test_a_client_supplied_database_url_or_unknown_datasource_is_refused(live_server):
     url = httpx.post(f"{live_server.url}/runs", json={"question": "q", "datasource": "postgresql://evil/db"},
                      headers=live_server.headers(), timeout=30)
