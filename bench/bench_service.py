@@ -115,19 +115,37 @@ def main() -> int:
             assert response.status_code == 200 and data["result"]["data"]["row_count"] == 50, response.text[:300]
             return time.perf_counter() - t
 
+        import http.client
+
+        lean_conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        lean_body = json.dumps(body).encode()
+        lean_headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+
+        def lean() -> float:
+            t = time.perf_counter()
+            lean_conn.request("POST", "/tools/sql_query", body=lean_body, headers=lean_headers)
+            response = lean_conn.getresponse()
+            data = json.loads(response.read())
+            assert response.status == 200 and data["result"]["data"]["row_count"] == 50
+            return time.perf_counter() - t
+
         for _ in range(20):  # warm: imports, pools, the server's first calls
-            direct_fresh(), direct_reused(), api()
-        fresh, same, http = [], [], []
+            direct_fresh(), direct_reused(), api(), lean()
+        fresh, same, http, plain = [], [], [], []
         for _ in range(N):
             fresh.append(direct_fresh())
             same.append(direct_reused())
             http.append(api())
+            plain.append(lean())
+        lean_conn.close()
         reused.close()
         ratio = statistics.median(http) / statistics.median(fresh)
         print(f"1. POST /tools/sql_query (50 rows), p50 of {N}:")
         print(f"   direct kernel.call_tool, a run per call  {statistics.median(fresh) * 1000:7.2f} ms")
         print(f"   direct kernel.call_tool, one run reused  {statistics.median(same) * 1000:7.2f} ms (reference)")
-        print(f"   HTTP API                                 {statistics.median(http) * 1000:7.2f} ms")
+        print(f"   HTTP API, httpx client                   {statistics.median(http) * 1000:7.2f} ms")
+        print(f"   HTTP API, http.client (standard library) {statistics.median(plain) * 1000:7.2f} ms "
+              f"({statistics.median(plain) / statistics.median(fresh):.2f}x: less of the client's own cost)")
         print(f"   ratio API / direct: {ratio:.2f}x (target <= 1.3x); against the reused run "
               f"{statistics.median(http) / statistics.median(same):.2f}x")
         ok &= ratio <= 1.3
