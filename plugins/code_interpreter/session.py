@@ -167,7 +167,9 @@ class Notebook:
         try:
             out, err, truncated, complete = self.channel.exchange(message, mark + b"\n", wait + CHANNEL_GRACE_S, limit)
         except SandboxError as exc:
-            if not getattr(exc, "delivered", True):
+            if not getattr(exc, "delivered", True) or self._sandbox_was_reset():
+                # Not sent, or sent to a relay whose container has restarted since: nothing of
+                # the cell can be left there (its working directory is gone), so it goes again.
                 raise _NotDelivered() from None
             # The relay is gone mid-call: the cell may have run. End the holder's line (its
             # state comes back from the snapshot) rather than guess.
@@ -196,6 +198,16 @@ class Notebook:
             report = {"outcome": "lost"}
         execution = execution.model_copy(update={"stdout": text[:at].rstrip("\n")})
         return execution, report if isinstance(report, dict) else {"outcome": "lost"}
+
+    def _sandbox_was_reset(self) -> bool:
+        """Whether the sandbox's working directory was reset (the runner is gone): a restart."""
+        from assay.kernel.sandbox import SandboxError
+
+        try:
+            self.session.list_files(f"{self.workdir.rstrip('/')}/{RUNNER_DIR}")
+        except SandboxError as exc:
+            return exc.code == "SANDBOX_FILE_NOT_FOUND"
+        return False
 
     def _execute_in_holder(self, request: dict[str, Any], inputs: list[InputArtifact], timeout_s: float | None,
                            default_timeout_s: float) -> CallOutcome:

@@ -472,6 +472,31 @@ def test_sandbox_restarted_by_the_host_loses_state_and_says_so(container_kernel,
     assert "variables and files from earlier calls are gone" in result.content
 
 
+def test_call_sent_on_a_stale_channel_after_a_host_restart_goes_again_and_says_state_is_gone(
+        container_kernel, call, run):
+    assert call("before = 1").success
+    session = run.peek("sandbox.python")
+    channel = run.peek("code_interpreter.notebook").channel
+    container_kernel.sandbox._get(session.id).runtime._hard_reset()
+    channel._ended = lambda: False  # the engine has not closed the old stream yet: the request goes out
+
+    class Stale:  # the write is taken (into a buffer of the dead stream); the read finds it closed
+        def __init__(self, sock):
+            self.sock = sock
+
+        def sendall(self, data):
+            pass
+
+        def __getattr__(self, name):
+            return getattr(self.sock, name)
+
+    channel._sock = Stale(channel._sock)
+    result = call("REPORT_RESULT = 'before' in globals()")
+    assert result.success, result.for_model()
+    assert result.data["result"] is False
+    assert "variables and files from earlier calls are gone" in result.content
+
+
 def test_restored_modules_load_only_when_used_and_still_chart(local_kernel):
     """One-shot calls (the local runtime; a restarted holder) restore modules lazily."""
     run = local_kernel.new_run()
