@@ -45,6 +45,9 @@ import time
 SOCKET_NAME = "holder.sock"
 HEADER = struct.Struct("!Q")
 MAX_REQUEST = 16 * 1024 * 1024
+# After a cell, how long the holder waits for the next call before it uses the idle time (forks
+# the next cell's process and copies the pages the last one wrote).
+IDLE_S = 0.05
 OOM_ADJ = "/proc/self/oom_score_adj"
 
 
@@ -310,6 +313,11 @@ class Holder:
             os.close(c2p_w)
             runner.emit_frame(frame, real_fd, req)
             os._exit(0)
+        # Whatever the cell left running ends before the answer; the old holder is spared: it still
+        # shares its pages (see below) and ends by itself once this process lets it go.
+        old = os.getppid()
+        _kill_leftovers(keep=old)
+        _reap(wait_s=0.1)
         gc.unfreeze()  # this process is the holder now: its objects are ordinary again until the next fork
         _set_oom_adj(self.base_adj)
         try:
@@ -323,15 +331,13 @@ class Holder:
         os.close(null)
         self.cells += 1
         _report(conn, outcome="done")
-        # After the answer, before the next cell: the old holder waits (still sharing its pages)
-        # until this process has listed the ones it wrote; then it goes, with whatever the cell
-        # left running.
-        # (Not when the next cell is already waiting: there will be no idle moment to use it.)
-        self.working_set = [] if _readable(self.listener) else _pages().written_ranges(_pages().budget())
-        self.predecessor = os.getppid()
+        # After the answer: the old holder waits (still sharing its pages) until this process has
+        # listed the ones it wrote - only when the notebook turns out idle (no next call within
+        # IDLE_S: calls back to back leave no moment to use it) - then ends by itself.
+        idle = not _readable(self.listener, IDLE_S)
+        self.working_set = _pages().written_ranges(_pages().budget()) if idle else []
+        self.predecessor = old
         os.close(c2p_w)
-        _kill_the_rest()
-        _reap()
 
 
 class Spare:
@@ -408,10 +414,10 @@ def _wait_closed(fd: int) -> None:
         pass
 
 
-def _readable(sock: socket.socket) -> bool:
-    """Whether ``sock`` has something waiting (a connection, a hand-over), without blocking."""
+def _readable(sock: socket.socket, wait_s: float = 0.0) -> bool:
+    """Whether ``sock`` has something waiting (a connection, a hand-over) now or within ``wait_s``."""
     try:
-        return bool(select.select([sock], [], [], 0)[0])
+        return bool(select.select([sock], [], [], wait_s)[0])
     except (OSError, ValueError):
         return False
 
@@ -429,17 +435,54 @@ def _pages():
     return sys.modules.get("assay_ci_pages") or __import__("assay_ci_pages")
 
 
-def _reap() -> list:
-    """Collect exited children (processes a cell started, killed since) without blocking; their pids."""
+def _reap(wait_s: float = 0.0) -> list:
+    """Collect exited children (processes a cell started, killed since); their pids.
+
+    With ``wait_s``, wait that long at most for children still ending (just killed).
+    """
     reaped = []
+    deadline = time.monotonic() + wait_s
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
             return reaped
         if pid == 0:
-            return reaped
+            if time.monotonic() >= deadline:
+                return reaped
+            time.sleep(0.001)
+            continue
         reaped.append(pid)
+
+
+def _kill_leftovers(keep: int) -> None:
+    """SIGKILL every other process of this uid but ``keep``, until none is left (bounded rounds).
+
+    Unlike ``kill(-1)`` it spares one process. Processes forked meanwhile are found in the
+    next round; the pids limit bounds how many there can be.
+    """
+    me, uid = os.getpid(), os.getuid()
+    for _ in range(20):
+        found = False
+        try:
+            names = os.listdir("/proc")
+        except OSError:
+            return _kill_the_rest() if keep <= 1 else None
+        for name in names:
+            if not name.isdigit() or int(name) in (me, keep):
+                continue
+            try:
+                if os.stat(f"/proc/{name}").st_uid != uid:
+                    continue
+                with open(f"/proc/{name}/stat", "rb") as fh:
+                    if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                        continue  # ended already, not yet reaped
+                os.kill(int(name), signal.SIGKILL)
+                found = True
+            except OSError:
+                continue
+        if not found:
+            return
 
 
 def _alone() -> bool:
