@@ -18,10 +18,10 @@ the notebook:
   passed descriptors, and saves a snapshot candidate (``state.pkl.next``);
 * the holder watches the child with the cell's time limit. When the child
   says it is done, the holder commits: the candidate becomes the snapshot
-  (``state.pkl``) and the child becomes the next holder: it answers, lists
-  the pages it wrote while the old holder still shares the rest, kills the
-  old one and whatever the cell left running, then serves the socket, which
-  it inherited. A child that still runs threads of the cell hands back
+  (``state.pkl``) and the child becomes the next holder: it kills whatever
+  the cell left running, answers, lists the pages it wrote (when the
+  notebook is idle) while the old holder still shares the rest, lets the old
+  one end, then serves the socket, which it inherited. A child that still runs threads of the cell hands back
   instead: it exits, and the old holder reloads the committed snapshot.
   A child that times out, is OOM-killed or crashes is killed with everything
   it started; the holder drops the candidate and keeps its own state, as it
@@ -89,14 +89,17 @@ def _kill_the_rest() -> None:
         pass
 
 
-def _receive(conn: socket.socket) -> tuple[dict, list]:
-    """The request and the client's stdout/stderr descriptors."""
+def _receive(conn: socket.socket, nfds: int = 2) -> tuple[dict, list]:
+    """A request and the ``nfds`` descriptors passed with it (``SCM_RIGHTS``); ValueError if malformed.
+
+    The client's call: its stdout/stderr. The holder's hand-over to a spare: the connection too.
+    """
     fds: list = []
-    data, ancillary, _flags, _addr = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(2 * 4))
+    data, ancillary, _flags, _addr = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(nfds * 4))
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4))
-    if len(data) != HEADER.size or len(fds) != 2:
+    if len(data) != HEADER.size or len(fds) != nfds:
         for fd in fds:
             os.close(fd)
         raise ValueError("malformed request")
@@ -243,7 +246,7 @@ class Holder:
         if not handback:
             conn.close()
             # The child is the holder now. Stay until it has listed the pages it wrote (they
-            # count as its own only while this process still shares the rest); it ends this one.
+            # count as its own only while this process still shares the rest), then end.
             _wait_closed(c2p_r)
             os._exit(0)
         try:
@@ -348,7 +351,7 @@ class Spare:
 
     def hand(self, conn: socket.socket, req: dict, fds: list) -> bool:
         """Pass the cell to the waiting process; False if it is gone (died while idle)."""
-        body = json.dumps(req).encode("utf-8")
+        body = json.dumps(req, separators=(",", ":")).encode("utf-8")  # never longer than what came
         try:
             self.hand_sock.sendmsg([HEADER.pack(len(body))],
                                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno(), *fds]))])
@@ -386,23 +389,10 @@ def _fd_bytes(fds: list) -> bytes:
 def _receive_hand(sock: socket.socket):
     """In a spare: wait for the cell the holder passes; (conn, req, fds), or None if the holder is gone."""
     try:
-        data, ancillary, _flags, _addr = sock.recvmsg(HEADER.size, socket.CMSG_SPACE(3 * 4))
-    except OSError:
+        req, fds = _receive(sock, 3)
+    except (OSError, ValueError):
         return None
-    fds = []
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4))
-    if len(data) != HEADER.size or len(fds) != 3:
-        return None
-    (size,) = HEADER.unpack(data)
-    body = bytearray()
-    while len(body) < size:
-        chunk = sock.recv(min(1 << 20, size - len(body)))
-        if not chunk:
-            return None
-        body += chunk
-    return socket.socket(fileno=fds[0]), json.loads(body), fds[1:]
+    return socket.socket(fileno=fds[0]), req, fds[1:]
 
 
 def _wait_closed(fd: int) -> None:
