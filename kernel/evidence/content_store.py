@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any, ClassVar
 
+from ..processes import pid_alive
 from .records import URI_PREFIX
 
 
@@ -57,7 +58,7 @@ class ContentStore(ABC):
         for path in self.staging_dir.glob("*.partial"):
             pid = path.name.split("-", 1)[0]
             try:
-                stale = now - path.stat().st_mtime > older_than_s or not _pid_alive(int(pid))
+                stale = now - path.stat().st_mtime > older_than_s or not pid_alive(int(pid))
             except (ValueError, FileNotFoundError):
                 continue
             if stale:
@@ -116,15 +117,3 @@ class ContentStore(ABC):
 
     def close(self) -> None:
         """Release clients and connections."""
-
-
-def _pid_alive(pid: int) -> bool:
-    if pid == os.getpid():
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

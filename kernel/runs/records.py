@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from datetime import UTC, datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from ..processes import pid_alive
 
 
 def iso(ts: float | None) -> str:
@@ -14,17 +15,6 @@ def iso(ts: float | None) -> str:
         return "-"
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-
-def _pid_alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class RunRecord(BaseModel):
@@ -57,7 +47,7 @@ class RunRecord(BaseModel):
             return self.status
         import socket
 
-        if self.host == socket.gethostname() and not _pid_alive(self.pid):
+        if self.host == socket.gethostname() and not pid_alive(self.pid):
             return "interrupted"
         return "running"
 
