@@ -16,7 +16,6 @@ def iso(ts: float | None) -> str:
     return datetime.fromtimestamp(ts, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-
 class RunRecord(BaseModel):
     """One run: its question, model, status and totals (the events hold the transcript)."""
 

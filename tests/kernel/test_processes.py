@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import pytest
-
 from assay.kernel.processes import pid_alive
 
 
@@ -29,6 +28,6 @@ def test_a_process_that_ended_and_was_reaped_is_not_alive():
 
 
 @pytest.mark.parametrize("pid", [None, 0, -1, -os.getpid()])
-def test_no_single_process_named_is_never_alive(pid):
+def test_a_pid_that_names_no_single_process_is_not_alive(pid):
     # kill(0, 0) and kill(-n, 0) would signal a process group and report it as alive
     assert not pid_alive(pid)
