@@ -446,6 +446,15 @@ def test_variable_over_the_state_limit_is_named_and_kept_only_in_memory(call):
     assert call("REPORT_RESULT = [small, 'big' in globals()]").data["result"] == [3, True]
 
 
+def test_numeric_frame_under_the_state_limit_is_kept_in_the_snapshot(call):
+    # 4.8 MB of floats, under the 9 MB snapshot limit (an estimate that counted the index and
+    # 8 bytes per cell on top of the data put it at 12 MB and left it out unpickled).
+    result = call("import numpy as np, pandas as pd\n"
+                  "frame = pd.DataFrame({'a': np.arange(300_000) * 0.5, 'b': np.arange(300_000) * 1.5})")
+    assert result.success, result.for_model()
+    assert result.data["not_persisted"] == []
+
+
 def test_dataframe_index_is_kept_only_when_it_is_data(call):
     code = (
         "import pandas as pd\n"
