@@ -7,6 +7,8 @@ verified is left out; each is a :class:`~assay.kernel.reports.Gap` and a
 warning. Nothing is ever replaced by another number. Any other failure
 (a wrong path, an unknown column) is the sub-agent's to repair, unless this
 is the fallback render (``lenient``), where the failing block becomes a gap too.
+An exception that is not an :class:`~assay.AssayError` is a bug, never a gap:
+it ends the assembly.
 
 The stored report (an artifact of kind ``report``) is the Markdown, followed by
 a provenance table: every value with its artifact id, selector and SHA-256.
@@ -78,7 +80,8 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
     heading = ""
 
     def degradable(exc: BaseException) -> bool:
-        return lenient or _code(exc) in UNVERIFIABLE
+        # only assay's own errors: anything else is a bug here, never shown as unverifiable evidence
+        return isinstance(exc, AssayError) and (lenient or exc.code in UNVERIFIABLE)
 
     for index, block in enumerate(doc.blocks):
         position = len(kept)

@@ -26,6 +26,7 @@ from assay.kernel.reports import ReportDocument, TextBlock
 from pydantic import BaseModel, Field
 
 from assay import AssayError, RunContext, ToolResult, tool
+from assay.kernel.log import get_logger
 
 from .errors import (
     REPORT_NEEDS_RESULT,
@@ -36,6 +37,7 @@ from .errors import (
 )
 from .state import ReportState, ReportStateStore
 
+log = get_logger("assay.report_agent")
 MODEL_KEY = "report_agent.model"
 OutcomeStatus = Literal["completed", "needs_analysis", "partial", "failed"]
 
@@ -202,6 +204,12 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
         state.last_render_error = f"{exc.code}: {exc.error.message}"[:1000]
         state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE
         state.stop_message = "the writer failed and its saved content cannot be rendered"
+        return _finish(state, store, settings, catalog, state.stop_message)
+    except Exception as exc:  # noqa: BLE001 - a bug in the render itself: failed, and said so, not a gap
+        log.error("report.fallback_render_failed", run_id=run.run_id, error=f"{type(exc).__name__}: {exc}")
+        state.last_render_error = f"{REPORT_NOT_RENDERABLE}: internal error: {type(exc).__name__}: {exc}"[:1000]
+        state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE
+        state.stop_message = "the writer failed and rendering its saved content hit an internal error"
         return _finish(state, store, settings, catalog, state.stop_message)
     state.report_artifact_id = store_report(run, data, citations, assembled.document, status="partial",
                                             formal=False, warnings=assembled.warnings)

@@ -69,7 +69,8 @@ class ToolCall(BaseModel):
 class ToolCallResult(BaseModel):
     """The tool's result envelope, and the run it was made in."""
 
-    run_id: str
+    run_id: str = Field(description="The evidence run of this one call: its artifacts carry this run id. It is "
+                                    "not an agent run, so GET /runs and GET /runs/{id} do not list it.")
     result: dict[str, Any] = Field(description="success, error_code, message, hint, content, data, artifacts...")
 
 

@@ -235,6 +235,25 @@ def test_writer_exception_renders_the_saved_draft_deterministically(run):
     assert outcome.counters["delivered_with_gaps"] == 1
 
 
+def test_a_bug_in_the_fallback_render_fails_the_report_and_is_not_shown_as_a_gap(run, monkeypatch):
+    import assay.kernel.evidence as evidence
+
+    data = refunds(run)
+    draft = {"title": "Refunds", "blocks": [number("Worst", data.artifact_id, [87, "refund_rate"]),
+                                            *highest_table(data.artifact_id, sort=False)]}
+    real = evidence.read_artifact_result
+
+    def read(catalog, artifact_id, selection, *args, **kwargs):
+        if selection.get("path") == [87, "refund_rate"]:
+            raise TypeError("a bug, not the evidence")
+        return real(catalog, artifact_id, selection, *args, **kwargs)
+
+    monkeypatch.setattr(evidence, "read_artifact_result", read)
+    outcome = generate(run, writer(submit(draft), boom))
+    assert outcome.status == "failed" and outcome.report is None and not outcome.retryable
+    assert outcome.last_render_error == "REPORT_NOT_RENDERABLE: internal error: TypeError: a bug, not the evidence"
+
+
 def test_writer_timeout_is_recorded_apart_from_the_render(make_assay_kernel, monkeypatch):
     import time
 
