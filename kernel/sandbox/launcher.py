@@ -166,12 +166,17 @@ def kill_group():
 def kill_all():
     # Every process of the code's uid but this one (the keeper runs as another uid).
     # Again until none is left to signal (bounded): a process forked while one kill(-1)
-    # walked the process table escaped it (seen under gVisor with a fork bomb).
-    for _ in range(200):
+    # walked the process table escaped it (seen under gVisor with a fork bomb). Tight rounds,
+    # then spaced ones for forks still in flight; the code's own process is reaped meanwhile
+    # (as a zombie it would still be signalled).
+    for n in range(240):
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
             break
+        if n >= 200:
+            reap()
+            time.sleep(0.01)
     kill_group()
 while True:
     now = time.monotonic()
