@@ -200,16 +200,15 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
         for gap in assembled.document.gaps:
             gap.block += 1
         data, citations = render(assembled.document, catalog, run, status="partial", draft=True)
-    except PhaseError as exc:
-        state.last_render_error = f"{exc.code}: {exc.error.message}"[:1000]
+    except Exception as exc:  # noqa: BLE001 - a PhaseError, or a bug in the render itself: failed, said so
+        if isinstance(exc, PhaseError):
+            state.last_render_error = f"{exc.code}: {exc.error.message}"[:1000]
+            state.stop_message = "the writer failed and its saved content cannot be rendered"
+        else:
+            log.error("report.fallback_render_failed", run_id=run.run_id, error=f"{type(exc).__name__}: {exc}")
+            state.last_render_error = f"{REPORT_NOT_RENDERABLE}: internal error: {type(exc).__name__}: {exc}"[:1000]
+            state.stop_message = "the writer failed and rendering its saved content hit an internal error"
         state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE
-        state.stop_message = "the writer failed and its saved content cannot be rendered"
-        return _finish(state, store, settings, catalog, state.stop_message)
-    except Exception as exc:  # noqa: BLE001 - a bug in the render itself: failed, and said so, not a gap
-        log.error("report.fallback_render_failed", run_id=run.run_id, error=f"{type(exc).__name__}: {exc}")
-        state.last_render_error = f"{REPORT_NOT_RENDERABLE}: internal error: {type(exc).__name__}: {exc}"[:1000]
-        state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE
-        state.stop_message = "the writer failed and rendering its saved content hit an internal error"
         return _finish(state, store, settings, catalog, state.stop_message)
     state.report_artifact_id = store_report(run, data, citations, assembled.document, status="partial",
                                             formal=False, warnings=assembled.warnings)
