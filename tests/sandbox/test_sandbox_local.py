@@ -25,7 +25,8 @@ def test_each_session_gets_a_fresh_temp_dir_removed_on_close(local_manager):
     cwd = ra.stdout.strip()
     assert cwd != rb.stdout.split()[0] and rb.stdout.split()[1] == "False"
     assert os.path.isdir(cwd)
-    a.close(); b.close()
+    a.close()
+    b.close()
     assert not os.path.exists(cwd)
 
 

@@ -100,7 +100,8 @@ def test_sessions_past_their_maximum_lifetime_are_reaped_even_when_busy():
 
 def test_session_limit():
     with _manager(max_sessions=2) as m:
-        m.connect(); m.connect()
+        m.connect()
+        m.connect()
         with pytest.raises(SandboxError) as err:
             m.connect()
         assert err.value.code == SANDBOX_SESSION_LIMIT
