@@ -39,8 +39,6 @@ def _facts(result) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-
-
 # Under gVisor the bomb is held at RLIMIT_NPROC. Its processes once outlived the call (a fork in
 # flight while kill(-1) walked gVisor's process table); the launcher now repeats kill(-1) until
 # none is left, with spaced rounds at the end, and this test says so on every hardened target.
