@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import re
 import statistics
 import sys
 import tempfile
@@ -43,7 +44,7 @@ def pct(values: list[float], q: float) -> float:
 # A plain REPL-style loop: the baseline "persistent Python process" (no capture, no snapshot,
 # no evidence). Cells come over the same unix-socket hand-off as the notebook's.
 REPL_PROGRAM = r"""
-import json, os, socket, struct
+import json, os, resource, socket, struct
 ready = int(os.environ.pop("ASSAY_RESIDENT_READY_FD"))
 os.makedirs(".assay", exist_ok=True)
 path = ".assay/holder.sock"
@@ -63,14 +64,16 @@ while True:
         body += conn.recv(size - len(body))
     req = json.loads(body)
     os.dup2(fds[0], 1); os.dup2(fds[1], 2)
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     try:
         exec(req["code"], ns)
     except Exception as exc:
         print(repr(exc))
+    faults = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - faults
     null = os.open(os.devnull, os.O_RDWR); os.dup2(null, 1); os.dup2(null, 2)
     for fd in (*fds, null):
         os.close(fd)
-    conn.sendall(b'{"outcome": "done"}\n'); conn.close()
+    conn.sendall(json.dumps({"outcome": "done", "faults": faults}).encode() + b"\n"); conn.close()
 """
 
 SETUP = ("import pandas as pd\nimport numpy as np\nx = 0\n"
@@ -103,7 +106,8 @@ def bench_warm_cells(kernel, calls: int) -> bool:
     run = kernel.new_run()
     repl = kernel.sandbox.open_session("python")
     try:
-        split: list[tuple[float, float, float]] = []  # the last call's (sandbox, runner, cell) ms
+        split: list[tuple[float, float, float, int]] = []  # the last call's (sandbox, runner, cell) ms, faults
+        repl_faults: list[int] = []  # the last baseline call's page faults
 
         def tool(code: str) -> float:
             t = time.perf_counter()
@@ -111,7 +115,8 @@ def bench_warm_cells(kernel, calls: int) -> bool:
             ms = (time.perf_counter() - t) * 1000
             assert r.success, r.for_model()
             meta = r.metadata or {}
-            split[:] = [(meta.get("sandbox_ms") or 0.0, meta.get("runner_ms") or 0.0, meta.get("cell_ms") or 0.0)]
+            split[:] = [(meta.get("sandbox_ms") or 0.0, meta.get("runner_ms") or 0.0, meta.get("cell_ms") or 0.0,
+                         meta.get("cell_faults") or 0)]
             return ms
 
         channel = None
@@ -125,6 +130,7 @@ def bench_warm_cells(kernel, calls: int) -> bool:
             out, err, _, done = channel.exchange(message, mark + b"\n", 40.0, 1024**2)
             ms = (time.perf_counter() - t) * 1000
             assert done and b'"done"' in out, (out + err)[-2000:]
+            repl_faults[:] = [int(re.search(rb'"faults": (\d+)', out).group(1))]
             return ms
 
         repl.start_resident(REPL_PROGRAM)
@@ -137,14 +143,16 @@ def bench_warm_cells(kernel, calls: int) -> bool:
             for label, code in CELLS:
                 tool(code)
                 baseline(code)
-                t_ms, b_ms, parts = [], [], []
+                t_ms, b_ms, parts, b_faults = [], [], [], []
                 for _ in range(7):
                     time.sleep(pause)
                     t_ms.append(tool(code))
                     parts.append((t_ms[-1], *split[0]))
                     time.sleep(pause)
                     b_ms.append(baseline(code))
-                rows.append((label, statistics.median(t_ms), statistics.median(b_ms), _where(parts)))
+                    b_faults.append(repl_faults[0])
+                rows.append((label, statistics.median(t_ms), statistics.median(b_ms),
+                             _where(parts, statistics.median(b_faults))))
         x_ms = [tool("x += 1") for _ in range(calls)]
     finally:
         repl.close()
@@ -168,13 +176,14 @@ def bench_warm_cells(kernel, calls: int) -> bool:
     return ok and p50 <= X_TARGET_P50 and p95 <= X_TARGET_P95
 
 
-def _where(parts: list[tuple[float, float, float, float]]) -> str:
+def _where(parts: list[tuple[float, float, float, float, int]], repl_faults: float) -> str:
     """Medians of: the cell's own code, the runner around it (capture, state snapshot), the holder
-    and the channel (hand-over, fork, transport), and the host (dispatch, evidence written)."""
-    med = [statistics.median(p[i] for p in parts) for i in range(4)]
-    total, sandbox, runner, cell = med
+    and the channel (hand-over, fork, transport), and the host (dispatch, evidence written); and
+    the page faults of the cell's code, beside the REPL's for the same code."""
+    med = [statistics.median(p[i] for p in parts) for i in range(5)]
+    total, sandbox, runner, cell, faults = med
     return (f"cell {cell:.1f}, runner {runner - cell:.1f}, holder+channel {sandbox - runner:.1f}, "
-            f"host {total - sandbox:.1f}")
+            f"host {total - sandbox:.1f}; page faults {faults:.0f} (REPL {repl_faults:.0f})")
 
 
 def kernel_for(home: str):

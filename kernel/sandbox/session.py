@@ -52,6 +52,14 @@ class SandboxSession:
         """
         return self._manager.start_resident(self.id, program, ready_timeout_s=ready_timeout_s)
 
+    @property
+    def caller_uids(self) -> tuple[int, ...]:
+        """The uids assay's own callers of a resident process run as: a channel's relay (the
+        keeper's uid) and a call's client under the launcher (the code's uid), never the
+        resident's own - which is the uid of everything the resident forks."""
+        cfg = self._manager.config
+        return tuple(int(user.split(":")[0]) for user in (cfg.keeper_user, cfg.user))
+
     def open_channel(self, program: str, args: list[str] | None = None) -> Any:
         """An exec of ``program`` (assay's own Python, never the user's code) that stays open with stdin attached.
 

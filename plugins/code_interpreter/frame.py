@@ -66,6 +66,7 @@ class Frame(BaseModel):
     kept_live: bool | None = None  # run in the notebook holder, whose memory keeps every variable
     cell_ms: float | None = None
     runner_ms: float | None = None
+    cell_faults: int | None = None  # minor page faults while the cell ran (notebook holder only)
 
 
 def parse_frame(text: str, nonce: str, *, bare: bool = False) -> tuple[Frame | None, str | None]:

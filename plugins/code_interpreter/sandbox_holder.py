@@ -6,9 +6,12 @@ costs (no re-import, no unpickling), while a killed cell still cannot touch
 the notebook:
 
 * the holder listens on a unix socket in the working directory; a call's
-  client (run by the sandbox's launcher, as the code's uid) connects, sends
-  the request and its own stdout/stderr descriptors (``SCM_RIGHTS``), and
-  waits for one report line;
+  client (the channel's relay, as the keeper's uid, or a client run by the
+  sandbox's launcher, as the code's uid) connects, sends the request and its
+  own stdout/stderr descriptors (``SCM_RIGHTS``), and waits for one report
+  line. A connection from any other uid is refused (``SO_PEERCRED``): cells
+  run as the holder's own uid, and a call a cell queued would change the
+  notebook after that cell was reported, with no execution recorded;
 * the cell's process is a fork of the holder (its own process group,
   ``oom_score_adj`` 1000 so the OOM killer takes it first), made ahead while
   the notebook is idle (the *spare*: it copies the pages the last cell wrote,
@@ -124,9 +127,10 @@ def _report(conn: socket.socket, **fields) -> None:
 
 
 class Holder:
-    def __init__(self, runner, listener: socket.socket) -> None:
+    def __init__(self, runner, listener: socket.socket, clients: frozenset) -> None:
         self.runner = runner
         self.listener = listener
+        self.clients = clients - {os.getuid()}  # never this uid: every cell runs as it
         self.base_adj = _read_oom_adj()
         self.nb = runner.Namespace()
         self.nb.restore()
@@ -149,6 +153,11 @@ class Holder:
             try:
                 conn, _ = self.listener.accept()
             except InterruptedError:
+                continue
+            if _peer_uid(conn) not in self.clients:
+                # Not the host's relay or client: a cell (this uid) or what it left. Its call would
+                # change the notebook after the cell was reported, with no execution recorded.
+                _report(conn, outcome="refused", error="not a caller of this notebook")
                 continue
             try:
                 req, fds = _receive(conn)
@@ -382,6 +391,15 @@ class Spare:
         self.hand_sock.close()
 
 
+def _peer_uid(conn: socket.socket) -> int | None:
+    """The uid of the process at the other end of ``conn`` (as it connected), None if unknown."""
+    try:
+        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+    except OSError:
+        return None
+    return struct.unpack("3i", creds)[1]
+
+
 def _fd_bytes(fds: list) -> bytes:
     return b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
 
@@ -488,7 +506,10 @@ def _alone() -> bool:
 
 
 def serve(config: dict) -> None:
-    """Start the holder: restore the snapshot, listen, say ready, serve calls until killed."""
+    """Start the holder: restore the snapshot, listen, say ready, serve calls until killed.
+
+    ``config["clients"]``: the uids whose connections are served (the host's relay and client).
+    """
     runner = sys.modules["assay_ci_runner"]
     runner.set_workdir(os.getcwd())
     ready_fd = int(os.environ.pop("ASSAY_RESIDENT_READY_FD"))
@@ -500,11 +521,12 @@ def serve(config: dict) -> None:
         pass
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    os.chmod(path, 0o666)  # the client runs as the code's uid
+    os.chmod(path, 0o666)  # the callers run as other uids; each connection's uid is checked
     os.chmod(runner.ASSAY_DIR, 0o755)
     listener.listen(8)
     _pages()  # imported once here, not in each cell's process
-    holder = Holder(runner, listener)
+    import resource  # noqa: F401 - the runner counts each cell's page faults with it
+    holder = Holder(runner, listener, frozenset(int(uid) for uid in config["clients"]))
     info = {"pid": os.getpid(), "state_found": holder.nb.state_found, "restore_error": holder.nb.restore_error}
     os.write(ready_fd, ("ready " + json.dumps(info) + "\n").encode("ascii"))
     os.close(ready_fd)

@@ -294,6 +294,8 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     fd_capture = FdCapture(1, out)
     sys.stdout, sys.stderr = out, err
     error = None
+    usage = sys.modules.get("resource")  # loaded by the notebook holder; a one-shot call does without
+    faults_before = usage.getrusage(usage.RUSAGE_SELF).ru_minflt if usage else 0
     cell_started = time.perf_counter()
     try:
         body, last = _compile(code)
@@ -307,6 +309,7 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
             raise
         error = _error(exc, code)
     cell_ms = (time.perf_counter() - cell_started) * 1000
+    cell_faults = usage.getrusage(usage.RUSAGE_SELF).ru_minflt - faults_before if usage else None
     for value in list(ns.values()):  # files the cell left open: their data belongs in out/ now
         if isinstance(value, io.IOBase) and not value.closed:
             try:
@@ -350,6 +353,7 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
         restore_error=restore_error,
         state_found=state_found,
         cell_ms=round(cell_ms, 3),
+        cell_faults=cell_faults,
         runner_ms=round((time.perf_counter() - started) * 1000, 3),
     )
     _inline_small_files(frame, limits["inline_bytes"])

@@ -258,10 +258,10 @@ class Notebook:
         if self.state_saved:  # a restart: end whatever is left of the old holder first
             self.session.stop_resident()
         lost = False
-        line = self.session.start_resident(_holder_program())
+        line = self.session.start_resident(_holder_program(self.session.caller_uids))
         if RUNNER_MISSING in line:
             lost = self._runner_lost(inputs)
-            line = self.session.start_resident(_holder_program())
+            line = self.session.start_resident(_holder_program(self.session.caller_uids))
         if not line.startswith("ready "):
             from assay.kernel.sandbox import SANDBOX_EXEC_FAILED, SandboxError
 
@@ -345,8 +345,11 @@ class _NotDelivered(Exception):
     """The channel was closed before the request went out (safe to send again)."""
 
 
-def _holder_program() -> str:
-    """The resident's program: import the runner and the holder, serve cells until killed."""
+def _holder_program(clients: tuple[int, ...]) -> str:
+    """The resident's program: import the runner and the holder, serve cells until killed.
+
+    ``clients``: the only uids whose connections it takes (the relay's, the client's).
+    """
     return (
         "import os, sys\n"
         "sys.dont_write_bytecode = False\n"
@@ -358,7 +361,7 @@ def _holder_program() -> str:
         f"    os.write(int(os.environ['ASSAY_RESIDENT_READY_FD']), b'{RUNNER_MISSING}\\n')\n"
         "    raise SystemExit(3)\n"
         "sys.dont_write_bytecode = True\n"
-        "_h.serve({})\n"
+        f"_h.serve({{'clients': {list(clients)!r}}})\n"
     )
 
 

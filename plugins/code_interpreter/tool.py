@@ -145,7 +145,7 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
     meta = {"runtime": ex.runtime, "isolated": ex.isolated, "session_id": ex.session_id,
             "sandbox_ms": ex.duration_ms, "warnings": list(ex.warnings)}
     if frame is not None:  # where the time went inside: the cell itself, and the runner around it
-        meta.update(cell_ms=frame.cell_ms, runner_ms=frame.runner_ms)
+        meta.update(cell_ms=frame.cell_ms, runner_ms=frame.runner_ms, cell_faults=frame.cell_faults)
     if frame is not None and frame.status == "input_failed":
         err = frame.error or {}
         if err.get("artifact_id"):

@@ -54,6 +54,31 @@ def test_lost_holder_is_restarted_from_the_snapshot_and_says_so(call, run):
     assert call("REPORT_RESULT = kept").data["result"] == "yes"  # and the new holder serves on
 
 
+FORGED_CALL = r"""
+import array, json, os, socket, struct
+req = {"nonce": "f" * 16, "code": "x = 666", "workdir": "/workspace", "inputs": [], "expect_state": True,
+       "timeout_s": 5.0, "limits": {"capture_chars": 1000, "tail_chars": 100, "tee_chars": 0, "frame_chars": 65536,
+                                    "inline_bytes": 0, "max_state_bytes": 9000000, "stream_bytes": 100000}}
+body = json.dumps(req).encode()
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.connect("/workspace/.assay/holder.sock")  # the holder is busy with this cell: the call waits in line
+null = os.open(os.devnull, os.O_WRONLY)
+s.sendmsg([struct.pack("!Q", len(body))], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [null, null]))])
+s.sendall(body)
+"""
+
+
+def test_a_call_queued_by_a_cell_is_refused(call):
+    import time
+
+    assert call("x = 1").success
+    assert call(FORGED_CALL).success
+    time.sleep(0.5)  # the holder takes the waiting connection once the cell is over
+    result = call("REPORT_RESULT = x")
+    assert result.success, result.for_model()
+    assert result.data["result"] == 1  # the queued call never ran: nothing changed the notebook unrecorded
+
+
 def test_cell_leftover_processes_end_with_the_cell(call):
     assert call("import subprocess\np = subprocess.Popen(['sleep', '300'])\npid = p.pid").success
     result = call("import os\nREPORT_RESULT = os.path.exists(f'/proc/{pid}')")
