@@ -15,8 +15,11 @@ the notebook:
 * the cell's process is a fork of the holder (its own process group,
   ``oom_score_adj`` 1000 so the OOM killer takes it first), made ahead while
   the notebook is idle (the *spare*: it copies the pages the last cell wrote,
-  see ``assay_ci_pages``, then waits on a socket pair for the request and the
-  descriptors), or at once when none is ready (calls back to back). It runs
+  see ``assay_ci_pages``, then accepts the next call on the inherited socket
+  itself and tells the holder on a socket pair - the call's connection, its
+  deadline, the OOM count before it - so the call reaches the cell's process
+  with no hop through the holder), or at once when none is ready (calls back
+  to back: the holder accepts and forks). It runs
   the cell exactly as a one-shot call does (``assay_ci_runner.run``), on the
   passed descriptors, and saves a snapshot candidate (``state.pkl.next``);
 * the holder watches the child with the cell's time limit. When the child
@@ -95,7 +98,8 @@ def _kill_the_rest() -> None:
 def _receive(conn: socket.socket, nfds: int = 2) -> tuple[dict, list]:
     """A request and the ``nfds`` descriptors passed with it (``SCM_RIGHTS``); ValueError if malformed.
 
-    The client's call: its stdout/stderr. The holder's hand-over to a spare: the connection too.
+    A call: the caller's stdout/stderr. A spare's word to the holder that it took a call: the call's
+    connection.
     """
     fds: list = []
     data, ancillary, _flags, _addr = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(nfds * 4))
@@ -126,6 +130,32 @@ def _report(conn: socket.socket, **fields) -> None:
     conn.close()
 
 
+def _accept_call(listener: socket.socket, clients: frozenset):
+    """Accept one call: (conn, request, its stdout/stderr), or None when it was refused (answered).
+
+    Only the host's callers are served (``clients``: the relay's and the client's uid);
+    anyone else - a cell, which runs as this uid, or what it left - is refused, since a
+    call it queued would change the notebook after the cell was reported, with no execution
+    recorded.
+    """
+    try:
+        conn, _ = listener.accept()
+    except (BlockingIOError, InterruptedError):
+        return None
+    if _peer_uid(conn) not in clients:
+        _report(conn, outcome="refused", error="not a caller of this notebook")
+        return None
+    try:
+        req, fds = _receive(conn)
+        req["timeout_s"] = float(req["timeout_s"])
+        if not req["timeout_s"] > 0:
+            raise ValueError("timeout_s must be positive")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        _report(conn, outcome="refused", error=str(exc))
+        return None
+    return conn, req, fds
+
+
 class Holder:
     def __init__(self, runner, listener: socket.socket, clients: frozenset) -> None:
         self.runner = runner
@@ -141,58 +171,50 @@ class Holder:
 
     def serve(self) -> None:
         while True:
-            if self.spare is None:
+            if self.spare is None and not _readable(self.listener):
                 # While idle: the next cell's process, ready. Not before the old holder is gone:
                 # the pids limit counts both, and a host exec needs room meanwhile.
-                # A cell already waiting (calls back to back) is not kept waiting for that.
-                if not _readable(self.listener):
-                    _wait_gone(self.predecessor)
-                    self.spare = self._fork_spare()
-                    if self.spare is None:
-                        continue  # this process ran that cell and is the holder now: it forks its own
-            try:
-                conn, _ = self.listener.accept()
-            except InterruptedError:
-                continue
-            if _peer_uid(conn) not in self.clients:
-                # Not the host's relay or client: a cell (this uid) or what it left. Its call would
-                # change the notebook after the cell was reported, with no execution recorded.
-                _report(conn, outcome="refused", error="not a caller of this notebook")
-                continue
-            try:
-                req, fds = _receive(conn)
-            except (OSError, ValueError) as exc:
-                _report(conn, outcome="refused", error=str(exc))
-                continue
-            self.cell(conn, req, fds)  # returns in the holder of the next cell (this one or its child)
+                # A call already waiting (calls back to back) is not kept waiting for that.
+                _wait_gone(self.predecessor)
+                self.spare = self._fork_spare()
+                if self.spare is None:
+                    continue  # this process ran that cell and is the holder now: it forks its own
+            if self.spare is not None:
+                # The spare takes the next call itself; this process learns when, and watches it.
+                spare, self.spare = self.spare, None
+                taken = spare.taken()
+                if taken is None:  # it died while idle: end it, and copy nothing ahead next time
+                    spare.discard(_reap())
+                    self.working_set = []
+                    continue
+                conn, deadline, oom_before = taken
+                self._watched(conn, deadline, spare, oom_before)
+                continue  # reached only when the cell did not take over (this process holds on)
+            got = _accept_call(self.listener, self.clients)
+            if got is not None:
+                self.cell(*got)  # returns in the holder of the next cell (this one or its child)
 
     def cell(self, conn: socket.socket, req: dict, fds: list) -> None:
-        reaped = _reap()  # what the last cell started and the holder killed: no zombies (they hold pids)
+        """Run a call with no spare ready (calls back to back): fork its process now."""
+        _reap()  # what the last cell started and the holder killed: no zombies (they hold pids)
         oom_before = _oom_kills()
-        spare, self.spare = self.spare, None
-        if spare is None or spare.pid in reaped or not spare.hand(conn, req, fds):
-            if spare is not None:  # it died while idle: end it, and copy nothing ahead next time
-                spare.discard(reaped)
-                self.working_set = []
-            spare = self._fork_spare(conn, req, fds)  # none ready: fork for this cell now
-            if spare is None:
-                return  # this process ran the cell and is the holder now
+        deadline = time.monotonic() + req["timeout_s"]
+        spare = self._fork_spare(conn, req, fds)
+        if spare is None:
+            return  # this process ran the cell and is the holder now
         for fd in fds:
             os.close(fd)
-        try:
-            self._watch(conn, req, spare, oom_before)
-        finally:
-            spare.close()
+        self._watched(conn, deadline, spare, oom_before)
 
     def _fork_spare(self, conn=None, req=None, fds=None):
-        """Fork the process of the next cell: it waits for the cell (or runs ``req`` at once).
+        """Fork the process of the next cell: it takes the next call itself (or runs ``req`` at once).
 
         Returns the parent's handle; in the child, returns None once the child has
         run its cell and become the holder.
         """
         c2p_r, c2p_w = os.pipe()
         p2c_r, p2c_w = os.pipe()
-        hand_parent, hand_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        taken_parent, taken_child = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         ahead = self.working_set if req is None else []
         # The child's collector must not walk the holder's objects: writing their GC headers
         # would copy every page holding them (copy-on-write) on each cell.
@@ -202,30 +224,58 @@ class Holder:
             try:
                 os.close(c2p_r)
                 os.close(p2c_w)
-                hand_parent.close()
+                taken_parent.close()
                 os.setpgid(0, 0)
                 _set_oom_adj("1000")  # under memory pressure the cell goes, never the holder
                 if req is None:
-                    _pages().populate(ahead, stop=lambda: _readable(hand_child))
-                    got = _receive_hand(hand_child)
+                    _pages().populate(ahead, stop=lambda: _readable(self.listener))
+                    got = self._take_call(taken_child)
                     if got is None:
-                        os._exit(0)  # the holder went away before any cell came
+                        os._exit(0)  # the holder went away before any call came
                     conn, req, fds = got
-                hand_child.close()
+                taken_child.close()
                 self._child(conn, req, fds, c2p_w, p2c_r)
             except BaseException:  # noqa: BLE001 - never a second holder: a child that failed ends here
                 os._exit(70)
             return None  # this process is the holder now
         for fd in (c2p_w, p2c_r):
             os.close(fd)
-        hand_child.close()
-        return Spare(pid, c2p_r, p2c_w, hand_parent)
+        taken_child.close()
+        return Spare(pid, c2p_r, p2c_w, taken_parent)
+
+    def _take_call(self, holder: socket.socket):
+        """In a spare: accept the next call and tell the holder (the connection, the deadline, the
+        OOM count before it); (conn, req, fds), or None when the holder is gone."""
+        while True:
+            try:
+                ready = select.select([self.listener, holder], [], [])[0]
+            except InterruptedError:
+                continue
+            if holder in ready:
+                return None  # its end closed: the holder went away
+            got = _accept_call(self.listener, self.clients)
+            if got is None:
+                continue
+            conn, req, fds = got
+            told = json.dumps({"deadline": time.monotonic() + req["timeout_s"], "oom_before": _oom_kills()})
+            try:
+                holder.sendmsg([HEADER.pack(len(told)) + told.encode("ascii")],
+                               [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno()]))])
+            except OSError:
+                _report(conn, outcome="no_holder")
+                return None
+            return conn, req, fds
+
+    def _watched(self, conn, deadline, spare, oom_before) -> None:
+        try:
+            self._watch(conn, deadline, spare, oom_before)
+        finally:
+            spare.close()
 
     # --- in the holder ---------------------------------------------------------------
 
-    def _watch(self, conn, req, spare, oom_before) -> None:
+    def _watch(self, conn, deadline, spare, oom_before) -> None:
         pid, c2p_r, p2c_w = spare.pid, spare.c2p_r, spare.p2c_w
-        deadline = time.monotonic() + float(req["timeout_s"])
         said = b""
         status = None
         while b"\n" not in said:
@@ -353,21 +403,20 @@ class Holder:
 
 
 class Spare:
-    """The holder's end of a cell's process: its report pipe, its go-ahead pipe, the hand-over socket."""
+    """The holder's end of a cell's process: its report pipe, its go-ahead pipe, and the socket on
+    which a spare says it took a call."""
 
-    def __init__(self, pid: int, c2p_r: int, p2c_w: int, hand: socket.socket) -> None:
-        self.pid, self.c2p_r, self.p2c_w, self.hand_sock = pid, c2p_r, p2c_w, hand
+    def __init__(self, pid: int, c2p_r: int, p2c_w: int, taken: socket.socket) -> None:
+        self.pid, self.c2p_r, self.p2c_w, self.taken_sock = pid, c2p_r, p2c_w, taken
 
-    def hand(self, conn: socket.socket, req: dict, fds: list) -> bool:
-        """Pass the cell to the waiting process; False if it is gone (died while idle)."""
-        body = json.dumps(req, separators=(",", ":")).encode("utf-8")  # never longer than what came
+    def taken(self):
+        """Wait until the spare takes a call: (its connection, the deadline, the OOM count before),
+        or None if it is gone (died while idle)."""
         try:
-            self.hand_sock.sendmsg([HEADER.pack(len(body))],
-                                   [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno(), *fds]))])
-            self.hand_sock.sendall(body)
-        except OSError:
-            return False
-        return True
+            told, fds = _receive(self.taken_sock, 1)
+            return socket.socket(fileno=fds[0]), float(told["deadline"]), told["oom_before"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def discard(self, reaped: list) -> None:
         """A spare that cannot take the cell: end it, unless it is gone and reaped already."""
@@ -388,7 +437,7 @@ class Spare:
                 os.close(fd)
             except OSError:
                 pass
-        self.hand_sock.close()
+        self.taken_sock.close()
 
 
 def _peer_uid(conn: socket.socket) -> int | None:
@@ -404,15 +453,6 @@ def _fd_bytes(fds: list) -> bytes:
     return b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
 
 
-def _receive_hand(sock: socket.socket):
-    """In a spare: wait for the cell the holder passes; (conn, req, fds), or None if the holder is gone."""
-    try:
-        req, fds = _receive(sock, 3)
-    except (OSError, ValueError):
-        return None
-    return socket.socket(fileno=fds[0]), req, fds[1:]
-
-
 def _wait_closed(fd: int) -> None:
     """Block until the other end of the pipe ``fd`` is closed (or the wait is cut short)."""
     try:
@@ -423,7 +463,7 @@ def _wait_closed(fd: int) -> None:
 
 
 def _readable(sock: socket.socket, wait_s: float = 0.0) -> bool:
-    """Whether ``sock`` has something waiting (a connection, a hand-over) now or within ``wait_s``."""
+    """Whether ``sock`` has something waiting (a connection, a spare's word) now or within ``wait_s``."""
     try:
         return bool(select.select([sock], [], [], wait_s)[0])
     except (OSError, ValueError):
