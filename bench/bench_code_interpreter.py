@@ -5,7 +5,8 @@
    ``import pandas``, ``x += 1`` with a DataFrame in the notebook, a 10,000-row
    groupby; ``x += 1`` p50/p95 over more calls; and each pandas cell against a
    plain persistent REPL process (a resident in a second session of the same
-   image and limits, reached the same way: the relay over a channel).
+   image and limits, reached the same way: the relay over a channel). Each row says where the
+   tool's time went and how many page faults the cell's code took, beside the REPL's.
    Targets: ``x += 1`` p50 <= 50 ms and p95 <= 100 ms; pandas cells <= 1.3x the REPL.
 1. A warm ``code_interpreter`` call returning a small REPORT_RESULT, against the
    raw sandbox execution (``session.run_code``) of the same code in the same
