@@ -163,16 +163,41 @@ def kill_group():
         os.killpg(pid, signal.SIGKILL)
     except OSError:
         pass
+def others_left():
+    # Whether a live (not zombie) process of this uid other than this one is running.
+    me, uid = os.getpid(), os.getuid()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return True  # cannot tell: kill as if something were left
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat("/proc/" + name).st_uid != uid:
+                continue
+            with open("/proc/%s/stat" % name, "rb") as fh:
+                if fh.read().rsplit(b")", 1)[1].split()[0] != b"Z":
+                    return True
+        except OSError:
+            continue
+    return False
 def kill_all():
     # Every process of the code's uid but this one (the keeper runs as another uid).
-    # Again until none is left to signal (bounded): a process forked while one kill(-1)
-    # walked the process table escaped it (seen under gVisor with a fork bomb). Tight rounds,
-    # then spaced ones for forks still in flight; the code's own process is reaped meanwhile
-    # (as a zombie it would still be signalled).
+    # kill(-1) succeeds whenever the namespace holds any other process (the keeper's too), even
+    # one it may not signal, so its answer cannot say when none of the code's is left: that is
+    # looked up in /proc first. With none running (the code ended and left nothing), one round
+    # is all it takes - nothing is left that could fork. Otherwise tight rounds, then spaced
+    # ones for forks still in flight (a process forked while one kill(-1) walked the process
+    # table escaped it, seen under gVisor with a fork bomb); the code's own process is reaped
+    # meanwhile.
+    left = others_left()
     for n in range(240):
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
+            break
+        if not left:
             break
         if n >= 200:
             reap()

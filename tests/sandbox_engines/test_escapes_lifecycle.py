@@ -143,6 +143,20 @@ def test_a_setsid_daemon_ends_with_the_call_that_started_it(runtime, fresh_sessi
     assert later.stdout.strip() == "0", later
 
 
+@pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)  # runc: the container's clock is the host's
+def test_a_call_returns_promptly_once_its_code_ended_and_left_nothing(runtime, fresh_session):
+    # The launcher's kill of the code's uid waits out spaced rounds (0.4 s) for forks in flight only
+    # when something of the code's was still running; kill(-1) itself cannot say so, as it succeeds
+    # whenever the keeper's process is there.
+    session = fresh_session(runtime)
+    session.run_code("print(1)", timeout_s=20)
+    after_code = []
+    for _ in range(3):
+        result = session.run_code("import time\nprint(time.monotonic())", timeout_s=20)
+        after_code.append(time.monotonic() - float(result.stdout))
+    assert min(after_code) < 0.3, after_code
+
+
 # --- item 5: the local runtime and the caller's environment ----------------------------------------
 
 _CALLER = textwrap.dedent("""
