@@ -191,13 +191,10 @@ def kill_all():
     # ones for forks still in flight (a process forked while one kill(-1) walked the process
     # table escaped it, seen under gVisor with a fork bomb); the code's own process is reaped
     # meanwhile.
-    left = others_left()
-    for n in range(240):
+    for n in range(240 if others_left() else 1):
         try:
             os.kill(-1, signal.SIGKILL)
         except OSError:
-            break
-        if not left:
             break
         if n >= 200:
             reap()

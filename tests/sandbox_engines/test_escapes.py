@@ -40,8 +40,9 @@ def _facts(result) -> dict:
 
 
 # Under gVisor the bomb is held at RLIMIT_NPROC. Its processes once outlived the call (a fork in
-# flight while kill(-1) walked gVisor's process table); the launcher now repeats kill(-1) until
-# none is left, with spaced rounds at the end, and this test says so on every hardened target.
+# flight while kill(-1) walked gVisor's process table); when any of the code's processes is left,
+# the launcher repeats kill(-1), with spaced rounds at the end, and this test says so on every
+# hardened target.
 # Local runs the fork bomb as this host user; as root RLIMIT_NPROC does not apply.
 @pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, engine_managers):
