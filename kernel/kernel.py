@@ -141,14 +141,12 @@ class Kernel:
             self._plugin_objects[cand.name] = obj
             self._infos[cand.name] = info
         for hook_name, kind in REGISTER_HOOKS.items():
-            for name, obj in list(self._plugin_objects.items()):
-                self._run_register_hook(name, obj, hook_name, kind)
+            for name, impl in plugin_loading.call_order(self._pm, hook_name, self._plugin_objects):
+                if name in self._plugin_objects:  # not rolled back by an earlier failure
+                    self._run_register_hook(name, impl, hook_name, kind)
         log.debug("kernel_started", plugins=len(self._plugin_objects), tools=len(self._registries["tools"]))
 
-    def _run_register_hook(self, plugin: str, obj: Any, hook_name: str, kind: str) -> None:
-        impls = plugin_loading.impls_of(self._pm, hook_name, obj)
-        if not impls:
-            return
+    def _run_register_hook(self, plugin: str, impl: Any, hook_name: str, kind: str) -> None:
         registry = self._registries[kind]
 
         strict = self.settings.strict_plugins
@@ -166,8 +164,7 @@ class Kernel:
 
         available = {"register": register, "settings": self.settings, "kernel": self}
         try:
-            for impl in impls:
-                plugin_loading.call_impl(impl, available)
+            plugin_loading.call_impl(impl, available)
         except PluginError as exc:
             if exc.code == "PLUGIN_NAME_CONFLICT":
                 raise  # two plugins claiming one name is always a start-up error
@@ -347,14 +344,12 @@ class Kernel:
         import click
 
         collected: list[tuple[str, Any]] = []
-        for plugin, obj in list(self._plugin_objects.items()):
-            impls = plugin_loading.impls_of(self._pm, "register_commands", obj)
-            if not impls:
+        for plugin, impl in plugin_loading.call_order(self._pm, "register_commands", self._plugin_objects):
+            if plugin not in self._plugin_objects:  # rolled back by an earlier failure
                 continue
             staging = click.Group()
             try:
-                for impl in impls:
-                    plugin_loading.call_impl(impl, {"cli": staging, "kernel": self})
+                plugin_loading.call_impl(impl, {"cli": staging, "kernel": self})
             except Exception as exc:  # noqa: BLE001
                 self._fail_plugin(
                     plugin,

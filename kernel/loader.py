@@ -204,6 +204,20 @@ def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, Plugi
             f"plugin {cand.name!r} has an invalid hook implementation: {exc}",
             "A hook implementation may declare only the arguments its spec names (see docs/plugins.md).",
         ) from exc
+    wrappers = sorted(
+        caller.name
+        for caller in pm.get_hookcallers(obj) or []
+        for impl in caller.get_hookimpls()
+        if impl.plugin is obj and (impl.wrapper or impl.hookwrapper)
+    )
+    if wrappers:
+        pm.unregister(obj)
+        raise PluginError(
+            PLUGIN_HOOK_INVALID,
+            f"plugin {cand.name!r} wraps hook(s) {', '.join(wrappers)}: assay's hooks take no wrappers",
+            "Drop wrapper=True / hookwrapper=True: each implementation is called on its own so that a "
+            "failing plugin is rolled back alone; tryfirst / trylast order it (docs/plugins.md).",
+        )
     unknown = [
         caller.name
         for caller in pm.get_hookcallers(obj) or []
@@ -220,10 +234,19 @@ def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, Plugi
     return obj, info
 
 
-def impls_of(pm: pluggy.PluginManager, hook_name: str, plugin: Any) -> list[Any]:
-    """The implementations of ``hook_name`` that ``plugin`` provides."""
+def call_order(pm: pluggy.PluginManager, hook_name: str, plugins: dict[str, Any]) -> list[tuple[str, Any]]:
+    """(plugin name, implementation) of ``hook_name`` in the order assay calls them.
+
+    Plugins in ``plugins``' order (assay's own first, then by name, then the
+    host's), except that ``tryfirst`` implementations come before every
+    other and ``trylast`` ones after: the meaning pluggy gives the markers.
+    """
     caller = getattr(pm.hook, hook_name)
-    return [impl for impl in caller.get_hookimpls() if impl.plugin is plugin]
+    name_of = {id(obj): name for name, obj in plugins.items()}
+    position = {name: i for i, name in enumerate(plugins)}
+    found = [(name_of[id(impl.plugin)], impl) for impl in caller.get_hookimpls() if id(impl.plugin) in name_of]
+    return sorted(found, key=lambda pair: (0 if pair[1].tryfirst else 2 if pair[1].trylast else 1,
+                                           position[pair[0]]))
 
 
 def call_impl(impl: Any, available: dict[str, Any]) -> Any:

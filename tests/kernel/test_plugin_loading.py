@@ -262,3 +262,45 @@ def register_tools(register):
     kernel.start()
     kernel.start()
     assert sys.modules[modules["counted"]].CALLS == [1]
+
+
+def _ordered_plugin(name: str, seen: list, **marker):
+    import types
+
+    from assay import hookimpl
+
+    plugin = types.ModuleType(name)
+
+    @hookimpl(**marker)
+    def register_tools(register):
+        seen.append(name)
+
+    plugin.register_tools = register_tools
+    return plugin
+
+
+def test_tryfirst_and_trylast_order_the_hook_calls(make_assay_kernel):
+    seen: list = []
+    plugins = [_ordered_plugin("late", seen, trylast=True), _ordered_plugin("plain_a", seen),
+               _ordered_plugin("early", seen, tryfirst=True), _ordered_plugin("plain_b", seen)]
+    make_assay_kernel(*plugins).start()
+    assert seen == ["early", "plain_a", "plain_b", "late"]
+
+
+@pytest.mark.parametrize("marker", [{"wrapper": True}, {"hookwrapper": True}])
+def test_a_hook_wrapper_is_refused_at_load_not_reported_loaded(make_assay_kernel, marker):
+    import types
+
+    from assay import hookimpl
+
+    plugin = types.ModuleType("wrapping")
+
+    @hookimpl(**marker)
+    def register_tools(register):
+        yield
+
+    plugin.register_tools = register_tools
+    kernel = make_assay_kernel(plugin)
+    info = plugin_info(kernel, "wrapping")
+    assert info.status == "failed" and info.error["code"] == "PLUGIN_HOOK_INVALID"
+    assert "register_tools" in info.error["message"]
