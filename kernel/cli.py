@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .errors import AssayError
-from .log import get_logger
+from .log import configure_logging, get_logger
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -196,6 +196,7 @@ def main(argv: list[str] | None = None) -> None:
         from .kernel import Kernel
 
         kernel = Kernel()
+        configure_logging(kernel.settings.log_level, kernel.settings.log_format)
         group = build_cli(kernel)
     except AssayError as exc:
         fail(f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))

@@ -29,8 +29,8 @@ from .errors import (
     AssayError,
     PluginError,
 )
-from .log import configure_logging, get_logger
 from .log import enabled as log_enabled
+from .log import get_logger
 from .loader import PluginInfo
 from .registry import REGISTER_HOOKS, VALIDATORS, Lazy, Registry, validate
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
@@ -104,7 +104,6 @@ class Kernel:
         with self._lock:
             if self._started:
                 return self
-            configure_logging(self.settings.log_level, self.settings.log_format)
             self._loading_thread = threading.get_ident()
             try:
                 self._load_plugins()
@@ -516,7 +515,7 @@ class Kernel:
             result.tool, result.elapsed_ms = name, elapsed_ms
         else:  # pydantic-core validation is as cheap as any shortcut here (model_construct is slower)
             result = ToolResult(success=True, data=value, tool=name, elapsed_ms=elapsed_ms)
-        if log_enabled(INFO):  # skip building the event when it would be filtered
+        if log_enabled(INFO, "assay.kernel"):  # skip building the event when it would be filtered
             log.info(
                 "tool_call",
                 tool=name,

@@ -60,7 +60,7 @@ class Settings(EnvSettings):
     )
     disable_plugins: str = Field(default="", description="Comma-separated plugins never to load.")
     strict_plugins: bool = Field(default=False, description="A plugin that fails aborts start-up.")
-    log_level: str = Field(default="WARNING", description="DEBUG, INFO, WARNING or ERROR.")
+    log_level: str = Field(default="WARNING", description="The assay command's log level: DEBUG, INFO, WARNING or ERROR.")
     log_format: str = Field(default="auto", description="'json', 'console', or 'auto' (console on a terminal).")
     catalog_url: str | None = Field(
         default=None, description="postgresql://... keeps the artifact catalog, runs and report checkpoints in "

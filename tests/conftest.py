@@ -111,7 +111,7 @@ def run_assay(*args: str, env: dict[str, str] | None = None, input: str | None =
     environment for the call. Returns click's ``Result`` (``exit_code``,
     ``stdout``, ``stderr``)."""
     from assay.kernel import cli
-    from assay.kernel.log import configure_logging
+    from assay.kernel.log import reset_logging
     from click.testing import CliRunner
 
     class _ConsoleScript:  # what CliRunner.invoke needs of a command: a name and main()
@@ -124,4 +124,13 @@ def run_assay(*args: str, env: dict[str, str] | None = None, input: str | None =
     try:
         return CliRunner().invoke(_ConsoleScript(), list(args), env=env, input=input)  # type: ignore[arg-type]
     finally:
-        configure_logging("WARNING", "auto")  # the run's ASSAY_LOG_* must not outlive it
+        reset_logging()  # the run's ASSAY_LOG_* output must not outlive it
+
+
+@pytest.fixture(autouse=True)
+def _default_logging():
+    """Logging is process-wide (the CLI configures it): put it back to the defaults after each test."""
+    yield
+    from assay.kernel.log import reset_logging
+
+    reset_logging()

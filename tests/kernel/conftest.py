@@ -78,10 +78,3 @@ def plugin_info(kernel: Kernel, name: str):
     return {i.name: i for i in kernel.plugins()}[name]
 
 
-@pytest.fixture(autouse=True)
-def _default_logging():
-    """Logging is process-wide: put it back to the defaults after each test."""
-    yield
-    from assay.kernel.log import configure_logging
-
-    configure_logging("WARNING", "auto")

@@ -11,6 +11,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from assay import ConfigError, Settings, hookimpl, tool
 from assay.kernel.cli import build_cli
+from assay.kernel.log import configure_logging
 
 
 class WarehouseSettings(BaseSettings):
@@ -118,7 +119,8 @@ class AddPlugin:
 
 
 def test_tool_calls_are_logged_as_json_with_tool_plugin_duration_outcome(make_assay_kernel, capsys):
-    kernel = make_assay_kernel(AddPlugin(), log_level="INFO", log_format="json")
+    configure_logging("INFO", "json")  # what the assay command does with ASSAY_LOG_LEVEL / _FORMAT
+    kernel = make_assay_kernel(AddPlugin())
     kernel.call_tool("add", {"a": 1, "b": 2})
     kernel.call_tool("add", {"a": "x"})
     err = capsys.readouterr().err
@@ -131,13 +133,49 @@ def test_tool_calls_are_logged_as_json_with_tool_plugin_duration_outcome(make_as
 
 
 def test_tool_call_logs_are_filtered_below_the_level(make_assay_kernel, capsys):
-    kernel = make_assay_kernel(AddPlugin(), log_level="WARNING", log_format="json")
+    configure_logging("WARNING", "json")
+    kernel = make_assay_kernel(AddPlugin())
     kernel.call_tool("add", {"a": 1, "b": 2})
     assert "tool_call" not in capsys.readouterr().err
 
 
 def test_console_format_is_readable_not_json(make_assay_kernel, capsys):
-    kernel = make_assay_kernel(AddPlugin(), log_level="INFO", log_format="console")
+    configure_logging("INFO", "console")
+    kernel = make_assay_kernel(AddPlugin())
     kernel.call_tool("add", {"a": 1, "b": 2})
     line = [ln for ln in capsys.readouterr().err.splitlines() if "tool_call" in ln][0]
     assert not line.startswith("{") and "tool=add" in line
+
+
+def test_a_started_kernel_leaves_a_hosts_structlog_configuration_alone(make_assay_kernel):
+    import structlog
+
+    marker = structlog.processors.KeyValueRenderer()
+    structlog.configure(processors=[marker])
+    try:
+        kernel = make_assay_kernel(AddPlugin(), log_level="INFO", log_format="json")
+        kernel.call_tool("add", {"a": 1, "b": 2})
+        kernel.call_tool("add", {"a": "x"})
+        assert structlog.get_config()["processors"] == [marker]
+    finally:
+        structlog.reset_defaults()
+
+
+def test_kernel_events_reach_the_hosts_stdlib_logging_handlers(make_assay_kernel, caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="assay")
+    kernel = make_assay_kernel(AddPlugin())
+    kernel.call_tool("add", {"a": "x"})
+    [record] = [r for r in caplog.records if r.getMessage() == "tool_call"]
+    assert record.name == "assay.kernel" and record.levelno == logging.INFO
+    assert record.assay["tool"] == "add" and record.assay["outcome"] == "TOOL_ARGUMENTS_INVALID"
+
+
+def test_the_kernel_prints_nothing_of_its_own_without_the_cli(make_assay_kernel, capsys):
+    import logging
+
+    kernel = make_assay_kernel(AddPlugin(), log_level="INFO", log_format="json")
+    kernel.call_tool("add", {"a": 1, "b": 2})
+    assert "tool_call" not in capsys.readouterr().err
+    assert not [h for h in logging.getLogger("assay").handlers if getattr(h, "_assay_own", False)]
