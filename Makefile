@@ -1,11 +1,20 @@
 # The two quick-start commands: `make demo` and `make test`.
-# Both create .venv when it is missing and install assay into it.
+# Both create .venv when it is missing and install assay into it: `make demo`
+# only what the demo needs (binary wheels, no compiler); `make test` every
+# extra, the test tools and the model server the tests run (built once).
 PYTHON ?= python3
 VENV   ?= .venv
 PY      = $(VENV)/bin/python
+DEMO_STAMP = $(VENV)/.installed-demo
 STAMP   = $(VENV)/.installed
 
 .PHONY: demo test install bench image clean
+
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[demo]'
+	@touch $(DEMO_STAMP)
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -16,7 +25,7 @@ $(STAMP): pyproject.toml
 
 install: $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
