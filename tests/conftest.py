@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -27,6 +28,15 @@ def require(available: bool, what: str) -> None:
     if IN_CI:
         pytest.fail(f"{what} is required in CI but is not available", pytrace=False)
     pytest.skip(f"{what} is not available here")
+
+
+def sigint_default() -> None:
+    """``preexec_fn`` for a child the test sends Ctrl-C to: SIGINT back to its default disposition.
+
+    A test run started in the background by a non-interactive shell has SIGINT
+    ignored, and children inherit that; a Python started so installs no
+    KeyboardInterrupt handler, and the signal would do nothing."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def imported_by(code: str, watched: Iterable[str], env: dict[str, str] | None = None) -> list[str]:

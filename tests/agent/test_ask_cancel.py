@@ -13,7 +13,7 @@ import uuid
 
 import pytest
 
-from tests.conftest import require
+from tests.conftest import require, sigint_default
 
 PG = "127.0.0.1:5432/test"
 
@@ -59,7 +59,8 @@ def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(
     env = dict(os.environ)
     cli = [sys.executable, "-m", "assay.kernel.cli", "ask", "--db", f"postgresql://{pg_login}@{PG}",
            "--model", f"scripted:{script}", "how long?"]
-    proc = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(cli, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 60
         while not any("pg_sleep" in q for q in active_queries(pg_login)):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import sigint_default
 from tests.sandbox.conftest import podman_container_exists
 
 pytestmark = pytest.mark.podman
@@ -22,7 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 def _start_holder(count: int = 2, *extra: str) -> tuple[subprocess.Popen, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen([sys.executable, str(HOLDER), str(count), *extra], stdout=subprocess.PIPE,
-                            stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT)
+                            stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT,
+                            preexec_fn=sigint_default)
     line = proc.stdout.readline()
     ids = line.split()
     assert len(ids) == count, f"holder did not start its sessions: {line!r}"
