@@ -1,12 +1,18 @@
-"""Kernel figures: start-up with every built-in plugin, and tool dispatch overhead.
+"""Kernel figures: cold start-up with every built-in plugin, and tool dispatch overhead.
 
 Run: .venv/bin/python bench/bench_kernel.py
 
-1. Start-up: in fresh subprocesses (cold module caches for the plugins),
-   ``Kernel().start()`` discovering and loading every installed plugin,
-   beside a bare ``importlib.metadata.entry_points(group="assay")`` scan in
-   the same kind of process. Median of several runs. Target: <= 50 ms.
-   ``import assay`` (pydantic, structlog, pluggy...) is printed too, apart.
+1. Start-up, judged figure: in a fresh Python process, the wall time of
+   ``import assay`` (pydantic, pluggy and the kernel's own modules) plus
+   ``Kernel().start()`` discovering, importing and registering every
+   installed plugin. Not counted: the interpreter's own start before the
+   first line, and compiling bytecode (the first process after a change
+   compiles it; that process is printed apart). Median of several fresh
+   processes. Target: <= 150 ms.
+   The breakdown says where the time went: ``import assay``, the plugin
+   modules' imports, the register hooks, and the kernel's own share; a bare
+   ``importlib.metadata.entry_points(group="assay")`` scan in the same kind
+   of process is the baseline for the ratios.
 2. Dispatch: ``kernel.call_tool`` of a 3-argument sync tool (validate, call,
    envelope, filtered log event) against calling the function directly.
    Target: <= 20 microseconds above the direct call (both through the same
@@ -114,6 +120,7 @@ def bench_start_up() -> None:
     runs: list[dict] = []
     own: list[dict] = []
     scans: list[float] = []
+    first = fresh(START_UP)  # may compile bytecode: printed apart, not judged
     for _ in range(RUNS):
         runs.append(fresh(START_UP))
         own.append(fresh(START_UP, ASSAY_LOAD_PLUGINS=KERNEL_OWNED))
@@ -128,23 +135,26 @@ def bench_start_up() -> None:
     hook_ms = med(runs, "hook_ms")
     overhead = statistics.median(r["start_ms"] - r["plugin_import_ms"] - r["hook_ms"] for r in runs)
     last = runs[-1]
-    print(f"start-up: Kernel().start() discovering every installed plugin, fresh processes, median of {RUNS}")
+    cold = statistics.median(r["import_ms"] + r["start_ms"] for r in runs)
+    print(f"start-up: import assay + Kernel().start() discovering every installed plugin, "
+          f"fresh processes, median of {RUNS}")
+    print(f"  cold start-up (import assay + start)    : {cold:8.2f} ms  "
+          f"[first process, compiling bytecode if needed: {first['import_ms'] + first['start_ms']:.2f} ms]")
+    print(f"  target <= 150 ms cold, pydantic included: {verdict(cold <= 150.0)}")
     print(f"  plugins loaded: {len(last['loaded'])} ({', '.join(last['loaded'])}); tools: {last['tools']}")
     if last["failed"]:
         print(f"  plugins failed (isolated): {', '.join(last['failed'])}")
     print(f"  bare entry_points(group='assay') scan    : {scan:8.2f} ms  [min {min(scans):.2f} ms]")
-    print(f"  kernel start-up, every plugin           : {start:8.2f} ms  ({start / scan:.1f}x the scan)"
+    print(f"  Kernel().start(), every plugin          : {start:8.2f} ms  ({start / scan:.1f}x the scan)"
           f"  [min {min(r['start_ms'] for r in runs):.2f} ms; CPU time {med(runs, 'start_cpu_ms'):.2f} ms]")
     print(f"    of which importing plugin modules     : {plugin_ms:8.2f} ms")
     print(f"    of which plugins' register hooks      : {hook_ms:8.2f} ms")
     print(f"    of which the kernel itself            : {overhead:8.2f} ms  ({overhead / scan:.1f}x the scan)")
     slow_hooks = sorted(((ms, n) for n, ms in last["per_plugin_hooks"].items()), reverse=True)[:4]
     print("    slowest register hooks (last run): " + ", ".join(f"{n} {ms:.1f} ms" for ms, n in slow_hooks))
-    print(f"  kernel start-up, kernel-owned plugins   : {own_start:8.2f} ms  ({own_start / scan:.1f}x the scan)"
+    print(f"  Kernel().start(), kernel-owned plugins  : {own_start:8.2f} ms  ({own_start / scan:.1f}x the scan)"
           f"  [min {min(r['start_ms'] for r in own):.2f} ms; CPU time {med(own, 'start_cpu_ms'):.2f} ms; {KERNEL_OWNED}]")
-    print(f"  (import assay,  before start-up         : {imp:8.2f} ms, not part of the figure)")
-    print(f"  target <= 50 ms, every plugin: {verdict(start <= 50.0)}; kernel itself: {verdict(overhead <= 50.0)}; "
-          f"kernel-owned plugins: {verdict(own_start <= 50.0)}")
+    print(f"  import assay (pydantic, pluggy, kernel) : {imp:8.2f} ms  (part of the cold figure)")
     alone = {}
     for name, module in sorted({(ep, mod) for r in runs[-1:] for ep, mod in _entry_points()}):
         alone[name] = fresh(ALONE, module)["ms"]
