@@ -20,7 +20,7 @@ the model through the real OpenAI-compatible provider.
    provider is built on (asyncio, click, pydantic with one model, httpx
    without its command line, as the provider imports it) and sends one
    request, so the figure splits into what those libraries cost on this
-   machine and what assay adds. Median of several runs. Target: <= 300 ms. Beside it, the CPU time the
+   machine and what assay adds. Median of several runs. Target: <= 600 ms (issue 34; it was 300). Beside it, the CPU time the
    process had used when the fake server received that request (read from
    /proc, Linux; ``python -c pass`` whole, for scale), and the CPU time of
    the whole process: on a shared, busy machine the wall time mostly measures
@@ -232,7 +232,7 @@ def start_up(home: Path, db: Path) -> None:
                 cpu_to_request.append(ask_cpu_then)
     base, ask_ms, floor_ms = statistics.median(baseline), statistics.median(to_request), statistics.median(floor)
     print(f"start-up to the first model request: {ask_ms:.0f} ms (median of {STARTS}); `python -c pass` "
-          f"{base:.0f} ms; ratio {ask_ms / base:.1f}x [target <= 300 ms: {'ok' if ask_ms <= 300 else 'OVER'}]")
+          f"{base:.0f} ms; ratio {ask_ms / base:.1f}x [target <= 600 ms: {'ok' if ask_ms <= 600 else 'OVER'}]")
     print(f"  library floor (asyncio, click, pydantic, httpx and one request; nothing of assay's): {floor_ms:.0f} ms; "
           f"`assay ask` {ask_ms / floor_ms:.2f}x it, {ask_ms - floor_ms:.0f} ms of assay's own")
     if cpu_to_request:

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
 from . import exit_signals
@@ -87,7 +86,6 @@ class Kernel:
             kind: Registry(kind, owner=self, on_failure=self._lazy_failed) for kind in VALIDATORS
         }
         self._commands: list[tuple[str, Any]] | None = None
-        self._definitions: Any = None  # the tool definition cache, made on first use (False: cannot be used)
         for builtin in BUILTIN_RESOURCE_TYPES:
             self._registries["resource_types"].add(str(builtin), builtin, "kernel")
 
@@ -241,26 +239,13 @@ class Kernel:
         return self.registry("tools").get(name)
 
     def tool_definitions(self, fmt: str = "openai", names: Iterable[str] | None = None) -> list[dict[str, Any]]:
-        """Tool definitions in ``"openai"`` (function calling) or ``"mcp"`` shape.
-
-        A tool with ``static_definition`` is described from the definition
-        cache when it holds it (:mod:`.definition_cache`), without importing
-        the tool; any other is loaded and described (and, if static, cached).
-        """
+        """Tool definitions in ``"openai"`` (function calling) or ``"mcp"`` shape, built from the tools."""
         if fmt not in ("openai", "mcp"):
             raise ValueError(f"unknown tool definition format {fmt!r}: use 'openai' or 'mcp'")
-        from .definition_cache import cacheable, shaped
-
         registry = self.registry("tools")
         chosen = list(names) if names is not None else list(registry)
-        cache = self._definition_cache()
         found: list[tuple[str, dict[str, Any]]] = []
         for name in chosen:
-            plugin = registry.plugin_of(name)
-            cached = cache.get(plugin, name) if cache is not None and plugin is not None else None
-            if cached is not None:
-                found.append((name, shaped(fmt, cached)))
-                continue
             try:
                 tool = registry.get(name)
             except PluginError:
@@ -270,26 +255,8 @@ class Kernel:
             if tool is None:
                 raise KeyError(name)
             found.append((name, tool.to_openai() if fmt == "openai" else tool.to_mcp()))
-            if cache is not None and plugin is not None and cacheable(tool):
-                cache.put(plugin, tool)
-        if cache is not None:
-            cache.save()
         # a failure rolls back the failed plugin's other tools too: keep only what is still registered
         return [d for n, d in found if n in registry]
-
-    def _definition_cache(self) -> Any:
-        """The tool definition cache of this kernel's plugins, or None when it cannot be used."""
-        from .definition_cache import FILE_NAME, DefinitionCache, code_module, fingerprint
-
-        if self._definitions is None:
-            with self._lock:
-                plugins = [(i.name, i.module, i.distribution, i.version) for i in self._infos.values()
-                           if i.status == "loaded"]
-                tools = self._registries["tools"]
-                stamp = fingerprint(plugins, [code_module(tools.peek(name)) for name in tools])
-                path = Path(self.settings.home) / "cache" / FILE_NAME
-                self._definitions = DefinitionCache(path, stamp) if stamp is not None else False
-        return self._definitions or None
 
     def model(self, model_id: str, **options: Any) -> Any:
         """A new instance of the registered model ``model_id`` (see ``register_models``)."""

@@ -62,11 +62,6 @@ class BaseTool:
     concurrent: bool = False
     """True when several calls of this tool may run at once in one run (the agent then runs
     parallel calls of one model turn concurrently); False (the default) runs them one by one."""
-    static_definition: bool = False
-    """True when the name, description and parameters follow from the tool's code alone (never from
-    settings, resources, the environment or the time): the kernel may then keep the definition between
-    processes and describe the tool without importing it (:mod:`.definition_cache`). False (the
-    default): the definition is built from the loaded tool in every process."""
 
     @property
     def is_async(self) -> bool:
@@ -116,10 +111,8 @@ class FunctionTool(BaseTool):
     first use, so plugin modules full of tools import fast.
     """
 
-    def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None,
-                 static_definition: bool = False) -> None:
+    def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
         target = unwrap(func)
-        self.static_definition = static_definition
         self.func = func
         self.name = check_name(name or getattr(target, "__name__", ""))
         check_function(func, description)
@@ -250,22 +243,18 @@ class JsonSchemaTool(BaseTool):
 @overload
 def tool(func: Callable[..., Any], /) -> FunctionTool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None,
-         static_definition: bool = False) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
-def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
-         static_definition: bool = False):
+def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None):
     """Make a :class:`FunctionTool` from a function: ``@tool`` or ``@tool(description=...)``.
 
-    ``static_definition=True`` declares that the definition follows from the
-    code alone (see :attr:`BaseTool.static_definition`). Raises
-    ``ValueError("The description is required")`` at decoration time when
-    there is neither ``description=`` nor a docstring.
+    Raises ``ValueError("The description is required")`` at decoration time
+    when there is neither ``description=`` nor a docstring.
     """
     if func is not None:
-        return FunctionTool(func, name=name, description=description, static_definition=static_definition)
-    return lambda f: FunctionTool(f, name=name, description=description, static_definition=static_definition)
+        return FunctionTool(func, name=name, description=description)
+    return lambda f: FunctionTool(f, name=name, description=description)
 
 
 def _async_only(name: str) -> AssayError:

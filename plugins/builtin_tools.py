@@ -10,7 +10,7 @@ from pydantic import Field
 from assay import hookimpl, tool
 
 
-@tool(static_definition=True)
+@tool
 def current_time(tz_offset_minutes: int = 0) -> str:
     """The current date and time, as ISO 8601.
 
@@ -22,7 +22,7 @@ def current_time(tz_offset_minutes: int = 0) -> str:
     return datetime.now(timezone(timedelta(minutes=tz_offset_minutes))).isoformat(timespec="seconds")
 
 
-@tool(static_definition=True)
+@tool
 def arithmetic(
     a: float,
     b: float,

@@ -27,7 +27,7 @@ def _catalog(run: RunContext):
     return run.kernel.evidence.catalog
 
 
-@tool(name="read_artifact_result", static_definition=True)
+@tool(name="read_artifact_result")
 def read_artifact_result_tool(
     artifact_id: str,
     run: RunContext,
@@ -48,7 +48,7 @@ def read_artifact_result_tool(
                          artifacts=[ev.get_record(_catalog(run), artifact_id).ref()])
 
 
-@tool(static_definition=True)
+@tool
 def report_evidence_manifest(run: RunContext) -> ToolResult:
     """List what this run captured as evidence: each artifact's id, kind, status, rows, columns and SQL/code.
 
@@ -67,7 +67,7 @@ def report_evidence_manifest(run: RunContext) -> ToolResult:
     return ToolResult.ok(data=manifest, content="\n".join(lines))
 
 
-@tool(static_definition=True)
+@tool
 def artifact_details(
     artifact_ids: Annotated[list[str], Field(description="At most 12 artifact ids.")],
     run: RunContext,

@@ -28,7 +28,7 @@ log = get_logger("assay.code_interpreter")
 LOCK_KEY = "code_interpreter.lock"
 
 
-@tool(static_definition=True)  # its signature and docstring only
+@tool
 def code_interpreter(
     code: Annotated[str, Field(min_length=1)],
     inputs: list[str] = [],  # noqa: B006 - validated copy per call; never mutated

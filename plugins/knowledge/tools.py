@@ -129,7 +129,7 @@ def build_tool(kernel: Any, settings: KnowledgeSettings) -> FunctionTool:
             return ToolResult.from_error(exc)
         return search_result(results, k, getattr(run, "artifacts", None), settings)
 
-    return FunctionTool(knowledge_search, static_definition=True)  # its signature and docstring only
+    return FunctionTool(knowledge_search)
 
 
 def knowledge_search_tool(kernel: Any) -> FunctionTool:

@@ -285,7 +285,7 @@ def outcome_result(outcome: ReportOutcome) -> ToolResult:
                          metadata=meta, artifacts=refs)
 
 
-@tool(static_definition=True)
+@tool
 def generate_report(run: RunContext, instructions: str = "") -> ToolResult:
     """Write (or resume) this run's report with the report writer, from the run's captured evidence.
 

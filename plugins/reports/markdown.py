@@ -136,7 +136,7 @@ def _escape_line(text: str) -> str:
     return " ".join(str(text).split())
 
 
-@tool(static_definition=True)
+@tool
 def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     """Write the final report (Markdown, and the HTML page people open) from cited artifacts; keep both as evidence.
 

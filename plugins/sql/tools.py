@@ -201,7 +201,7 @@ class SqlTool(FunctionTool):
     concurrent = True
 
     def __init__(self, func: Callable[..., Any], afunc: Callable[..., Any]) -> None:
-        super().__init__(func, static_definition=True)  # the signatures and docstrings above, nothing else
+        super().__init__(func)
         self._afunc = afunc
 
     async def ainvoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:

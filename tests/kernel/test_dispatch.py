@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from assay import AssayError, JsonSchemaTool, RunContext, ToolResult, hookimpl, tool
+from assay import AssayError, JsonSchemaTool, Kernel, RunContext, ToolResult, hookimpl, tool
 
 
 class _Tools:
@@ -267,3 +267,53 @@ def test_lazy_tool_that_fails_to_import_answers_tool_load_failed(kernel_with):
     kernel = kernel_with(Lazy("no_such_module_anywhere:thing"))
     result = kernel.call_tool("thing", {})
     assert result.error_code == "TOOL_LOAD_FAILED" and "no_such_module_anywhere" in result.message
+
+
+def test_builtin_tools_are_described_from_the_loaded_tools(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
+    kernel = Kernel()
+    try:
+        described = {d["function"]["name"]: d for d in kernel.tool_definitions("openai")}
+        direct = {name: tool.to_openai() for name, tool in kernel.tools.items()}
+        mcp = {d["name"]: d for d in kernel.tool_definitions("mcp")}
+    finally:
+        kernel.close()
+    assert described == direct and set(mcp) == set(direct)
+    assert {"current_time", "sql_query", "code_interpreter"} <= set(described)
+    assert not (tmp_path / "home" / "cache").exists()  # nothing kept between processes
+
+
+def test_asking_for_an_unknown_tool_or_format_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
+    kernel = Kernel()
+    try:
+        with pytest.raises(KeyError):
+            kernel.tool_definitions("openai", names=["no_such_tool"])
+        with pytest.raises(ValueError):
+            kernel.tool_definitions("yaml")
+    finally:
+        kernel.close()
+
+
+def test_threads_describing_tools_at_once_all_get_them(tmp_path, monkeypatch):
+    import threading
+
+    monkeypatch.setenv("ASSAY_HOME", str(tmp_path / "home"))
+    kernel = Kernel()
+    results, errors = [], []
+
+    def describe():
+        try:
+            results.append(len(kernel.tool_definitions("openai")))
+        except Exception as exc:  # noqa: BLE001 - collected for the assertion
+            errors.append(exc)
+
+    try:
+        threads = [threading.Thread(target=describe) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        kernel.close()
+    assert errors == [] and len(set(results)) == 1 and results[0] > 0
