@@ -11,7 +11,7 @@ library's http.client (judged) and from httpx (shown: it adds its own cost).
    against the direct ``kernel.call_tool`` of the same query in this
    process, on a run made for each call as the server does (and, for
    reference, on one run reused). p50 of N calls each, interleaved.
-   Target: ratio <= 1.3x.
+   Target: ratio <= 2x (issue 34; it was 1.3x).
 2. SSE latency: a run of STEPS ``sql_query`` steps; for each event the
    client's receive time minus the event's own time (taken when the agent
    emitted it, same clock). p95 over the run's tool_finished events and over
@@ -149,9 +149,9 @@ def main() -> int:
         print(f"   HTTP API, http.client (standard library) {statistics.median(plain) * 1000:7.2f} ms")
         print(f"   HTTP API, httpx client                   {statistics.median(http) * 1000:7.2f} ms "
               f"({statistics.median(http) / statistics.median(fresh):.2f}x: with httpx's own cost)")
-        print(f"   ratio API / direct (http.client): {ratio:.2f}x (target <= 1.3x); against the reused run "
+        print(f"   ratio API / direct (http.client): {ratio:.2f}x (target <= 2x); against the reused run "
               f"{statistics.median(plain) / statistics.median(same):.2f}x")
-        ok &= ratio <= 1.3
+        ok &= ratio <= 2.0
 
         run = client.post("/runs", json={"question": "bench", "datasource": "sales"}).json()
         late: dict[str, list[float]] = {}

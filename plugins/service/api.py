@@ -282,8 +282,6 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
               tags=["tools"])
     async def call_tool(name: str, body: ToolCall, request: Request) -> Any:
         """One tool call, in a run of its own (its artifacts are yours). A failure is a result, not an HTTP error."""
-        # a well-formed call of a tool that exists is answered by the ToolLane in front of this app, with the
-        # same call_in_own_run; what reaches this route is mostly what the lane left to FastAPI's checks
         if kernel.get_tool(name) is None:
             return error(404, "TOOL_NOT_FOUND", f"no tool named {name!r}", "GET /openapi.json lists none; "
                          "`assay tools` lists the tools.")

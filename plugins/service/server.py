@@ -2,8 +2,7 @@
 
 The outermost layer limits the request body (413 past
 ``max_body_bytes``, by ``Content-Length`` and while reading), then
-:class:`~.auth.BearerAuth` checks the token, then :class:`~.tool_calls.ToolLane` answers
-well-formed tool calls, then the FastAPI app (everything else). On SIGTERM
+:class:`~.auth.BearerAuth` checks the token, then the FastAPI app answers. On SIGTERM
 uvicorn stops accepting connections and waits up to ``drain_s`` for open
 ones (an SSE stream ends with its run); the app's shutdown then gives running
 runs what is left of ``drain_s``, cancels the rest (their SQL is cancelled,
@@ -70,10 +69,9 @@ class _TooLarge(Exception):
 def build(kernel: Any, settings: ServiceSettings, tokens: Any) -> tuple[Any, Any]:
     """(the guarded ASGI app, the FastAPI app inside it)."""
     from .api import PUBLIC, create_app
-    from .tool_calls import ToolLane
 
     api = create_app(kernel, settings, tokens)
-    return BodyLimit(BearerAuth(ToolLane(api, kernel, tokens), tokens, public=PUBLIC), settings.max_body_bytes), api
+    return BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes), api
 
 
 def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:
