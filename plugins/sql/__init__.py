@@ -28,14 +28,12 @@ def sql_settings(settings: Any) -> Any:
 
 
 def kernel_engines(kernel: Any) -> list[Any]:
-    """Engines registered through ``register_database_engines`` (built-ins first).
+    """Engines registered through ``register_database_engines``, in registration order
+    (this plugin's own first: assay's plugins load first).
 
     Safe from inside a register hook: the registry is then the one filled so far.
     """
-    from .engines import BUILTIN_ENGINES
-
-    registered = [engine for _, engine in kernel.registry("database_engines").items()]
-    return list(BUILTIN_ENGINES) + [e for e in registered if e not in BUILTIN_ENGINES]
+    return [engine for _, engine in kernel.registry("database_engines").items()]
 
 
 def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = None, config: Any = None) -> Any:

@@ -98,3 +98,23 @@ def test_the_check_runs_before_the_datasource_is_opened(tmp_path):
         assert unavailable.value.code == "SQL_DATASOURCE_UNAVAILABLE"
     finally:
         db.close()
+
+
+def test_a_datasource_uses_the_kernels_registered_engines_only():
+    # the engines come from the registry alone (the lazy registration), never also from a built-in list
+    from assay import hookimpl
+    from assay.plugins.sql import kernel_engines
+    from assay.plugins.sql.engines import SQLITE
+
+    class OnlySqlite:
+        __name__ = "only_sqlite"
+
+        @hookimpl
+        def register_database_engines(self, register):
+            register(SQLITE)
+
+    kernel = Kernel(plugins=[OnlySqlite()], load_entrypoints=False).start()
+    try:
+        assert kernel_engines(kernel) == [SQLITE]
+    finally:
+        kernel.close()
