@@ -46,7 +46,7 @@ SERVICE_REPORT_NOT_FOUND = "SERVICE_REPORT_NOT_FOUND"
 SERVICE_REPORT_FORMAT_UNAVAILABLE = "SERVICE_REPORT_FORMAT_UNAVAILABLE"
 SERVICE_DATASOURCE_UNKNOWN = "SERVICE_DATASOURCE_UNKNOWN"
 WEB = Path(__file__).with_name("web")
-PUBLIC = ("/health", "/", "/app.js", "/app.css")
+PUBLIC = ("/health", "/", "/app.js", "/app.css", "/favicon.ico")
 KEEPALIVE_S = 15.0
 
 AUTH = {401: {"model": ErrorBody, "description": "No bearer token, or not a valid one."}}
@@ -139,6 +139,10 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     @app.get("/app.css", include_in_schema=False)
     async def page_css() -> FileResponse:
         return FileResponse(WEB / "app.css", media_type="text/css")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    async def favicon() -> Response:
+        return Response(status_code=204)  # no icon; a browser's automatic request is not an auth failure
 
     # --- runs --------------------------------------------------------------------
 

@@ -57,10 +57,22 @@ def _require(module: str, extra: str) -> None:
 
 
 def _host_port(value: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); an IPv6 host is written in brackets (``[::1]:8766``) and returned
+    without them, as a socket binds it."""
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit():
-        raise click.BadParameter("expected HOST:PORT, such as 127.0.0.1:8766")
-    return host or "127.0.0.1", int(port)
+    if not sep or not port.isdigit() or (":" in host and not (host.startswith("[") and host.endswith("]"))):
+        raise click.BadParameter("expected HOST:PORT, such as 127.0.0.1:8766 or [::1]:8766")
+    return bind_host(host) or "127.0.0.1", int(port)
+
+
+def bind_host(host: str) -> str:
+    """The address a socket binds: ``[::1]`` -> ``::1``."""
+    return host[1:-1] if host.startswith("[") and host.endswith("]") else host
+
+
+def url_of(host: str, port: int, path: str = "/") -> str:
+    """``http://HOST:PORT/path``, with an IPv6 address in brackets (RFC 3986)."""
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}{path}"
 
 
 @click.command("mcp")
@@ -88,7 +100,7 @@ def mcp_cmd(ctx: click.Context, http: str | None) -> None:
     check_bind(host, tokens)
     if not tokens.any_active():
         click.echo("warning: no active token yet: every request will get 401 (assay tokens create)", err=True)
-    click.echo(f"assay mcp: http://{host}:{port}{mcp_transport.MCP_PATH} (bearer token required)", err=True)
+    click.echo(f"assay mcp: {url_of(host, port, mcp_transport.MCP_PATH)} (bearer token required)", err=True)
     mcp_transport.run(mcp_transport.serve_http(kernel, settings, tokens, host, port))
 
 
@@ -103,7 +115,7 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
 
     kernel = cli_kernel(ctx)
     settings = _settings(kernel)
-    host = host or settings.host
+    host = bind_host(host or settings.host)
     port = settings.port if port is None else port
     tokens = _tokens(kernel)
     check_bind(host, tokens)

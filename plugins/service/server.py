@@ -1,6 +1,7 @@
 """``assay serve``: the API app behind its guards, run by uvicorn, drained on SIGTERM.
 
-The outermost layer limits the request body (413 past
+The outermost layer adds the security headers (no framing by other sites,
+no content sniffing) to every answer; the next limits the request body (413 past
 ``max_body_bytes``, by ``Content-Length`` and while reading), then
 :class:`~.auth.BearerAuth` checks the token, then the FastAPI app answers. On SIGTERM
 uvicorn stops accepting connections and waits up to ``drain_s`` for open
@@ -66,12 +67,39 @@ class _TooLarge(Exception):
     pass
 
 
+# Sent with every HTTP answer: no site may frame the page (clickjacking), and no answer is sniffed
+# into another content type. The page shows reports in a sandboxed srcdoc frame, which these allow.
+SECURITY_HEADERS = [(b"x-frame-options", b"DENY"), (b"content-security-policy", b"frame-ancestors 'none'"),
+                    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
+
+
+class SecurityHeaders:
+    """Wrap ``app``: add :data:`SECURITY_HEADERS` to every HTTP response start it sends."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                names = {name.lower() for name, _ in message.get("headers") or []}
+                extra = [(name, value) for name, value in SECURITY_HEADERS if name not in names]
+                message = {**message, "headers": [*(message.get("headers") or []), *extra]}
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
 def build(kernel: Any, settings: ServiceSettings, tokens: Any) -> tuple[Any, Any]:
     """(the guarded ASGI app, the FastAPI app inside it)."""
     from .api import PUBLIC, create_app
 
     api = create_app(kernel, settings, tokens)
-    return BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes), api
+    return SecurityHeaders(BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes)), api
 
 
 def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:
@@ -83,6 +111,8 @@ def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: 
     server = uvicorn.Server(config)
     import sys
 
-    print(f"assay serve: http://{host}:{port}/ (API: /openapi.json; bearer token required)", file=sys.stderr,
+    from .cli import url_of
+
+    print(f"assay serve: {url_of(host, port)} (API: /openapi.json; bearer token required)", file=sys.stderr,
           flush=True)
     server.run()

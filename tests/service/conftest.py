@@ -54,13 +54,13 @@ def make_token(env: dict[str, str], owner: str = "alice") -> str:
     return out.stdout.strip()
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60) -> None:
+def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60, host: str = "127.0.0.1") -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+            with socket.create_connection((host, port), timeout=0.5):
                 return
         except OSError:
             time.sleep(0.1)

@@ -12,7 +12,7 @@ import time
 import httpx
 import pytest
 
-from tests.service.conftest import LiveServer, free_port
+from tests.service.conftest import LiveServer, free_port, stop, wait_port
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(240)
@@ -270,3 +270,33 @@ def test_a_non_loopback_bind_without_a_token_is_refused(tmp_path):
     out = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "serve", "--host", "0.0.0.0", "--port",
                           str(free_port())], env=env, capture_output=True, text=True, timeout=60, check=False)
     assert out.returncode != 0 and "SERVICE_BIND_REFUSED" in out.stderr
+
+
+def test_serve_on_an_ipv6_loopback_binds_it_and_prints_a_valid_url(tmp_path):
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
+    env["ASSAY_HOME"] = str(tmp_path / "home")
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "serve", "--host", "::1", "--port", str(port)],
+                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_port(port, proc, host="::1")
+        health = httpx.get(f"http://[::1]:{port}/health", timeout=30)
+    finally:
+        stop(proc)
+    assert health.status_code == 200 and health.json()["ok"] is True
+    assert f"http://[::1]:{port}/ " in proc.stderr.read()
+
+
+@pytest.mark.parametrize("path,authorized", [("/", False), ("/health", False), ("/runs", True), ("/nope", True)])
+def test_no_answer_may_be_framed_by_another_site_or_sniffed(live_server, path, authorized):
+    response = httpx.get(live_server.url + path, headers=live_server.headers() if authorized else {}, timeout=30)
+    assert response.headers["x-frame-options"] == "DENY"
+    assert response.headers["content-security-policy"] == "frame-ancestors 'none'"
+    assert response.headers["x-content-type-options"] == "nosniff"
+
+
+def test_a_browsers_favicon_request_is_not_an_auth_failure(live_server):
+    response = httpx.get(live_server.url + "/favicon.ico", timeout=30)
+    assert response.status_code == 204

@@ -112,6 +112,21 @@ def http_transport(url: str, token: str | None):
     return streamable_http_client(url, http_client=httpx2.AsyncClient(headers=headers, timeout=60))
 
 
+async def test_http_on_an_ipv6_address_serves_a_session_and_prints_its_url(service_env):
+    token = make_token(service_env)
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "mcp", "--http", f"[::1]:{port}"],
+                            env=service_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_port(port, proc, host="::1")
+        async with Client(http_transport(f"http://[::1]:{port}/mcp", token)) as client:
+            names = [t.name for t in (await client.list_tools()).tools]
+    finally:
+        stop(proc)
+    assert "sql_query" in names
+    assert f"http://[::1]:{port}/mcp" in proc.stderr.read()
+
+
 async def test_http_with_a_token_serves_the_same_session(mcp_http):
     url, token = mcp_http
     async with Client(http_transport(url, token)) as client:
