@@ -28,11 +28,12 @@ def http_app(kernel: Any, settings: ServiceSettings, tokens: Any, host: str = "1
     """The ASGI app of MCP over streamable HTTP, every request needing a bearer token, and its server."""
     from .auth import BearerAuth
     from .mcp_server import AssayMcpServer
+    from .server import SecurityHeaders
 
     assay = AssayMcpServer(kernel, settings, tokens)
     app = assay.server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
                                            max_request_body_size=settings.max_body_bytes)
-    return BearerAuth(app, tokens), assay
+    return SecurityHeaders(BearerAuth(app, tokens)), assay
 
 
 async def serve_http(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:
