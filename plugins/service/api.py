@@ -175,9 +175,23 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
     @app.get("/runs", response_model=RunList, responses=AUTH, tags=["runs"])
     async def list_runs(request: Request, limit: int = Query(50, ge=1, le=500)) -> RunList:
-        """Your newest runs first."""
-        ids = tokens.runs_of(owner(request), limit)
-        return RunList(runs=[v for v in (view(i) for i in ids) if v is not None])
+        """Your newest runs first (agent runs: a tool call's evidence run is not listed)."""
+        who = owner(request)
+
+        def newest() -> list[RunView]:
+            # the owner's ids hold tool calls' evidence runs too, which have no run record: read on
+            # past them until `limit` runs are found, so they never crowd the agent runs out
+            shown: list[RunView] = []
+            offset = 0
+            while len(shown) < limit:
+                ids = tokens.runs_of(who, max(limit, 100), offset)
+                shown.extend(v for v in (view(i) for i in ids) if v is not None)
+                if len(ids) < max(limit, 100):
+                    break
+                offset += len(ids)
+            return shown[:limit]
+
+        return RunList(runs=await asyncio.to_thread(newest))
 
     def view(run_id: str) -> RunView | None:
         live = mgr().live.get(run_id)

@@ -300,3 +300,19 @@ def test_no_answer_may_be_framed_by_another_site_or_sniffed(live_server, path, a
 def test_a_browsers_favicon_request_is_not_an_auth_failure(live_server):
     response = httpx.get(live_server.url + "/favicon.ico", timeout=30)
     assert response.status_code == 204
+
+
+def test_runs_list_finds_an_agent_run_behind_many_tool_calls(tmp_path):
+    server = LiveServer(tmp_path)
+    try:
+        run = ask(server, who="bob", datasource="sales")
+        finished(server, run["run_id"], who="bob")
+        with httpx.Client(base_url=server.url, headers=server.headers("bob"), timeout=60) as client:
+            for _ in range(55):
+                assert client.post("/tools/current_time", json={"arguments": {}}).status_code == 200
+            listed = client.get("/runs", params={"limit": 50}).json()["runs"]
+            one = client.get("/runs", params={"limit": 1}).json()["runs"]
+    finally:
+        server.stop()
+    assert [r["run_id"] for r in listed] == [run["run_id"]]
+    assert [r["run_id"] for r in one] == [run["run_id"]]
