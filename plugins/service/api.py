@@ -21,6 +21,8 @@ from typing import Any
 from assay.kernel import evidence as ev
 from assay.kernel.errors import AssayError
 from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
@@ -45,6 +47,9 @@ SERVICE_RUN_NOT_FOUND = "SERVICE_RUN_NOT_FOUND"
 SERVICE_REPORT_NOT_FOUND = "SERVICE_REPORT_NOT_FOUND"
 SERVICE_REPORT_FORMAT_UNAVAILABLE = "SERVICE_REPORT_FORMAT_UNAVAILABLE"
 SERVICE_DATASOURCE_UNKNOWN = "SERVICE_DATASOURCE_UNKNOWN"
+SERVICE_REQUEST_INVALID = "SERVICE_REQUEST_INVALID"
+SERVICE_METHOD_NOT_ALLOWED = "SERVICE_METHOD_NOT_ALLOWED"
+SERVICE_ROUTE_NOT_FOUND = "SERVICE_ROUTE_NOT_FOUND"
 WEB = Path(__file__).with_name("web")
 PUBLIC = ("/health", "/", "/app.js", "/app.css", "/favicon.ico")
 KEEPALIVE_S = 15.0
@@ -93,6 +98,27 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                   description="Ask questions of configured datasources; read runs, reports and evidence. "
                               "Every endpoint but /health needs 'Authorization: Bearer TOKEN'.")
 
+    def openapi() -> dict[str, Any]:
+        """FastAPI's document, with its validation errors (422, and 400 for a body that is not JSON)
+        described as the API answers them: an ErrorBody."""
+        if app.openapi_schema is None:
+            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
+            for operations in doc.get("paths", {}).values():
+                for operation in operations.values():
+                    responses = operation.get("responses", {})
+                    if "422" in responses:
+                        responses["422"] = {"description": "The request does not match its schema.", "content": body}
+                        responses.setdefault("400", {"description": "A body that does not parse.", "content": body})
+            schemas = doc.get("components", {}).get("schemas", {})
+            schemas.pop("HTTPValidationError", None)
+            schemas.pop("ValidationError", None)
+            schemas.setdefault("ErrorBody", ErrorBody.model_json_schema())
+            app.openapi_schema = doc
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
     def mgr() -> RunManager:
         assert manager is not None, "the app's lifespan did not start"
         return manager
@@ -111,9 +137,21 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             allowed = sorted({m for r in app.routes if r.matches(request.scope)[0] != Match.NONE
                               for m in (getattr(r, "methods", None) or ())} - {"HEAD"})
             headers["Allow"] = ", ".join(allowed)
-        code = {405: "SERVICE_METHOD_NOT_ALLOWED", 404: "SERVICE_ROUTE_NOT_FOUND"}.get(
-            exc.status_code, "SERVICE_REQUEST_INVALID")
+        code = {405: SERVICE_METHOD_NOT_ALLOWED, 404: SERVICE_ROUTE_NOT_FOUND}.get(
+            exc.status_code, SERVICE_REQUEST_INVALID)
         return error(exc.status_code, code, str(exc.detail), "See /openapi.json.", headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        # FastAPI's own {"detail": [...]} in the API's error shape: a body that is not JSON is 400, a
+        # request that does not match its schema 422 (the OpenAPI document says the same: see below)
+        problems = exc.errors()
+        status = 400 if any(p.get("type") == "json_invalid" for p in problems) else 422
+        said = "; ".join(f"{'.'.join(str(x) for x in p.get('loc', ())) or 'request'}: {p.get('msg')} "
+                         f"({p.get('type')})" for p in problems[:5])
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        return error(status, SERVICE_REQUEST_INVALID, f"the request does not match its schema: {said}{more}",
+                     "See /openapi.json for the request's schema; send JSON with Content-Type: application/json.")
 
     @app.exception_handler(AssayError)
     async def _assay_error(request: Request, exc: AssayError) -> JSONResponse:

@@ -121,17 +121,28 @@ def test_a_tool_call_s_artifacts_are_the_caller_s_alone(live_server):
     assert theirs.status_code == 404 and theirs.json()["code"] == "SERVICE_ARTIFACT_NOT_FOUND"
 
 
-@pytest.mark.parametrize(("body", "content_type", "problem"), [
-    (b"", "application/json", "missing"),
-    (b"{nope", "application/json", "json_invalid"),
-    (b'{"arguments": 5}', "application/json", "dict_type"),
-    (b'{"arguments": {}, "x": 1}', "application/json", "extra_forbidden"),
-    (b'{"arguments": {}}', "text/plain", "model_attributes_type"),
+@pytest.mark.parametrize(("body", "content_type", "problem", "status"), [
+    (b"", "application/json", "missing", 422),
+    (b"{nope", "application/json", "json_invalid", 400),
+    (b'{"arguments": 5}', "application/json", "dict_type", 422),
+    (b'{"arguments": {}, "x": 1}', "application/json", "extra_forbidden", 422),
+    (b'{"arguments": {}}', "text/plain", "model_attributes_type", 422),
 ])
-def test_a_tool_call_body_that_is_not_a_plain_json_call_gets_fastapi_s_422(live_server, body, content_type, problem):
+def test_a_tool_call_body_that_is_not_a_plain_json_call_gets_a_coded_error(live_server, body, content_type, problem,
+                                                                           status):
     response = httpx.post(f"{live_server.url}/tools/sql_query", content=body, timeout=30,
                           headers={**live_server.headers(), "Content-Type": content_type})
-    assert response.status_code == 422 and response.json()["detail"][0]["type"] == problem
+    answer = response.json()
+    assert response.status_code == status and set(answer) == {"code", "message", "hint"}
+    assert answer["code"] == "SERVICE_REQUEST_INVALID" and f"({problem})" in answer["message"]
+
+
+def test_the_openapi_document_describes_validation_errors_as_the_api_answers_them(live_server):
+    spec = httpx.get(f"{live_server.url}/openapi.json", headers=live_server.headers(), timeout=30).json()
+    tool_call = spec["paths"]["/tools/{name}"]["post"]["responses"]
+    for status in ("400", "422"):
+        assert tool_call[status]["content"]["application/json"]["schema"]["$ref"] == "#/components/schemas/ErrorBody"
+    assert "HTTPValidationError" not in spec["components"]["schemas"]
 
 
 def test_a_client_supplied_database_url_or_unknown_datasource_is_refused(live_server):
