@@ -39,7 +39,7 @@ from .api_models import (
     ToolCall,
     ToolCallResult,
 )
-from .runner import Refused, RunManager, RunRequest
+from .runner import SERVICE_BUSY, Refused, RunManager, RunRequest
 from .settings import ServiceSettings
 from .tool_calls import call_in_own_run, visible_artifact
 
@@ -118,6 +118,8 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+    streams: dict[str, int] = {}  # event streams open, per token id
 
     def mgr() -> RunManager:
         assert manager is not None, "the app's lifespan did not start"
@@ -267,7 +269,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         found = view(run_id)
         return found if found is not None else run_missing(run_id)
 
-    @app.get("/runs/{run_id}/events", responses={**AUTH, **NOT_FOUND, 200: {
+    @app.get("/runs/{run_id}/events", responses={**AUTH, **NOT_FOUND, **LIMITED, 200: {
         "content": {"text/event-stream": {"schema": SSE_EVENT}},
         "description": "Server-sent events: one per step (id = sequence, event = kind, data = JSON)."}},
         response_class=StreamingResponse, tags=["runs"])
@@ -275,16 +277,32 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         """Every event of the run, from the start, then each new one as it happens; ends with the run."""
         if not mgr().visible(run_id, owner(request)):
             return run_missing(run_id)
+        token_id = request.scope.get("assay.token_id", "")
+        if streams.get(token_id, 0) >= settings.max_streams_per_token:
+            return error(429, SERVICE_BUSY, f"this token holds {settings.max_streams_per_token} event streams "
+                         "open already", "Close one (ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN sets the limit).",
+                         {"Retry-After": "5"})
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+        queue = None
         if mgr().remote is not None:  # events written by a worker, read back from the shared catalog
-            return StreamingResponse(mgr().remote.stream(run_id, settings.run_wall_s + 60),
-                                     media_type="text/event-stream", headers=headers)
-        history, queue = mgr().watch(run_id)
-        if queue is None:
-            history = [{"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
-                       for e in kernel.runs.events(run_id)]
-        return StreamingResponse(_sse(mgr(), run_id, history, queue), media_type="text/event-stream",
-                                 headers=headers)
+            stream = mgr().remote.stream(run_id, settings.run_wall_s + 60)
+        else:
+            history, queue = mgr().watch(run_id)
+            if queue is None:
+                history = [{"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
+                           for e in kernel.runs.events(run_id)]
+            stream = _sse(mgr(), run_id, history, queue)
+        streams[token_id] = streams.get(token_id, 0) + 1
+
+        def release() -> None:  # once the response is over: sent, failed, or its client gone
+            streams[token_id] -= 1
+            if not streams[token_id]:
+                del streams[token_id]
+            if queue is not None:
+                mgr().unwatch(run_id, queue)
+
+        return _ReleasingStream(_while_token_active(stream, tokens, token_id), release,
+                                media_type="text/event-stream", headers=headers)
 
     @app.get("/runs/{run_id}/report", responses={**AUTH, **NOT_FOUND, 200: {
         "content": {m.split(";")[0]: {"schema": {"type": "string"}} for m in MEDIA.values()},
@@ -374,6 +392,36 @@ async def _sse(manager: RunManager, run_id: str, history: list[dict[str, Any]], 
     finally:
         if queue is not None:
             manager.unwatch(run_id, queue)
+
+
+async def _while_token_active(stream: Any, tokens: Any, token_id: str):
+    """``stream``'s frames while its token stays valid: the token is checked before each frame is sent,
+    and a revoked one ends the stream with an ``error`` event naming the code."""
+    try:
+        async for frame in stream:
+            if not await asyncio.to_thread(tokens.active, token_id):
+                body = {"code": "SERVICE_AUTH_INVALID", "message": "the bearer token was revoked",
+                        "hint": "Make a new one with `assay tokens create`."}
+                yield f"event: error\ndata: {json.dumps(body)}\n\n"
+                return
+            yield frame
+    finally:
+        await stream.aclose()
+
+
+class _ReleasingStream(StreamingResponse):
+    """A streamed response that calls ``release`` when it is over, however it ends (even unstarted)."""
+
+    def __init__(self, content: Any, release: Any, **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self._release = release
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self._release()
+            await self.body_iterator.aclose()
 
 
 STORED = {"md": "text/markdown", "html": "text/html"}  # report formats kept as artifacts by render_report

@@ -39,8 +39,11 @@ def http_app(kernel: Any, settings: ServiceSettings, tokens: Any, host: str = "1
 async def serve_http(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:
     import uvicorn
 
+    from .header_deadline import with_header_timeout
+
     app, assay = http_app(kernel, settings, tokens, host)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                            http=with_header_timeout(settings.header_timeout_s))
     try:
         await uvicorn.Server(config).serve()
     finally:

@@ -106,8 +106,11 @@ def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: 
     import uvicorn
 
     app, _ = build(kernel, settings, tokens)
+    from .header_deadline import with_header_timeout
+
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=max(1, int(settings.drain_s)))
+                            timeout_graceful_shutdown=max(1, int(settings.drain_s)),
+                            http=with_header_timeout(settings.header_timeout_s))
     server = uvicorn.Server(config)
     import sys
 

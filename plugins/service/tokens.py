@@ -145,6 +145,11 @@ class TokenStore:
             self._forget()
         return TokenInfo(*row[:6])
 
+    def active(self, token_id: str) -> bool:
+        """Whether the token ``token_id`` exists and is not revoked (a stream checks it before each delivery)."""
+        row = self._token_row(token_id)
+        return row is not None and row[5] is None
+
     def _token_row(self, token_id: str) -> tuple | None:
         """The token's row. On SQLite a known token's row is kept for this thread's connection until the file
         changes under it (``PRAGMA data_version`` moves when any other connection commits), so a revocation

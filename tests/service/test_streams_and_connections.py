@@ -1,0 +1,90 @@
+"""What one token or one socket may hold of `assay serve`: event streams, revoked tokens, slow headers."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.service.conftest import LiveServer
+
+pytest.importorskip("fastapi")
+
+SLOW = [{"tool": "code_interpreter", "arguments": {"code": "import time\ntime.sleep(4)\nprint('slept')"}},
+        {"text": "done"}]
+
+
+def start_run(server: LiveServer, who: str = "alice") -> str:
+    response = httpx.post(f"{server.url}/runs", json={"question": "slow", "datasource": "sales"},
+                          headers=server.headers(who), timeout=30)
+    assert response.status_code == 202, response.text
+    return response.json()["run_id"]
+
+
+def token_id(token: str) -> str:
+    return token.split("_")[1]
+
+
+def test_a_stream_ends_with_an_error_event_once_its_token_is_revoked(tmp_path):
+    server = LiveServer(tmp_path, script=SLOW)
+    try:
+        run_id = start_run(server)
+        seen: list[str] = []
+        with httpx.stream("GET", f"{server.url}/runs/{run_id}/events", headers=server.headers(),
+                          timeout=60) as response:
+            lines = response.iter_lines()
+            for line in lines:
+                seen.append(line)
+                if line == "event: run_started":
+                    break
+            subprocess.run([sys.executable, "-m", "assay.kernel.cli", "tokens", "revoke", token_id(server.alice)],
+                           env=server.env, check=True, capture_output=True, timeout=60)
+            seen.extend(lines)
+    finally:
+        server.stop()
+    after = seen[seen.index("event: run_started"):]
+    assert "event: error" in after and "SERVICE_AUTH_INVALID" in "\n".join(after)
+    assert "event: run_finished" not in after  # nothing of the run was delivered after the revocation
+
+
+def test_event_streams_per_token_are_capped_and_released_when_they_end(tmp_path):
+    server = LiveServer(tmp_path, {"ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN": "1"}, script=SLOW)
+    try:
+        run_id = start_run(server)
+        url = f"{server.url}/runs/{run_id}/events"
+        with httpx.stream("GET", url, headers=server.headers(), timeout=60) as first:
+            assert first.status_code == 200
+            second = httpx.get(url, headers=server.headers(), timeout=30)
+            other_token = httpx.get(url, headers=server.headers("bob"), timeout=30)  # bob's count is his own
+        assert second.status_code == 429 and second.json()["code"] == "SERVICE_BUSY"
+        assert "Retry-After" in second.headers
+        assert other_token.status_code == 404  # not bob's run: the cap did not answer first
+        deadline = time.monotonic() + 30
+        while True:  # the first stream's slot comes back once it is closed
+            third = httpx.get(url, headers=server.headers(), timeout=60)
+            if third.status_code == 200 or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
+        assert third.status_code == 200
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("sent", [b"", b"GET /health HTTP/1.1\r\nHost: x\r\n"])
+def test_a_connection_that_does_not_finish_its_headers_is_closed(tmp_path, sent):
+    server = LiveServer(tmp_path, {"ASSAY_SERVICE_HEADER_TIMEOUT_S": "1"})
+    try:
+        with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
+            sock.sendall(sent)
+            started = time.monotonic()
+            assert sock.recv(1024) == b""  # closed by the server, nothing answered
+            waited = time.monotonic() - started
+        healthy = httpx.get(f"{server.url}/health", timeout=30)
+    finally:
+        server.stop()
+    assert 0.5 <= waited <= 8
+    assert healthy.status_code == 200  # a request that sends its headers in time is served as before
