@@ -81,6 +81,7 @@ class SandboxManager:
         self._runtime = runtime
         self.probes: list[ProbeResult] = []
         self._sessions: dict[str, _Session] = {}
+        self._starting = 0  # sessions being made: they count against max_sessions from the check on
         self._lock = threading.RLock()
         self._closed = False
         self._reaper: threading.Thread | None = None
@@ -143,23 +144,30 @@ class SandboxManager:
         lang = normalize_language(language)
         checked = check_overrides(self.config, overrides)
         runtime = self.runtime
-        with self._lock:
-            open_count = sum(1 for s in self._sessions.values() if not s.closed)
+        with self._lock:  # the slot is taken here, under the lock, so concurrent connects cannot all pass
+            open_count = sum(1 for s in self._sessions.values() if not s.closed) + self._starting
             if open_count >= self.config.max_sessions:
                 raise SandboxError(
                     SANDBOX_SESSION_LIMIT, f"{open_count} sandbox sessions are open (SANDBOX_MAX_SESSIONS)",
                     "Close sessions you no longer need.",
                 )
-        session_id = "sbx_" + uuid.uuid4().hex[:16]
-        rs = self._take_pooled() if (not checked and lang == "python") else None
-        if rs is None:
-            rs = self._create(session_id, lang, overrides)
+            self._starting += 1
+        try:
+            session_id = "sbx_" + uuid.uuid4().hex[:16]
+            rs = self._take_pooled() if (not checked and lang == "python") else None
+            if rs is None:
+                rs = self._create(session_id, lang, overrides)
+        except BaseException:
+            with self._lock:
+                self._starting -= 1
+            raise
         if not runtime.isolated:
             log.warning("sandbox_local_session", session=session_id, warning=LOCAL_WARNING)
         timeout = float(checked.get("timeout", self.config.timeout))
         rec = _Session(session_id, lang, rs, timeout, dict(checked.get("env", {})))
         with self._lock:
             self._sessions[session_id] = rec
+            self._starting -= 1
         log.info("sandbox_session_open", session=session_id, runtime=runtime.name, container=rs.id[:12])
         if self.config.pool_size > 0:
             self._refill_pool()

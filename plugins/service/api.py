@@ -39,7 +39,8 @@ from .api_models import (
     ToolCall,
     ToolCallResult,
 )
-from .runner import SERVICE_BUSY, Refused, RunManager, RunRequest
+from .limits import SERVICE_BUSY, Refused, ToolCallLimits
+from .runner import RunManager, RunRequest
 from .settings import ServiceSettings
 from .tool_calls import call_in_own_run, visible_artifact
 
@@ -120,6 +121,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     app.openapi = openapi  # type: ignore[method-assign]
 
     streams: dict[str, int] = {}  # event streams open, per token id
+    tool_call_limits = ToolCallLimits(settings)
 
     def mgr() -> RunManager:
         assert manager is not None, "the app's lifespan did not start"
@@ -352,14 +354,19 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             status = 409 if exc.code in ("ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_FILE_MISSING") else 404
             return error(status, exc.code, exc.message, exc.hint)
 
-    @app.post("/tools/{name}", response_model=ToolCallResult, responses={**AUTH, **NOT_FOUND, **BAD_BODY},
+    @app.post("/tools/{name}", response_model=ToolCallResult, responses={**AUTH, **NOT_FOUND, **BAD_BODY, **LIMITED},
               tags=["tools"])
     async def call_tool(name: str, body: ToolCall, request: Request) -> Any:
         """One tool call, in a run of its own (its artifacts are yours). A failure is a result, not an HTTP error."""
         if kernel.get_tool(name) is None:
             return error(404, "TOOL_NOT_FOUND", f"no tool named {name!r}", "GET /openapi.json lists none; "
                          "`assay tools` lists the tools.")
-        payload = await call_in_own_run(kernel, tokens, owner(request), name, body.arguments)
+        token_id = request.scope.get("assay.token_id", "")
+        tool_call_limits.admit(token_id)  # Refused: 429
+        try:
+            payload = await call_in_own_run(kernel, tokens, owner(request), name, body.arguments)
+        finally:
+            tool_call_limits.release(token_id)
         return Response(payload, media_type="application/json")
 
     return app

@@ -18,7 +18,6 @@ per-minute limit still applies here, the queue is the broker's.
 from __future__ import annotations
 
 import asyncio
-import math
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -31,23 +30,14 @@ from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
 
+from .limits import SERVICE_BUSY, SERVICE_RATE_LIMITED, Refused, per_minute_wait
 from .settings import ServiceSettings
 
 log = get_logger("assay.service.runs")
 
-SERVICE_RATE_LIMITED = "SERVICE_RATE_LIMITED"
-SERVICE_BUSY = "SERVICE_BUSY"
 SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
-
-
-class Refused(AssayError):
-    """Admission refused: ``status`` is the HTTP status, ``retry_after`` seconds (429)."""
-
-    def __init__(self, code: str, message: str, hint: str, status: int, retry_after: int | None = None) -> None:
-        super().__init__(code, message, hint)
-        self.status, self.retry_after = status, retry_after
 
 
 @dataclass
@@ -98,10 +88,8 @@ class RunManager:
                           retry_after=5)
         now = time.monotonic()
         asked = self._asked.setdefault(token_id, deque())
-        while asked and now - asked[0] >= 60:
-            asked.popleft()
-        if len(asked) >= s.questions_per_minute:
-            wait = max(1, math.ceil(60 - (now - asked[0])))
+        wait = per_minute_wait(asked, now, s.questions_per_minute)
+        if wait is not None:
             raise Refused(SERVICE_RATE_LIMITED, f"more than {s.questions_per_minute} questions a minute for this "
                           "token", f"Wait {wait} s.", 429, retry_after=wait)
         mine = sum(1 for r in self.live.values() if r.token_id == token_id)

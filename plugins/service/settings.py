@@ -32,6 +32,11 @@ class ServiceSettings(BaseSettings):
     preview_rows: int = Field(default=50, ge=1, le=1000, description="Rows of an artifact an MCP resource "
                                                                      "read returns (select more with a query).")
     max_read_rows: int = Field(default=1000, ge=1, le=100_000, description="Most rows one artifact read returns.")
+    max_tool_calls_per_token: int = Field(default=4, ge=1, description="POST /tools calls one token may have "
+                                                                     "going at once (429): a token cannot take "
+                                                                     "the whole sandbox pool.")
+    tool_calls_per_minute: int = Field(default=120, ge=1, description="POST /tools calls one token may start per "
+                                                                      "minute (429).")
     max_streams_per_token: int = Field(default=8, ge=1, description="Event streams one token may hold open (429).")
     header_timeout_s: float = Field(default=10.0, gt=0, description="Time a connection has to send a request's "
                                                                     "headers, from its start or its previous "

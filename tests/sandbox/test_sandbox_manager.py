@@ -107,6 +107,32 @@ def test_session_limit():
         assert err.value.code == SANDBOX_SESSION_LIMIT
 
 
+def test_session_limit_holds_for_connects_at_once_while_sessions_are_being_made():
+    class SlowToCreate(LocalRuntime):  # the real local runtime, slow to start a session (as a container is)
+        def create_session(self, spec):
+            time.sleep(0.3)
+            return super().create_session(spec)
+
+    cfg = SandboxConfig.from_env(runtime="local", allow_local_runtime=True, max_sessions=3)
+    outcomes: list[str] = []
+
+    def connect(m: SandboxManager) -> None:
+        try:
+            m.connect()
+            outcomes.append("open")
+        except SandboxError as exc:
+            outcomes.append(exc.code)
+
+    with SandboxManager(cfg, {"local": SlowToCreate}) as m:
+        threads = [threading.Thread(target=connect, args=(m,)) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert sorted(outcomes) == sorted(["open", "open", "open", SANDBOX_SESSION_LIMIT])
+        assert len(m.list()) == 3
+
+
 def test_close_removes_every_session():
     m = _manager()
     sessions = [m.open_session() for _ in range(3)]

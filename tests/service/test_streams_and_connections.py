@@ -88,3 +88,38 @@ def test_a_connection_that_does_not_finish_its_headers_is_closed(tmp_path, sent)
         server.stop()
     assert 0.5 <= waited <= 8
     assert healthy.status_code == 200  # a request that sends its headers in time is served as before
+
+
+def test_tool_calls_going_at_once_per_token_are_capped_so_one_token_cannot_take_the_sandboxes(tmp_path):
+    import concurrent.futures
+
+    server = LiveServer(tmp_path, {"ASSAY_SERVICE_MAX_TOOL_CALLS_PER_TOKEN": "2"})
+    slow = {"arguments": {"code": "import time\ntime.sleep(3)\nprint('done')"}}
+
+    def call(who: str) -> httpx.Response:
+        return httpx.post(f"{server.url}/tools/code_interpreter", json=slow, headers=server.headers(who), timeout=90)
+
+    try:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            alice = [pool.submit(call, "alice") for _ in range(3)]
+            time.sleep(1.0)  # alice's calls are going
+            bob = pool.submit(call, "bob").result()
+            answers = [f.result() for f in alice]
+    finally:
+        server.stop()
+    statuses = sorted(r.status_code for r in answers)
+    assert statuses == [200, 200, 429]
+    refused = next(r for r in answers if r.status_code == 429)
+    assert refused.json()["code"] == "SERVICE_BUSY" and "Retry-After" in refused.headers
+    assert bob.status_code == 200 and bob.json()["result"]["success"] is True
+
+
+def test_tool_calls_past_the_per_minute_limit_are_429_with_retry_after(tmp_path):
+    server = LiveServer(tmp_path, {"ASSAY_SERVICE_TOOL_CALLS_PER_MINUTE": "3"})
+    try:
+        answers = [httpx.post(f"{server.url}/tools/current_time", json={"arguments": {}}, headers=server.headers(),
+                              timeout=30) for _ in range(4)]
+    finally:
+        server.stop()
+    assert [r.status_code for r in answers] == [200, 200, 200, 429]
+    assert answers[-1].json()["code"] == "SERVICE_RATE_LIMITED" and int(answers[-1].headers["Retry-After"]) >= 1
