@@ -33,7 +33,7 @@ def ls_cmd(ctx: click.Context, limit: int, status: str | None, as_json: bool) ->
     for record in _kernel(ctx).runs.list(limit=limit, status=status):
         if as_json:
             data = record.model_dump(exclude={"summary"})
-            data["shown_status"] = record.shown_status
+            data["shown_status"], data["shown_reason"] = record.shown_status, record.shown_reason
             click.echo(json.dumps(data, default=str, ensure_ascii=False))
             continue
         question = " ".join(record.question.split())
@@ -64,7 +64,7 @@ def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None
     click.echo(f"run {record.run_id}  model {record.model or '-'}  started {iso(record.started_at)}  "
                f"ended {iso(record.ended_at)}")
     click.echo(f"question: {record.question}")
-    click.echo(f"status: {record.shown_status}" + (f" ({record.status_reason})" if record.status_reason else ""))
+    click.echo(f"status: {record.shown_status}" + (f" ({record.shown_reason})" if record.shown_reason else ""))
     if record.error:
         click.echo(f"error: {record.error.get('code')}: {record.error.get('message')}"
                    + (f" ({record.error['hint']})" if record.error.get("hint") else ""))

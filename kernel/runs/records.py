@@ -50,6 +50,14 @@ class RunRecord(BaseModel):
             return "interrupted"
         return "running"
 
+    @property
+    def shown_reason(self) -> str:
+        """The status reason; for an ``interrupted`` run, why it is called so (its record has none)."""
+        if self.shown_status == "interrupted" and not self.status_reason:
+            return (f"the process that ran it (pid {self.pid} on {self.host}) ended without finishing it: "
+                    "killed, crashed or its machine stopped")
+        return self.status_reason
+
 
 class RunEvent(BaseModel):
     """One event of a run, as stored (``seq`` orders them)."""

@@ -247,6 +247,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             data["status"] = "queued"
         elif live is None and record.status == "running" and mgr().remote is None:
             data["status"] = record.shown_status  # "interrupted" when its process is gone
+            data["status_reason"] = record.shown_reason
             # (on workers, a run whose worker died is marked failed by a sweep once its lease lapses)
         return RunView(**data)
 

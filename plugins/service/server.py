@@ -1,6 +1,7 @@
 """``assay serve``: the API app behind its guards, run by uvicorn, drained on SIGTERM.
 
-The outermost layer adds the security headers (no framing by other sites,
+The outermost layer logs each request (``http_request``: method, path,
+status, duration, client, token id); the next adds the security headers (no framing by other sites,
 no content sniffing) to every answer; the next limits the request body (413 past
 ``max_body_bytes``, by ``Content-Length`` and while reading), then
 :class:`~.auth.BearerAuth` checks the token, then the FastAPI app answers. On SIGTERM
@@ -13,12 +14,16 @@ containers.
 
 from __future__ import annotations
 
+import time
 from typing import Any
+
+from assay.kernel.log import get_logger
 
 from .auth import BearerAuth, send_json
 from .settings import ServiceSettings
 
 SERVICE_BODY_TOO_LARGE = "SERVICE_BODY_TOO_LARGE"
+access = get_logger("assay.service.access")
 
 
 class BodyLimit:
@@ -94,12 +99,43 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+class AccessLog:
+    """Wrap ``app``: one structured ``http_request`` event per HTTP request (method, path, status,
+    duration, client, token id; never the token itself or the query string). Refused tokens (401) are
+    logged at WARNING, every other request at INFO."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 0
+
+        async def watching(message: dict) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watching)
+        finally:
+            client = scope.get("client") or ("", 0)
+            fields = {"method": scope.get("method"), "path": scope.get("path"), "status": status or 500,
+                      "duration_ms": round((time.perf_counter() - started) * 1000, 2), "client": client[0],
+                      "token_id": scope.get("assay.token_id", "")}
+            (access.warning if status == 401 else access.info)("http_request", **fields)
+
+
 def build(kernel: Any, settings: ServiceSettings, tokens: Any) -> tuple[Any, Any]:
     """(the guarded ASGI app, the FastAPI app inside it)."""
     from .api import PUBLIC, create_app
 
     api = create_app(kernel, settings, tokens)
-    return SecurityHeaders(BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes)), api
+    return AccessLog(SecurityHeaders(BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes))), api
 
 
 def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:

@@ -91,6 +91,7 @@ def test_a_killed_process_leaves_a_readable_transcript_shown_as_interrupted(agen
     kernel = agent_kernel()
     record = kernel.runs.get("run_killed_0001")
     assert record.status == "running" and record.shown_status == "interrupted"
+    assert record.status_reason == "" and f"pid {proc.pid}" in record.shown_reason  # the reason is said
     events = list(kernel.runs.events("run_killed_0001"))
     assert [e.data["tool"] for e in events if e.kind == "tool_finished"] == ["sql_query"]
     assert events[-1].kind == "tool_started" and events[-1].data["tool"] == "wait_forever"

@@ -123,3 +123,26 @@ def test_tool_calls_past_the_per_minute_limit_are_429_with_retry_after(tmp_path)
         server.stop()
     assert [r.status_code for r in answers] == [200, 200, 200, 429]
     assert answers[-1].json()["code"] == "SERVICE_RATE_LIMITED" and int(answers[-1].headers["Retry-After"]) >= 1
+
+
+def test_every_request_leaves_an_access_log_line_with_the_token_id_never_the_secret(tmp_path):
+    import json
+
+    server = LiveServer(tmp_path, {"ASSAY_LOG_LEVEL": "INFO", "ASSAY_LOG_FORMAT": "json"})
+    try:
+        assert httpx.get(f"{server.url}/runs", timeout=30).status_code == 401
+        assert httpx.get(f"{server.url}/runs/run_0000000000000000", headers=server.headers(),
+                         timeout=30).status_code == 404
+        assert httpx.get(f"{server.url}/runs", headers=server.headers(), timeout=30).status_code == 200
+        time.sleep(0.5)
+    finally:
+        server.stop()
+    text = (tmp_path / "serve.log").read_text()
+    lines = [json.loads(line) for line in text.splitlines() if '"http_request"' in line]
+    seen = {(entry["path"], entry["status"]): entry for entry in lines}
+    refused = seen[("/runs", 401)]
+    probe = seen[("/runs/run_0000000000000000", 404)]
+    assert refused["level"] == "warning" and refused["token_id"] == ""
+    assert probe["level"] == "info" and probe["token_id"] == token_id(server.alice) and probe["method"] == "GET"
+    assert ("/runs", 200) in seen and probe["client"] == "127.0.0.1" and probe["duration_ms"] >= 0
+    assert server.alice not in text and server.alice.split("_", 2)[2] not in text  # the secret is never logged
