@@ -9,10 +9,9 @@ with a made-up value.
 
 One module (renderer, tool and hooks). The installed ``markdown_report``
 entry point is the thin :data:`assay.plugins.reports.plugins.markdown`, which
-registers :data:`RENDERER` and ``render_report`` lazily: with the tool's
-definition cached, `assay ask` describes ``render_report`` without importing
-this module (about 10 ms of its start-up). Hosts may still load this module
-as a plugin by name.
+registers :data:`RENDERER` and ``render_report`` lazily (this module loads
+when the tool is first described or called). Hosts may still load this
+module as a plugin by name.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ import asyncio
 import base64
 import json
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from .api_models import (
     ToolCall,
     ToolCallResult,
 )
-from .limits import SERVICE_BUSY, Refused, ToolCallLimits
+from .limits import InFlight, Refused, ToolCallLimits
 from .runner import RunManager, RunRequest
 from .settings import ServiceSettings
 from .tool_calls import call_in_own_run, visible_artifact
@@ -91,6 +92,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             yield
         finally:
             await manager.drain(settings.drain_s)
+            report_pool.shutdown(wait=False, cancel_futures=True)
             if manager.remote is not None:
                 manager.remote.close()
             await asyncio.to_thread(kernel.close)  # sandbox containers, pools, catalogs
@@ -120,7 +122,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
 
-    streams: dict[str, int] = {}  # event streams open, per token id
+    streams = InFlight(settings.max_streams_per_token, "event streams", "ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN")
+    reports = InFlight(settings.max_reports_per_token, "report renders", "ASSAY_SERVICE_MAX_REPORTS_PER_TOKEN")
+    report_pool = ThreadPoolExecutor(settings.report_workers, thread_name_prefix="assay-report")
     tool_call_limits = ToolCallLimits(settings)
 
     def mgr() -> RunManager:
@@ -281,10 +285,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         if not mgr().visible(run_id, owner(request)):
             return run_missing(run_id)
         token_id = request.scope.get("assay.token_id", "")
-        if streams.get(token_id, 0) >= settings.max_streams_per_token:
-            return error(429, SERVICE_BUSY, f"this token holds {settings.max_streams_per_token} event streams "
-                         "open already", "Close one (ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN sets the limit).",
-                         {"Retry-After": "5"})
+        streams.admit(token_id)  # Refused: 429
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         queue = None
         if mgr().remote is not None:  # events written by a worker, read back from the shared catalog
@@ -295,19 +296,16 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 history = [{"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
                            for e in kernel.runs.events(run_id)]
             stream = _sse(mgr(), run_id, history, queue)
-        streams[token_id] = streams.get(token_id, 0) + 1
 
         def release() -> None:  # once the response is over: sent, failed, or its client gone
-            streams[token_id] -= 1
-            if not streams[token_id]:
-                del streams[token_id]
+            streams.release(token_id)
             if queue is not None:
                 mgr().unwatch(run_id, queue)
 
         return _ReleasingStream(_while_token_active(stream, tokens, token_id), release,
                                 media_type="text/event-stream", headers=headers)
 
-    @app.get("/runs/{run_id}/report", responses={**AUTH, **NOT_FOUND, 200: {
+    @app.get("/runs/{run_id}/report", responses={**AUTH, **NOT_FOUND, **LIMITED, 200: {
         "content": {m.split(";")[0]: {"schema": {"type": "string"}} for m in MEDIA.values()},
         "description": "The run's report in the format asked for."}}, tags=["runs"])
     async def run_report(run_id: str, request: Request,
@@ -315,7 +313,12 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         """The run's last report, rendered from its cited, hash-verified artifacts."""
         if not mgr().visible(run_id, owner(request)):
             return run_missing(run_id)
-        return await asyncio.to_thread(_report, kernel, run_id, format)
+        token_id = request.scope.get("assay.token_id", "")
+        reports.admit(token_id)  # Refused: 429
+        try:  # a pool of its own: PDFs printed by Chromium never hold the threads tool calls run in
+            return await asyncio.get_running_loop().run_in_executor(report_pool, _report, kernel, run_id, format)
+        finally:
+            reports.release(token_id)
 
     @app.get("/runs/{run_id}/export", responses={**AUTH, **NOT_FOUND, 200: {
         "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},

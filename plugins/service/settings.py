@@ -37,6 +37,10 @@ class ServiceSettings(BaseSettings):
                                                                      "the whole sandbox pool.")
     tool_calls_per_minute: int = Field(default=120, ge=1, description="POST /tools calls one token may start per "
                                                                       "minute (429).")
+    report_workers: int = Field(default=2, ge=1, description="Threads that render reports (PDF by Chromium), "
+                                                             "apart from the ones tool calls run in.")
+    max_reports_per_token: int = Field(default=2, ge=1, description="Report renders one token may have going "
+                                                                    "at once (429).")
     max_streams_per_token: int = Field(default=8, ge=1, description="Event streams one token may hold open (429).")
     header_timeout_s: float = Field(default=10.0, gt=0, description="Time a connection has to send a request's "
                                                                     "headers, from its start or its previous "

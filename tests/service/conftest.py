@@ -126,3 +126,77 @@ def live_server(tmp_path_factory):
     server = LiveServer(tmp_path_factory.mktemp("serve"))
     yield server
     server.stop()
+
+
+REPORT_SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
+
+
+def report_step(messages):
+    """The scripted model's second step: a report citing the artifact its first step's query captured."""
+    import re
+
+    text = next(m.content for m in reversed(messages) if m.role == "tool")
+    aid = re.search(r"art_[0-9a-f]{20}", text).group(0)
+    document = {"title": "Sales by region", "blocks": [
+        {"type": "heading", "text": "The best region"},
+        {"type": "number", "label": "Top region's total", "artifact_id": aid, "path": [0, "total"], "format": ","},
+        {"type": "table", "artifact_id": aid, "columns": ["region", "total"],
+         "sort": [{"column": "total", "descending": True}], "caption": "Totals, highest first"}]}
+    return {"tool": "render_report", "arguments": {"document": document}}
+
+
+@pytest.fixture
+def in_process_server(tmp_path, monkeypatch):
+    """``start(**service_settings) -> (url, alice's token, bob's token)``: `assay serve`'s app in this
+    process (uvicorn in a thread), so its scripted model can be Python: a query, a report citing the
+    query's artifact, an answer."""
+    import threading
+
+    import uvicorn
+    from assay.plugins.models.scripted import ScriptedModel
+    from assay.plugins.service.server import build
+    from assay.plugins.service.settings import ServiceSettings
+    from assay.plugins.service.tokens import TokenStore, store_path
+
+    from assay import Kernel, hookimpl
+
+    class WebScripted(ScriptedModel):
+        model_id = "web_scripted"
+
+        def __init__(self, **_: object) -> None:
+            super().__init__([{"tool": "sql_query", "arguments": {"sql": REPORT_SQL}}, report_step,
+                              {"text": "West sold the most: 5,490."}])
+
+    class Models:
+        __name__ = "web_models"
+
+        @hookimpl
+        def register_models(self, register):
+            register(WebScripted)
+
+    started: list = []
+
+    def start(**settings):
+        db = make_sales(tmp_path / "sales.db")
+        monkeypatch.setenv("ASSAY_SQL_DATABASES", f"sales=sqlite:///{db}")
+        kernel = Kernel(plugins=[Models()])
+        tokens = TokenStore(store_path(kernel.settings.home))
+        alice, _ = tokens.create("alice")
+        bob, _ = tokens.create("bob")
+        app, _ = build(kernel, ServiceSettings(model="web_scripted", **settings), tokens)
+        port = free_port()
+        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        thread = threading.Thread(target=server.run, daemon=True)
+        thread.start()
+        started.append((server, thread, kernel))
+        deadline = time.monotonic() + 60
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        return f"http://127.0.0.1:{port}", alice, bob
+
+    yield start
+    for server, thread, kernel in started:
+        server.should_exit = True
+        thread.join(timeout=60)
+        kernel.close()
+

@@ -146,3 +146,54 @@ def test_every_request_leaves_an_access_log_line_with_the_token_id_never_the_sec
     assert probe["level"] == "info" and probe["token_id"] == token_id(server.alice) and probe["method"] == "GET"
     assert ("/runs", 200) in seen and probe["client"] == "127.0.0.1" and probe["duration_ms"] >= 0
     assert server.alice not in text and server.alice.split("_", 2)[2] not in text  # the secret is never logged
+
+
+def _run_with_a_report(url: str, token: str) -> str:
+    """An agent run of the in-process server's scripted model: a query, then a report citing it."""
+    headers = {"Authorization": f"Bearer {token}"}
+    run_id = httpx.post(f"{url}/runs", json={"question": "q", "datasource": "sales"}, headers=headers,
+                        timeout=30).json()["run_id"]
+    deadline = time.monotonic() + 120
+    while httpx.get(f"{url}/runs/{run_id}", headers=headers, timeout=30).json()["status"] in ("queued", "running"):
+        assert time.monotonic() < deadline, "the run did not end"
+        time.sleep(0.2)
+    return run_id
+
+
+def test_report_renders_per_token_are_capped(in_process_server):
+    import concurrent.futures
+
+    url, alice, _ = in_process_server(max_reports_per_token=1)
+    run_id = _run_with_a_report(url, alice)
+
+    def pdf(_: int) -> httpx.Response:
+        return httpx.get(f"{url}/runs/{run_id}/report", params={"format": "pdf"},
+                         headers={"Authorization": f"Bearer {alice}"}, timeout=180)
+
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:
+        answers = list(pool.map(pdf, range(3)))
+    statuses = sorted(r.status_code for r in answers)
+    assert statuses[0] == 200 and 429 in statuses
+    assert next(r for r in answers if r.status_code == 200).content.startswith(b"%PDF-")
+    assert next(r for r in answers if r.status_code == 429).json()["code"] == "SERVICE_BUSY"
+
+
+def test_pdf_renders_do_not_hold_the_threads_tool_calls_run_in(in_process_server):
+    import concurrent.futures
+
+    url, alice, bob = in_process_server(max_reports_per_token=8, report_workers=1)
+    run_id = _run_with_a_report(url, alice)
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        pdfs = [pool.submit(httpx.get, f"{url}/runs/{run_id}/report", params={"format": "pdf"},
+                            headers={"Authorization": f"Bearer {alice}"}, timeout=600) for _ in range(8)]
+        time.sleep(1.0)  # the renders hold whatever threads they run in
+        started = time.monotonic()
+        answer = httpx.post(f"{url}/tools/sql_query", json={"arguments": {"sql": "SELECT 1 AS one"}},
+                            headers={"Authorization": f"Bearer {bob}"}, timeout=600)
+        waited = time.monotonic() - started
+        pending = sum(1 for f in pdfs if not f.done())
+        done = [f.result() for f in pdfs]
+    assert answer.status_code == 200 and answer.json()["result"]["success"] is True
+    assert pending > 0, "the PDFs were done before the tool call: nothing was measured"
+    assert waited < 5, f"a tool call waited {waited:.1f} s behind PDF renders"
+    assert all(r.status_code == 200 and r.content.startswith(b"%PDF-") for r in done)

@@ -7,73 +7,16 @@ captured in a report.
 
 from __future__ import annotations
 
-import re
-import threading
-import time
-
 import pytest
 
 from tests.conftest import require
-from tests.service.conftest import free_port, make_sales
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(300)
-SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
-
-
-def report_step(messages):
-    text = next(m.content for m in reversed(messages) if m.role == "tool")
-    aid = re.search(r"art_[0-9a-f]{20}", text).group(0)
-    document = {"title": "Sales by region", "blocks": [
-        {"type": "heading", "text": "The best region"},
-        {"type": "number", "label": "Top region's total", "artifact_id": aid, "path": [0, "total"], "format": ","},
-        {"type": "table", "artifact_id": aid, "columns": ["region", "total"],
-         "sort": [{"column": "total", "descending": True}], "caption": "Totals, highest first"}]}
-    return {"tool": "render_report", "arguments": {"document": document}}
-
-
 @pytest.fixture
-def page_server(tmp_path, monkeypatch):
-    import uvicorn
-    from assay.plugins.models.scripted import ScriptedModel
-    from assay.plugins.service.server import build
-    from assay.plugins.service.settings import ServiceSettings
-    from assay.plugins.service.tokens import TokenStore, store_path
-
-    from assay import Kernel, hookimpl
-
-    class WebScripted(ScriptedModel):
-        model_id = "web_scripted"
-
-        def __init__(self, **_: object) -> None:
-            super().__init__([{"tool": "sql_query", "arguments": {"sql": SQL}}, report_step,
-                              {"text": "West sold the most: 5,490."}])
-
-    class Models:
-        __name__ = "web_models"
-
-        @hookimpl
-        def register_models(self, register):
-            register(WebScripted)
-
-    db = make_sales(tmp_path / "sales.db")
-    monkeypatch.setenv("ASSAY_SQL_DATABASES", f"sales=sqlite:///{db}")
-    kernel = Kernel(plugins=[Models()])
-    tokens = TokenStore(store_path(kernel.settings.home))
-    token, _ = tokens.create("alice")
-    settings = ServiceSettings(model="web_scripted")
-    app, _ = build(kernel, settings, tokens)
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", token
-    server.should_exit = True
-    thread.join(timeout=60)
-    kernel.close()
+def page_server(in_process_server):
+    url, alice, _ = in_process_server()
+    return url, alice
 
 
 @pytest.fixture
