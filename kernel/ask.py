@@ -156,8 +156,11 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
 
 
 def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
-    """Synchronous :func:`aask`."""
-    return asyncio.run(aask(kernel, options, **kwargs))
+    """Synchronous :func:`aask`. SIGTERM cancels it as Ctrl-C does (the running tool calls are cancelled,
+    the run is recorded ``cancelled``), then raises :class:`assay.kernel.exit_signals.Terminated`."""
+    from .exit_signals import cancel_on_sigterm
+
+    return asyncio.run(cancel_on_sigterm(aask(kernel, options, **kwargs)))
 
 
 def _label(spec: str, model: Model) -> str:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 EXIT_HELP = ("Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
              "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 130 cancelled.")
+SIGNAL_HELP = (" Ctrl-C or SIGTERM (timeout, kill, systemd) cancels the running call (a SQL query on its server) "
+               "and records the run cancelled; after SIGTERM the process then ends as killed by it (143).")
 
 
 def summarize_arguments(tool: str, arguments: Any, width: int = 90) -> str:
@@ -159,7 +161,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
     """The ``ask`` command; ``open_url`` attaches a ``--db URL`` and ``record_model`` serves ``--record``
     (the ``ask_cli`` plugin passes the SQL plugin's and the models plugin's)."""
 
-    @click.command("ask", epilog=EXIT_HELP)
+    @click.command("ask", epilog=EXIT_HELP + SIGNAL_HELP)
     @click.argument("question")
     @click.option("--db", "databases", multiple=True,
                   help="A database URL or a configured datasource name (repeatable; default: every configured one).")
@@ -181,6 +183,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
         from .agent.loop import agent_settings
         from .agent.status import EXIT_CODES, RunStatus
         from .ask import AskOptions, ask
+        from .exit_signals import Terminated, die_of
 
         if as_json and quiet:
             raise click.UsageError("--json and --quiet exclude each other")
@@ -198,6 +201,11 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
         except KeyboardInterrupt:
             _print_cancelled(kernel, mode)
             sys.exit(EXIT_CODES[RunStatus.CANCELLED])
+        except Terminated as stop:  # SIGTERM (timeout, kill, systemd): cancelled the same way, then killed by it
+            _print_cancelled(kernel, mode)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            die_of(stop.signum)
         print_result(transcript, printer, mode)
         sys.exit(EXIT_CODES.get(transcript.status, 1))
 
