@@ -49,13 +49,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def outcome_line(data: dict[str, Any]) -> str:
-    """``2 rows, art_..., 12 ms`` or ``error SQL_QUERY_FAILED, 30 ms``."""
+def outcome_line(data: dict[str, Any], *, report_status: bool = True) -> str:
+    """``2 rows, art_..., 12 ms``, ``report needs_analysis, 40 ms`` (a tool that reports a status of its
+    own, as ``generate_report`` does, is not just "ok") or ``error SQL_QUERY_FAILED, 30 ms``."""
     parts = []
+    status = (data.get("metadata") or {}).get("report_status") if report_status else None
     if data.get("success"):
         if data.get("row_count") is not None:
             n = data["row_count"]
             parts.append(f"{n:,} row{'s' if n != 1 else ''}")
+        elif status:
+            parts.append(f"report {status}")
         else:
             parts.append("ok")
     else:
@@ -129,6 +133,8 @@ def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str)
     if mode == "quiet":
         if transcript.answer:
             click.echo(transcript.answer)
+        else:  # no answer (max_steps, max_time, ...): say why, or --quiet would print nothing at all
+            click.echo(f"status: {transcript.status} ({transcript.status_reason})", err=True)
         _error_line(transcript)
         return
     if transcript.answer and not (printer and printer.streamed_answer):

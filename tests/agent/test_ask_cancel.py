@@ -90,6 +90,8 @@ def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(
     shown = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "runs", "show", record["run_id"]], env=env, check=True,
                            capture_output=True, text=True, timeout=60)
     assert "assistant calls sql_query" in shown.stdout and "finished: cancelled" in shown.stdout
+    assert "sql_query -> error AGENT_TOOL_CALL_CANCELLED" in shown.stdout  # the call in flight is in the record
+    assert record["tool_calls"] == 1
 
 
 def test_sigterm_cancels_the_running_query_as_ctrl_c_does_then_ends_as_killed_by_it(pg_login, tmp_path):
