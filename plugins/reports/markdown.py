@@ -132,8 +132,7 @@ def _footnote(source: Source) -> str:
     if inline:
         return text
     fence = "`" * max(3, _longest_backtick_run(code) + 1)
-    language = "sql" if source.kind == "sql" else "python" if source.kind == "python" else ""
-    block = [fence + language, *code.splitlines(), fence]
+    block = [fence + source.language, *code.splitlines(), fence]
     return text + ":\n\n" + "\n".join(("    " + line).rstrip() for line in block)
 
 

@@ -79,6 +79,12 @@ class Source:
         provenance = getattr(self.record, "provenance", None) or {}
         return str(provenance.get("sql") or provenance.get("code") or "").strip()
 
+    @property
+    def language(self) -> str:
+        """``sql`` or ``python``: what :meth:`code` is written in ("" when there is none)."""
+        provenance = getattr(self.record, "provenance", None) or {}
+        return "sql" if provenance.get("sql") else "python" if provenance.get("code") else ""
+
 
 @dataclass
 class Value:
