@@ -38,6 +38,11 @@ def chart_spec(chart: Any) -> dict[str, Any]:
         x["scale"] = {"zero": False}  # the axis spans the data, not 0..max (points were squashed in a corner)
     if chart.chart != "bar":
         y["scale"] = {"zero": False}  # a bar's length is its value, so bars start at zero; points and lines need not
+    formats = getattr(chart, "formats", None) or {}
+    for axis, column in ((x, chart.x), (y, chart.y)):
+        spec = axis_format(formats.get(column))
+        if spec and axis["type"] == "quantitative":
+            axis["axis"] = {"format": spec}  # the axis reads like the table: 11.11%, not 0.1111
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",  # an identifier; never fetched
         "width": WIDTH, "height": HEIGHT,
@@ -46,6 +51,17 @@ def chart_spec(chart: Any) -> dict[str, Any]:
         "encoding": {"x": x, "y": y},
         "config": {"font": "DejaVu Sans", "view": {"stroke": None}},
     }
+
+
+def axis_format(fmt: str | None) -> str | None:
+    """The document's format of a column as the chart library's number format (d3's, which reads a Python
+    spec such as ``.2%`` or ``$,.0f`` the same way); ``None`` when it has none (``plain``, another currency)."""
+    from .formats import NAMED
+
+    spec = NAMED.get(fmt, fmt) if fmt else None
+    if not spec or spec[0] in "€£¥":
+        return None
+    return spec
 
 
 def chart_svg(chart: Any) -> bytes:

@@ -115,3 +115,13 @@ def test_sources_show_the_whole_sql_collapsed_under_its_first_line(run):
     markdown = render(run, "markdown", doc)
     assert "    ```sql\n    SELECT s.store_name, sum(o.amount) AS revenue\n" in markdown
     assert "    GROUP BY s.store_name -- the end\n    ```" in markdown
+
+
+def test_a_charts_axis_reads_like_the_table():
+    pytest.importorskip("vl_convert", reason="the reports extra (vl-convert-python)")
+    from assay.plugins.reports.charts import chart_svg
+
+    chart = SimpleNamespace(rows=[["a", 0.1111], ["b", 0.0975]], chart="bar", x="store", y="refund_rate",
+                            formats={"refund_rate": ".2%"})
+    svg = chart_svg(chart).decode()
+    assert "10.00%" in svg and "0.10<" not in svg
