@@ -364,8 +364,8 @@ class _Resolver:
         nulls = _nulls(raw)
         self.out.missing_used = self.out.missing_used or bool(nulls)
         plain = None if raw is None else decode(raw)
-        name = value_name(record, citation.path)
-        fmt = citation.format or self.doc.formats.get(name or "")
+        name = value_name(record, citation.path)  # the document's format of that name applies to a number
+        fmt = citation.format or (self.doc.formats.get(name or "") if is_number(plain) else None)
         if raw is None:
             text = MISSING_MARK
         else:

@@ -237,9 +237,9 @@ def comparable(value: Any) -> Any:
     ``{"$decimal": ...}`` (PostgreSQL ``NUMERIC``), a whole decimal stored as an int, or a float,
     as a :class:`decimal.Decimal` (a float by its shortest repr, so ``0.1`` equals ``NUMERIC 0.1``);
     other tagged values decoded; text, dates (ISO text) and booleans as they are."""
-    from assay.kernel.evidence import decode
-
     if isinstance(value, dict):
+        from assay.kernel.evidence import decode
+
         value = decode(value)
     if isinstance(value, bool):
         return value
