@@ -172,7 +172,7 @@ def writer_step(messages) -> dict:
             "name": "overall refund rate on promoted orders", "inputs": [sql],
             "steps": ["sum refunded_orders over all stores", "divide by the sum of promo_orders"]}}
     row = int(re.search(r"^(\d+): \[\"[^\"]*> Refund rate\"\]", tools["read_artifact_result"], re.MULTILINE).group(1))
-    document = {"title": "Refunds on promoted orders, by store", "blocks": [
+    document = {"title": "Refunds on promoted orders, by store", "formats": {"refund_rate": ".2%"}, "blocks": [
         {"type": "text", "text": "The refund rate follows the glossary ({file}, {heading}): {text}",
          "cite": {key: {"artifact_id": glossary, "path": [row, key]} for key in ("file", "heading", "text")}},
         {"type": "text", "text": "Across all stores, {rate} of promoted orders were refunded.",

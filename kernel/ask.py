@@ -97,12 +97,14 @@ def attach_databases(kernel: Kernel, databases: Iterable[str], *, open_url: UrlO
 
 
 def refused(run_id: str, question: str, model: str, error: AssayError, observers: Iterable[AgentObserver],
-            status: RunStatus = RunStatus.INVALID_INPUT) -> Transcript:
-    """A run that never reached the model, recorded like any other."""
+            status: RunStatus = RunStatus.INVALID_INPUT, *, started_at: float | None = None) -> Transcript:
+    """A run that never reached the model, recorded like any other; ``started_at``: when it began (the
+    time spent resolving the model and the databases counts), else now."""
+    started = time.time() if started_at is None else started_at
     transcript = Transcript(run_id=run_id, question=question, model=model, status=status,
                             status_reason=f"refused before the model was asked: {error.code}",
                             error=RunError(code=error.code, message=error.message, hint=error.hint),
-                            ended_at=time.time())
+                            started_at=started, ended_at=max(time.time(), started))
     for kind, data in (("run_started", {"question": question, "model": model}),
                        ("run_finished", {"summary": transcript.summary()})):
         event = AgentEvent(kind, run_id, 0, data)  # type: ignore[arg-type]
@@ -126,13 +128,15 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
     spec = options.model or settings.model
     watchers: list[AgentObserver] = [RunRecorder(kernel.runs)] if record_run else []
     watchers += list(observers)
+    started = time.time()
     run = kernel.new_run()
     recording: Any = None
     try:
         label = model_label(model) if model is not None else spec
         if not options.question or not options.question.strip():
             return refused(run.run_id, options.question, label, AssayError(
-                AGENT_QUESTION_EMPTY, "the question is empty", "Ask a question in words."), watchers)
+                AGENT_QUESTION_EMPTY, "the question is empty", "Ask a question in words."), watchers,
+                started_at=started)
         try:
             if model is None:
                 model = resolve_model(kernel, spec)
@@ -145,7 +149,7 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
             databases = attach_databases(kernel, options.databases, open_url=options.open_url,
                                          allow_privileged=options.allow_privileged)
         except AssayError as exc:
-            return refused(run.run_id, options.question, label, exc, watchers)
+            return refused(run.run_id, options.question, label, exc, watchers, started_at=started)
         resources = _resources(kernel, databases) if options.databases else None
         return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
                                 observers=watchers, model_name=label)
@@ -156,8 +160,11 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
 
 
 def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
-    """Synchronous :func:`aask`."""
-    return asyncio.run(aask(kernel, options, **kwargs))
+    """Synchronous :func:`aask`. SIGTERM cancels it as Ctrl-C does (the running tool calls are cancelled,
+    the run is recorded ``cancelled``), then raises :class:`assay.kernel.exit_signals.Terminated`."""
+    from .exit_signals import cancel_on_sigterm
+
+    return asyncio.run(cancel_on_sigterm(aask(kernel, options, **kwargs)))
 
 
 def _label(spec: str, model: Model) -> str:

@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 
 EXIT_HELP = ("Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
              "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 130 cancelled.")
+SIGNAL_HELP = (" Ctrl-C or SIGTERM (timeout, kill, systemd) cancels the running call (a SQL query on its server) "
+               "and records the run cancelled; after SIGTERM the process then ends as killed by it (143).")
 
 
 def summarize_arguments(tool: str, arguments: Any, width: int = 90) -> str:
@@ -47,13 +49,17 @@ def _short(value: Any) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def outcome_line(data: dict[str, Any]) -> str:
-    """``2 rows, art_..., 12 ms`` or ``error SQL_QUERY_FAILED, 30 ms``."""
+def outcome_line(data: dict[str, Any], *, report_status: bool = True) -> str:
+    """``2 rows, art_..., 12 ms``, ``report needs_analysis, 40 ms`` (a tool that reports a status of its
+    own, as ``generate_report`` does, is not just "ok") or ``error SQL_QUERY_FAILED, 30 ms``."""
     parts = []
+    status = (data.get("metadata") or {}).get("report_status") if report_status else None
     if data.get("success"):
         if data.get("row_count") is not None:
             n = data["row_count"]
             parts.append(f"{n:,} row{'s' if n != 1 else ''}")
+        elif status:
+            parts.append(f"report {status}")
         else:
             parts.append("ok")
     else:
@@ -127,6 +133,8 @@ def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str)
     if mode == "quiet":
         if transcript.answer:
             click.echo(transcript.answer)
+        else:  # no answer (max_steps, max_time, ...): say why, or --quiet would print nothing at all
+            click.echo(f"status: {transcript.status} ({transcript.status_reason})", err=True)
         _error_line(transcript)
         return
     if transcript.answer and not (printer and printer.streamed_answer):
@@ -159,7 +167,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
     """The ``ask`` command; ``open_url`` attaches a ``--db URL`` and ``record_model`` serves ``--record``
     (the ``ask_cli`` plugin passes the SQL plugin's and the models plugin's)."""
 
-    @click.command("ask", epilog=EXIT_HELP)
+    @click.command("ask", epilog=EXIT_HELP + SIGNAL_HELP)
     @click.argument("question")
     @click.option("--db", "databases", multiple=True,
                   help="A database URL or a configured datasource name (repeatable; default: every configured one).")
@@ -181,6 +189,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
         from .agent.loop import agent_settings
         from .agent.status import EXIT_CODES, RunStatus
         from .ask import AskOptions, ask
+        from .exit_signals import Terminated, die_of
 
         if as_json and quiet:
             raise click.UsageError("--json and --quiet exclude each other")
@@ -198,6 +207,11 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
         except KeyboardInterrupt:
             _print_cancelled(kernel, mode)
             sys.exit(EXIT_CODES[RunStatus.CANCELLED])
+        except Terminated as stop:  # SIGTERM (timeout, kill, systemd): cancelled the same way, then killed by it
+            _print_cancelled(kernel, mode)
+            sys.stdout.flush()
+            sys.stderr.flush()
+            die_of(stop.signum)
         print_result(transcript, printer, mode)
         sys.exit(EXIT_CODES.get(transcript.status, 1))
 

@@ -107,7 +107,7 @@ def _event_lines(event: Any, full: bool) -> list[str]:
 
         meta = d.get("metadata") or {}
         report = f" · report {meta['report_status']}: {meta.get('report_counters', '')}" if meta.get("report_status") else ""
-        return [f"[{event.step}] {d.get('tool')} -> {outcome_line(d)}{report}"]
+        return [f"[{event.step}] {d.get('tool')} -> {outcome_line(d, report_status=not report)}{report}"]
     if kind == "compaction":
         ids = ", ".join(d.get("artifact_ids") or []) or "none"
         return [(f"[{event.step}] compaction: {len(d.get('call_ids') or [])} tool result(s) stubbed, "

@@ -11,19 +11,31 @@ SIGTERM"). An ignored signal stays ignored, and SIGINT's default
 ``KeyboardInterrupt`` is left alone: the interpreter then exits normally and
 ``atexit`` clean-up runs.
 
-Light on purpose: imported by :mod:`assay.kernel.kernel` at start-up.
+SIGTERM, what ``timeout``, ``kill`` and systemd send, stops work in progress
+the way Ctrl-C does when the work runs under :func:`cancel_on_sigterm`
+(``assay ask`` does): the awaited task is cancelled, so a running SQL query
+is cancelled on its server and the run is recorded ``cancelled``, instead of
+the process dying while the database goes on until its statement timeout.
+The caller then ends the process with :func:`die_of`, so its exit status
+still says "killed by SIGTERM".
+
+Light on purpose: imported by :mod:`assay.kernel.kernel` at start-up
+(``asyncio`` is imported there already).
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
-from typing import Any, Callable
+from typing import Any, Awaitable, Callable, TypeVar
 
 from .log import get_logger
 
 log = get_logger("assay.kernel.exit_signals")
+
+T = TypeVar("T")
 
 _CALLBACKS: list[Callable[[], None]] = []
 _LOCK = threading.Lock()
@@ -81,3 +93,55 @@ def run_callbacks() -> None:
         except Exception as exc:  # noqa: BLE001 - one failing clean-up must not stop the others
             log.warning("exit_callback_failed", callback=getattr(callback, "__qualname__", repr(callback)),
                         error=repr(exc))
+
+
+class Terminated(Exception):
+    """SIGTERM cancelled the awaited work; its clean-up has run. End the process with :func:`die_of`."""
+
+    signum = signal.SIGTERM
+
+
+async def cancel_on_sigterm(awaitable: Awaitable[T]) -> T:
+    """Await ``awaitable`` in the current task; a SIGTERM meanwhile cancels the task as Ctrl-C does (every
+    ``finally`` and cancellation path runs: a running query is cancelled on its server), then raises
+    :class:`Terminated`. A second SIGTERM while that clean-up runs ends the process at once. Off the main
+    thread (where no signal handler can be set) it only awaits."""
+    loop, task = asyncio.get_running_loop(), asyncio.current_task()
+    previous = signal.getsignal(signal.SIGTERM)
+    received: list[int] = []
+
+    def on_sigterm() -> None:
+        if received or task is None:
+            _restore(previous)
+            os.kill(os.getpid(), signal.SIGTERM)
+            return
+        received.append(signal.SIGTERM)
+        log.warning("sigterm_cancelling", detail="cancelling the work in progress; a second SIGTERM ends at once")
+        task.cancel()
+
+    try:
+        loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        return await awaitable
+    try:
+        return await awaitable
+    except asyncio.CancelledError:
+        if received and task is not None and task.uncancel() == 0:
+            raise Terminated() from None
+        raise
+    finally:
+        loop.remove_signal_handler(signal.SIGTERM)  # leaves SIG_DFL: put back what was there
+        _restore(previous)
+
+
+def _restore(previous: Any) -> None:
+    signal.signal(signal.SIGTERM, previous if previous is not None else signal.SIG_DFL)
+
+
+def die_of(signum: int) -> None:
+    """End the process as ``signum`` would have, after the exit callbacks ran (sandbox clean-up): the
+    exit status says "killed by SIGTERM" to ``timeout``, systemd and shells (143)."""
+    run_callbacks()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signum})

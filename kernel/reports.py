@@ -162,6 +162,11 @@ class ReportDocument(BaseModel):  # no docstring: it would become the tool schem
 
     title: str
     blocks: list[Block] = Field(default_factory=list)
+    formats: dict[str, str] = Field(default_factory=dict, description=(
+        "How the numbers of a column or key are written, in prose and tables alike: name -> 'percent', "
+        "'currency', 'thousands', 'integer', 'plain' (an id, a year) or a Python format spec such as ',.2f' "
+        "or '$,.0f'. Unset: separators for whole numbers, two decimals for money and values from 1, four "
+        "significant digits below 1."))
     gaps: list[Gap] = Field(default_factory=list, description=(
         "Set by the report pipeline (what could not be verified and was left out); never set it yourself."))
     status: Literal["completed", "partial", "failed"] | None = Field(default=None, description=(

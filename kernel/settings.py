@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError
+from pydantic import BaseModel, Field, SecretBytes, SecretStr, ValidationError
 
 from .env_settings import EnvConfigDict, EnvSettings, field_keys
 from .errors import ConfigError
@@ -214,21 +214,27 @@ def _existing(path: Any) -> Path:
 
 
 def _masked_dump(model: BaseModel) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for key, value in model.model_dump().items():
-        if isinstance(value, SecretStr) or any(word in key for word in _SECRET_WORDS) or key.endswith("_key"):
-            out[key] = "***" if value else value
-        elif isinstance(value, str):
-            out[key] = mask_url(value)
-        elif isinstance(value, list):
-            out[key] = [mask_url(v) if isinstance(v, str) else v for v in value]
-        elif isinstance(value, dict):
-            out[key] = {k: mask_url(v) if isinstance(v, str) else v for k, v in value.items()}
-        elif isinstance(value, Path):
-            out[key] = str(value)
-        else:
-            out[key] = value
-    return out
+    """The settings as ``assay config`` shows them. A secret is masked by its declaration (a
+    ``SecretStr``/``SecretBytes`` field, at any depth); a plain text field named like a secret
+    (password, secret, token, credential, ``*_key``) is masked too, so a plugin that declared its key
+    as ``str`` does not print it. Numbers and flags are never secrets (``token_budget`` shows its
+    value). Passwords inside URLs are masked everywhere."""
+    return {key: _masked(key, value) for key, value in model.model_dump().items()}
+
+
+def _masked(key: str, value: Any) -> Any:
+    if isinstance(value, (SecretStr, SecretBytes)):
+        return "***" if value.get_secret_value() else value.get_secret_value()
+    if isinstance(value, str):
+        named_secret = any(word in key.lower() for word in _SECRET_WORDS) or key.lower().endswith("_key")
+        return ("***" if value else value) if named_secret else mask_url(value)
+    if isinstance(value, dict):
+        return {k: _masked(str(k), v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_masked(key, v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    return value
 
 
 def _short_validation_message(exc: ValidationError) -> str:

@@ -5,11 +5,15 @@ their neighbours; any other call runs alone, after what came before it. A
 call of a tool the run does not offer answers ``TOOL_NOT_FOUND`` (the
 allow-list is the run's tool list, not the kernel's); calls past
 ``max_tool_calls_per_turn`` answer ``AGENT_TOOL_CALLS_LIMIT`` without running.
+A call still running when the run is cancelled is recorded as finished with
+``AGENT_TOOL_CALL_CANCELLED`` (so the run record lists it), then the
+cancellation goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from ..kernel import Kernel
 
 AGENT_TOOL_CALLS_LIMIT = "AGENT_TOOL_CALLS_LIMIT"
+AGENT_TOOL_CALL_CANCELLED = "AGENT_TOOL_CALL_CANCELLED"
 
 Started = Callable[[ToolCall], None]
 Finished = Callable[[ToolCall, ToolResult], None]
@@ -36,7 +41,15 @@ async def run_tool_calls(kernel: Kernel, run: RunContext, calls: list[ToolCall],
     async def one(index: int) -> None:
         call = calls[index]
         started(call)
-        result = await _call(kernel, run, call, allowed)
+        began = time.monotonic()
+        try:
+            result = await _call(kernel, run, call, allowed)
+        except asyncio.CancelledError:  # the run was cancelled (Ctrl-C, SIGTERM) while the call ran: record it
+            finished(call, ToolResult.fail(
+                AGENT_TOOL_CALL_CANCELLED, f"{call.name} was cancelled while it ran: the run was cancelled",
+                "Ask again if the answer is still needed.", tool=call.name,
+                elapsed_ms=(time.monotonic() - began) * 1000))
+            raise
         results[index] = result
         finished(call, result)
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 PREAMBLE = "You are a data-analysis agent. You answer questions about the user's data by calling tools."
 
 EVIDENCE_RULES = """Rules of evidence:
-- Every number in your answer must come from a tool result. Cite the artifact id it came from, like [a_1234abcd].
+- Every number in your answer must come from a tool result. Cite the artifact id it came from, like [art_0f3a9c2e7b1d4e6f8a20].
 - A tool result shows a bounded preview, not the whole result: never count, sum or rank from a preview.
   Compute totals in SQL, or with code_interpreter over the artifact.
 - In code_interpreter, put the values you will cite into REPORT_RESULT; they become an artifact you can cite.

@@ -16,7 +16,11 @@ Settings (section ``openai``, env ``ASSAY_OPENAI_*``, :mod:`.openai_settings`):
 - **Streaming**: when the caller passes ``on_text`` (and ``stream`` is on), the
   request streams and each text delta goes to ``on_text`` as it arrives;
   tool-call deltas are assembled by index. Once text has been shown, a
-  broken stream is reported, not retried.
+  broken stream is reported, not retried. A server that will not stream a
+  request with tools (an empty stream after HTTP 200, as llama-cpp-python's
+  does when the model picks a tool, or an error naming streaming and tools)
+  is asked again unstreamed, told once in a warning, and later requests with
+  tools go unstreamed (:attr:`OpenAICompatibleModel.streams_with_tools`).
 - **Errors**: codes in :mod:`.errors`; the wire rules in :mod:`.openai_wire`.
 
 The client is ``httpx`` (extra ``openai``), imported on first use only, without
@@ -29,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +60,18 @@ class _Retry(Exception):
         self.error, self.wait_s = error, wait_s
 
 
+class _StreamRefused(Exception):
+    """The server would not stream an answer to a request with tools: ask again without streaming."""
+
+    def __init__(self, why: str) -> None:
+        self.why = why
+
+
+# What a server says when it cannot stream with tools (llama.cpp's servers, some proxies).
+_NO_STREAM_WITH_TOOLS = re.compile(r"stream", re.IGNORECASE)
+_TOOLS_WORD = re.compile(r"tool|function", re.IGNORECASE)
+
+
 class OpenAICompatibleModel(Model):
     model_id = "openai_compatible"
 
@@ -71,6 +88,7 @@ class OpenAICompatibleModel(Model):
         self.last_usage = Usage()
         self._client: Any = None
         self._tls: tuple[str, Any] | None = None  # (base URL, its SSL context): made once, shared by the clients
+        self.streams_with_tools = True  # False once the server refused to stream a request with tools
 
     @classmethod
     def from_settings(cls, kernel: Any, **options: Any) -> OpenAICompatibleModel:
@@ -116,7 +134,7 @@ class OpenAICompatibleModel(Model):
     ) -> Message:
         httpx = import_httpx()
 
-        stream = on_text is not None and self.settings.stream
+        stream = self._streams(on_text, tools)
         data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         if self._client is None:
             self._client = httpx.Client(**self._client_options())
@@ -124,11 +142,16 @@ class OpenAICompatibleModel(Model):
         while True:
             attempt += 1
             try:
-                return self._finish(self._attempt(self._client, data, stream, on_text, attempt))
+                return self._finish(self._attempt(self._client, data, stream, on_text, attempt, bool(tools)))
             except _Retry as retry:
                 time.sleep(self._next_wait(retry, attempt))
+            except _StreamRefused as refused:
+                self._stop_streaming_with_tools(refused)
+                stream, attempt = False, 0
+                data = json.dumps(self.request_body(messages, tools, stream=False)).encode()
 
-    def _attempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int) -> Any:
+    def _attempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int,
+                 tools: bool = False) -> Any:
         httpx = import_httpx()
 
         from .openai_wire import Assembler
@@ -137,11 +160,12 @@ class OpenAICompatibleModel(Model):
         try:
             with client.stream("POST", self.url, content=data, headers=self._headers()) as response:
                 if response.status_code >= 400:
-                    self._status_failure(response.status_code, response.read(), response.headers, attempt)
+                    self._status_failure(response.status_code, response.read(), response.headers, attempt,
+                                         stream and tools)
                 if stream and _is_event_stream(response):
                     for line in response.iter_lines():
                         assembler.sse_line(line)
-                    assembler.end_of_stream()
+                    self._end_of_stream(assembler, tools)
                 else:
                     assembler.completion(_json_body(response.read()))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -155,18 +179,23 @@ class OpenAICompatibleModel(Model):
         """Native async (cancelling the task closes the request); one client per call."""
         httpx = import_httpx()
 
-        stream = on_text is not None and self.settings.stream
+        stream = self._streams(on_text, tools)
         data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         async with httpx.AsyncClient(**self._client_options()) as client:
             attempt = 0
             while True:
                 attempt += 1
                 try:
-                    return self._finish(await self._aattempt(client, data, stream, on_text, attempt))
+                    return self._finish(await self._aattempt(client, data, stream, on_text, attempt, bool(tools)))
                 except _Retry as retry:
                     await asyncio.sleep(self._next_wait(retry, attempt))
+                except _StreamRefused as refused:
+                    self._stop_streaming_with_tools(refused)
+                    stream, attempt = False, 0
+                    data = json.dumps(self.request_body(messages, tools, stream=False)).encode()
 
-    async def _aattempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int) -> Any:
+    async def _aattempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int,
+                        tools: bool = False) -> Any:
         httpx = import_httpx()
 
         from .openai_wire import Assembler
@@ -175,11 +204,12 @@ class OpenAICompatibleModel(Model):
         try:
             async with client.stream("POST", self.url, content=data, headers=self._headers()) as response:
                 if response.status_code >= 400:
-                    self._status_failure(response.status_code, await response.aread(), response.headers, attempt)
+                    self._status_failure(response.status_code, await response.aread(), response.headers, attempt,
+                                         stream and tools)
                 if stream and _is_event_stream(response):
                     async for line in response.aiter_lines():
                         assembler.sse_line(line)
-                    assembler.end_of_stream()
+                    self._end_of_stream(assembler, tools)
                 else:
                     assembler.completion(_json_body(await response.aread()))
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
@@ -187,14 +217,43 @@ class OpenAICompatibleModel(Model):
         return assembler
 
     # -- shared ---------------------------------------------------------------
+    def _streams(self, on_text: Any, tools: list[dict[str, Any]]) -> bool:
+        """Whether this request streams: the caller takes text as it comes, streaming is on, and (when it
+        carries tools) the server has not refused to stream with tools."""
+        return on_text is not None and self.settings.stream and (self.streams_with_tools or not tools)
+
+    def _end_of_stream(self, assembler: Any, tools: bool) -> None:
+        """A streamed request with tools whose stream closed without a single event: the server refused to
+        stream it (llama.cpp's Python server fails "Automatic streaming tool choice is not supported" after
+        its HTTP 200, so nothing arrives). Asked again without streaming; anything else is the stream's own
+        verdict."""
+        if tools and assembler.chunks == 0 and not assembler.done and not assembler.emitted:
+            raise _StreamRefused("the streamed answer closed without a single event")
+        assembler.end_of_stream()
+
+    def _stop_streaming_with_tools(self, refused: _StreamRefused) -> None:
+        from assay.kernel.log import get_logger
+
+        if self.streams_with_tools:  # said once per model: every later request with tools goes unstreamed
+            get_logger("assay.models").warning(
+                "model_stream_with_tools_refused", url=self.url, why=refused.why,
+                detail="the server does not stream answers to requests with tools; sending them unstreamed "
+                       "(each answer shows when complete). ASSAY_OPENAI_STREAM=false says so up front.")
+        self.streams_with_tools = False
+
     def _finish(self, assembler: Any) -> Message:
         message = assembler.message()
         self.last_usage = message.usage
         return message
 
-    def _status_failure(self, status: int, body: bytes, headers: Any, attempt: int) -> None:
-        from .openai_wire import retry_after_s, retryable, status_error
+    def _status_failure(self, status: int, body: bytes, headers: Any, attempt: int,
+                        streamed_tools: bool = False) -> None:
+        from .openai_wire import error_text, retry_after_s, retryable, status_error
 
+        if streamed_tools and status in (400, 422, 500, 501):
+            text = error_text(body)[0]
+            if _NO_STREAM_WITH_TOOLS.search(text) and _TOOLS_WORD.search(text):
+                raise _StreamRefused(f"HTTP {status}: {text[:200]}")
         error = status_error(status, body, self.url, self.settings.model, attempts=attempt)
         if retryable(status, body) and attempt <= self.settings.max_retries:
             raise _Retry(error, retry_after_s(headers.get("retry-after")))

@@ -16,7 +16,9 @@ class OpenAISettings(EnvSettings):
     connect_timeout_s: float = Field(default=10.0, gt=0, description="Time allowed to open the connection.")
     temperature: float | None = Field(default=0.0, description="Sampling temperature; unset sends none.")
     max_tokens: int | None = Field(
-        default=None, gt=0, description="Most tokens one answer may have; unset sends none (the server's default)."
+        default=4096, ge=0, description=(
+            "Most tokens one answer may have (so a local model does not generate to the end of its context); "
+            "0 or unset sends none (the server's default).")
     )
     max_retries: int = Field(
         default=3, ge=0, le=10, description="Retries after a 429, a 5xx or a failed connection (0: none)."

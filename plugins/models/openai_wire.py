@@ -35,6 +35,7 @@ RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 """Statuses worth another try: rate limits, overload, a gateway or server hiccup."""
 
 _MODEL_MISSING = re.compile(r"model\b.*\b(not found|does not exist|not exist|unknown|no such)", re.IGNORECASE | re.DOTALL)
+_CONTEXT_FULL = re.compile(r"context (window|length|size)|exceeds? the (available )?context|too many tokens", re.IGNORECASE)
 
 
 def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -69,7 +70,7 @@ def request_body(
         body["tool_choice"] = "auto"
     if temperature is not None:
         body["temperature"] = temperature
-    if max_tokens is not None:
+    if max_tokens:  # 0 or None: the server's default
         body["max_tokens"] = max_tokens
     if stream:
         body["stream"] = True
@@ -170,7 +171,12 @@ class Assembler:
         one cut off mid-answer is a failed request, not a short answer.
         """
         if self.chunks == 0 and not self.done:
-            raise invalid("the stream ended without a single event")
+            raise AssayError(
+                MODEL_RESPONSE_INVALID,
+                "the server accepted the request (HTTP 200, an event stream) and closed the stream without a "
+                "single event: it failed while answering",
+                "The model server's log says why (a context too small for the prompt, a template or tool "
+                "error...). A server that cannot stream works with ASSAY_OPENAI_STREAM=false.")
         if not (self.done or self.finish_reason):
             raise AssayError(
                 MODEL_REQUEST_FAILED, "the stream ended before the answer was complete (no finish_reason, no [DONE])",
@@ -278,6 +284,11 @@ def status_error(status: int, body: bytes, url: str, model: str, *, attempts: in
             MODEL_REQUEST_FAILED, where,
             "No chat-completions endpoint there: check ASSAY_OPENAI_BASE_URL (it usually ends in /v1).",
         )
+    if _CONTEXT_FULL.search(text):
+        return AssayError(
+            MODEL_REQUEST_FAILED, where,
+            "The conversation does not fit the model's context: start the server with a larger one (llama.cpp: "
+            "--n_ctx 8192), or lower ASSAY_AGENT_TOKEN_BUDGET and ASSAY_OPENAI_MAX_TOKENS to fit it.")
     if status >= 500:
         return AssayError(MODEL_REQUEST_FAILED, where, "The model server failed; see its log, then run again.")
     return AssayError(

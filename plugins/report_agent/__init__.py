@@ -16,6 +16,11 @@ def register_tools(register):
 
 
 @hookimpl
+def register_resources(settings):
+    settings.declare_section("report", "assay.plugins.report_agent.settings:ReportAgentSettings")  # `assay config`
+
+
+@hookimpl
 def register_commands(cli, kernel):
     from .cli import add_commands
 

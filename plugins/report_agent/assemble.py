@@ -193,6 +193,7 @@ def provenance_table(citations: list[dict[str, Any]]) -> str:
             value = f"table, {c['rows_shown']} rows"
         elif c.get("rendered") is not None:
             value = str(c["rendered"])
+            value += f" (exact: {c['exact']})" if c.get("exact") not in (None, value) else ""
         else:
             value = "chart"
         selector = table_cell(json.dumps(c.get("selector"), sort_keys=True, separators=(",", ":")))

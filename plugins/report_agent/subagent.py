@@ -43,6 +43,7 @@ You cannot run SQL or Python. Work like this:
 3. Finish with submit_report. Every number is a citation: {"artifact_id", "path"}. A table cites an artifact
    and columns; its rows are read for you. A heading or caption that claims an order ("highest", "top 10")
    needs a sort on that column ({"column", "descending"}), or a table of an already ordered computed result.
+   Say how a column's numbers read with formats ({"refund_rate": "percent", "revenue": "currency"}).
    A document that fails a check comes back with the reason: fix that part and submit again."""
 
 _SESSION: contextvars.ContextVar[Any] = contextvars.ContextVar("report_session")

@@ -43,6 +43,7 @@ from .resolve import (
 IMAGE_TYPES = ("image/png", "image/svg+xml", "image/jpeg", "image/gif", "image/webp")
 IMAGE_MAX_BYTES = 8 << 20  # a bigger chart artifact is listed as omitted, not inlined
 CHART_TABLE_ROWS = 20  # a chart that cannot be drawn: its first points as a table
+ORIGIN_INLINE_CHARS = 120  # SQL or code up to this long, on one line, stays on its source's line
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
@@ -133,6 +134,7 @@ class _Page:
                     f"{e(MISSING_MARK)}</span>")
         css = "cited missing" if value.null else "cited"
         title = _provenance_title(value.source, value.selector) + (" (NULL in the artifact)" if value.null else "")
+        title += f" · exact: {value.exact}" if not value.null and value.exact != value.text else ""
         return f'<span class="{css}" title="{e(title)}">{e(value.text)}</span>{_ref(value.source)}'
 
     def table(self, table: ResolvedTableBlock) -> str:
@@ -148,11 +150,13 @@ class _Page:
         body = []
         for row in table.rows:
             cells = []
-            for v, n in zip(row, numeric):
+            for v, n, column in zip(row, numeric, table.columns):
                 if v is None:
                     cells.append(f'<td class="missing{" num" if n else ""}" title="NULL">{e(MISSING_MARK)}</td>')
-                else:
-                    cells.append(f'<td class="num">{e(format_number(v))}</td>' if n else f"<td>{e(plain_text(v))}</td>")
+                    continue
+                text, exact = table.text(v, column), plain_text(v)
+                title = f' title="{e("exact: " + exact)}"' if text != exact else ""
+                cells.append(f'<td class="num"{title}>{e(text)}</td>' if n else f"<td{title}>{e(text)}</td>")
             body.append("<tr>" + "".join(cells) + "</tr>")
         return (f'<table class="data" data-block="{table.index}">{caption}<thead><tr>{head}</tr></thead>'
                 f"<tbody>{''.join(body)}</tbody></table>{note}")
@@ -210,14 +214,16 @@ class _Page:
             if shown is None:
                 shown = f"{c['rows_shown']} rows" if "rows_shown" in c else "image"
             sha = c.get("sha256") or ""
+            exact = c.get("exact")
             rows.append(f"<tr><td class=num>{n}</td><td class=num>{c['block']}</td><td>{e(c.get('field') or '')}</td>"
-                        f"<td>{e(shown)}</td><td>{_code(c['artifact_id'])}</td>"
+                        f"<td>{e(shown)}</td><td>{e(exact) if exact is not None else ''}</td>"
+                        f"<td>{_code(c['artifact_id'])}</td>"
                         f"<td>{_code(json.dumps(c.get('selector'), default=str))}</td>"
                         f"<td>{_code(sha[:12]) if sha else e('not read: ' + str(c.get('unavailable') or ''))}</td></tr>")
         if not rows:
             return ""
         return ('<section class="provenance" id="provenance"><h2>Provenance</h2><table>'
-                "<thead><tr><th class=num>#</th><th class=num>block</th><th>field</th><th>shown</th>"
+                "<thead><tr><th class=num>#</th><th class=num>block</th><th>field</th><th>shown</th><th>exact value</th>"
                 "<th>artifact</th><th>selector</th><th>SHA-256</th></tr></thead>"
                 f"<tbody>{''.join(rows)}</tbody></table></section>")
 
@@ -226,28 +232,22 @@ class _Page:
             return ""
         items = []
         for source in self.report.sources.values():
-            origin = source.origin(200)
             incomplete = f" - {e(source.record.incomplete_note())}" if not source.complete else ""
             items.append(f'<li id="src-{source.number}">artifact {_code(source.artifact_id)} ({e(source.kind)}, '
-                         f"sha256 {_code(source.sha256[:12])})"
-                         f"{': <span class=origin>' + _code(origin) + '</span>' if origin else ''}{incomplete}</li>")
+                         f"sha256 {_code(source.sha256[:12])}){_origin(source)}{incomplete}</li>")
         note = (f"<p><span class=missing>{e(MISSING_MARK)}</span> marks a missing value: the cited artifact holds "
                 "NULL there (no value; not zero, not empty text).</p>") if self.report.missing_used else ""
         return f'<section class="sources" id="sources"><h2>Sources</h2><ol>{"".join(items)}</ol>{note}</section>'
 
 
-def format_number(value: Any) -> str:
-    """A number with thousands separators and every digit it has (never rounded)."""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, int):
-        return f"{value:,}"
-    text = plain_text(value) if isinstance(value, float) else str(value)
-    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
-    whole, dot, frac = digits.partition(".")
-    if not whole.isdigit() or "e" in frac.lower():
-        return text
-    return f"{sign}{int(whole):,}{dot}{frac}"
+def _origin(source: Source) -> str:
+    """The SQL or code that produced the artifact, whole: on the line when it is one short line, else
+    collapsed under its first line (``<details>``: opens without a script)."""
+    code, origin = source.code(), source.origin(ORIGIN_INLINE_CHARS)
+    if not code or ("\n" not in code and len(code) <= ORIGIN_INLINE_CHARS):
+        return f": <span class=origin>{_code(origin)}</span>" if origin else ""
+    return (f'<details class="origin"><summary>{_code(origin)}</summary>'
+            f'<pre><code>{e(code)}</code></pre></details>')
 
 
 def _numeric_column(rows: list[list[Any]], i: int) -> bool:

@@ -38,5 +38,8 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 .provenance td, .provenance th { font-size: 12px; }
 code, .mono { font-family: ui-monospace, "DejaVu Sans Mono", monospace; font-size: 12px; }
 .origin { max-width: 360px; overflow-wrap: anywhere; }
+details.origin { max-width: none; margin: 2px 0 6px; }
+details.origin summary { cursor: pointer; }
+details.origin pre { background: #f4f6f8; padding: 8px 10px; overflow-x: auto; white-space: pre-wrap; margin: 4px 0; }
 @media print { .draft-mark { position: fixed; } main { max-width: none; } }
 """

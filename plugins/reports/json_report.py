@@ -74,7 +74,9 @@ def _block(block: Any) -> dict[str, Any]:
         return {"type": "number", "block": block.index, "label": block.label, "value": _value(block.value)}
     if isinstance(block, ResolvedTableBlock):
         return {"type": "table", "block": block.index, "columns": block.columns,
-                "rows": [[_data(v) for v in row] for row in block.rows], "rows_shown": block.shown,
+                "rows": [[_data(v) for v in row] for row in block.rows],
+                "texts": [[block.text(v, c) for v, c in zip(row, block.columns)] for row in block.rows],
+                "rows_shown": block.shown,
                 "total_rows": block.total, "complete": block.complete, "caption": block.caption,
                 "citation": _citation(block.source, block.selector)}
     if isinstance(block, ResolvedImage):
@@ -108,7 +110,8 @@ def _citation(source: Source | None, selector: Any) -> dict[str, Any] | None:
 def _source(source: Source) -> dict[str, Any]:
     return {"number": source.number, "artifact_id": source.artifact_id, "run_id": source.record.run_id,
             "kind": source.kind, "sha256": source.sha256, "complete": source.complete,
-            "origin": source.origin(200), "incomplete": source.record.incomplete_note() or None}
+            "origin": source.origin(200), "code": source.code(),
+            "incomplete": source.record.incomplete_note() or None}
 
 
 def _data(value: Any) -> Any:

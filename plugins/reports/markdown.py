@@ -16,6 +16,7 @@ module as a plugin by name.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from assay.kernel.reports import ReportDocument
@@ -36,7 +37,6 @@ from .resolve import (
     ResolvedText,
     Source,
     Value,
-    plain_text,
     resolve_report,
 )
 
@@ -44,6 +44,7 @@ __all__ = ["MISSING_MARK", "REPORT_CITATION_INVALID", "REPORT_CITATION_OTHER_RUN
 
 
 CHART_TABLE_ROWS = 20  # a chart block in Markdown: its first points as a table
+ORIGIN_INLINE_CHARS = 120  # SQL or code up to this long, on one line, stays on its footnote's line
 
 
 class MarkdownRenderer:
@@ -115,15 +116,27 @@ def _table(table: ResolvedTableBlock) -> str:
         return f"*{_escape_line(table.caption)}*{_mark(table.source)}"
     lines = ["| " + " | ".join(table_cell(c) for c in table.columns) + " |", "|" + "---|" * len(table.columns)]
     for row in table.rows:
-        lines.append("| " + " | ".join(MISSING_MARK if v is None else table_cell(plain_text(v)) for v in row) + " |")
+        lines.append("| " + " | ".join(table_cell(table.text(v, c)) for v, c in zip(row, table.columns)) + " |")
     return "\n".join(lines) + f"\n\n*{_escape_line(table.caption)}*{_mark(table.source)}"
 
 
 def _footnote(source: Source) -> str:
-    origin = source.origin(200).replace("`", "'")
+    """The source's line, then its whole SQL or code (never cut) as a code block inside the footnote when it
+    is longer than a line; a short one stays on the line."""
+    code, origin = source.code(), source.origin(200).replace("`", "'")
     text = f"[^{source.number}]: artifact `{source.artifact_id}` ({source.kind}, sha256 `{source.sha256[:12]}`)"
-    text += f": `{origin}`" if origin else ""
-    return text + (f" - {source.record.incomplete_note()}" if not source.complete else "")
+    inline = not code or ("\n" not in code and len(code) <= ORIGIN_INLINE_CHARS)
+    text += f": `{origin}`" if origin and inline else ""
+    text += f" - {source.record.incomplete_note()}" if not source.complete else ""
+    if inline:
+        return text
+    fence = "`" * max(3, _longest_backtick_run(code) + 1)
+    block = [fence + source.language, *code.splitlines(), fence]
+    return text + ":\n\n" + "\n".join(("    " + line).rstrip() for line in block)
+
+
+def _longest_backtick_run(text: str) -> int:
+    return max((len(run) for run in re.findall(r"`+", text)), default=0)
 
 
 def table_cell(text: str) -> str:

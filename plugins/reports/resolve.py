@@ -20,7 +20,6 @@ another number.
 
 from __future__ import annotations
 
-import math
 import string
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +37,8 @@ from assay.kernel.reports import (
 )
 
 from assay import AssayError, RunContext
+
+from .formats import check_format, format_value, is_number, plain_text
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
 REPORT_CITATION_OTHER_RUN = "REPORT_CITATION_OTHER_RUN"
@@ -73,6 +74,17 @@ class Source:
         """One line of the SQL or code (or file name) that produced the artifact."""
         return self.record.summary(width) if hasattr(self.record, "summary") else ""
 
+    def code(self) -> str:
+        """The whole SQL or code that produced the artifact, as written ("" for a file or a search)."""
+        provenance = getattr(self.record, "provenance", None) or {}
+        return str(provenance.get("sql") or provenance.get("code") or "").strip()
+
+    @property
+    def language(self) -> str:
+        """``sql`` or ``python``: what :meth:`code` is written in ("" when there is none)."""
+        provenance = getattr(self.record, "provenance", None) or {}
+        return "sql" if provenance.get("sql") else "python" if provenance.get("code") else ""
+
 
 @dataclass
 class Value:
@@ -90,6 +102,11 @@ class Value:
     @property
     def numeric(self) -> bool:
         return isinstance(self.value, (int, float)) and not isinstance(self.value, bool)
+
+    @property
+    def exact(self) -> str:
+        """The value exactly as stored (what the provenance keeps beside the shown ``text``)."""
+        return plain_text(self.value)
 
 
 @dataclass
@@ -150,7 +167,13 @@ class ResolvedTableBlock:
     complete: bool = True
     empty: bool = False
     null_cells: int = 0
+    formats: dict[str, str] = field(default_factory=dict)  # the document's formats, by column name
     type: str = "table"
+
+    def text(self, value: Any, column: str) -> str:
+        """A cell as every renderer writes it: the column's format (from the document) for a number,
+        else the default for its type and the column's name (:mod:`.formats`)."""
+        return cell_text(value, column, self.formats)
 
 
 @dataclass
@@ -180,6 +203,7 @@ class ResolvedChart:
     user_caption: str
     source: Source
     selector: dict[str, Any]
+    formats: dict[str, str] = field(default_factory=dict)
     type: str = "chart"
 
     def table(self, max_rows: int) -> ResolvedTableBlock:
@@ -192,7 +216,7 @@ class ResolvedChart:
         caption = (self.user_caption + " " if self.user_caption else "") + f"({what}; {inner})"
         return ResolvedTableBlock(self.index, [self.x, self.y], shown, len(shown), self.total, caption,
                                   self.user_caption, self.source, self.selector, empty=not shown,
-                                  null_cells=sum(v is None for row in shown for v in row))
+                                  null_cells=sum(v is None for row in shown for v in row), formats=self.formats)
 
 
 Resolved = ResolvedHeading | ResolvedText | ResolvedNumber | ResolvedTableBlock | ResolvedImage | ResolvedChart
@@ -246,6 +270,13 @@ class _Resolver:
         self.index = 0
 
     def run(self) -> ResolvedReport:
+        for name, fmt in self.doc.formats.items():
+            try:
+                check_format(fmt)
+            except (TypeError, ValueError) as exc:
+                raise AssayError(REPORT_CITATION_INVALID, f"formats[{name!r}] = {fmt!r} does not write a number: "
+                                 f"{exc}", "Use percent, currency, thousands, integer, plain, or a Python format "
+                                 "spec such as ',.2f' or '$,.0f'.") from None
         for index, block in enumerate(self.doc.blocks):
             self.index = index
             try:
@@ -333,17 +364,20 @@ class _Resolver:
         nulls = _nulls(raw)
         self.out.missing_used = self.out.missing_used or bool(nulls)
         plain = None if raw is None else decode(raw)
+        name = value_name(record, citation.path)  # the document's format of that name applies to a number
+        fmt = citation.format or (self.doc.formats.get(name or "") if is_number(plain) else None)
         if raw is None:
             text = MISSING_MARK
         else:
             try:
-                text = format(plain, citation.format) if citation.format else plain_text(plain)
+                text = format_value(plain, fmt, name)
             except (TypeError, ValueError) as exc:
                 raise AssayError(REPORT_CITATION_INVALID,
-                                 f"format {citation.format!r} does not apply to {plain_text(plain)[:80]!r}: {exc}",
+                                 f"format {fmt!r} does not apply to {plain_text(plain)[:80]!r}: {exc}",
                                  "Use a format for the value's type (',.2f' for numbers) or none.") from None
         selector = {"path": citation.path}
-        self.cite(record, field_name, selector, null=raw is None, rendered=text, format=citation.format,
+        self.cite(record, field_name, selector, null=raw is None, rendered=text, format=fmt,
+                  **({"exact": plain_text(plain)} if raw is not None else {}),
                   **({"null_items": nulls} if raw is not None and nulls else {}))
         return Value(text, plain, self.source(record), selector, null=raw is None)
 
@@ -359,10 +393,12 @@ class _Resolver:
             nulls += sum(value is None for value in row)
             rows.append([None if value is None else decode(value) for value in row])
         self.out.missing_used = self.out.missing_used or nulls > 0
-        self.cite(record, None, table.selector, rows_shown=len(rows), null_cells=nulls)
+        formats = {c: self.doc.formats[c] for c in table.columns if c in self.doc.formats}
+        self.cite(record, None, table.selector, rows_shown=len(rows), null_cells=nulls,
+                  **({"formats": formats} if formats else {}))
         return ResolvedTableBlock(self.index, table.columns, rows, len(rows), table.total_rows,
                                   table_caption(block, table), block.caption, self.source(record), table.selector,
-                                  complete=record.complete, empty=not rows, null_cells=nulls)
+                                  complete=record.complete, empty=not rows, null_cells=nulls, formats=formats)
 
     def chart(self, block: Any) -> ResolvedChart:
         from assay.kernel.evidence import decode
@@ -376,10 +412,12 @@ class _Resolver:
         nulls = sum(v is None for row in rows for v in row)
         self.out.missing_used = self.out.missing_used or nulls > 0
         selector = dict(table.selector, chart=block.chart, x=block.x, y=block.y)
-        self.cite(record, None, selector, rows_shown=len(rows), null_cells=nulls)
+        formats = {c: self.doc.formats[c] for c in (block.x, block.y) if c in self.doc.formats}
+        self.cite(record, None, selector, rows_shown=len(rows), null_cells=nulls,
+                  **({"formats": formats} if formats else {}))
         caption = table_caption(rows_of, table)
         return ResolvedChart(self.index, block.chart, block.x, block.y, rows, table.total_rows, caption,
-                             block.caption, self.source(record), selector)
+                             block.caption, self.source(record), selector, formats)
 
     def image(self, block: Any) -> ResolvedImage:
         record = self.citable(block.artifact_id)
@@ -489,17 +527,24 @@ def _nulls(value: Any) -> int:
     return 0
 
 
-def plain_text(value: Any) -> str:
-    """A decoded value as report text: NULL is the missing mark (also inside a cited row or object),
-    a whole float keeps its ``.0``, and a float is never rounded."""
+def value_name(record: Any, path: Any) -> str | None:
+    """The column or key a cited value was read from (what its default format goes by): the last name
+    in ``path`` (``[0, "revenue"]``, ``"0.revenue"``, ``"summary.total"``), or the column a tabular
+    artifact has at a numeric position (``[0, 1]``)."""
+    steps = path if isinstance(path, list) else [p for p in str(path).split(".") if p] if path is not None else []
+    for step in reversed(steps):
+        if isinstance(step, str) and not step.lstrip("-").isdigit() and ":" not in step:
+            return step
+    if len(steps) >= 2 and getattr(record, "is_tabular", False):
+        columns, column = list(record.columns or []), steps[1]
+        if str(column).lstrip("-").isdigit() and -len(columns) <= int(column) < len(columns):
+            return columns[int(column)]
+    return None
+
+
+def cell_text(value: Any, column: str, formats: dict[str, str]) -> str:
+    """A table cell: the column's format for a number (text in a formatted column is written as stored),
+    else the default for the value's type and the column's name."""
     if value is None:
         return MISSING_MARK
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(map(plain_text, value)) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}: {plain_text(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, float):
-        if not math.isfinite(value):
-            return repr(value)
-        return repr(value) if value != int(value) or abs(value) >= 1e16 else f"{value:.1f}"
-    return str(value)
+    return format_value(value, formats.get(column) if is_number(value) else None, column)

@@ -13,6 +13,7 @@ the whole result, so their order or filter would misstate it.
 
 from __future__ import annotations
 
+import decimal
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -202,20 +203,58 @@ def _apply_filter(rows: list[list[Any]], columns: list[str], f: Any) -> list[lis
         return [r for r in rows if r[i] is not None]
     if f.value is None:
         raise _invalid(f"filter {f.op} on {f.column} needs a value", "Use is_null / not_null to test for NULL.")
-    test = _OPS[f.op]
+    test, wanted = _OPS[f.op], comparable(f.value)
     try:
-        return [r for r in rows if r[i] is not None and test(r[i], f.value)]
+        return [r for r in rows if r[i] is not None and _holds(test, comparable(r[i]), wanted)]
     except TypeError:
         raise _invalid(f"filter {f.column} {f.op} {f.value!r} compares values of different types",
                        "Compare numbers with numbers and text with text.") from None
 
 
+def _holds(test: Any, value: Any, wanted: Any) -> bool:
+    if _is_nan(value) or _is_nan(wanted):  # NaN equals nothing and orders against nothing
+        return test is _OPS["ne"]
+    return test(value, wanted)
+
+
 def _sort(rows: list[list[Any]], columns: list[str], key: Any) -> list[list[Any]]:
     i = columns.index(key.column)
-    present = [r for r in rows if r[i] is not None]
+    present = [r for r in rows if r[i] is not None and not _is_nan(comparable(r[i]))]
+    nans = [r for r in rows if r[i] is not None and _is_nan(comparable(r[i]))]
     nulls = [r for r in rows if r[i] is None]
     try:
-        present.sort(key=lambda r: r[i], reverse=key.descending)  # stable either way
+        present.sort(key=lambda r: comparable(r[i]), reverse=key.descending)  # stable either way
     except TypeError:
-        raise _invalid(f"column {key.column} mixes types that do not sort together") from None
-    return present + nulls
+        kinds = sorted({_kind(r[i]) for r in present})
+        raise _invalid(f"column {key.column} mixes values that do not sort together ({', '.join(kinds)})",
+                       "Sort a column whose values are all numbers, all text or all dates; convert the others "
+                       "in the query or in code_interpreter first.") from None
+    return present + nans + nulls  # NaN after the numbers, NULL last, in either direction
+
+
+def comparable(value: Any) -> Any:
+    """A stored (canonical) value as one that compares by what it means: every number, an exact
+    ``{"$decimal": ...}`` (PostgreSQL ``NUMERIC``), a whole decimal stored as an int, or a float,
+    as a :class:`decimal.Decimal` (a float by its shortest repr, so ``0.1`` equals ``NUMERIC 0.1``);
+    other tagged values decoded; text, dates (ISO text) and booleans as they are."""
+    if isinstance(value, dict):
+        from assay.kernel.evidence import decode
+
+        value = decode(value)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        return decimal.Decimal(value)
+    if isinstance(value, float):
+        return decimal.Decimal(repr(value)) if value == value and abs(value) != float("inf") \
+            else decimal.Decimal(str(value).replace("inf", "Infinity"))
+    return value
+
+
+def _is_nan(value: Any) -> bool:
+    return isinstance(value, decimal.Decimal) and value.is_nan()
+
+
+def _kind(value: Any) -> str:
+    value = comparable(value)
+    return "number" if isinstance(value, decimal.Decimal) else type(value).__name__

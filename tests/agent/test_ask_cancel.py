@@ -52,7 +52,9 @@ def active_queries(role: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(pg_login, tmp_path):
+def interrupt_a_running_query(pg_login, tmp_path, signum: int) -> tuple[int, str, str, dict[str, str]]:
+    """`assay ask` running ``SELECT pg_sleep(120)`` on PostgreSQL, sent ``signum`` once the query is active
+    on the server; its exit status, output and environment."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps([{"tool": "sql_query", "arguments": {"sql": "SELECT pg_sleep(120)"}},
                                   {"text": "never"}]))
@@ -67,13 +69,18 @@ def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the query never started"
             time.sleep(0.1)
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    assert proc.returncode == 130, (out, err)
+    return proc.returncode, out, err, env
+
+
+def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(pg_login, tmp_path):
+    returncode, out, err, env = interrupt_a_running_query(pg_login, tmp_path, signal.SIGINT)
+    assert returncode == 130, (out, err)
     assert "status: cancelled" in err and "Traceback" not in err
     assert not any("pg_sleep" in q for q in active_queries(pg_login)), "the query still runs on the server"
 
@@ -84,3 +91,15 @@ def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(
     shown = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "runs", "show", record["run_id"]], env=env, check=True,
                            capture_output=True, text=True, timeout=60)
     assert "assistant calls sql_query" in shown.stdout and "finished: cancelled" in shown.stdout
+    assert "sql_query -> error AGENT_TOOL_CALL_CANCELLED" in shown.stdout  # the call in flight is in the record
+    assert record["tool_calls"] == 1
+
+
+def test_sigterm_cancels_the_running_query_as_ctrl_c_does_then_ends_as_killed_by_it(pg_login, tmp_path):
+    returncode, out, err, env = interrupt_a_running_query(pg_login, tmp_path, signal.SIGTERM)
+    assert returncode == -signal.SIGTERM, (out, err)  # what timeout and systemd expect of a stopped process
+    assert "status: cancelled" in err and "Traceback" not in err
+    assert not any("pg_sleep" in q for q in active_queries(pg_login)), "the query still runs on the server"
+    listed = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "runs", "ls", "--json"], env=env, check=True,
+                            capture_output=True, text=True, timeout=60)
+    assert json.loads(listed.stdout.splitlines()[0])["status"] == "cancelled"

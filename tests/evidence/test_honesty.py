@@ -254,7 +254,7 @@ def test_report_rendering_is_the_same_bytes_under_every_hash_seed(kernel):
         outputs.add(done.stdout)
     assert len(outputs) == 1, "the same document over the same artifacts rendered differently"
     text = outputs.pop().decode()
-    assert text.index("100.0[^1]") < text.index("200.0[^2]") < text.index("300.0[^3]")  # in order of appearance
+    assert text.index("100.00[^1]") < text.index("200.00[^2]") < text.index("300.00[^3]")  # in order of appearance
 
 
 def test_kept_report_keeps_artifact_selector_and_sha256_of_every_value(kernel):
@@ -291,7 +291,7 @@ def test_cited_null_renders_as_the_missing_mark_and_provenance_says_null(kernel)
     result = kernel.call_tool("render_report", {"document": doc}, run=run)
     assert result.success, result.message
     assert "**Refunds:** --[^1]" in result.content
-    assert "| north | 100.0 | -- |" in result.content
+    assert "| north | 100.00 | -- |" in result.content
     assert "null" not in result.content.replace("NULL there", "")
     assert "marks a missing value" in result.content and "NULL" in result.content
     report = run.artifacts.catalog.get(result.data["artifact_id"])

@@ -42,7 +42,7 @@ def test_register_report_renderers_markdown_cites_numbers_and_tables(run):
     assert text.startswith("# Sales by region\n")
     assert "North earned 1,234.50[^1] from 10[^1] orders." in text
     assert "**South revenue:** 99.25[^1]" in text
-    assert "| revenue | region |\n|---|---|\n| 1234.5 | north |\n| 99.25 | south |" in text
+    assert "| revenue | region |\n|---|---|\n| 1,234.50 | north |\n| 99.25 | south |" in text
     assert "*(2 of 3 rows)*[^1]" in text
     assert f"[^1]: artifact `{record.artifact_id}` (sql, sha256 `{record.sha256[:12]}`)" in text
     assert "select region" in text

@@ -192,5 +192,7 @@ async def test_a_run_over_real_tools_replays_with_the_new_runs_artifact_ids(reta
     assert replayed.artifact_ids and set(replayed.artifact_ids).isdisjoint(recorded.artifact_ids)
     second_call = replayed.messages[4].tool_calls[0]  # the recorded call, carrying this run's artifact id
     assert second_call.arguments == {"artifact_id": replayed.artifact_ids[0]}
-    assert replayed.tool_results[1].success and replay.ids == dict(zip(recorded.artifact_ids, replayed.artifact_ids))
+    assert replayed.tool_results[1].success
+    drawn = {old: new for old, new in replay.ids.items() if old != new}  # the system prompt's example id is fixed
+    assert drawn == dict(zip(recorded.artifact_ids, replayed.artifact_ids))
     replay.assert_finished()

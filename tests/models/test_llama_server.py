@@ -66,3 +66,33 @@ def test_the_server_streams_text_deltas_and_usage(llama_server):
     reply = model_for(llama_server, max_tokens=24).complete(
         [Message(role="user", content="Name three colours.")], [], on_text=shown.append)
     assert len(shown) > 1 and "".join(shown) == reply.content
+
+
+TOOL_TURN = [Message(role="system", content="You call tools."),
+             Message(role="user", content="Use the sql_query tool to count the orders.")]
+
+
+def test_a_turn_with_tools_that_the_server_will_not_stream_is_asked_again_unstreamed(llama_server):
+    # llama-cpp-python answers HTTP 200 and then fails "Automatic streaming tool choice is not supported"
+    # when the model picks a tool: the stream closes empty (was MODEL_RESPONSE_INVALID, "check the base URL").
+    model = model_for(llama_server)
+    reply = model.complete(TOOL_TURN, [SQL_TOOL], on_text=lambda _: None)
+    assert model.streams_with_tools is False  # the refusal happened, and was answered unstreamed
+    assert reply.tool_calls or reply.content
+
+
+def test_assay_ask_takes_its_first_real_turn_with_the_documented_local_setup(llama_server, retail_kernel,
+                                                                            monkeypatch):
+    from assay.kernel.agent.loop import agent_settings
+    from assay.kernel.ask import AskOptions, ask
+
+    for key, value in {"ASSAY_OPENAI_BASE_URL": llama_server.url, "ASSAY_OPENAI_MODEL": "smollm2",
+                       "ASSAY_OPENAI_MAX_TOKENS": "256", "ASSAY_OPENAI_TIMEOUT_S": "600",
+                       "ASSAY_AGENT_TOKEN_BUDGET": "7000"}.items():  # the README's local setup, n_ctx 8192
+        monkeypatch.setenv(key, value)
+    kernel = retail_kernel()
+    settings = agent_settings(kernel).model_copy(update={"max_steps": 1})
+    transcript = ask(kernel, AskOptions(question="How many orders are there?", databases=["retail"],
+                                        model="openai_compatible", settings=settings), observers=[lambda e: None])
+    assert transcript.usage.prompt_tokens > 0, transcript.status_reason  # the model answered its first turn
+    assert transcript.error is None or not transcript.error.code.startswith("MODEL_"), transcript.error

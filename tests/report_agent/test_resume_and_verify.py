@@ -94,7 +94,7 @@ def test_every_number_is_in_the_provenance_table_and_the_report_verifies(store_r
     run = store_run
     outcome, data, rate = _completed(run)
     table = outcome.report.split("## Provenance")[1]
-    assert f"| 7.31% | `{rate.artifact_id}` | `{{\"path\":\"overall_refund_rate\"}}` | `{rate.sha256}` |" in table
+    assert f"| 7.31% (exact: 0.0731) | `{rate.artifact_id}` | `{{\"path\":\"overall_refund_rate\"}}` | `{rate.sha256}` |" in table
     assert f"`{data.artifact_id}`" in table and '"sort":[{"column":"refund_rate","descending":true}]' in table
     result = verify_report(run.artifacts.catalog, outcome.report_artifact_id)
     assert result.ok and result.checked == 2

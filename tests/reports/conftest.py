@@ -92,3 +92,35 @@ def browser(tmp_path):
             yield launched
         finally:
             launched.close()
+
+
+@pytest.fixture
+def pg_stores(monkeypatch):
+    """A PostgreSQL table of 30 stores whose ``revenue`` is ``NUMERIC(12,2)`` (some whole, some not), in a
+    schema of its own read by a least-privilege login, served as datasource ``pgshop`` through ``sql_query``."""
+    import uuid
+
+    import psycopg
+
+    from tests.conftest import PG_DSN, postgres_available, require
+
+    require(postgres_available(), "PostgreSQL on 127.0.0.1:5432")
+    schema, role = "assay_rep_" + uuid.uuid4().hex[:10], "assay_rep_" + uuid.uuid4().hex[:10]
+    with psycopg.connect(PG_DSN, autocommit=True) as admin:
+        admin.execute(f'CREATE SCHEMA "{schema}"')
+        admin.execute(f'CREATE TABLE "{schema}".stores (store text, revenue numeric(12,2))')
+        # whole-number decimals are stored as ints, the others as {"$decimal": ...}: one column, both forms
+        admin.execute(f'INSERT INTO "{schema}".stores SELECT \'store \' || i, '
+                      "CASE WHEN i % 3 = 0 THEN i * 1000 ELSE i * 1000 + 0.25 END FROM generate_series(1, 30) i")
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        admin.execute(f'GRANT SELECT ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    monkeypatch.setenv("ASSAY_SQL_DATABASES",
+                       f"pgshop=postgresql://{role}@127.0.0.1:5432/test?options=-csearch_path%3D{schema}")
+    try:
+        yield schema
+    finally:
+        with psycopg.connect(PG_DSN, autocommit=True) as admin:
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+            admin.execute(f'DROP SCHEMA "{schema}" CASCADE')
+            admin.execute(f'DROP ROLE "{role}"')

@@ -61,7 +61,7 @@ def test_tables_right_align_formatted_numbers_and_count_rows(shop, run):
     page = html(run, {"title": "t", "blocks": [{"type": "table", "artifact_id": artifact, "max_rows": 10,
                                                 "caption": "Stores"}]})
     assert "Stores (10 of 300 rows)" in page
-    assert '<th class=num scope="col">revenue</th>' in page and '<td class="num">1,012.5</td>' in page
+    assert '<th class=num scope="col">revenue</th>' in page and '<td class="num" title="exact: 1012.5">1,012.50</td>' in page
     assert '<td class="num">90</td>' in page and "<td>north</td>" in page
     assert '<td class="missing num" title="NULL">--</td>' in page  # store 5 has no revenue
 
@@ -86,11 +86,11 @@ def test_provenance_on_hover_and_in_the_table_at_the_end(run):
         {"type": "number", "label": "North", "artifact_id": record.artifact_id, "path": [0, "revenue"],
          "format": ",.2f"}]})
     hover = f'title="artifact {record.artifact_id} · selector {{&quot;path&quot;: [0, &quot;revenue&quot;]}} · ' \
-            f'sha256 {record.sha256[:12]}">1,234.50</span>'
+            f'sha256 {record.sha256[:12]} · exact: 1234.5">1,234.50</span>'
     assert hover in page
     provenance = page.split('id="provenance"')[1]
     assert f"<code>{record.artifact_id}</code>" in provenance and f"<code>{record.sha256[:12]}</code>" in provenance
-    assert "<td>1,234.50</td>" in provenance
+    assert "<td>1,234.50</td><td>1234.5</td>" in provenance  # shown, and the exact value
 
 
 def test_unavailable_values_and_gaps_are_marked_and_listed_in_the_warnings_box(run):

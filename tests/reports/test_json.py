@@ -39,7 +39,7 @@ def test_every_json_value_carries_its_artifact_selector_and_sha256(run):
     record, doc = full_document(run)
     out = json.loads(run.kernel.renderer("json").render(doc, run.artifacts))
     north = out["blocks"][2]["value"]
-    assert north["value"] == 1234.5 and north["text"] == "1234.5"
+    assert north["value"] == 1234.5 and north["text"] == "1,234.50"
     assert north["citation"] == {"artifact_id": record.artifact_id, "selector": {"path": [0, "revenue"]},
                                  "sha256": record.sha256, "source": 2}
     assert out["blocks"][1]["parts"][3] == {"text": "--", "value": None, "null": True,

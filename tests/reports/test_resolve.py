@@ -72,5 +72,5 @@ def test_markdown_shows_a_chart_block_as_a_table_of_its_points(run):
     doc = {"title": "t", "blocks": [{"type": "chart", "chart": "line", "artifact_id": record.artifact_id,
                                      "x": "region", "y": "revenue"}]}
     text = run.kernel.renderer("markdown").render(doc, run.artifacts).decode()
-    assert "| region | revenue |\n|---|---|\n| north | 1234.5 |\n| south | 99.25 |\n| east | -- |" in text
+    assert "| region | revenue |\n|---|---|\n| north | 1,234.50 |\n| south | 99.25 |\n| east | -- |" in text
     assert "*(line chart of revenue by region, shown as a table; 3 of 3 rows)*[^1]" in text
