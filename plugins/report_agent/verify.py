@@ -6,7 +6,9 @@ that each cited artifact still has the recorded SHA-256 and reads back
 (hash-verified) through its selector, and that rendering the document again
 with the renderer that wrote it (Markdown with its provenance table, or the
 HTML page kept beside it) gives the stored bytes exactly. Any difference is a
-mismatch.
+mismatch. A formal report (and any report outside the pipeline, such as
+``render_report``'s) also fails when its prose states a figure that is not a
+bound citation (:mod:`assay.plugins.reports.figures`).
 """
 
 from __future__ import annotations
@@ -98,4 +100,10 @@ def verify_report(reader: Any, report_id: str) -> Verification:
         return out
     if again != stored:
         out.problems.append("re-rendering the document does not give the stored report")
+    if record.provenance.get("formal", True):
+        from assay.plugins.reports.resolve import resolve_report
+
+        for figure in resolve_report(doc, catalog).unbound:
+            out.problems.append(f"figure {figure.describe()} is not a bound citation: it was not read from the "
+                                "evidence (a formal report states every figure as a citation)")
     return out
