@@ -90,8 +90,8 @@ def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
         found: set[int] = set()
         try:
             finished = True
-            for number in artifact_numbers(catalog, record):
-                found.update(ranges.containing(number))
+            for number, percent in artifact_numbers(catalog, record):
+                found.update(ranges.containing(number, percent))
                 if ranges.remaining <= found:
                     finished = False
                     break
@@ -112,22 +112,24 @@ class _Ranges:
     """The figures' ranges, sorted, so each evidence value is placed with a binary search."""
 
     def __init__(self, figures: list[Figure]) -> None:
-        spans = sorted((lo, hi, i) for i, f in enumerate(figures) for lo, hi in f.intervals())
+        spans = sorted((lo, hi, i, only) for i, f in enumerate(figures) for lo, hi, only in f.intervals())
         self.lows = [s[0] for s in spans]
         self.spans = spans
-        self.widest = max((hi - lo for lo, hi, _ in spans), default=0.0)
+        self.widest = max((hi - lo for lo, hi, _, _ in spans), default=0.0)
         self.remaining = set(range(len(figures)))
         self.supported: set[int] = set()
         self.unsigned = {i for i, f in enumerate(figures) if not f.negative}
 
-    def containing(self, number: float) -> set[int]:
+    def containing(self, number: float, percent: bool = False) -> set[int]:
+        """The figures one evidence value supports (``percent``: the value is known to be in percent)."""
         hits = set()
         for candidate in {number, abs(number)}:
             for j in range(bisect.bisect_right(self.lows, candidate) - 1, -1, -1):
-                lo, hi, i = self.spans[j]
+                lo, hi, i, percent_only = self.spans[j]
                 if candidate - lo > self.widest:
                     break
-                if lo <= candidate <= hi and i in self.remaining and (candidate == number or i in self.unsigned):
+                if (lo <= candidate <= hi and i in self.remaining and (percent or not percent_only)
+                        and (candidate == number or i in self.unsigned)):
                     hits.add(i)
         return hits
 

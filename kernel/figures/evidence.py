@@ -10,6 +10,10 @@ Which values count (docs/agent.md, "Figure check"):
   (printed output is not a result);
 - a knowledge search (the operator's own documents): its numbers and the
   figures written in its text;
+- a number is *in percent* when its column or key is named as one (``pct``,
+  ``percent``, ``rate``, ``ratio``, ``share``, ``margin``, ``growth``,
+  ``change``...) or it was written as a percentage (``"7.16%"``): only such a
+  value supports ``7.16%`` read as 7.16 (any value supports it as 0.0716);
 - nothing else: failed executions, reports, charts and files hold no values
   here, and a figure written inside a data text cell ("All 60 promotions
   earned 999999 dollars", stored in a table) is not a value of the evidence.
@@ -23,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 from collections.abc import Iterator
 from decimal import Decimal, InvalidOperation
 from typing import Any
@@ -35,6 +40,13 @@ from .extract import Figure, find_figures
 
 TEXT_FIGURES = frozenset({"knowledge"})  # kinds whose text is the operator's, so figures written in it count
 _CHUNK = 1 << 20
+_PERCENT_NAME = re.compile(r"pct|percent|perc|rate|ratio|share|margin|growth|change|yoy|mom|%", re.IGNORECASE)
+Number = tuple[float, bool]  # a value, and whether it is in percent
+
+
+def percent_name(name: str) -> bool:
+    """Whether a column or key named ``name`` holds percentages (or rates that may be written as one)."""
+    return bool(_PERCENT_NAME.search(name))
 
 
 def readable(record: Any) -> bool:
@@ -44,7 +56,7 @@ def readable(record: Any) -> bool:
     return record.media_type == PYTHON_DOC or (record.media_type == TABULAR and record.kind in ("sql", *TEXT_FIGURES))
 
 
-def artifact_numbers(catalog: Any, record: Any) -> Iterator[float]:
+def artifact_numbers(catalog: Any, record: Any) -> Iterator[Number]:
     """Every value of one artifact (see the module docstring), its content hashed as it is read.
 
     A consumer that stops early has not seen the hash checked: it must call
@@ -56,33 +68,37 @@ def artifact_numbers(catalog: Any, record: Any) -> Iterator[float]:
         if doc.get("result_set"):
             yield from values(doc.get("result"), text)
         return
-    rows = 0
+    rows, percent = 0, []
     for index, line in enumerate(_lines(_verified_chunks(catalog, record))):
-        if index == 0 or not line:
-            continue  # the header: {"columns": [...]}
+        if index == 0:  # the header: {"columns": [...]}
+            percent = [percent_name(str(c)) for c in orjson.loads(line).get("columns") or []]
+            continue
+        if not line:
+            continue
         rows += 1
-        for cell in orjson.loads(line):
-            yield from values(cell, text)
-    yield float(rows)
+        for i, cell in enumerate(orjson.loads(line)):
+            yield from values(cell, text, i < len(percent) and percent[i])
+    yield float(rows), False
     returned = record.rows_returned
     if isinstance(returned, int) and returned != rows:
-        yield float(returned)
+        yield float(returned), False
 
 
-def values(value: Any, text_figures: bool = False) -> Iterator[float]:
-    """The numbers a canonical JSON value holds (tagged decimals included; booleans are not numbers)."""
+def values(value: Any, text_figures: bool = False, percent: bool = False) -> Iterator[Number]:
+    """The numbers a canonical JSON value holds (tagged decimals included; booleans are not numbers),
+    each with whether it is in percent (``percent``, or the key it is under is named as one)."""
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, (int, float)):
         number = float(value)
         if math.isfinite(number):
-            yield number
+            yield number, percent
     elif isinstance(value, str):
-        yield from string_numbers(value, text_figures)
+        yield from string_numbers(value, text_figures, percent)
     elif isinstance(value, list):
-        yield float(len(value))
+        yield float(len(value)), False
         for item in value:
-            yield from values(item, text_figures)
+            yield from values(item, text_figures, percent)
     elif isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("$decimal"), str):
             try:
@@ -90,30 +106,31 @@ def values(value: Any, text_figures: bool = False) -> Iterator[float]:
             except InvalidOperation:
                 return
             if math.isfinite(number):
-                yield number
+                yield number, percent
             return
-        for item in value.values():
-            yield from values(item, text_figures)
+        for key, item in value.items():
+            yield from values(item, text_figures, percent or percent_name(key))
 
 
-def string_numbers(text: str, text_figures: bool = False) -> Iterator[float]:
+def string_numbers(text: str, text_figures: bool = False, percent: bool = False) -> Iterator[Number]:
     """A text that is itself one figure (``"$4.2M"``), or with ``text_figures`` every figure written in it."""
     figures = find_figures(text)
     if not text_figures:
         stripped = text.strip()
         figures = figures if len(figures) == 1 and figures[0].text == stripped else []
-        if not figures and stripped and _plain_number(stripped) is not None:
-            yield _plain_number(stripped)  # type: ignore[misc]
+        plain = _plain_number(stripped) if not figures and stripped else None
+        if plain is not None:
+            yield plain, percent
             return
     for figure in figures:
-        yield from figure_values(figure)
+        yield from figure_values(figure, percent)
 
 
-def figure_values(figure: Figure) -> Iterator[float]:
+def figure_values(figure: Figure, percent: bool = False) -> Iterator[Number]:
     amount = float(figure.value)
-    yield amount
+    yield amount, percent or figure.percent
     if figure.percent:
-        yield amount / 100
+        yield amount / 100, False
 
 
 def _plain_number(text: str) -> float | None:

@@ -82,24 +82,26 @@ class Figure:
         amount = self.number * self.scale
         return -amount if self.negative else amount
 
-    def intervals(self) -> list[tuple[float, float]]:
-        """Every range of values the figure may stand for at the precision it is written with.
+    def intervals(self) -> list[tuple[float, float, bool]]:
+        """Every range of values the figure may stand for at the precision it is written with, and whether
+        only a value known to be a percentage may fall in it.
 
         ``1,234`` is [1233.5, 1234.5]; ``$4.2M`` is [4,150,000, 4,250,000]; ``7.16%`` is
-        [0.07155, 0.07165] (a fraction) or [7.155, 7.165] (already in percent). A negative
-        figure's ranges are negative; an unsigned one is matched against magnitudes.
+        [0.07155, 0.07165] (a fraction), or [7.155, 7.165] for a value already in percent (a column or
+        key named as a rate, share, percent..., or a text such as "7.16%"). A negative figure's ranges
+        are negative; an unsigned one is matched against magnitudes.
         """
         half = Decimal(5).scaleb(-(self.decimals + 1))
         low, high = (self.number - half) * self.scale, (self.number + half) * self.scale
-        ranges = [(low, high)]
+        ranges = [(low, high, self.percent)]
         if self.percent:
-            ranges.append((low / 100, high / 100))
+            ranges.append((low / 100, high / 100, False))
         out = []
-        for lo, hi in ranges:
+        for lo, hi, percent_only in ranges:
             lo, hi = float(lo), float(hi)
             pad = max(abs(lo), abs(hi)) * 1e-9  # float rounding at the edges (0.07155 is 0.0715499...)
             lo, hi = lo - pad, hi + pad
-            out.append((-hi, -lo) if self.negative else (lo, hi))
+            out.append((-hi, -lo, percent_only) if self.negative else (lo, hi, percent_only))
         return out
 
     def key(self) -> Decimal:
