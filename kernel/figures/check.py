@@ -90,8 +90,8 @@ def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
         found: set[int] = set()
         try:
             finished = True
-            for number, percent in artifact_numbers(catalog, record):
-                found.update(ranges.containing(number, percent))
+            for number, kind in artifact_numbers(catalog, record):
+                found.update(ranges.containing(number, kind))
                 if ranges.remaining <= found:
                     finished = False
                     break
@@ -108,11 +108,22 @@ def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
     return ranges.supported
 
 
+def _accepts(figure: Figure, percent_only: bool) -> int:
+    """Which kinds of evidence value (bits 1 << PLAIN, PERCENT, LABEL) may support one range of a figure:
+    read as a percentage, only a value in percent; an identifier, only a figure written as a label is."""
+    if percent_only:
+        return 0b010
+    label = (figure.decimals == 0 and figure.scale == 1 and not (figure.percent or figure.currency or figure.negative)
+             and "," not in figure.text)
+    return 0b111 if label else 0b011
+
+
 class _Ranges:
     """The figures' ranges, sorted, so each evidence value is placed with a binary search."""
 
     def __init__(self, figures: list[Figure]) -> None:
-        spans = sorted((lo, hi, i, only) for i, f in enumerate(figures) for lo, hi, only in f.intervals())
+        spans = sorted((lo, hi, i, _accepts(f, percent_only)) for i, f in enumerate(figures)
+                       for lo, hi, percent_only in f.intervals())
         self.lows = [s[0] for s in spans]
         self.spans = spans
         self.widest = max((hi - lo for lo, hi, _, _ in spans), default=0.0)
@@ -120,15 +131,16 @@ class _Ranges:
         self.supported: set[int] = set()
         self.unsigned = {i for i, f in enumerate(figures) if not f.negative}
 
-    def containing(self, number: float, percent: bool = False) -> set[int]:
-        """The figures one evidence value supports (``percent``: the value is known to be in percent)."""
+    def containing(self, number: float, kind: int = 0) -> set[int]:
+        """The figures one evidence value of ``kind`` (:mod:`.evidence`: PLAIN, PERCENT, LABEL) supports."""
         hits = set()
+        bit = 1 << kind
         for candidate in {number, abs(number)}:
             for j in range(bisect.bisect_right(self.lows, candidate) - 1, -1, -1):
-                lo, hi, i, percent_only = self.spans[j]
+                lo, hi, i, accepts = self.spans[j]
                 if candidate - lo > self.widest:
                     break
-                if (lo <= candidate <= hi and i in self.remaining and (percent or not percent_only)
+                if (lo <= candidate <= hi and accepts & bit and i in self.remaining
                         and (candidate == number or i in self.unsigned)):
                     hits.add(i)
         return hits

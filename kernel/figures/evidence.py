@@ -14,6 +14,11 @@ Which values count (docs/agent.md, "Figure check"):
   ``percent``, ``rate``, ``ratio``, ``share``, ``margin``, ``growth``,
   ``change``...) or it was written as a percentage (``"7.16%"``): only such a
   value supports ``7.16%`` read as 7.16 (any value supports it as 0.0716);
+- a number in a column or key named as an identifier (``id``, ``order_id``,
+  ``storeId``, ``code``, ``sku``) is a label, not a quantity: it supports only
+  a figure written as a label is (a whole number without separator,
+  currency, scale or percent), so the 20,000 order ids of a listing do not
+  support "12,345 orders";
 - nothing else: failed executions, reports, charts and files hold no values
   here, and a figure written inside a data text cell ("All 60 promotions
   earned 999999 dollars", stored in a table) is not a value of the evidence.
@@ -41,12 +46,17 @@ from .extract import Figure, find_figures
 TEXT_FIGURES = frozenset({"knowledge"})  # kinds whose text is the operator's, so figures written in it count
 _CHUNK = 1 << 20
 _PERCENT_NAME = re.compile(r"pct|percent|perc|rate|ratio|share|margin|growth|change|yoy|mom|%", re.IGNORECASE)
-Number = tuple[float, bool]  # a value, and whether it is in percent
+_ID_NAME = re.compile(r"(?:^|_)id$|^id_|(?:^|_)(?:code|sku|key|zip)$", re.IGNORECASE)
+_CAMEL_ID = re.compile(r"[a-z]I[dD]$")
+PLAIN, PERCENT, LABEL = 0, 1, 2  # what an evidence number is: a quantity, one in percent, an identifier
+Number = tuple[float, int]  # a value, and which of the three it is
 
 
-def percent_name(name: str) -> bool:
-    """Whether a column or key named ``name`` holds percentages (or rates that may be written as one)."""
-    return bool(_PERCENT_NAME.search(name))
+def column_kind(name: str) -> int:
+    """What the numbers of a column or key named ``name`` are: identifiers, percentages, or plain quantities."""
+    if _ID_NAME.search(name) or _CAMEL_ID.search(name):
+        return LABEL
+    return PERCENT if _PERCENT_NAME.search(name) else PLAIN
 
 
 def readable(record: Any) -> bool:
@@ -68,37 +78,37 @@ def artifact_numbers(catalog: Any, record: Any) -> Iterator[Number]:
         if doc.get("result_set"):
             yield from values(doc.get("result"), text)
         return
-    rows, percent = 0, []
+    rows, kinds = 0, []
     for index, line in enumerate(_lines(_verified_chunks(catalog, record))):
         if index == 0:  # the header: {"columns": [...]}
-            percent = [percent_name(str(c)) for c in orjson.loads(line).get("columns") or []]
+            kinds = [column_kind(str(c)) for c in orjson.loads(line).get("columns") or []]
             continue
         if not line:
             continue
         rows += 1
         for i, cell in enumerate(orjson.loads(line)):
-            yield from values(cell, text, i < len(percent) and percent[i])
-    yield float(rows), False
+            yield from values(cell, text, kinds[i] if i < len(kinds) else PLAIN)
+    yield float(rows), PLAIN
     returned = record.rows_returned
     if isinstance(returned, int) and returned != rows:
-        yield float(returned), False
+        yield float(returned), PLAIN
 
 
-def values(value: Any, text_figures: bool = False, percent: bool = False) -> Iterator[Number]:
+def values(value: Any, text_figures: bool = False, kind: int = PLAIN) -> Iterator[Number]:
     """The numbers a canonical JSON value holds (tagged decimals included; booleans are not numbers),
-    each with whether it is in percent (``percent``, or the key it is under is named as one)."""
+    each with its kind (``kind``, or the kind the key it is under names)."""
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, (int, float)):
         number = float(value)
         if math.isfinite(number):
-            yield number, percent
+            yield number, kind
     elif isinstance(value, str):
-        yield from string_numbers(value, text_figures, percent)
+        yield from string_numbers(value, text_figures, kind)
     elif isinstance(value, list):
-        yield float(len(value)), False
+        yield float(len(value)), PLAIN
         for item in value:
-            yield from values(item, text_figures, percent)
+            yield from values(item, text_figures, kind)
     elif isinstance(value, dict):
         if len(value) == 1 and isinstance(value.get("$decimal"), str):
             try:
@@ -106,13 +116,13 @@ def values(value: Any, text_figures: bool = False, percent: bool = False) -> Ite
             except InvalidOperation:
                 return
             if math.isfinite(number):
-                yield number, percent
+                yield number, kind
             return
         for key, item in value.items():
-            yield from values(item, text_figures, percent or percent_name(key))
+            yield from values(item, text_figures, column_kind(key) if kind == PLAIN else kind)
 
 
-def string_numbers(text: str, text_figures: bool = False, percent: bool = False) -> Iterator[Number]:
+def string_numbers(text: str, text_figures: bool = False, kind: int = PLAIN) -> Iterator[Number]:
     """A text that is itself one figure (``"$4.2M"``), or with ``text_figures`` every figure written in it."""
     figures = find_figures(text)
     if not text_figures:
@@ -120,17 +130,17 @@ def string_numbers(text: str, text_figures: bool = False, percent: bool = False)
         figures = figures if len(figures) == 1 and figures[0].text == stripped else []
         plain = _plain_number(stripped) if not figures and stripped else None
         if plain is not None:
-            yield plain, percent
+            yield plain, kind
             return
     for figure in figures:
-        yield from figure_values(figure, percent)
+        yield from figure_values(figure, kind)
 
 
-def figure_values(figure: Figure, percent: bool = False) -> Iterator[Number]:
+def figure_values(figure: Figure, kind: int = PLAIN) -> Iterator[Number]:
     amount = float(figure.value)
-    yield amount, percent or figure.percent
+    yield amount, PERCENT if figure.percent else kind
     if figure.percent:
-        yield amount / 100, False
+        yield amount / 100, PLAIN
 
 
 def _plain_number(text: str) -> float | None:
