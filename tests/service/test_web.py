@@ -19,6 +19,7 @@ from tests.service.conftest import free_port, make_sales
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(300)
 SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
+ANSWER = {"text": "West sold the most: 5,490."}  # the scripted model's last step (a test may change it)
 
 
 def report_step(messages):
@@ -46,8 +47,7 @@ def page_server(tmp_path, monkeypatch):
         model_id = "web_scripted"
 
         def __init__(self, **_: object) -> None:
-            super().__init__([{"tool": "sql_query", "arguments": {"sql": SQL}}, report_step,
-                              {"text": "West sold the most: 5,490."}])
+            super().__init__([{"tool": "sql_query", "arguments": {"sql": SQL}}, report_step, ANSWER, ANSWER])
 
     class Models:
         __name__ = "web_models"
@@ -158,3 +158,20 @@ def test_report_endpoint_serves_html_md_json_and_pdf(page_server):
     assert got["md"].text.startswith("# Sales by region") and "5,490" in got["md"].text
     assert got["json"].json()["title"] == "Sales by region"
     assert got["pdf"].content.startswith(b"%PDF")
+
+
+def test_the_page_marks_the_figures_not_found_in_the_evidence(page_server, chromium, monkeypatch):
+    url, token = page_server
+    monkeypatch.setitem(ANSWER, "text", "West sold the most: 5,490, and 999,999 units in all.")
+    page = chromium.new_page(viewport={"width": 1100, "height": 1400})
+    page.goto(url + "/")
+    page.fill("#token", token)
+    page.dispatch_event("#token", "change")
+    page.wait_for_selector("#datasource option[value='sales']", state="attached")
+    page.fill("#question", "Which region sold the most?")
+    page.click("#ask-button")
+    page.wait_for_selector("#answer-box:not([hidden])", timeout=60_000)
+    assert page.inner_text("#status") == "answered_unverified"
+    assert page.inner_text("#answer mark.unsupported") == "999,999"
+    assert page.inner_text("#unsupported") == "not found in the evidence: 999,999"
+    assert "figure check: not found in the evidence: 999,999" in page.inner_text("#steps")
