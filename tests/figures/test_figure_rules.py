@@ -20,6 +20,7 @@ def texts(text: str) -> list[str]:
                                                                  "1.5k"]),
     ("In 2024 we sold 2024 units; since 1999 (2023) revenue 2022: up", ["2024"]),
     ("On 2024-01-05 at 10:30, on 05/01/2024, on March 5, 2025, on 5 March and in March 2024", []),
+    ("It grew since 2023-01-05. And since 2023-02.", []),
     ("1. Seattle #1\n2) Denver, the 3rd, v1.2.3, 10x, see [1] and http://host:8080/a/42", []),
 ])
 def test_what_is_a_figure(text, found):
