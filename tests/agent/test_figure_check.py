@@ -233,3 +233,16 @@ def test_an_artifact_altered_after_capture_supports_nothing(agent_kernel):
         transcript = run_agent(kernel, model, run, "What are the total sales?")
     assert transcript.status == RunStatus.ANSWERED_UNVERIFIED
     assert list(transcript.figures["unreadable"].values()) == ["ARTIFACT_INTEGRITY_FAILED"]
+
+
+def test_an_artifact_the_question_names_is_evidence_of_the_thread(agent_kernel):
+    kernel = agent_kernel()
+    with kernel.new_run() as first:
+        earlier = run_agent(kernel, ScriptedModel([sql("SELECT SUM(amount) AS total FROM sales"),
+                                                   {"text": "Sales total 47."}]), first, "Total sales?")
+    [artifact_id] = earlier.artifact_ids
+    with kernel.new_run() as run:
+        follow_up = run_agent(kernel, ScriptedModel([{"text": "It says 47, not 48."}, {"text": "It says 47."}]), run,
+                              f"What did {artifact_id} say?", needs_evidence=False)
+    assert follow_up.figure_checks[0]["unsupported"][0]["text"] == "48"
+    assert follow_up.status == RunStatus.ANSWERED and follow_up.figures["supported"] == 1

@@ -98,3 +98,13 @@ def test_an_unsigned_figure_is_matched_by_magnitude_a_signed_one_by_its_sign(run
 
 def test_figures_of_the_question_are_exempt(run):
     assert check(run, "The top 10 stores sold 55 units.", [], question="Which are the top 10 stores?") == ["55"]
+
+
+def test_figures_written_in_the_operators_knowledge_count_but_not_in_data_text(run):
+    from assay.kernel.evidence import capture_rows
+
+    text = "A refund counts when it is made within 30 days of the order."
+    knowledge = capture_rows(run.artifacts, kind="knowledge", columns=["rank", "text"], rows=iter([[1, text]]))
+    data = sql(run, ["rank", "note"], [[1, text]])
+    assert check(run, "Refunds count within 30 days.", [knowledge.artifact_id]) == []
+    assert check(run, "Refunds count within 30 days.", [data]) == ["30"]
