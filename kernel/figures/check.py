@@ -23,6 +23,7 @@ from .extract import Figure, find_figures
 
 log = get_logger("assay.figures")
 ARTIFACT_ID = re.compile(r"\bart_[0-9a-f]{8,40}\b")
+_NONE: frozenset[int] = frozenset()
 
 
 @dataclass
@@ -91,10 +92,12 @@ def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
         try:
             finished = True
             for number, kind in artifact_numbers(catalog, record):
-                found.update(ranges.containing(number, kind))
-                if ranges.remaining <= found:
-                    finished = False
-                    break
+                hits = ranges.containing(number, kind)
+                if hits:
+                    found |= hits
+                    if ranges.remaining <= found:
+                        finished = False
+                        break
             if not finished:
                 verify(catalog, record)  # stopped early: the whole content still has to hash to its record
         except AssayError as exc:
@@ -131,19 +134,22 @@ class _Ranges:
         self.supported: set[int] = set()
         self.unsigned = {i for i, f in enumerate(figures) if not f.negative}
 
-    def containing(self, number: float, kind: int = 0) -> set[int]:
+    def containing(self, number: float, kind: int = 0) -> set[int] | frozenset[int]:
         """The figures one evidence value of ``kind`` (:mod:`.evidence`: PLAIN, PERCENT, LABEL) supports."""
-        hits = set()
+        hits: set[int] | None = None
         bit = 1 << kind
-        for candidate in {number, abs(number)}:
-            for j in range(bisect.bisect_right(self.lows, candidate) - 1, -1, -1):
+        for candidate in (number,) if number >= 0 else (number, -number):
+            j = bisect.bisect_right(self.lows, candidate) - 1
+            while j >= 0:
                 lo, hi, i, accepts = self.spans[j]
                 if candidate - lo > self.widest:
                     break
-                if (lo <= candidate <= hi and accepts & bit and i in self.remaining
+                if (candidate <= hi and accepts & bit and i in self.remaining
                         and (candidate == number or i in self.unsigned)):
+                    hits = hits or set()
                     hits.add(i)
-        return hits
+                j -= 1
+        return hits or _NONE
 
     def settle(self, found: set[int]) -> None:
         self.supported |= found

@@ -87,7 +87,11 @@ def artifact_numbers(catalog: Any, record: Any) -> Iterator[Number]:
             continue
         rows += 1
         for i, cell in enumerate(orjson.loads(line)):
-            yield from values(cell, text, kinds[i] if i < len(kinds) else PLAIN)
+            kind = kinds[i] if i < len(kinds) else PLAIN
+            if type(cell) is int or type(cell) is float:  # most cells: no walk (orjson gives finite floats only)
+                yield float(cell), kind
+            else:
+                yield from values(cell, text, kind)
     yield float(rows), PLAIN
     returned = record.rows_returned
     if isinstance(returned, int) and returned != rows:
