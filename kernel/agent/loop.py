@@ -17,7 +17,6 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AssayError
-from ..figures import ARTIFACT_ID, FigureCheck, check_figures
 from ..log import get_logger
 from ..messages import Message, ToolCall, Usage
 from ..models import Model
@@ -33,6 +32,7 @@ from .transcript import AgentEvent, AgentObserver, Compaction, RunError, ToolCal
 
 if TYPE_CHECKING:
     from ..context import RunContext
+    from ..figures import FigureCheck
     from ..kernel import Kernel
 
 log = get_logger("assay.agent")
@@ -200,6 +200,7 @@ class AgentRun:
         sink = self.run.artifacts
         if not self.settings.figure_check or sink is None:
             return None
+        from ..figures import ARTIFACT_ID, check_figures  # ~5-9 ms of regular expressions: not at start-up
         ids = self.transcript.artifact_ids + ARTIFACT_ID.findall(self.transcript.question)
         return await asyncio.to_thread(check_figures, answer, catalog=sink.catalog, artifact_ids=ids,
                                        question=self.transcript.question)
