@@ -80,16 +80,6 @@ def store_url(request, tmp_path):
             admin.execute(f'DROP ROLE "{role}"')
 
 
-@pytest.fixture
-def script(tmp_path):
-    def write(*steps) -> str:
-        path = tmp_path / f"script_{uuid.uuid4().hex[:6]}.json"
-        path.write_text(json.dumps(list(steps)))
-        return f"scripted:{path}"
-
-    return write
-
-
 def ask(url: str, model: str, question: str, *extra: str):
     result = run_assay("ask", "--db", url, "--model", model, "--json", *extra, question)
     record = json.loads(result.stdout.splitlines()[-1])

@@ -25,18 +25,8 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-REFUNDS_SQL = """
-SELECT s.store_id, s.name AS store, s.region,
-       COUNT(DISTINCT o.order_id) AS promo_orders,
-       COUNT(DISTINCT r.order_id) AS refunded_orders,
-       ROUND(SUM(o.total), 2) AS promo_revenue
-FROM orders o
-JOIN stores s ON s.store_id = o.store_id
-LEFT JOIN refunds r ON r.order_id = o.order_id
-WHERE o.promotion_id IS NOT NULL
-GROUP BY s.store_id, s.name, s.region
-ORDER BY s.store_id
-""".strip()
+from examples.demo import REFUNDS_SQL
+
 TOTALS_SQL = "SELECT COUNT(*) AS orders, ROUND(SUM(total), 2) AS revenue, ROUND(AVG(total), 2) AS avg_basket FROM orders"
 DAILY_SQL = ("SELECT date(ordered_at) AS day, COUNT(*) AS orders, ROUND(SUM(total), 2) AS revenue FROM orders "
              "GROUP BY day ORDER BY day")  # 730 rows: the model's preview shows the first 100
