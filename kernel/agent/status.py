@@ -68,7 +68,8 @@ INPUT_CODES = frozenset({"MODEL_NOT_FOUND", "AGENT_QUESTION_EMPTY", "SQL_DATASOU
 
 REPORT_STATUSES = {"completed": RunStatus.ANSWERED, "partial": RunStatus.PARTIAL,
                    "needs_analysis": RunStatus.NEEDS_ANALYSIS, "failed": RunStatus.FAILED}
-_SEVERITY = [RunStatus.ANSWERED, RunStatus.ANSWERED_UNVERIFIED, RunStatus.PARTIAL, RunStatus.NEEDS_ANALYSIS, RunStatus.FAILED]
+_SEVERITY = [RunStatus.ANSWERED, RunStatus.ANSWERED_UNVERIFIED, RunStatus.PARTIAL, RunStatus.NEEDS_ANALYSIS,
+             RunStatus.FAILED]
 
 REPORT_TOOL = "generate_report"
 REPORT_TOOLS = (REPORT_TOOL, "render_report")
