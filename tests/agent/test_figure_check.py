@@ -145,6 +145,14 @@ def test_the_cli_highlights_the_figures_not_found_in_the_evidence(store_url, scr
         result.stdout
 
 
+def test_quiet_prints_the_answer_and_the_figures_not_found_on_stderr(store_url, script):
+    answer = {"text": "There are 2,001 orders."}
+    model = script(sql("SELECT count(*) AS n FROM orders"), answer, answer)
+    result = run_assay("ask", "--db", store_url, "--model", model, "--quiet", "How many orders?")
+    assert result.exit_code == 12
+    assert result.stdout == "There are 2,001 orders.\n" and "not found in the evidence: 2,001" in result.stderr
+
+
 def test_a_report_whose_prose_states_figures_is_flagged_and_fails_verify(store_url, script):
     """The main model and its report writer share the scripted model (the writer uses the run's model)."""
     prose = {"title": "Orders", "blocks": [
