@@ -2,8 +2,9 @@
 
 The exit code says the run's status (docs/agent.md): 0 answered, 3
 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, 8 max_tokens,
-9 model_unreachable, 10 model_failed, 11 invalid_input, 130 cancelled
-(Ctrl-C); 1 an internal error, 2 a usage error.
+9 model_unreachable, 10 model_failed, 11 invalid_input, 12
+answered_unverified (a figure of the answer is not found in the evidence),
+130 cancelled (Ctrl-C); 1 an internal error, 2 a usage error.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ if TYPE_CHECKING:
     from .ask import ModelRecorder, UrlOpener
 
 EXIT_HELP = ("Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
-             "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 130 cancelled.")
+             "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 12 answered_unverified "
+             "(a figure of the answer is not found in the evidence), 130 cancelled.")
 SIGNAL_HELP = (" Ctrl-C or SIGTERM (timeout, kill, systemd) cancels the running call (a SQL query on its server) "
                "and records the run cancelled; after SIGTERM the process then ends as killed by it (143).")
 
@@ -125,21 +127,53 @@ class StepPrinter:
         d = event.data
         self.echo(f"    (limit reached: {d['limit']} = {d['value']})")
 
+    def _on_figure_check(self, event: AgentEvent) -> None:
+        d = event.data
+        if d.get("correction_asked"):
+            self._end_stream()
+            self.echo("    (figure check: " + unsupported_line(d)
+                      + "; the model is asked to correct or cite them)")
+
+
+def unsupported_line(figures: dict[str, Any] | None) -> str:
+    """``not found in the evidence: 999,999; $12.3M``, highlighted on a terminal ("" when all were found)."""
+    listed = list(dict.fromkeys(f["text"] for f in (figures or {}).get("unsupported") or []))
+    if not listed:
+        return ""
+    return "not found in the evidence: " + "; ".join(click.style(text, fg="red", bold=True) for text in listed)
+
+
+def highlight(answer: str, figures: dict[str, Any] | None) -> str:
+    """The answer with each unsupported figure highlighted (on a terminal; plain text elsewhere)."""
+    spans = sorted((f["start"], f["end"]) for f in (figures or {}).get("unsupported") or [])
+    out, at = [], 0
+    for start, end in spans:
+        if start < at or end > len(answer):
+            continue
+        out += [answer[at:start], click.style(answer[start:end], fg="red", bold=True, underline=True)]
+        at = end
+    return "".join(out) + answer[at:]
+
 
 def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str) -> None:
     if mode == "json":
         click.echo(json.dumps(transcript.summary(), default=str, ensure_ascii=False))
         return
+    flagged = unsupported_line(transcript.figures)
     if mode == "quiet":
         if transcript.answer:
             click.echo(transcript.answer)
         else:  # no answer (max_steps, max_time, ...): say why, or --quiet would print nothing at all
             click.echo(f"status: {transcript.status} ({transcript.status_reason})", err=True)
+        if flagged:
+            click.echo(flagged, err=True)
         _error_line(transcript)
         return
     if transcript.answer and not (printer and printer.streamed_answer):
         click.echo("")
-        click.echo(transcript.answer)
+        click.echo(highlight(transcript.answer, transcript.figures))
+    if flagged:
+        click.echo(flagged)
     report = transcript.report()
     if report is not None:
         click.echo("")
@@ -147,6 +181,9 @@ def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str)
         click.echo(f"report: {report['status']}{where}")
         if report["text"]:
             click.echo(report["text"])
+        if report.get("unbound_figures"):
+            click.echo("report figures not bound to evidence: "
+                       + "; ".join(click.style(f, fg="red", bold=True) for f in report["unbound_figures"]))
     click.echo("")
     usage = transcript.usage
     click.echo(f"status: {transcript.status} ({transcript.status_reason}) · {transcript.steps} step(s) · "

@@ -65,6 +65,10 @@ def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None
                f"ended {iso(record.ended_at)}")
     click.echo(f"question: {record.question}")
     click.echo(f"status: {record.shown_status}" + (f" ({record.shown_reason})" if record.shown_reason else ""))
+    from .cli_ask import unsupported_line
+
+    if unsupported_line(record.summary.get("figures")):
+        click.echo(unsupported_line(record.summary.get("figures")))
     if record.error:
         click.echo(f"error: {record.error.get('code')}: {record.error.get('message')}"
                    + (f" ({record.error['hint']})" if record.error.get("hint") else ""))
@@ -114,6 +118,12 @@ def _event_lines(event: Any, full: bool) -> list[str]:
                  f"~{d.get('tokens_before'):,} -> ~{d.get('tokens_after'):,} tokens; artifacts {ids}")]
     if kind == "limit":
         return [f"[{event.step}] limit reached: {d.get('limit')} = {d.get('value')}"]
+    if kind == "figure_check":
+        from .cli_ask import unsupported_line
+
+        found = unsupported_line(d) or f"every figure found in the evidence ({d.get('checked', 0)} checked)"
+        asked = "; the model was asked to correct or cite them" if d.get("correction_asked") else ""
+        return [f"[{event.step}] figure check: {found}{asked}"]
     if kind == "run_finished":
         summary = d.get("summary") or {}
         return [f"finished: {summary.get('status')} ({summary.get('status_reason', '')})"]

@@ -32,6 +32,7 @@ from .transcript import AgentEvent, AgentObserver, Compaction, RunError, ToolCal
 
 if TYPE_CHECKING:
     from ..context import RunContext
+    from ..figures import FigureCheck
     from ..kernel import Kernel
 
 log = get_logger("assay.agent")
@@ -67,6 +68,8 @@ class AgentRun:
         self.infos: dict[str, ToolMessageInfo] = {}
         self._reported = (0, 0)  # (tokens the provider last reported for the conversation, messages then)
         self._chars: list[int] = []  # each message's size, kept beside the conversation (estimates stay O(1))
+        self._corrections = 0  # times the model was asked to correct an answer's figures
+        self._unverified: tuple[str, FigureCheck] | None = None  # the answer a correction was asked for
 
     # --- events -------------------------------------------------------------
 
@@ -146,7 +149,11 @@ class AgentRun:
             self._count(reply)
             self.add(reply)
             if not reply.tool_calls:
-                return self._answered(reply)
+                ended = await self._answered(reply)
+                if ended is not None:
+                    return ended
+                continue  # the model was asked to correct or cite its figures
+
             results = await run_tool_calls(
                 self.kernel, self.run, reply.tool_calls, allowed=self.allowed, max_calls=s.max_tool_calls_per_turn,
                 started=self._started, finished=self._finished)
@@ -160,17 +167,48 @@ class AgentRun:
                 self.add(Message(role="tool", tool_call_id=call.id, name=call.name, content=self._for_model(result)),
                          artifact_ids=[a.artifact_id for a in result.artifacts])
         self.limit("max_steps", s.max_steps)
+        if self._unverified is not None:  # the correction asked for never came: the answer given stands, flagged
+            answer, figures = self._unverified
+            t.answer, t.figures = answer, figures.to_dict()
+            status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures)
+            return self.finish(status, f"{why} (no corrected answer within {s.max_steps} model turns)")
         return self.finish(RunStatus.MAX_STEPS, f"no answer after {s.max_steps} model turns")
 
-    def _answered(self, reply: Message) -> Transcript:
-        t = self.transcript
+    async def _answered(self, reply: Message) -> Transcript | None:
+        """The run's end with this answer, or ``None`` when the model is asked to correct its figures."""
+        t, s = self.transcript, self.settings
         t.answer = reply.content or ""
         if not t.answer.strip():
             return self.finish(RunStatus.FAILED, "the model ended with an empty answer", RunError(
                 code=AGENT_ANSWER_EMPTY, message="the model answered with no text and no tool call",
                 hint="Ask again, or try another model."))
-        status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence)
+        figures = await self._check_figures(t.answer)
+        if figures is not None and not figures.ok and self._corrections < s.figure_retries and t.steps < s.max_steps:
+            self._corrections += 1
+            self._unverified = (t.answer, figures)
+            self._figure_event(figures, correction=True)
+            self.add(Message(role="user", content=correction_request(figures, self._corrections, s.figure_retries)))
+            return None
+        if figures is not None:
+            t.figures = figures.to_dict()
+            self._figure_event(figures, correction=False)
+        status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures)
         return self.finish(status, why)
+
+    async def _check_figures(self, answer: str) -> FigureCheck | None:
+        """The answer's figure check against the run's evidence (None when off, or the run keeps no evidence)."""
+        sink = self.run.artifacts
+        if not self.settings.figure_check or sink is None:
+            return None
+        from ..figures import ARTIFACT_ID, check_figures  # ~5-9 ms of regular expressions: not at start-up
+        ids = self.transcript.artifact_ids + ARTIFACT_ID.findall(self.transcript.question)
+        return await asyncio.to_thread(check_figures, answer, catalog=sink.catalog, artifact_ids=ids,
+                                       question=self.transcript.question)
+
+    def _figure_event(self, figures: FigureCheck, *, correction: bool) -> None:
+        record = {"step": self.transcript.steps, "correction_asked": correction, **figures.to_dict()}
+        self.transcript.figure_checks.append(record)
+        self.emit("figure_check", **record)
 
     # --- pieces -------------------------------------------------------------
 
@@ -241,6 +279,17 @@ class AgentRun:
         self.transcript.calls.append(record)
         self.emit("tool_finished", **record.model_dump(), message=result.message, hint=result.hint,
                   metadata=_small(result.metadata))
+
+
+def correction_request(figures: FigureCheck, attempt: int, attempts: int) -> str:
+    """What the model is told when its answer states figures the evidence does not hold."""
+    listed = "; ".join(f"{f.text} (characters {f.start}-{f.end})" for f in figures.unsupported)
+    left = "This is your last chance" if attempt >= attempts else f"Chance {attempt} of {attempts}"
+    return (f"Figure check: your answer states figures that are not values of this run's evidence: {listed}. "
+            "Every figure must be a value a tool result holds, at the precision you write it (compute totals, "
+            "differences and rates with sql_query, or with code_interpreter assigning REPORT_RESULT). Correct each "
+            "one from the evidence and cite its artifact, or remove it, then answer again. "
+            f"{left}: an answer whose figures are not found in the evidence ends the run as answered_unverified.")
 
 
 def _row_count(result: ToolResult) -> int | None:

@@ -26,7 +26,9 @@ EVIDENCE_RULES = """Rules of evidence:
 - In code_interpreter, put the values you will cite into REPORT_RESULT; they become an artifact you can cite.
 - When a call fails, read its error code and hint, fix the call and try again; never guess a result.
 - Older tool results may be replaced by a one-line stub naming their artifacts; read those back if you need them.
-- If the data cannot answer the question, say so plainly."""
+- If the data cannot answer the question, say so plainly.
+- Your final answer's figures are checked against this run's evidence at the precision you write them:
+  one that no tool result holds (a sum, difference or rate you worked out yourself) flags the answer."""
 
 
 def needs_evidence(resources: Iterable[Resource]) -> bool:

@@ -28,4 +28,9 @@ class AgentSettings(EnvSettings):
                                description="Budget of the resources' part of the system prompt.")
     tool_result_chars: int = Field(default=24_000, ge=500,
                                    description="Most characters of one tool result shown to the model.")
+    figure_check: bool = Field(default=True, description=(
+        "Check every figure of the answer against the run's evidence; one not found there makes the run "
+        "answered_unverified."))
+    figure_retries: int = Field(default=1, ge=0, le=3, description=(
+        "Times the model is asked to correct or cite an answer's unsupported figures before the run ends."))
     chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: characters per token.")

@@ -2,9 +2,14 @@
 
 ``answered`` needs the last answer to follow at least one successful
 evidence-producing call (a result carrying a succeeded artifact), unless the
-run needs no evidence (no database attached). A run whose every evidence
-attempt failed cannot be ``answered``. The last ``generate_report`` result's
-``metadata["report_status"]`` folds in: the worse of the two wins.
+run needs no evidence (no database attached), and every figure the answer
+states to be a value of the run's evidence (:mod:`assay.kernel.figures`): an
+answer with a figure not found there is ``answered_unverified``. A run whose
+every evidence attempt failed cannot be ``answered``. The last
+``generate_report`` result's ``metadata["report_status"]`` folds in: the
+worse of the two wins; a report whose prose states a figure that is not a
+bound citation (``metadata["unbound_figures"]``) makes the run
+``answered_unverified`` at best.
 """
 
 from __future__ import annotations
@@ -14,12 +19,14 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from ..figures import FigureCheck
     from ..tool_result import ToolResult
 
 
 class RunStatus(str, Enum):
     RUNNING = "running"  # only while the run is going (or its process died: see `assay runs ls`)
     ANSWERED = "answered"
+    ANSWERED_UNVERIFIED = "answered_unverified"  # a figure of the answer (or its report) is not in the evidence
     PARTIAL = "partial"
     NEEDS_ANALYSIS = "needs_analysis"
     FAILED = "failed"
@@ -47,6 +54,7 @@ EXIT_CODES: dict[RunStatus, int] = {
     RunStatus.MODEL_UNREACHABLE: 9,
     RunStatus.MODEL_FAILED: 10,
     RunStatus.INVALID_INPUT: 11,
+    RunStatus.ANSWERED_UNVERIFIED: 12,
     RunStatus.CANCELLED: 130,
     RunStatus.RUNNING: 1,
 }
@@ -60,9 +68,11 @@ INPUT_CODES = frozenset({"MODEL_NOT_FOUND", "AGENT_QUESTION_EMPTY", "SQL_DATASOU
 
 REPORT_STATUSES = {"completed": RunStatus.ANSWERED, "partial": RunStatus.PARTIAL,
                    "needs_analysis": RunStatus.NEEDS_ANALYSIS, "failed": RunStatus.FAILED}
-_SEVERITY = [RunStatus.ANSWERED, RunStatus.PARTIAL, RunStatus.NEEDS_ANALYSIS, RunStatus.FAILED]
+_SEVERITY = [RunStatus.ANSWERED, RunStatus.ANSWERED_UNVERIFIED, RunStatus.PARTIAL, RunStatus.NEEDS_ANALYSIS,
+             RunStatus.FAILED]
 
 REPORT_TOOL = "generate_report"
+REPORT_TOOLS = (REPORT_TOOL, "render_report")
 
 
 def is_evidence(result: ToolResult) -> bool:
@@ -83,8 +93,10 @@ def model_error_status(code: str) -> RunStatus:
     return RunStatus.MODEL_FAILED
 
 
-def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool) -> tuple[RunStatus, str]:
-    """The status of a run that ended with an answer, and why (one line)."""
+def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool,
+                  figures: FigureCheck | None = None) -> tuple[RunStatus, str]:
+    """The status of a run that ended with an answer, and why (one line). ``figures`` is the answer's
+    figure check (``None``: not checked, the run keeps no evidence)."""
     results = list(results)
     attempts = [r for r in results if is_evidence_attempt(r)]
     supported = any(is_evidence(r) for r in results)
@@ -97,12 +109,28 @@ def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool) -> tup
         status, why = RunStatus.FAILED, f"every evidence attempt failed ({len(attempts)})"
     else:
         status, why = RunStatus.NEEDS_ANALYSIS, "answered without any evidence-producing call"
+    if status == RunStatus.ANSWERED and figures is not None and not figures.ok:
+        status, why = RunStatus.ANSWERED_UNVERIFIED, f"not found in the evidence: {figures.listing()}"
     report = last_report_status(results)
     if report is not None:
         folded = REPORT_STATUSES.get(report, RunStatus.FAILED)
         if _SEVERITY.index(folded) > _SEVERITY.index(status):
             status, why = folded, f"the last report says {report}"
+    unbound = last_report_unbound(results)
+    if unbound and _SEVERITY.index(RunStatus.ANSWERED_UNVERIFIED) > _SEVERITY.index(status):
+        status, why = RunStatus.ANSWERED_UNVERIFIED, "the report states figures that are not bound citations: " + \
+            "; ".join(unbound)
     return status, why
+
+
+def last_report_unbound(results: Iterable[ToolResult]) -> list[str]:
+    """The figures the run's last report (``generate_report`` or ``render_report``) states in its prose
+    without a citation (``metadata["unbound_figures"]``)."""
+    found: list[str] = []
+    for result in results:
+        if result.tool in REPORT_TOOLS and result.success:
+            found = [str(f) for f in result.metadata.get("unbound_figures") or []]
+    return found
 
 
 def last_report_status(results: Iterable[ToolResult]) -> str | None:

@@ -26,6 +26,7 @@ EventKind = Literal[
     "tool_finished",  # its outcome (rows, artifacts, error code, time, preview)
     "compaction",    # older tool results replaced by stubs
     "limit",         # a bound was hit (max_steps, max_time, max_tool_calls_per_turn, max_tokens)
+    "figure_check",  # an answer's figures checked against the evidence (unsupported ones, a correction asked)
     "run_finished",  # the final status
 ]
 
@@ -94,6 +95,8 @@ class Transcript(BaseModel):
     compactions: list[Compaction] = Field(default_factory=list)
     limits_hit: list[dict[str, Any]] = Field(default_factory=list)
     answer: str | None = None
+    figures: dict[str, Any] | None = None  # the final answer's figure check (None: not checked)
+    figure_checks: list[dict[str, Any]] = Field(default_factory=list)  # every check, corrections asked included
     status: RunStatus = RunStatus.RUNNING
     status_reason: str = ""
     error: RunError | None = None
@@ -126,7 +129,8 @@ class Transcript(BaseModel):
                 ids = [a.artifact_id for a in result.artifacts if a.kind == "report"]
                 return {"status": result.metadata.get("report_status") or ("completed" if result.success else "failed"),
                         "artifact_id": ids[0] if ids else None,
-                        "text": data.get("report") if isinstance(data.get("report"), str) else None}
+                        "text": data.get("report") if isinstance(data.get("report"), str) else None,
+                        "unbound_figures": list(result.metadata.get("unbound_figures") or [])}
         return None
 
     def summary(self) -> dict[str, Any]:
@@ -135,7 +139,8 @@ class Transcript(BaseModel):
             "run_id": self.run_id, "question": self.question, "model": self.model,
             "status": str(self.status), "status_reason": self.status_reason,
             "error": self.error.model_dump() if self.error else None,
-            "answer": self.answer, "report": self.report(), "steps": self.steps,
+            "answer": self.answer, "figures": self.figures, "figure_checks": self.figure_checks,
+            "report": self.report(), "steps": self.steps,
             "artifact_ids": self.artifact_ids,
             "tool_calls": [c.model_dump() for c in self.calls],
             "compactions": [c.model_dump() for c in self.compactions],

@@ -203,13 +203,14 @@ def provenance_table(citations: list[dict[str, Any]]) -> str:
 
 
 def store_report(run: Any, data: bytes, citations: list[dict[str, Any]], doc: ReportDocument, *,
-                 status: str, formal: bool, warnings: list[str]) -> str:
-    """Keep the report as evidence; its id."""
+                 status: str, formal: bool, warnings: list[str], unbound: list[str] = ()) -> str:
+    """Keep the report as evidence; its id. ``unbound``: the figures its prose states without a citation."""
     from assay.kernel.evidence import capture_file
 
     provenance = {"title": doc.title, "renderer": "markdown", "missing_mark": MISSING_MARK, "status": status,
                   "formal": formal, "warnings": warnings, "citations": citations,
-                  "document": doc.model_dump(mode="json"), "provenance_table": True}
+                  "document": doc.model_dump(mode="json"), "provenance_table": True,
+                  "unbound_figures": list(unbound)}
     name = "report.md" if formal else "report.partial.md"
     record = capture_file(run.artifacts, data=data, name=name, media_type="text/markdown", kind="report",
                           provenance=provenance)

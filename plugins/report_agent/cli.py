@@ -17,7 +17,8 @@ def add_commands(cli: Any, kernel: Any) -> None:
     @reports.command("verify")
     @click.argument("report_id")
     def verify_cmd(report_id: str) -> None:
-        """Re-read every cited value of REPORT (hash-verified) and re-render it; exit 1 on any mismatch."""
+        """Re-read every cited value of REPORT (hash-verified) and re-render it; exit 1 on any mismatch, or on a
+        figure its prose states without a citation (a formal report)."""
         from .verify import verify_report
 
         catalog = kernel.evidence.catalog
@@ -25,8 +26,11 @@ def add_commands(cli: Any, kernel: Any) -> None:
         result = verify_report(catalog, report_id)
         for problem in result.problems:
             click.echo(f"MISMATCH {problem}", err=True)
+        for figure in result.unbound:
+            click.echo(f"UNBOUND  {figure}", err=True)
         if not result.ok:
-            click.echo(f"{report_id}: FAILED ({len(result.problems)} problem(s), {result.checked} citation(s) read)")
+            click.echo(f"{report_id}: FAILED ({len(result.problems)} problem(s), {len(result.unbound)} figure(s) not "
+                       f"bound to evidence, {result.checked} citation(s) read)")
             sys.exit(1)
         click.echo(f"{report_id}: OK ({result.checked} citation(s) re-read, re-rendered identically)")
 

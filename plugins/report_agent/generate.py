@@ -58,6 +58,7 @@ class ReportOutcome(BaseModel):
     formal: bool = False
     report: str | None = None
     warnings: list[str] = Field(default_factory=list)
+    unbound_figures: list[str] = Field(default_factory=list)  # figures in the prose that are not citations
     pending_request: dict[str, Any] | None = None
     counters: dict[str, Any] = Field(default_factory=dict)
     execution_error: str | None = None
@@ -139,6 +140,9 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
         state.execution_error = f"{REPORT_SUBAGENT_FAILED}: {code + ': ' if code else ''}{type(exc).__name__}: {exc}"[:1000]
         return _fallback(state, store, settings, catalog, run)
     if stop == "submitted":
+        if state.unbound_figures:
+            return _finish(state, store, settings, catalog, "the report was kept FLAGGED: its prose states "
+                           f"figures that are not bound citations ({'; '.join(state.unbound_figures)})")
         return _finish(state, store, settings, catalog, "the report passed every check")
     if stop == "handed_back":
         state.status = "needs_analysis"
@@ -180,6 +184,7 @@ def _ask(request: Any, state: ReportState) -> str:
 def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: RunContext) -> ReportOutcome:
     """The sub-agent raised or timed out: render the saved draft deterministically, or fail for good."""
     from .assemble import PhaseError, assemble, render, store_report
+    from .prose import prose_figures
 
     missing = [r.name for r in state.requests if r.status == "exhausted"]
     try:
@@ -210,9 +215,12 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
             state.stop_message = "the writer failed and rendering its saved content hit an internal error"
         state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE
         return _finish(state, store, settings, catalog, state.stop_message)
+    unbound = prose_figures(assembled.document, run)
+    warnings = assembled.warnings + [f.warning() for f in unbound]
     state.report_artifact_id = store_report(run, data, citations, assembled.document, status="partial",
-                                            formal=False, warnings=assembled.warnings)
-    state.status, state.formal, state.warnings = "partial", False, assembled.warnings
+                                            formal=False, warnings=warnings, unbound=[f.describe() for f in unbound])
+    state.status, state.formal, state.warnings = "partial", False, warnings
+    state.unbound_figures = [f.describe() for f in unbound]
     return _finish(state, store, settings, catalog, "the writer stopped; its last draft was rendered as a "
                                                      "partial report")
 
@@ -245,6 +253,7 @@ def _outcome(state: ReportState, settings: Any, catalog: Any, message: str, *, s
         run_id=state.run_id, status=status, retryable=status == "needs_analysis", message=message,
         error_code=code or (state.stop_code if failed else None), report_artifact_id=state.report_artifact_id,
         formal=state.formal, report=report, warnings=state.warnings,
+        unbound_figures=state.unbound_figures if status in ("completed", "partial") else [],
         pending_request=pending.model_dump(mode="json") if pending is not None and status == "needs_analysis" else None,
         counters=state.counters(settings.max_steps, settings.max_tool_calls),
         execution_error=state.execution_error, last_render_error=state.last_render_error)
@@ -265,7 +274,7 @@ def counters_line(c: dict[str, Any]) -> str:
 def outcome_result(outcome: ReportOutcome) -> ToolResult:
     """The outcome as the main agent sees it."""
     meta = {"report_status": outcome.status, "retryable": outcome.retryable, "counters": outcome.counters,
-            "report_counters": counters_line(outcome.counters)}
+            "report_counters": counters_line(outcome.counters), "unbound_figures": outcome.unbound_figures}
     data = outcome.model_dump(mode="json")
     refs = []
     if outcome.report_artifact_id:
@@ -280,6 +289,9 @@ def outcome_result(outcome: ReportOutcome) -> ToolResult:
     if outcome.status == "needs_analysis":
         return ToolResult.ok(data, content=f"needs_analysis: {outcome.message}", metadata=meta)
     head = "Report completed" if outcome.status == "completed" else "PARTIAL report (not the formal report)"
+    if outcome.unbound_figures:
+        head += (", FLAGGED as not verified: its prose states figures that are not bound citations ("
+                 + "; ".join(outcome.unbound_figures) + ")")
     warn = "".join(f"\nwarning: {w}" for w in outcome.warnings)
     return ToolResult.ok(data, content=f"{head}: artifact {outcome.report_artifact_id}.{warn}\n\n{outcome.report}",
                          metadata=meta, artifacts=refs)

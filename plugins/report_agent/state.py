@@ -30,7 +30,7 @@ from assay.kernel.errors import AssayError
 
 REPORT_STATE_CONFLICT = "REPORT_STATE_CONFLICT"
 
-Phase = Literal["precheck", "assembly", "render", "tool_call", "execution"]
+Phase = Literal["precheck", "assembly", "render", "tool_call", "execution", "figures"]
 Status = Literal["new", "running", "needs_analysis", "completed", "partial", "failed"]
 
 
@@ -95,6 +95,8 @@ class ReportState(BaseModel):
     report_artifact_id: str | None = None
     formal: bool = False  # a formal report passed every check; a partial one is a fallback render
     warnings: list[str] = Field(default_factory=list)
+    figures_refused: int = 0  # submissions refused for figures written in the prose (one chance to fix them)
+    unbound_figures: list[str] = Field(default_factory=list)  # the stored report's figures that are not citations
     execution_error: str | None = None
     last_render_error: str | None = None
     stop_code: str | None = None

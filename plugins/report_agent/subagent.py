@@ -24,6 +24,7 @@ from pydantic import Field
 from assay import AssayError, RunContext, ToolResult, tool
 
 from .assemble import PhaseError, assemble, render, store_report
+from .prose import FIGURE_CHANCES, prose_figures, unbound_error
 from .errors import REPORT_BUDGET_SPENT, REPORT_NOT_SUBMITTED, REPORT_TOOL_NOT_ALLOWED
 from .handback import request_calculation
 from .precheck import check_document, check_reserved
@@ -44,7 +45,10 @@ You cannot run SQL or Python. Work like this:
    and columns; its rows are read for you. A heading or caption that claims an order ("highest", "top 10")
    needs a sort on that column ({"column", "descending"}), or a table of an already ordered computed result.
    Say how a column's numbers read with formats ({"refund_rate": "percent", "revenue": "currency"}).
-   A document that fails a check comes back with the reason: fix that part and submit again."""
+   A document that fails a check comes back with the reason: fix that part and submit again.
+4. Never write a figure yourself in the title, text, headings, labels or captions: "grew 37%", "$84.20" or
+   "1,234 orders" written as text were read from nowhere, and the report is flagged as not verified. Write
+   each figure as a {name} placeholder with its citation in cite, or leave it out. (Years and dates are fine.)"""
 
 _SESSION: contextvars.ContextVar[Any] = contextvars.ContextVar("report_session")
 
@@ -221,6 +225,10 @@ class ReportSession:
                 listing = "; ".join(f"block {b}: {e.code}: {e.message}" for b, e in problems)
                 raise PhaseError("precheck", AssayError(first.code, listing, first.hint), first_block)
             assembled = assemble(document, self.catalog, self.run.run_id, missing_calculations=missing)
+            unbound = prose_figures(assembled.document, self.run)
+            if unbound and self.state.figures_refused < FIGURE_CHANCES:
+                self.state.figures_refused += 1
+                raise PhaseError("figures", unbound_error(unbound))
             data, citations = render(assembled.document, self.catalog, self.run,
                                      status="partial" if missing else "completed", draft=False)
         except PhaseError as exc:
@@ -228,12 +236,18 @@ class ReportSession:
             self.store.save(self.state)
             return ToolResult.fail(exc.code, exc.text())
         status = "partial" if missing else "completed"
+        warnings = assembled.warnings + [f.warning() for f in unbound]
         self.state.report_artifact_id = store_report(self.run, data, citations, assembled.document, status=status,
-                                                     formal=not missing, warnings=assembled.warnings)
-        self.state.formal, self.state.status, self.state.warnings = not missing, status, assembled.warnings
+                                                     formal=not missing, warnings=warnings,
+                                                     unbound=[f.describe() for f in unbound])
+        self.state.formal, self.state.status, self.state.warnings = not missing, status, warnings
+        self.state.unbound_figures = [f.describe() for f in unbound]
         self.state.last_render_error = None
         self.stop = "submitted"
         self.store.save(self.state)
         gaps = f" with {len(assembled.warnings)} gap(s)" if assembled.warnings else ""
+        if unbound:
+            gaps += (f", FLAGGED: {len(unbound)} figure(s) written in the prose are not bound citations "
+                     f"({'; '.join(f.describe() for f in unbound)})")
         return ToolResult.ok({"artifact_id": self.state.report_artifact_id},
                              content=f"Report accepted{gaps}: artifact {self.state.report_artifact_id}.")

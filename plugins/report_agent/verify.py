@@ -6,7 +6,9 @@ that each cited artifact still has the recorded SHA-256 and reads back
 (hash-verified) through its selector, and that rendering the document again
 with the renderer that wrote it (Markdown with its provenance table, or the
 HTML page kept beside it) gives the stored bytes exactly. Any difference is a
-mismatch.
+mismatch. A formal report (and any report outside the pipeline, such as
+``render_report``'s) also fails when its prose states a figure that is not a
+bound citation (:mod:`assay.plugins.reports.figures`).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ class Verification:
     report_id: str
     checked: int = 0
     problems: list[str] = field(default_factory=list)
+    unbound: list[str] = field(default_factory=list)  # figures in a formal report's prose that are not citations
 
     @property
     def ok(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.unbound
 
 
 def verify_report(reader: Any, report_id: str) -> Verification:
@@ -98,4 +101,10 @@ def verify_report(reader: Any, report_id: str) -> Verification:
         return out
     if again != stored:
         out.problems.append("re-rendering the document does not give the stored report")
+    if record.provenance.get("formal", True):
+        from assay.plugins.reports.resolve import resolve_report
+
+        for figure in resolve_report(doc, catalog).unbound:
+            out.unbound.append(f"figure {figure.describe()} is not a bound citation: it was not read from the "
+                               "evidence (a formal report states every figure as a citation)")
     return out

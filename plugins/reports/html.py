@@ -13,7 +13,9 @@ even a value that slipped past escaping could not run or fetch anything).
   SHA-256 prefix) and a footnote; the provenance table at the end lists every
   rendered value.
 - Values shown as ``--`` (NULL or unverifiable), omitted charts and charts
-  shown as tables are marked where they are and listed in the warnings box.
+  shown as tables are marked where they are and listed in the warnings box;
+  so is every figure written in the prose instead of cited (``<mark
+  class="unbound">``, :mod:`.figures`), and the banner says how many.
 - Every text from the document or the data is escaped.
 """
 
@@ -44,6 +46,7 @@ IMAGE_TYPES = ("image/png", "image/svg+xml", "image/jpeg", "image/gif", "image/w
 IMAGE_MAX_BYTES = 8 << 20  # a bigger chart artifact is listed as omitted, not inlined
 CHART_TABLE_ROWS = 20  # a chart that cannot be drawn: its first points as a table
 ORIGIN_INLINE_CHARS = 120  # SQL or code up to this long, on one line, stays on its source's line
+UNBOUND_TITLE = "not a bound citation: this figure was written in the text, not read from the evidence"
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 
 
@@ -83,11 +86,17 @@ class _Page:
         body = [self.block(block) for block in self.report.blocks]
         doc = self.report.document
         status = report_status(self.report)
-        gaps = len(self.report.warnings) + len(self.notes)
+        unbound = self.report.unbound
+        gaps = len(self.report.warnings) + len(self.notes) + len(unbound)
         detail = f"{gaps} warning{'s' if gaps != 1 else ''}: see the warnings box" if gaps else "no warnings"
+        if unbound:
+            detail = (f"{len(unbound)} figure{'s' if len(unbound) != 1 else ''} not read from the evidence "
+                      f"({'; '.join(dict.fromkeys(f.text for f in unbound))}); " + detail)
         if doc.draft:
             detail = "DRAFT, not the formal report; " + detail
-        banner = (f'<div class="banner status-{e(status)}" id="status" role="status" data-status="{e(status)}">'
+        flagged = " unverified" if unbound else ""
+        banner = (f'<div class="banner status-{e(status)}{flagged}" id="status" role="status" data-status="{e(status)}"'
+                  f'{" data-unbound-figures=" + chr(34) + str(len(unbound)) + chr(34) if unbound else ""}>'
                   f'Status: {e(status)}<span class="detail">{e(detail)}</span></div>')
         parts = [
             "<!DOCTYPE html>",
@@ -113,9 +122,10 @@ class _Page:
     def block(self, block: Any) -> str:
         if isinstance(block, ResolvedHeading):
             level = min(block.level + 1, 6) if block.level == 1 else block.level
-            return f"<h{level}>{e(block.text)}</h{level}>"
+            return f"<h{level}>{self.prose(block.text, block.index, 'heading')}</h{level}>"
         if isinstance(block, ResolvedText):
-            inner = "".join(e(p) if isinstance(p, str) else self.value(p) for p in block.parts)
+            inner = "".join(self.prose(p, block.index, "text", n) if isinstance(p, str) else self.value(p)
+                            for n, p in enumerate(block.parts))
             return f'<p class="text">{inner}</p>'
         if isinstance(block, ResolvedNumber):
             return (f'<p class="number" data-block="{block.index}"><span class="label">{e(block.label)}:</span>'
@@ -127,6 +137,16 @@ class _Page:
         if isinstance(block, ResolvedChart):
             return self.chart(block)
         raise TypeError(f"unknown resolved block {block!r}")
+
+    def prose(self, text: str, block: int, where: str, part: int | None = None) -> str:
+        """Escaped prose, each figure written in it (not a bound citation) marked."""
+        from .figures import spans
+
+        out, at = [], 0
+        for start, end in spans(self.report.unbound, block, where, part):
+            out += [e(text[at:start]), f'<mark class="unbound" title="{e(UNBOUND_TITLE)}">{e(text[start:end])}</mark>']
+            at = end
+        return "".join(out) + e(text[at:])
 
     def value(self, value: Value) -> str:
         if value.degraded:
@@ -200,6 +220,7 @@ class _Page:
                  f"{', artifact ' + _code(w.artifact_id) if w.artifact_id else ''}): {e(w.reason)}</li>"
                  for w in self.report.warnings]
         items += [f"<li>block {block}: {e(what)}: {e(reason)}</li>" for block, what, reason in self.notes]
+        items += [f'<li class="unbound">{e(f.warning())}</li>' for f in self.report.unbound]
         if not items:
             return ""
         return (f'<section class="warnings" id="warnings" role="note"><h2>Warnings</h2>'

@@ -15,6 +15,10 @@ p { margin: 10px 0; }
 .status-completed { background: #e7f5ea; color: #14532d; }
 .status-partial { background: #fff4d6; color: #7a4d00; }
 .status-failed { background: #fde7e7; color: #8a1414; }
+.banner.unverified { background: #fff4d6; color: #7a4d00; }
+mark.unbound { background: #ffd7d7; color: #8a1414; font-weight: 700; padding: 0 2px;
+               border-bottom: 2px solid #8a1414; }
+li.unbound { color: #8a1414; }
 .draft-mark { position: fixed; top: 40%; left: 0; right: 0; text-align: center; font-size: 120px;
               font-weight: 800; color: rgba(180, 30, 30, 0.12); transform: rotate(-24deg);
               pointer-events: none; z-index: 10; letter-spacing: 12px; }

@@ -58,6 +58,8 @@ def report_json(report: ResolvedReport) -> dict[str, Any]:
         "draft": doc.draft,
         "missing_mark": MISSING_MARK,
         "warnings": [w.to_dict() for w in report.warnings],
+        "unbound_figures": [{"block": f.block, "where": f.where, "text": f.text, "start": f.start, "end": f.end,
+                             **({"part": f.part} if f.part is not None else {})} for f in report.unbound],
         "blocks": [_block(block) for block in report.blocks],
         "sources": [_source(s) for s in report.sources.values()],
         "citations": [_data(c) for c in report.citations],

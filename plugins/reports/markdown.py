@@ -79,6 +79,10 @@ def format_markdown(report: ResolvedReport) -> str:
         parts.extend(f"- block {w.block} ({w.kind}{', ' + w.field if w.field else ''}"
                      f"{', artifact `' + w.artifact_id + '`' if w.artifact_id else ''}): {_escape_line(w.reason)}"
                      for w in report.warnings)
+    if report.unbound:
+        parts.append("## Figures not bound to evidence")
+        parts.append("These figures are written in the text, not read from the evidence (no citation):")
+        parts.extend(f"- {_escape_line(f.describe())}" for f in report.unbound)
     if report.sources:
         parts.append("## Sources")
         parts.extend(_footnote(source) for source in report.sources.values())
@@ -162,7 +166,9 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     if run.artifacts is None:
         return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",
                                "Start the run with capture enabled.")
-    markdown, citations = MarkdownRenderer().render_cited(document, run.artifacts)
+    resolved = resolve_report(document, run.artifacts)
+    markdown, citations = format_markdown(resolved).encode("utf-8"), resolved.citations
+    unbound = [f.describe() for f in resolved.unbound]
     from assay.kernel.evidence import capture_file
 
     from .html import HtmlRenderer
@@ -179,9 +185,13 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
                               provenance=provenance)
         if record is not None:
             refs.append(record.ref())
+    flagged = ("warning: figures not bound to evidence (write each as a {name} citation, or remove it): "
+               + "; ".join(unbound) + "\n\n") if unbound else ""
     return ToolResult.ok({"artifact_id": refs[0].artifact_id if refs else None,
-                          "html_artifact_id": refs[1].artifact_id if len(refs) > 1 else None},
-                         content=markdown.decode("utf-8"), artifacts=refs)
+                          "html_artifact_id": refs[1].artifact_id if len(refs) > 1 else None,
+                          "unbound_figures": unbound},
+                         content=flagged + markdown.decode("utf-8"), artifacts=refs,
+                         metadata={"unbound_figures": unbound} if unbound else {})
 
 
 RENDERER = MarkdownRenderer()

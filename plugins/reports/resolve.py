@@ -235,6 +235,7 @@ class ResolvedReport:
     warnings: list[ReportWarning] = field(default_factory=list)
     missing_used: bool = False
     reader: Any = None
+    unbound: list[Any] = field(default_factory=list)  # figures written in the prose (.figures.UnboundFigure)
 
     def image_bytes(self, image: ResolvedImage) -> bytes:
         """The image's exact stored bytes, after a hash check."""
@@ -289,6 +290,9 @@ class _Resolver:
                     details={"block": index, "cause": exc.code},
                 ) from exc
         self.out.warnings = [ReportWarning(g.block, g.kind, g.artifact_id, g.field, g.reason) for g in self.doc.gaps]
+        from .figures import unbound_figures
+
+        self.out.unbound = unbound_figures(self.out)
         return self.out
 
     def block(self, block: Any) -> Resolved:

@@ -247,6 +247,8 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 return None
             return RunView(run_id=run_id, status="queued")
         data = record.model_dump(include=set(RunView.model_fields))
+        data["unsupported_figures"] = (record.summary.get("figures") or {}).get("unsupported") or []
+        data["report_unbound_figures"] = (record.summary.get("report") or {}).get("unbound_figures") or []
         if live is not None and live.state == "queued":
             data["status"] = "queued"
         elif live is None and record.status == "running" and mgr().remote is None:

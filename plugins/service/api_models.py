@@ -28,13 +28,30 @@ class RunCreate(BaseModel):
                                      description="Wall time in seconds (capped by the server).")
 
 
+class UnsupportedFigure(BaseModel):
+    """A figure of the answer that is not a value of the run's evidence (the figure check, docs/agent.md)."""
+
+    text: str = Field(description="The figure as written, e.g. \"$12.3M\".")
+    start: int = Field(description="Its first character in the answer.")
+    end: int = Field(description="One past its last character in the answer.")
+    value: str = Field(default="", description="The amount it states.")
+    percent: bool = False
+
+
 class RunView(BaseModel):
     run_id: str
-    status: str = Field(description="queued, running, or the final status (answered, failed, cancelled, ...).")
+    status: str = Field(description="queued, running, or the final status (answered, answered_unverified, "
+                                    "needs_analysis, partial, failed, max_steps, max_time, max_tokens, "
+                                    "model_unreachable, model_failed, invalid_input, cancelled; interrupted).")
     status_reason: str = ""
     question: str = ""
     model: str = ""
     answer: str | None = None
+    unsupported_figures: list[UnsupportedFigure] = Field(
+        default_factory=list, description="Figures of the answer not found in the run's evidence "
+                                          "(status answered_unverified), with their positions in the answer.")
+    report_unbound_figures: list[str] = Field(
+        default_factory=list, description="Figures the run's report states in its prose without a citation.")
     error: dict[str, Any] | None = None
     steps: int = 0
     tool_calls: int = 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
 import time
 from pathlib import Path
@@ -93,6 +94,17 @@ def agent_kernel(make_assay_kernel, monkeypatch, shop_db):
         return make_assay_kernel(sql, scripted, evidence_tools, AgentTestTools(), **settings).start()
 
     return make
+
+
+@pytest.fixture
+def script(tmp_path):
+    """``script(*steps)``: a JSON script file for the scripted model, as ``--model scripted:PATH``."""
+    def write(*steps) -> str:
+        path = tmp_path / f"script_{len(list(tmp_path.glob('script_*')))}.json"
+        path.write_text(json.dumps(list(steps)))
+        return f"scripted:{path}"
+
+    return write
 
 
 @pytest.fixture

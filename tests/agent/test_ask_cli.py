@@ -13,16 +13,6 @@ from tests.conftest import run_assay
 SUM_SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region"
 
 
-@pytest.fixture
-def script(tmp_path):
-    def write(*steps) -> str:
-        path = tmp_path / f"script_{len(list(tmp_path.glob('script_*')))}.json"
-        path.write_text(json.dumps(list(steps)))
-        return f"scripted:{path}"
-
-    return write
-
-
 def ask(*args):
     return run_assay("ask", *args)
 

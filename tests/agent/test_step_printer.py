@@ -56,4 +56,4 @@ def test_the_last_report_is_shown_after_the_answer_and_in_the_run_record(agent_k
     assert "report: partial, artifact art_report_partial\n# Report\n\nstatus partial" in out
     assert "status: partial (the last report says partial)" in out
     assert transcript.summary()["report"] == {"status": "partial", "artifact_id": "art_report_partial",
-                                              "text": "# Report\n\nstatus partial"}
+                                              "text": "# Report\n\nstatus partial", "unbound_figures": []}

@@ -129,6 +129,7 @@ def live_server(tmp_path_factory):
 
 
 REPORT_SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
+ANSWER = {"text": "West sold the most: 5,490."}  # the in-process model's last step (a test may change it)
 
 
 def report_step(messages):
@@ -149,7 +150,7 @@ def report_step(messages):
 def in_process_server(tmp_path, monkeypatch):
     """``start(**service_settings) -> (url, alice's token, bob's token)``: `assay serve`'s app in this
     process (uvicorn in a thread), so its scripted model can be Python: a query, a report citing the
-    query's artifact, an answer."""
+    query's artifact, an answer (:data:`ANSWER`; given twice, for the figure check's correction turn)."""
     import threading
 
     import uvicorn
@@ -164,8 +165,7 @@ def in_process_server(tmp_path, monkeypatch):
         model_id = "web_scripted"
 
         def __init__(self, **_: object) -> None:
-            super().__init__([{"tool": "sql_query", "arguments": {"sql": REPORT_SQL}}, report_step,
-                              {"text": "West sold the most: 5,490."}])
+            super().__init__([{"tool": "sql_query", "arguments": {"sql": REPORT_SQL}}, report_step, ANSWER, ANSWER])
 
     class Models:
         __name__ = "web_models"

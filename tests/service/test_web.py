@@ -10,9 +10,12 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import require
+from tests.service.conftest import ANSWER
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(300)
+
+
 @pytest.fixture
 def page_server(in_process_server):
     url, alice, _ = in_process_server()
@@ -41,17 +44,22 @@ def chromium(tmp_path):
             browser.close()
 
 
-def test_the_page_asks_streams_the_steps_and_shows_the_report(page_server, chromium, tmp_path):
-    url, token = page_server
-    page = chromium.new_page(viewport={"width": 1100, "height": 1400}, accept_downloads=True)
-    requests: list[str] = []
-    page.on("request", lambda r: requests.append(r.url))
+def ask_on_page(page, url: str, token: str) -> None:
+    """Open the page, give the token, choose the datasource and ask."""
     page.goto(url + "/")
     page.fill("#token", token)
     page.dispatch_event("#token", "change")
     page.wait_for_selector("#datasource option[value='sales']", state="attached")
     page.fill("#question", "Which region sold the most?")
     page.click("#ask-button")
+
+
+def test_the_page_asks_streams_the_steps_and_shows_the_report(page_server, chromium, tmp_path):
+    url, token = page_server
+    page = chromium.new_page(viewport={"width": 1100, "height": 1400}, accept_downloads=True)
+    requests: list[str] = []
+    page.on("request", lambda r: requests.append(r.url))
+    ask_on_page(page, url, token)
     page.wait_for_selector("#steps li[data-kind='tool_finished']")
     page.wait_for_selector("#report-box:not([hidden])", timeout=60_000)
     steps = page.inner_text("#steps")
@@ -101,3 +109,15 @@ def test_report_endpoint_serves_html_md_json_and_pdf(page_server):
     assert got["md"].text.startswith("# Sales by region") and "5,490" in got["md"].text
     assert got["json"].json()["title"] == "Sales by region"
     assert got["pdf"].content.startswith(b"%PDF")
+
+
+def test_the_page_marks_the_figures_not_found_in_the_evidence(page_server, chromium, monkeypatch):
+    url, token = page_server
+    monkeypatch.setitem(ANSWER, "text", "West sold the most: 5,490, and 999,999 units in all.")
+    page = chromium.new_page(viewport={"width": 1100, "height": 1400})
+    ask_on_page(page, url, token)
+    page.wait_for_selector("#answer-box:not([hidden])", timeout=60_000)
+    assert page.inner_text("#status") == "answered_unverified"
+    assert page.inner_text("#answer mark.unsupported") == "999,999"
+    assert page.inner_text("#unsupported") == "not found in the evidence: 999,999"
+    assert "figure check: not found in the evidence: 999,999" in page.inner_text("#steps")

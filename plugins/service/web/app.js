@@ -99,6 +99,12 @@ function addStep(event) {
     kind.textContent = "finished: " + s.status;
     li.append(kind);
     if (s.status_reason) li.append(" - " + s.status_reason);
+  } else if (event.kind === "figure_check") {
+    if (!d.correction_asked) return;
+    kind.textContent = "figure check: not found in the evidence: " +
+      [...new Set((d.unsupported || []).map((f) => f.text))].join("; ");
+    li.classList.add("failed");
+    li.append(kind, " - the model is asked to correct or cite them");
   } else {
     return;
   }
@@ -126,10 +132,37 @@ async function streamEvents(runId, controller) {
   }
 }
 
+function showAnswer(run) {
+  // the answer as text, each figure not found in the evidence marked (never as HTML: textContent only)
+  const box = $("answer");
+  box.replaceChildren();
+  const text = run.answer || run.status_reason || "";
+  const figures = (run.answer && run.unsupported_figures) || [];
+  let at = 0;
+  figures.slice().sort((a, b) => a.start - b.start).forEach((f) => {
+    if (f.start < at || f.end > text.length) return;
+    box.append(text.slice(at, f.start));
+    const mark = document.createElement("mark");
+    mark.className = "unsupported";
+    mark.title = "not found in the evidence";
+    mark.textContent = text.slice(f.start, f.end);
+    box.append(mark);
+    at = f.end;
+  });
+  box.append(text.slice(at));
+  const note = $("unsupported");
+  const listed = [...new Set(figures.map((f) => f.text))];
+  const unbound = run.report_unbound_figures || [];
+  note.textContent = [listed.length ? "not found in the evidence: " + listed.join("; ") : "",
+    unbound.length ? "report figures not bound to evidence: " + unbound.join("; ") : ""].filter(Boolean).join(" · ");
+  note.hidden = !listed.length && !unbound.length;
+}
+
 async function finish(runId) {
   const run = await (await api("/runs/" + runId)).json();
   $("status").textContent = run.status;
-  $("answer").textContent = run.answer || run.status_reason || "";
+  $("status").className = run.status === "answered_unverified" ? "unverified" : "";
+  showAnswer(run);
   $("answer-box").hidden = false;
   $("export-button").disabled = false;
   $("cancel-button").disabled = true;
