@@ -129,7 +129,6 @@ def live_server(tmp_path_factory):
 
 
 REPORT_SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY total DESC"
-ANSWER = {"text": "West sold the most: 5,490."}  # the in-process model's last step (a test may change it)
 
 
 def report_step(messages):
@@ -150,7 +149,8 @@ def report_step(messages):
 def in_process_server(tmp_path, monkeypatch):
     """``start(**service_settings) -> (url, alice's token, bob's token)``: `assay serve`'s app in this
     process (uvicorn in a thread), so its scripted model can be Python: a query, a report citing the
-    query's artifact, an answer (:data:`ANSWER`; given twice, for the figure check's correction turn)."""
+    query's artifact, an answer (``start.answer``, a dict a test may change before it asks; given twice,
+    for the figure check's correction turn)."""
     import threading
 
     import uvicorn
@@ -165,7 +165,7 @@ def in_process_server(tmp_path, monkeypatch):
         model_id = "web_scripted"
 
         def __init__(self, **_: object) -> None:
-            super().__init__([{"tool": "sql_query", "arguments": {"sql": REPORT_SQL}}, report_step, ANSWER, ANSWER])
+            super().__init__([{"tool": "sql_query", "arguments": {"sql": REPORT_SQL}}, report_step, answer, answer])
 
     class Models:
         __name__ = "web_models"
@@ -175,6 +175,7 @@ def in_process_server(tmp_path, monkeypatch):
             register(WebScripted)
 
     started: list = []
+    answer = {"text": "West sold the most: 5,490."}
 
     def start(**settings):
         db = make_sales(tmp_path / "sales.db")
@@ -194,6 +195,7 @@ def in_process_server(tmp_path, monkeypatch):
             time.sleep(0.05)
         return f"http://127.0.0.1:{port}", alice, bob
 
+    start.answer = answer  # type: ignore[attr-defined]
     yield start
     for server, thread, kernel in started:
         server.should_exit = True

@@ -10,7 +10,6 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import require
-from tests.service.conftest import ANSWER
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(300)
@@ -111,9 +110,9 @@ def test_report_endpoint_serves_html_md_json_and_pdf(page_server):
     assert got["pdf"].content.startswith(b"%PDF")
 
 
-def test_the_page_marks_the_figures_not_found_in_the_evidence(page_server, chromium, monkeypatch):
+def test_the_page_marks_the_figures_not_found_in_the_evidence(page_server, in_process_server, chromium, monkeypatch):
     url, token = page_server
-    monkeypatch.setitem(ANSWER, "text", "West sold the most: 5,490, and 999,999 units in all.")
+    monkeypatch.setitem(in_process_server.answer, "text", "West sold the most: 5,490, and 999,999 units in all.")
     page = chromium.new_page(viewport={"width": 1100, "height": 1400})
     ask_on_page(page, url, token)
     page.wait_for_selector("#answer-box:not([hidden])", timeout=60_000)
