@@ -7,6 +7,7 @@ builder stops looking once it is full, and rendering reads only the record.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from .canonical import dumps, dumps_bytes, iter_lines
@@ -85,6 +86,30 @@ class PreviewBuilder:
         return rows, self.clipped or len(rows) < row_count
 
 
+def markdown_table(columns: Sequence[Any], rows: Iterable[Sequence[Any]], cell: Callable[[Any], str], *,
+                   max_rows: int | None = None, max_chars: int | None = None) -> tuple[str, int]:
+    """The one Markdown table writer: (text, rows shown) of ``rows`` under ``columns``, each cell written
+    by ``cell`` (which escapes ``|`` and newlines its own way).
+
+    At most ``max_rows`` rows and ``max_chars`` characters (newlines counted); the header always fits: a
+    header too wide for the budget is itself cut, and no row is shown then.
+    """
+    header = "| " + " | ".join(cell(c) for c in columns) + " |\n" + "|" + "---|" * len(columns) + "\n"
+    if max_chars is not None and len(header) > max_chars:
+        return header[: max_chars - 2] + _CLIP_MARK + "\n", 0
+    parts, used, shown = [header], len(header), 0
+    for row in rows:
+        if max_rows is not None and shown >= max_rows:
+            break
+        line = "| " + " | ".join(cell(v) for v in row) + " |\n"
+        if max_chars is not None and used + len(line) > max_chars:
+            break
+        parts.append(line)
+        used += len(line)
+        shown += 1
+    return "".join(parts).rstrip("\n"), shown
+
+
 def render_preview(record: Any, max_rows: int = 50, max_chars: int = 8_000, cell_chars: int = 200) -> str:
     """A markdown table of the record's first rows, for a tool's model-facing content.
 
@@ -92,20 +117,12 @@ def render_preview(record: Any, max_rows: int = 50, max_chars: int = 8_000, cell
     shows only part of the result.
     """
     columns = list(record.columns)
-    rows = record.preview[:max_rows]
     lines: list[str] = []
-    if columns:
-        lines.append("| " + " | ".join(_cell(c, cell_chars) for c in columns) + " |")
-        lines.append("|" + "---|" * len(columns))
-    used = sum(len(x) + 1 for x in lines)
     shown = 0
-    for row in rows:
-        text = "| " + " | ".join(_cell(v, cell_chars) for v in row) + " |"
-        if used + len(text) + 1 > max_chars:
-            break
-        lines.append(text)
-        used += len(text) + 1
-        shown += 1
+    if columns:
+        table, shown = markdown_table(columns, record.preview, lambda v: _cell(v, cell_chars),
+                                      max_rows=max_rows, max_chars=max_chars)
+        lines.append(table)
     total = record.row_count
     cut = _cut_by(shown, len(record.preview), total, max_rows, max_chars)
     if total is None:

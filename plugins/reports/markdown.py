@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assay.kernel.evidence.preview import markdown_table
 from assay.kernel.reports import ReportDocument
 
 from assay import RunContext, ToolResult, hookimpl, tool
@@ -118,10 +119,9 @@ def _mark(source: Source | None) -> str:
 def _table(table: ResolvedTableBlock) -> str:
     if table.empty:  # an empty result is "no rows", never a table of zeros
         return f"*{_escape_line(table.caption)}*{_mark(table.source)}"
-    lines = ["| " + " | ".join(table_cell(c) for c in table.columns) + " |", "|" + "---|" * len(table.columns)]
-    for row in table.rows:
-        lines.append("| " + " | ".join(table_cell(table.text(v, c)) for v, c in zip(row, table.columns)) + " |")
-    return "\n".join(lines) + f"\n\n*{_escape_line(table.caption)}*{_mark(table.source)}"
+    texts = ([table.text(v, c) for v, c in zip(row, table.columns)] for row in table.rows)
+    text, _ = markdown_table(table.columns, texts, table_cell)
+    return text + f"\n\n*{_escape_line(table.caption)}*{_mark(table.source)}"
 
 
 def _footnote(source: Source) -> str:

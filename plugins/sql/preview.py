@@ -6,6 +6,8 @@ import datetime as _dt
 import decimal
 from typing import Any, Sequence
 
+from assay.kernel.evidence.preview import markdown_table as evidence_markdown_table
+
 MAX_CELL_CHARS = 300
 
 
@@ -27,24 +29,6 @@ def cell(value: Any) -> str:
 
 
 def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int) -> tuple[str, int]:
-    """A Markdown table of at most ``max_rows`` rows and ``max_chars`` characters.
-
-    Returns (text, rows shown). The header always fits: a header too wide for
-    the budget is itself cut, and no row is shown then.
-    """
-    header = "| " + " | ".join(cell(c) for c in columns) + " |\n"
-    rule = "|" + "|".join("---" for _ in columns) + "|\n"
-    text = header + rule
-    if len(text) > max_chars:
-        return text[: max_chars - 2] + "…\n", 0
-    shown = 0
-    parts = [text]
-    used = len(text)
-    for row in rows[:max_rows]:
-        line = "| " + " | ".join(cell(v) for v in row) + " |\n"
-        if used + len(line) > max_chars:
-            break
-        parts.append(line)
-        used += len(line)
-        shown += 1
-    return "".join(parts).rstrip("\n"), shown
+    """A Markdown table of at most ``max_rows`` rows and ``max_chars`` characters: (text, rows shown),
+    written by the evidence layer's one table writer with this module's cells."""
+    return evidence_markdown_table(columns, rows, cell, max_rows=max_rows, max_chars=max_chars)
