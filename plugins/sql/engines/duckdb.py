@@ -132,7 +132,9 @@ def decimal_projection(raw: Any, sql: str) -> tuple[str, tuple[int, ...], list[A
         names, types = list(relation.columns), list(relation.types)
     except Exception:  # noqa: BLE001 - the statement itself reports its error when run
         return sql, (), None
-    decimals = [i for i, t in enumerate(types) if str(t).upper().startswith("DECIMAL")]
+    # Only DECIMAL columns themselves: a list, array, struct or map of DECIMALs casts to text that is not a
+    # number (its type's name also starts with DECIMAL: 'DECIMAL(10,2)[]'), and is left to the driver.
+    decimals = [i for i, t in enumerate(types) if getattr(t, "id", "") == "decimal"]
     if not decimals or len({n.lower() for n in names}) != len(names):
         return sql, (), None
     body = sql.strip()
