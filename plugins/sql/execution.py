@@ -52,6 +52,8 @@ from .errors import (
     SQL_QUERY_TIMEOUT,
     SQL_READ_ONLY_REQUIRED,
     SQL_RESULT_TOO_LARGE,
+    SQL_ROW_TOO_LARGE,
+    SQL_VALUE_TOO_LARGE,
     TIMEOUT_HINT,
     SqlError,
     refused_by_database,
@@ -106,7 +108,8 @@ class RowStream:
     """
 
     def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
-                 attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None) -> None:
+                 attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None,
+                 row_cap: int | None = None) -> None:
         self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
         self._typed = typed_columns  # False (SQLite): a column's values may be of any type, row by row
         self.value_kinds = streamed.value_kinds
@@ -117,6 +120,7 @@ class RowStream:
         self.finished_at: float | None = None
         self._wide: list[int] | None = None  # columns that may hold long values (text, binary)
         self._value_cap = value_cap  # refuse a value longer than this (None: none can be)
+        self._row_cap = row_cap  # refuse a row whose long values are longer than this together
 
     @property
     def rows(self) -> Iterable[tuple]:
@@ -144,7 +148,7 @@ class RowStream:
                 if cap is not None and batch:
                     if self._wide is None:
                         self._wide = long_value_columns(batch, self.value_kinds, self._typed)
-                    check_value_sizes(batch, self._wide, cap, self.columns, self.count)
+                    check_value_sizes(batch, self._wide, cap, self.columns, self.count, self._row_cap)
                 self.count += len(batch)
                 if self.count > self._limit:
                     raise _too_large(self._limit)
@@ -157,6 +161,10 @@ class RowStream:
         except GeneratorExit:
             raise
         except BaseException as exc:
+            if isinstance(exc, SqlError) and exc.code in (SQL_VALUE_TOO_LARGE, SQL_ROW_TOO_LARGE) \
+                    and exc.details.get("row") is None:  # refused by the engine: past the rows already here
+                exc.details["after_rows"] = self.count
+                exc.message += f" (after the first {self.count:,} rows)"
             self.error = exc
             raise
 
@@ -406,12 +414,20 @@ class Executor:
         try:
             first = next(streamed.batches, [])
             columns = [str(d[0]) for d in streamed.description or ()]
-            cap, bound_of = attempt.max_value_bytes, getattr(self.engine, "value_length_bound", None)
+            limits = getattr(self.pool, "limits", None)
+            caps = [c for c in (attempt.max_value_bytes, getattr(limits, "max_value_bytes", None)) if c is not None]
+            cap, bound_of = (min(caps) if caps else None), getattr(self.engine, "value_length_bound", None)
             bound = bound_of(raw) if bound_of is not None else None
+            value_cap = None if cap is None or (bound is not None and bound <= cap) else cap
+            row_cap = getattr(limits, "max_row_bytes", None) if attempt.max_value_bytes is not None else None
+            longest = min(c for c in (cap, bound, 2**62) if c is not None)
+            if row_cap is not None and len(columns) * longest <= row_cap:
+                row_cap = None  # no row can be longer than its columns' longest values together
             stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
                                first, attempt, self.max_result_rows,
                                typed_columns=getattr(self.engine, "typed_columns", True),
-                               value_cap=None if cap is None or (bound is not None and bound <= cap) else cap)
+                               value_cap=value_cap if value_cap is not None or row_cap is None else 2**62,
+                               row_cap=row_cap)
             try:
                 consumed = attempt.consume(stream)
                 stream.drain()

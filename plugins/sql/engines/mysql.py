@@ -28,7 +28,7 @@ from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 from assay.kernel.log import get_logger
 
 from ..schema import ForeignKey, TableInfo
-from .base import Pool, SqlEngine, Streamed, group_tables, server_pool
+from .base import EngineLimits, Pool, SqlEngine, Streamed, group_tables, server_pool
 
 log = get_logger("assay.sql")
 TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
@@ -58,7 +58,9 @@ class MysqlEngine(SqlEngine):
     def dialect_for(self, url: Any) -> str:
         return "mariadb" if url.get_backend_name() == "mariadb" else "mysql"
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
+                  limits: EngineLimits | None = None) -> Pool:
+        # Values are bounded by the server's max_allowed_packet, and checked as they arrive (value_limits).
         kill: list[KillConnection] = []
 
         def setup(dbapi_conn: Any) -> None:
@@ -72,7 +74,8 @@ class MysqlEngine(SqlEngine):
         control = KillConnection(args, kwargs)
         kill.append(control)
         control.warm()
-        return Pool(connections, control=control, closers=[control.close, engine.dispose])
+        return Pool(connections, control=control, closers=[control.close, engine.dispose],
+                    limits=limits or EngineLimits())
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
         with raw.cursor() as cur:
