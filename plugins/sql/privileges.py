@@ -350,8 +350,11 @@ def _mysql_settings(report: LoginReport, global_mode: str, session_mode: str) ->
             continue
         report.settings.append(f"sql_mode holds {flag} ({' and '.join(where)}): WARNING the server then {why}, "
                                "which the read-only check does not; every assay session must take it out")
-        report.advice.append(f"as an administrator: take {flag} out of the server's sql_mode "
-                             "(SET GLOBAL sql_mode = ... and the [mysqld] sql_mode of its configuration file)")
+        if flag in global_mode.upper().split(","):
+            report.advice.append(f"as an administrator: take {flag} out of the server's sql_mode "
+                                 "(SET GLOBAL sql_mode = ... and the [mysqld] sql_mode of its configuration file)")
+        else:
+            report.advice.append(f"take {flag} out of the datasource URL's init_command / sql_mode")
 
 
 def _grants(cur: Any, statement: str) -> list[str]:
