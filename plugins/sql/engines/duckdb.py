@@ -104,7 +104,7 @@ class DuckdbEngine(SqlEngine):
         try:
             streamed = cursor_stream(cur, statement, chunk_rows, text_columns, types)
         except Exception as exc:
-            raise _refusal(exc, cur, limits) or exc from None
+            raise _refusal(exc, cur, sql, limits) or exc from None
         names = [d[0] for d in streamed.description or ()]
         streamed.batches = _refusing(streamed.batches, names, limits)
         return streamed
@@ -202,10 +202,13 @@ def _length_sql(index: int, type_id: str) -> str:
     return f'strlen(CAST("c{index}" AS VARCHAR))'  # lists, structs, maps...: their text
 
 
-def _refusal(exc: BaseException, cur: Any, limits: EngineLimits | None) -> BaseException | None:
+def _refusal(exc: BaseException, cur: Any, sql: str, limits: EngineLimits | None) -> BaseException | None:
     if limits is None or limits.max_value_bytes is None:
         return None
-    names = [d[0] for d in getattr(cur, "description", None) or ()]
+    try:  # refused before the first row: the query's columns, bound again (on this error path only)
+        names = list(cur.sql(sql).columns)
+    except Exception:  # noqa: BLE001
+        names = []
     return from_engine(exc, names, limits.max_value_bytes, limits.max_row_bytes or 0)
 
 
