@@ -470,8 +470,19 @@ class Executor:
                     self.engine.cancel(attempt.raw, attempt.session_id, pool)
                 except Exception as exc:  # noqa: BLE001 - reported below, never hidden
                     cancel_error = f"{type(exc).__name__}: {mask_url(str(exc))}"
+        # An in-process engine (DuckDB, SQLite) only stops when its own statement sees the interrupt; one sent
+        # between two steps of the worker (binding, then executing) is lost, so it is sent again until the
+        # worker is back or the grace period ends.
+        repeat_s = getattr(self.engine, "cancel_repeat_s", None)
+        grace_end = time.monotonic() + self.cancel_grace_s
         with attempt._cond:
-            attempt._cond.wait_for(lambda: attempt.done, timeout=self.cancel_grace_s)
+            while not attempt.done and (left := grace_end - time.monotonic()) > 0:
+                attempt._cond.wait(min(left, repeat_s or left))
+                if repeat_s and not attempt.done and attempt.raw is not None and not attempt.statement_done:
+                    try:
+                        self.engine.cancel(attempt.raw, attempt.session_id, pool)
+                    except Exception:  # noqa: BLE001 - the first cancel's error is reported
+                        pass
             confirmed = attempt.done
         what = (
             f"the query hit the {attempt.timeout_s:g} s time limit"

@@ -190,3 +190,31 @@ def test_postgres_temp_file_limit_is_set_where_the_login_may_and_bounds_the_temp
             break
         time.sleep(0.2)
     assert 0 < written <= 9 * 2**20, written  # the sort alone writes over 100 MB when nothing bounds it
+
+
+def test_duckdb_interrupt_sent_before_the_statement_started_still_stops_it(request, monkeypatch):
+    # The deadline passes while the worker is between two steps (here: binding takes long); the first
+    # interrupt reaches no statement, and the one that runs next would run on in the process after the tool
+    # returned ("not confirmed stopped"). It is sent again until the worker is back.
+    from assay.plugins.sql.engines import duckdb as duck
+    from assay.plugins.sql.errors import SqlError
+    from tests.sql.conftest import new_db
+
+    real = duck.decimal_projection
+
+    def slow_binding(*args, **kwargs):
+        time.sleep(1.5)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(duck, "decimal_projection", slow_binding)
+    db = new_db("duckdb", request, duckdb_threads=2, cancel_grace_s=3)
+    try:
+        attempt = db.new_attempt(1.0, consume=lambda stream: sum(1 for _ in stream.rows), decimal_text=True)
+        with pytest.raises(SqlError) as caught:
+            db.query("SELECT count(DISTINCT (a * 7919) % 300000000) AS n FROM range(3000000000) t(a)", attempt=attempt)
+        assert caught.value.code == "SQL_QUERY_TIMEOUT" and caught.value.details["stopped"] is True, caught.value
+        spent = _cpu_s()
+        time.sleep(1.0)
+        assert _cpu_s() - spent < 0.2
+    finally:
+        db.close()

@@ -40,6 +40,7 @@ class DuckdbEngine(SqlEngine):
     name = "duckdb"
     schemes = ("duckdb",)
     dialect = "duckdb"
+    cancel_repeat_s = 0.05  # in-process: an interrupt sent between two steps is lost; sent again
 
     def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
                   limits: EngineLimits | None = None) -> Pool:

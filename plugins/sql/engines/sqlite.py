@@ -52,6 +52,7 @@ class SqliteEngine(SqlEngine):
     name = "sqlite"
     schemes = ("sqlite", "sqlite+pysqlite")
     dialect = "sqlite"
+    cancel_repeat_s = 0.05  # in-process: an interrupt sent between two steps is lost; sent again
     streams_rows = True
     typed_columns = False  # any row may hold any type in any column
 
