@@ -36,6 +36,17 @@ BOUNDS: weakref.WeakKeyDictionary[Any, EngineLimits] = weakref.WeakKeyDictionary
 _QUERY_START = re.compile(r"\s*(?:\(\s*)*(?:select|with|from)\b", re.IGNORECASE)
 
 
+def instance_config(limits: EngineLimits) -> dict[str, Any]:
+    """The configuration a datasource's instance is opened with (another connection to the same file in
+    this process must use the same one: DuckDB refuses a second configuration)."""
+    config: dict[str, Any] = dict(LOCKED_CONFIG)
+    if limits.duckdb_memory_limit_mb:  # the instance's queries together; locked with the rest
+        config["memory_limit"] = f"{limits.duckdb_memory_limit_mb}MB"
+    if limits.duckdb_threads:
+        config["threads"] = limits.duckdb_threads
+    return config
+
+
 class DuckdbEngine(SqlEngine):
     name = "duckdb"
     schemes = ("duckdb",)
@@ -49,12 +60,7 @@ class DuckdbEngine(SqlEngine):
         limits = limits or EngineLimits()
         path = url.database or ":memory:"
         read_only = path != ":memory:"
-        config: dict[str, Any] = dict(LOCKED_CONFIG)
-        if limits.duckdb_memory_limit_mb:  # the instance's queries together; locked with the rest
-            config["memory_limit"] = f"{limits.duckdb_memory_limit_mb}MB"
-        if limits.duckdb_threads:
-            config["threads"] = limits.duckdb_threads
-        database = duckdb.connect(path, read_only=read_only, config=config)
+        database = duckdb.connect(path, read_only=read_only, config=instance_config(limits))
 
         def cursor() -> Any:
             raw = database.cursor()
