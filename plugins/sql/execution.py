@@ -59,7 +59,7 @@ from .errors import (
     refused_by_database,
 )
 from .schema import TableInfo
-from .value_limits import check_value_sizes, long_value_columns
+from .value_limits import check_row_sizes, check_value_sizes, long_value_columns
 
 log = get_logger("assay.sql")
 
@@ -109,7 +109,7 @@ class RowStream:
 
     def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
                  attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None,
-                 row_cap: int | None = None) -> None:
+                 row_cap: int | None = None, longest: int = 2**62) -> None:
         self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
         self._typed = typed_columns  # False (SQLite): a column's values may be of any type, row by row
         self.value_kinds = streamed.value_kinds
@@ -121,6 +121,8 @@ class RowStream:
         self._wide: list[int] | None = None  # columns that may hold long values (text, binary)
         self._value_cap = value_cap  # refuse a value longer than this (None: none can be)
         self._row_cap = row_cap  # refuse a row whose long values are longer than this together
+        self._row_columns: list[int] | None = None  # the columns a row's size is counted over
+        self._longest = longest  # no value can be longer than this
 
     @property
     def rows(self) -> Iterable[tuple]:
@@ -143,12 +145,21 @@ class RowStream:
         try:
             batches = chain([self._first], self._batches) if self._first else self._batches
             self._first = []
-            cap = self._value_cap
+            cap, row_cap = self._value_cap, self._row_cap
             for batch in batches:
                 if cap is not None and batch:
                     if self._wide is None:
                         self._wide = long_value_columns(batch, self.value_kinds, self._typed)
-                    check_value_sizes(batch, self._wide, cap, self.columns, self.count, self._row_cap)
+                    check_value_sizes(batch, self._wide, cap, self.columns, self.count)
+                if row_cap is not None and batch and self._row_columns is None:
+                    # The columns the first batch shows to hold long values (on SQLite too: measuring every
+                    # column there costs as much as the capture; a row missed here is still cut by the
+                    # capture at the artifact cap). Too few of them for a row to be over: not measured.
+                    self._row_columns = long_value_columns(batch, self.value_kinds, True)
+                    if len(self._row_columns) * self._longest <= row_cap:
+                        row_cap = None
+                if row_cap is not None and batch:
+                    check_row_sizes(batch, self._row_columns or [], row_cap, self.count)
                 self.count += len(batch)
                 if self.count > self._limit:
                     raise _too_large(self._limit)
@@ -426,8 +437,7 @@ class Executor:
             stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
                                first, attempt, self.max_result_rows,
                                typed_columns=getattr(self.engine, "typed_columns", True),
-                               value_cap=value_cap if value_cap is not None or row_cap is None else 2**62,
-                               row_cap=row_cap)
+                               value_cap=value_cap, row_cap=row_cap, longest=longest)
             try:
                 consumed = attempt.consume(stream)
                 stream.drain()

@@ -55,32 +55,35 @@ def _length(value: object) -> int:
     return len(value) if isinstance(value, LONG_TYPES) else 0  # type: ignore[arg-type]
 
 
-def check_value_sizes(batch: list[tuple], columns: list[int], cap: int, names: list[str], before: int,
-                      row_cap: int | None = None) -> None:
-    """Raise SQL_VALUE_TOO_LARGE for the first value in ``columns`` longer than ``cap``, and
-    SQL_ROW_TOO_LARGE for the first row whose values in ``columns`` are longer than ``row_cap`` together.
+def check_value_sizes(batch: list[tuple], columns: list[int], cap: int, names: list[str], before: int) -> None:
+    """Raise SQL_VALUE_TOO_LARGE for the first value in ``columns`` longer than ``cap``.
 
     ``before``: rows of the result before this batch (for the row number in the message).
     """
-    longest_sum = 0
     for j in columns:
-        try:
-            longest = max(map(len, filter(None, map(itemgetter(j), batch))), default=0)  # one C-level pass
-        except TypeError:  # values of several types in the column (SQLite): look at each
-            longest = max((len(v) for v in map(itemgetter(j), batch) if isinstance(v, LONG_TYPES)), default=0)
-        longest_sum += longest
-        if longest <= cap:
+        if _longest(batch, j) <= cap:
             continue
         for i, row in enumerate(batch):
             value = row[j]
             if isinstance(value, LONG_TYPES) and len(value) > cap:
                 raise value_too_large(before + i + 1, names[j] if j < len(names) else str(j), len(value), cap)
-    if row_cap is None or longest_sum <= row_cap:  # no row can be longer than the sum of its columns' longest
+
+
+def check_row_sizes(batch: list[tuple], columns: list[int], cap: int, before: int) -> None:
+    """Raise SQL_ROW_TOO_LARGE for the first row whose values in ``columns`` are longer than ``cap`` together."""
+    if sum(_longest(batch, j) for j in columns) <= cap:  # no row is longer than its columns' longest together
         return
     for i, row in enumerate(batch):
         size = sum(_length(row[j]) for j in columns)
-        if size > row_cap:
-            raise row_too_large(before + i + 1, size, row_cap)
+        if size > cap:
+            raise row_too_large(before + i + 1, size, cap)
+
+
+def _longest(batch: list[tuple], j: int) -> int:
+    try:
+        return max(map(len, filter(None, map(itemgetter(j), batch))), default=0)  # one C-level pass
+    except TypeError:  # values of several types in the column (SQLite): look at each
+        return max((len(v) for v in map(itemgetter(j), batch) if isinstance(v, LONG_TYPES)), default=0)
 
 
 def value_too_large(row: int | None, column: str, size: int, cap: int) -> SqlError:
