@@ -218,3 +218,18 @@ def test_duckdb_interrupt_sent_before_the_statement_started_still_stops_it(reque
         assert _cpu_s() - spent < 0.2
     finally:
         db.close()
+
+
+def test_mariadb_value_the_server_cut_to_null_is_refused_not_kept(request, kernel):
+    # Over max_allowed_packet (16 MB here) MariaDB returns NULL with a warning: kept, it would be a silent cut.
+    from tests.sql.conftest import new_db
+
+    kernel.attach(new_db("mariadb", request))
+    run = kernel.new_run()
+    result = kernel.call_tool("sql_query", {"sql": "SELECT repeat('x', 20000000) AS big, 1 AS n"}, run=run)
+    assert result.error_code == "SQL_VALUE_TOO_LARGE", result.message
+    assert "max_allowed_packet" in result.message
+    assert [r.status for r in run.artifacts.records() if r.kind == "sql"] == ["failed"]
+    ok = kernel.call_tool("sql_query", {"sql": "SELECT repeat('x', 1000) AS fine"}, run=run)
+    assert ok.success, ok.message  # the connection is fine for the next statement
+    run.close()

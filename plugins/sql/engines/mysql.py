@@ -27,7 +27,9 @@ from typing import Any
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 from assay.kernel.log import get_logger
 
+from ..errors import SQL_VALUE_TOO_LARGE, SqlError
 from ..schema import ForeignKey, TableInfo
+from ..value_limits import VALUE_HINT
 from .base import EngineLimits, Pool, SqlEngine, Streamed, group_tables, server_pool
 
 log = get_logger("assay.sql")
@@ -197,10 +199,31 @@ def _unbuffered_batches(raw: Any, cur: Any, chunk_rows: int) -> Any:
             batch = cur.fetchmany(chunk_rows)
             if not batch:
                 finished = True
-                return
+                break
             yield batch
     finally:
         _close_unbuffered(raw, cur, stop=not finished)
+    _refuse_cut_values(raw, cur)
+
+
+CUT_WARNINGS = (1301,)  # "Result of repeat() was larger than max_allowed_packet (N) - truncated": a NULL instead
+
+
+def _refuse_cut_values(raw: Any, cur: Any) -> None:
+    """The server replaced a value longer than max_allowed_packet with NULL (a warning, not an error): the
+    result is not what the query asked for, so it is refused rather than kept with the NULL."""
+    result = getattr(cur, "_result", None)
+    if not getattr(result, "warning_count", 0):
+        return
+    cut = [w for w in raw.show_warnings() if len(w) > 2 and w[1] in CUT_WARNINGS]
+    if cut:
+        raise SqlError(
+            SQL_VALUE_TOO_LARGE,
+            f"the server returned NULL for a value longer than its max_allowed_packet ({cut[0][2]}); the result "
+            "is not what the query asked for, so it was not kept",
+            VALUE_HINT,
+            details={"row": None, "column": None, "engine_warning": str(cut[0][2])},
+        )
 
 
 def _close_unbuffered(raw: Any, cur: Any, *, stop: bool) -> None:
