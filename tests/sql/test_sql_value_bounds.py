@@ -66,7 +66,7 @@ VALUE = {
     "postgresql": f"SELECT repeat('x', {200 * MB}) AS big",
 }
 # The engine holds its own copy of the value (DuckDB is in the process); the client holds none.
-VALUE_GROWTH_MB = {"sqlite": 40, "duckdb": 320, "postgresql": 40}
+VALUE_GROWTH_MB = {"sqlite": 40, "duckdb": 500, "postgresql": 40}  # before: 1,000-1,400
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb", "postgresql"])
@@ -84,7 +84,7 @@ ROW = {
     "postgresql": "SELECT " + ", ".join(f"repeat('x', {60 * MB}) AS c{i}" for i in range(6)),
     "sqlite": "SELECT " + ", ".join(f"zeroblob({60 * MB}) AS c{i}" for i in range(6)),
 }
-ROW_GROWTH_MB = {"duckdb": 700, "postgresql": 60, "sqlite": 700}
+ROW_GROWTH_MB = {"duckdb": 1100, "postgresql": 60, "sqlite": 1100}  # before: 2,250-2,520
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb", "postgresql"])
