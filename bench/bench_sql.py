@@ -320,9 +320,13 @@ def setup(tmp: Path) -> dict:
                      "(i * 1.25)::DECIMAL(12,2) AS amount, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts "
                      "FROM range(1, 100001) r(i)")
     ctx["urls"]["duckdb"] = f"duckdb:///{path}"
-    from assay.plugins.sql.engines.duckdb import LOCKED_CONFIG
 
-    ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=dict(LOCKED_CONFIG)).cursor()
+    # the datasource's own configuration (DuckDB refuses a second one for the same file in a process)
+    from assay.plugins.sql.engines.duckdb import instance_config
+    from assay.plugins.sql.resource import DatabaseResource
+
+    limits = DatabaseResource("bench", f"duckdb:///{path}").limits
+    ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=instance_config(limits)).cursor()
     ctx["big_sql"]["duckdb"] = "SELECT * FROM t"
 
     name = "bench_sql_" + uuid.uuid4().hex[:8]

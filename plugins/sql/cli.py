@@ -109,7 +109,8 @@ def add_commands(cli: click.Group) -> None:
     @click.option("--allow-privileged", is_flag=True, help="Judge URL as if it were marked allow_privileged.")
     @click.pass_context
     def doctor_cmd(ctx: click.Context, url: str | None, datasource: str | None, allow_privileged: bool) -> None:
-        """Print what the datasource's login can do and why it is or is not accepted (exit 1: refused)."""
+        """Print what the datasource's login can do and why it is or is not accepted (exit 1: refused),
+        and whether the session settings the read-only check relies on (and PostgreSQL temp_file_limit) are set."""
         from . import sql_settings
         from .errors import SqlError
         from .tools import Datasources

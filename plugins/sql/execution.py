@@ -52,12 +52,14 @@ from .errors import (
     SQL_QUERY_TIMEOUT,
     SQL_READ_ONLY_REQUIRED,
     SQL_RESULT_TOO_LARGE,
+    SQL_ROW_TOO_LARGE,
+    SQL_VALUE_TOO_LARGE,
     TIMEOUT_HINT,
     SqlError,
     refused_by_database,
 )
 from .schema import TableInfo
-from .value_limits import check_value_sizes, long_value_columns
+from .value_limits import check_row_sizes, check_value_sizes, long_value_columns
 
 log = get_logger("assay.sql")
 
@@ -106,7 +108,8 @@ class RowStream:
     """
 
     def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
-                 attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None) -> None:
+                 attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None,
+                 row_cap: int | None = None, longest: int = 2**62) -> None:
         self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
         self._typed = typed_columns  # False (SQLite): a column's values may be of any type, row by row
         self.value_kinds = streamed.value_kinds
@@ -117,6 +120,9 @@ class RowStream:
         self.finished_at: float | None = None
         self._wide: list[int] | None = None  # columns that may hold long values (text, binary)
         self._value_cap = value_cap  # refuse a value longer than this (None: none can be)
+        self._row_cap = row_cap  # refuse a row whose long values are longer than this together
+        self._row_columns: list[int] | None = None  # the columns a row's size is counted over
+        self._longest = longest  # no value can be longer than this
 
     @property
     def rows(self) -> Iterable[tuple]:
@@ -139,12 +145,21 @@ class RowStream:
         try:
             batches = chain([self._first], self._batches) if self._first else self._batches
             self._first = []
-            cap = self._value_cap
+            cap, row_cap = self._value_cap, self._row_cap
             for batch in batches:
                 if cap is not None and batch:
                     if self._wide is None:
                         self._wide = long_value_columns(batch, self.value_kinds, self._typed)
                     check_value_sizes(batch, self._wide, cap, self.columns, self.count)
+                if row_cap is not None and batch and self._row_columns is None:
+                    # The columns the first batch shows to hold long values (on SQLite too: measuring every
+                    # column there costs as much as the capture; a row missed here is still cut by the
+                    # capture at the artifact cap). Too few of them for a row to be over: not measured.
+                    self._row_columns = long_value_columns(batch, self.value_kinds, True)
+                    if len(self._row_columns) * self._longest <= row_cap:
+                        row_cap = None
+                if row_cap is not None and batch:
+                    check_row_sizes(batch, self._row_columns or [], row_cap, self.count)
                 self.count += len(batch)
                 if self.count > self._limit:
                     raise _too_large(self._limit)
@@ -157,6 +172,10 @@ class RowStream:
         except GeneratorExit:
             raise
         except BaseException as exc:
+            if isinstance(exc, SqlError) and exc.code in (SQL_VALUE_TOO_LARGE, SQL_ROW_TOO_LARGE) \
+                    and exc.details.get("row") is None:  # refused by the engine: past the rows already here
+                exc.details["after_rows"] = self.count
+                exc.message += f" (after the first {self.count:,} rows)"
             self.error = exc
             raise
 
@@ -406,12 +425,19 @@ class Executor:
         try:
             first = next(streamed.batches, [])
             columns = [str(d[0]) for d in streamed.description or ()]
-            cap, bound_of = attempt.max_value_bytes, getattr(self.engine, "value_length_bound", None)
+            limits = getattr(self.pool, "limits", None)
+            caps = [c for c in (attempt.max_value_bytes, getattr(limits, "max_value_bytes", None)) if c is not None]
+            cap, bound_of = (min(caps) if caps else None), getattr(self.engine, "value_length_bound", None)
             bound = bound_of(raw) if bound_of is not None else None
+            value_cap = None if cap is None or (bound is not None and bound <= cap) else cap
+            row_cap = getattr(limits, "max_row_bytes", None) if attempt.max_value_bytes is not None else None
+            longest = min(c for c in (cap, bound, 2**62) if c is not None)
+            if row_cap is not None and len(columns) * longest <= row_cap:
+                row_cap = None  # no row can be longer than its columns' longest values together
             stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
                                first, attempt, self.max_result_rows,
                                typed_columns=getattr(self.engine, "typed_columns", True),
-                               value_cap=None if cap is None or (bound is not None and bound <= cap) else cap)
+                               value_cap=value_cap, row_cap=row_cap, longest=longest)
             try:
                 consumed = attempt.consume(stream)
                 stream.drain()
@@ -454,8 +480,19 @@ class Executor:
                     self.engine.cancel(attempt.raw, attempt.session_id, pool)
                 except Exception as exc:  # noqa: BLE001 - reported below, never hidden
                     cancel_error = f"{type(exc).__name__}: {mask_url(str(exc))}"
+        # An in-process engine (DuckDB, SQLite) only stops when its own statement sees the interrupt; one sent
+        # between two steps of the worker (binding, then executing) is lost, so it is sent again until the
+        # worker is back or the grace period ends.
+        repeat_s = getattr(self.engine, "cancel_repeat_s", None)
+        grace_end = time.monotonic() + self.cancel_grace_s
         with attempt._cond:
-            attempt._cond.wait_for(lambda: attempt.done, timeout=self.cancel_grace_s)
+            while not attempt.done and (left := grace_end - time.monotonic()) > 0:
+                attempt._cond.wait(min(left, repeat_s or left))
+                if repeat_s and not attempt.done and attempt.raw is not None and not attempt.statement_done:
+                    try:
+                        self.engine.cancel(attempt.raw, attempt.session_id, pool)
+                    except Exception:  # noqa: BLE001 - the first cancel's error is reported
+                        pass
             confirmed = attempt.done
         what = (
             f"the query hit the {attempt.timeout_s:g} s time limit"

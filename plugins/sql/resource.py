@@ -11,6 +11,7 @@ from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
 from .engines import BUILTIN_ENGINES
+from .engines.base import EngineLimits
 from .errors import SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_TABLE_NOT_FOUND, SqlError
 from .execution import Attempt, Executor, QueryResult, RowStream, run_cancellable
 from .privileges import LoginReport
@@ -135,7 +136,7 @@ class DatabaseResource(Resource):
         """The engine's pool, once its login passed the privilege check (fail-closed)."""
         size = self.config.pool_size or self.settings.pool_size
         try:
-            pool = self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
+            pool = self._make_pool(size)
         except SqlError:
             raise
         except Exception as exc:  # noqa: BLE001
@@ -156,6 +157,18 @@ class DatabaseResource(Resource):
         self.login = report
         return pool
 
+    @property
+    def limits(self) -> EngineLimits:
+        """What one statement may cost, as the engine bounds it (settings ``max_value_bytes``, ``duckdb_*``...)."""
+        s = self.settings
+        return EngineLimits(max_value_bytes=s.max_value_bytes, max_row_bytes=s.max_row_bytes,
+                            duckdb_memory_limit_mb=s.duckdb_memory_limit_mb, duckdb_threads=s.duckdb_threads,
+                            pg_temp_file_limit_mb=s.pg_temp_file_limit_mb)
+
+    def _make_pool(self, size: int) -> DatabasePool:
+        extra = {"limits": self.limits} if getattr(self.engine, "takes_limits", False) else {}
+        return self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s, **extra)
+
     def _login_report(self, pool: DatabasePool) -> LoginReport | None:
         """What the login may do, asked on one pooled connection (None: the engine has no logins)."""
         report_fn = getattr(self.engine, "login_report", None)
@@ -169,13 +182,15 @@ class DatabaseResource(Resource):
 
     def inspect_login(self) -> LoginReport | None:
         """The login report without refusing anything (``assay db doctor``); opens and closes its own pool."""
-        size = 1
         try:
-            pool = self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s)
+            pool = self._make_pool(1)
         except Exception as exc:  # noqa: BLE001
             raise self._unavailable(exc) from None
         try:
-            return self._login_report(pool)
+            report = self._login_report(pool)
+            if report is not None:
+                report.advise_temp_file_limit(self.settings.pg_temp_file_limit_mb)
+            return report
         except SqlError:
             raise
         except Exception as exc:  # noqa: BLE001

@@ -24,6 +24,7 @@ refused unless its datasource says ``allow_privileged = true``
 from __future__ import annotations
 
 import json
+import os
 import re
 from typing import Annotated, Any
 
@@ -90,6 +91,17 @@ class SqlSettings(EnvSettings):
     preview_rows: int = Field(default=50, ge=1)
     preview_chars: int = Field(default=20_000, ge=200)
     schema_prompt_chars: int = Field(default=6_000, ge=200, description="Budget for one schema in a prompt.")
+    max_value_bytes: int = Field(default=64 * 2**20, ge=1024, description="A longer text/binary value is refused "
+                                 "(SQL_VALUE_TOO_LARGE), checked by the engine before it is sent where it can be.")
+    max_row_bytes: int = Field(default=256 * 2**20, ge=1024, description="A row whose text/binary values are longer "
+                               "together is refused (SQL_ROW_TOO_LARGE).")
+    duckdb_memory_limit_mb: int = Field(default=2048, ge=64, description="DuckDB memory_limit of a datasource's "
+                                        "instance (its queries together).")
+    duckdb_threads: int = Field(default_factory=lambda: min(os.cpu_count() or 1, 4), ge=1, le=256,
+                                description="DuckDB threads of a datasource's instance.")
+    pg_temp_file_limit_mb: int = Field(default=2048, ge=0, description="PostgreSQL temp_file_limit set for each "
+                                       "statement where the login may set it (0: none); assay db doctor advises "
+                                       "ALTER ROLE ... SET temp_file_limit where it may not.")
 
     @field_validator("databases", mode="before")
     @classmethod

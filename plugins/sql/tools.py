@@ -187,7 +187,9 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
     metadata = dict(error.details)
     message = error.message
     if resource is not None:
-        metadata.update(datasource=resource.name, dialect=resource.dialect, privileged_login=resource.privileged_login)
+        # A refused login is privileged too (its refusal says so beside the privileges); nothing ran as it.
+        privileged = bool(error.details.get("privileged_login", resource.privileged_login))
+        metadata.update(datasource=resource.name, dialect=resource.dialect, privileged_login=privileged)
         message += privileged_note(resource)
     return ToolResult.fail(error.code, message, error.hint, metadata=metadata, artifacts=artifacts)
 

@@ -153,3 +153,24 @@ def test_duckdb_capture_equals_the_reference_encoder(kernel, tmp_path):
     assert record.sha256 == _sha_of_reference(["id", "amount", "small", "s", "ts", "whole"], expected_rows)
     assert "| 1 | 1.25 | 0.00010000 |" in result.content  # previews show the Decimal as the driver made it
     run.close()
+
+
+def test_duckdb_lists_arrays_and_maps_of_decimals_are_captured_as_the_driver_returns_them(kernel, tmp_path):
+    # Their type names start with DECIMAL too ('DECIMAL(10,2)[]'): they were cast to text like a DECIMAL
+    # column and the capture failed on Decimal('[1.50, 2.25]') (ARTIFACT_CAPTURE_FAILED, ConversionSyntax).
+    path = tmp_path / "declist.duckdb"
+    sql = ("SELECT id, amount, amounts, fixed, by_key FROM t ORDER BY id")
+    with duckdb.connect(str(path)) as conn:
+        conn.execute("CREATE TABLE t AS SELECT i AS id, (i * 1.25)::DECIMAL(10,2) AS amount, "
+                     "[(i * 1.5)::DECIMAL(10,2), NULL, 2.25] AS amounts, "
+                     "array_value((i * 0.5)::DECIMAL(4,1), 1.0) AS fixed, "
+                     "map(['a'], [(i * 0.1)::DECIMAL(8,3)]) AS by_key FROM range(1, 101) r(i)")
+        expected_rows = conn.execute(sql).fetchall()
+    kernel.attach(open_datasource("dl", f"duckdb:///{path}", kernel=kernel))
+    run = kernel.new_run()
+    result = kernel.call_tool("sql_query", {"sql": sql, "datasource": "dl"}, run=run)
+    assert result.success, result.message
+    record = run.artifacts.catalog.get(result.data["artifact_id"])
+    assert record.sha256 == _sha_of_reference(["id", "amount", "amounts", "fixed", "by_key"], expected_rows)
+    assert result.data["column_types"][2] == "DECIMAL(10,2)[]"
+    run.close()

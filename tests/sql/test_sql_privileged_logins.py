@@ -56,7 +56,9 @@ def test_superuser_login_refused_through_the_tool(engine, request, kernel):
     kernel.attach(_resource(admin_url_for(engine, request)))
     result = kernel.call_tool("sql_query", {"sql": "SELECT 1 AS one"})
     assert not result.success and result.error_code == SQL_DATASOURCE_PRIVILEGED
-    assert result.metadata["privileged_login"] is False  # nothing ran as it
+    # The login is privileged, and the metadata says so beside the privileges (nothing ran as it: allowed false).
+    assert result.metadata["privileged_login"] is True and result.metadata["allowed"] is False
+    assert result.metadata["privileges"]
 
 
 @pytest.mark.parametrize("engine", SERVERS)

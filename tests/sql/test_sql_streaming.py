@@ -164,8 +164,14 @@ def test_duckdb_decimal_projection_keeps_the_order_and_reports_the_query_types(k
     run.close()
 
 
+def test_duckdb_projection_takes_duplicate_column_names_by_position(decimal_duckdb):
+    with duckdb.connect(str(decimal_duckdb), read_only=True) as conn:
+        statement, columns, _ = decimal_projection(conn, "SELECT amount, amount, id FROM t ORDER BY id LIMIT 1")
+        assert columns == (0, 1) and conn.execute(statement).fetchall() == [("1.25", "1.25", 1)]
+        assert [d[0] for d in conn.execute(statement).description] == ["amount", "amount", "id"]
+
+
 @pytest.mark.parametrize("sql", [
-    "SELECT amount, amount FROM t",  # duplicate names: a projection by name would be ambiguous
     "SELECT id FROM t",  # no DECIMAL column
     "DESCRIBE t",  # not a plain query: never bound here
     "SELECT amount FROM t; -- the end",  # the projection would not parse around it

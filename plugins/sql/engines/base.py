@@ -17,6 +17,23 @@ from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 from ..schema import ColumnInfo, TableInfo
 
 
+@dataclass(frozen=True)
+class EngineLimits:
+    """What one datasource's statements may cost, for the engines that can bound it themselves.
+
+    ``max_value_bytes`` / ``max_row_bytes``: a longer text/binary value or row is refused by the engine
+    before it reaches the client where it can (SQLite's length limit, a checking projection on PostgreSQL
+    and DuckDB); ``duckdb_*``: the DuckDB instance's ``memory_limit`` and ``threads``;
+    ``pg_temp_file_limit_mb``: PostgreSQL ``temp_file_limit`` per statement where the login may set it.
+    """
+
+    max_value_bytes: int | None = None
+    max_row_bytes: int | None = None
+    duckdb_memory_limit_mb: int | None = None
+    duckdb_threads: int | None = None
+    pg_temp_file_limit_mb: int = 0
+
+
 @dataclass(eq=False)
 class Pool:
     """One datasource's read-only connections, and what the engine keeps open beside them.
@@ -32,6 +49,7 @@ class Pool:
     connections: Any
     control: Any = None
     closers: list[Callable[[], None]] = field(default_factory=list)
+    limits: EngineLimits = field(default_factory=EngineLimits)
 
     def connect(self) -> Any:
         return self.connections.connect()
@@ -128,6 +146,8 @@ class SqlEngine:
     streams_rows: bool = False
     # True when every value of a result column has the column's type (False: SQLite's dynamic typing).
     typed_columns: bool = True
+    # make_pool takes ``limits=EngineLimits(...)`` (an engine of the kernel's protocol need not)
+    takes_limits: bool = True
 
     def normalize_url(self, url: Any) -> Any:
         return url
@@ -135,7 +155,8 @@ class SqlEngine:
     def dialect_for(self, url: Any) -> str:
         return self.dialect
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
+                  limits: EngineLimits | None = None) -> Pool:
         raise NotImplementedError
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:

@@ -17,12 +17,14 @@
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Any
 
 from assay.kernel.database_engine import CatalogFetch
 
 from ..schema import ForeignKey, TableInfo
-from .base import Pool, SqlEngine, Streamed, cursor_stream, group_tables, queue_pool
+from ..value_limits import bounds_filter, from_engine
+from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream, group_tables, queue_pool
 
 LOCKED_CONFIG = {
     "enable_external_access": False,
@@ -30,22 +32,44 @@ LOCKED_CONFIG = {
     "autoload_known_extensions": False,
     "lock_configuration": True,
 }
+BOUNDS: weakref.WeakKeyDictionary[Any, EngineLimits] = weakref.WeakKeyDictionary()  # each pooled cursor's
 _QUERY_START = re.compile(r"\s*(?:\(\s*)*(?:select|with|from)\b", re.IGNORECASE)
+
+
+def instance_config(limits: EngineLimits) -> dict[str, Any]:
+    """The configuration a datasource's instance is opened with (another connection to the same file in
+    this process must use the same one: DuckDB refuses a second configuration)."""
+    config: dict[str, Any] = dict(LOCKED_CONFIG)
+    if limits.duckdb_memory_limit_mb:  # the instance's queries together; locked with the rest
+        config["memory_limit"] = f"{limits.duckdb_memory_limit_mb}MB"
+    if limits.duckdb_threads:
+        config["threads"] = limits.duckdb_threads
+    return config
 
 
 class DuckdbEngine(SqlEngine):
     name = "duckdb"
     schemes = ("duckdb",)
     dialect = "duckdb"
+    cancel_repeat_s = 0.05  # in-process: an interrupt sent between two steps is lost; sent again
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
+                  limits: EngineLimits | None = None) -> Pool:
         import duckdb
 
+        limits = limits or EngineLimits()
         path = url.database or ":memory:"
         read_only = path != ":memory:"
-        database = duckdb.connect(path, read_only=read_only, config=dict(LOCKED_CONFIG))
+        database = duckdb.connect(path, read_only=read_only, config=instance_config(limits))
+
+        def cursor() -> Any:
+            raw = database.cursor()
+            BOUNDS[raw] = limits
+            return raw
+
         # The shared instance: its cursors are the pooled connections, closed after them.
-        return Pool(queue_pool(database.cursor, pool_size, pool_timeout_s, reset=None), closers=[database.close])
+        return Pool(queue_pool(cursor, pool_size, pool_timeout_s, reset=None), closers=[database.close],
+                    limits=limits)
 
     def end(self, raw: Any) -> None:
         return None  # the database is opened read-only; nothing to undo
@@ -82,10 +106,15 @@ class DuckdbEngine(SqlEngine):
         return [str(col[1]) for col in description or ()]
 
     def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
-        statement, text_columns, types = sql, (), None
-        if decimal_text:
-            statement, text_columns, types = decimal_projection(cur, sql)
-        return cursor_stream(cur, statement, chunk_rows, text_columns, types)
+        limits = BOUNDS.get(raw)
+        statement, text_columns, types = decimal_projection(cur, sql, limits, decimal_text)
+        try:
+            streamed = cursor_stream(cur, statement, chunk_rows, text_columns, types)
+        except Exception as exc:
+            raise _refusal(exc, cur, sql, limits) or exc from None
+        names = [d[0] for d in streamed.description or ()]
+        streamed.batches = _refusing(streamed.batches, names, limits)
+        return streamed
 
     def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
         schema_filter = "AND c.schema_name IN (SELECT unnest(?))" if schemas else ""
@@ -118,12 +147,24 @@ class DuckdbEngine(SqlEngine):
 DUCKDB = DuckdbEngine()
 
 
-def decimal_projection(raw: Any, sql: str) -> tuple[str, tuple[int, ...], list[Any] | None]:
-    """``sql`` with its DECIMAL columns cast to VARCHAR, their indexes and the original types.
+# Types whose values are short (never near a value bound): their lengths are not checked.
+SHORT_TYPES = frozenset({
+    "boolean", "tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
+    "ubigint", "uhugeint", "float", "double", "decimal", "date", "time", "time with time zone", "timestamp",
+    "timestamp with time zone", "timestamp_s", "timestamp_ms", "timestamp_ns", "interval", "uuid", "enum", "null",
+})
 
-    Only a plain query (``SELECT``/``WITH``/``FROM`` first) is bound to learn its
-    columns; a projection keeps the rows' order. Unchanged when nothing applies
-    or the projection does not bind to the same columns.
+
+def decimal_projection(raw: Any, sql: str, limits: EngineLimits | None = None,
+                       decimal_text: bool = True) -> tuple[str, tuple[int, ...], list[Any] | None]:
+    """``sql`` with its DECIMAL columns cast to VARCHAR and its long values bounded; the DECIMAL columns'
+    indexes and the original types.
+
+    Only a plain query (``SELECT``/``WITH``/``FROM`` first) is bound to learn its columns; the projection
+    takes them by position (``AS assay_rows(c0, c1, ...)``), keeps the rows' order and their names. With
+    ``limits``, its filter checks each text, binary or nested column's length and raises DuckDB's
+    ``error()`` (marked, see :mod:`..value_limits`) before a longer value or row is handed over. Unchanged
+    when nothing applies or the projection does not bind to the same columns.
     """
     if not _QUERY_START.match(sql):
         return sql, (), None
@@ -132,20 +173,62 @@ def decimal_projection(raw: Any, sql: str) -> tuple[str, tuple[int, ...], list[A
         names, types = list(relation.columns), list(relation.types)
     except Exception:  # noqa: BLE001 - the statement itself reports its error when run
         return sql, (), None
-    decimals = [i for i, t in enumerate(types) if str(t).upper().startswith("DECIMAL")]
-    if not decimals or len({n.lower() for n in names}) != len(names):
+    # Only DECIMAL columns themselves: a list, array, struct or map of DECIMALs casts to text that is not a
+    # number (its type's name also starts with DECIMAL: 'DECIMAL(10,2)[]'), and is left to the driver.
+    decimals = [i for i, t in enumerate(types) if getattr(t, "id", "") == "decimal"] if decimal_text else []
+    lengths = {}
+    if limits is not None and limits.max_value_bytes is not None:
+        lengths = {i: _length_sql(i, getattr(t, "id", "")) for i, t in enumerate(types)
+                   if getattr(t, "id", "") not in SHORT_TYPES}
+    if not decimals and not lengths:
         return sql, (), None
     body = sql.strip()
     while body.endswith(";"):
         body = body[:-1].rstrip()
-    casts = ", ".join(f'CAST({_quote(names[i])} AS VARCHAR) AS {_quote(names[i])}' for i in decimals)
-    projected = f"SELECT * REPLACE ({casts}) FROM (\n{body}\n) AS assay_rows"
+    columns = ", ".join((f'CAST("c{i}" AS VARCHAR)' if i in decimals else f'"c{i}"') + f" AS {_quote(n)}"
+                        for i, n in enumerate(names))
+    aliases = ", ".join(f'"c{i}"' for i in range(len(names)))
+    projected = f"SELECT {columns} FROM (\n{body}\n) AS assay_rows({aliases})"
+    if lengths:
+        assert limits is not None and limits.max_value_bytes is not None
+        projected += " WHERE " + bounds_filter(lengths, limits.max_value_bytes, limits.max_row_bytes or 2**62,
+                                                "error({})")
     try:  # bound, not run: text the projection cannot wrap (a trailing comment after ';') keeps its own form
         if list(raw.sql(projected).columns) != names:
             return sql, (), None
     except Exception:  # noqa: BLE001
         return sql, (), None
-    return projected, tuple(decimals), types
+    return projected, tuple(decimals), types if decimals else None
+
+
+def _length_sql(index: int, type_id: str) -> str:
+    if type_id == "varchar":
+        return f'strlen("c{index}")'
+    if type_id == "blob":
+        return f'octet_length("c{index}")'
+    return f'strlen(CAST("c{index}" AS VARCHAR))'  # lists, structs, maps...: their text
+
+
+def _refusal(exc: BaseException, cur: Any, sql: str, limits: EngineLimits | None) -> BaseException | None:
+    if limits is None or limits.max_value_bytes is None:
+        return None
+    try:  # refused before the first row: the query's columns, bound again (on this error path only)
+        names = list(cur.sql(sql).columns)
+    except Exception:  # noqa: BLE001
+        names = []
+    return from_engine(exc, names, limits.max_value_bytes, limits.max_row_bytes or 0)
+
+
+def _refusing(batches: Any, names: list[str], limits: EngineLimits | None) -> Any:
+    try:
+        yield from batches
+    except Exception as exc:
+        if limits is None or limits.max_value_bytes is None:
+            raise
+        refused = from_engine(exc, names, limits.max_value_bytes, limits.max_row_bytes or 0)
+        if refused is None:
+            raise
+        raise refused from None
 
 
 def _quote(name: str) -> str:

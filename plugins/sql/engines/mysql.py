@@ -27,8 +27,10 @@ from typing import Any
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 from assay.kernel.log import get_logger
 
+from ..errors import SQL_VALUE_TOO_LARGE, SqlError
 from ..schema import ForeignKey, TableInfo
-from .base import Pool, SqlEngine, Streamed, group_tables, server_pool
+from ..value_limits import VALUE_HINT
+from .base import EngineLimits, Pool, SqlEngine, Streamed, group_tables, server_pool
 
 log = get_logger("assay.sql")
 TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
@@ -58,7 +60,9 @@ class MysqlEngine(SqlEngine):
     def dialect_for(self, url: Any) -> str:
         return "mariadb" if url.get_backend_name() == "mariadb" else "mysql"
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
+                  limits: EngineLimits | None = None) -> Pool:
+        # Values are bounded by the server's max_allowed_packet, and checked as they arrive (value_limits).
         kill: list[KillConnection] = []
 
         def setup(dbapi_conn: Any) -> None:
@@ -72,7 +76,8 @@ class MysqlEngine(SqlEngine):
         control = KillConnection(args, kwargs)
         kill.append(control)
         control.warm()
-        return Pool(connections, control=control, closers=[control.close, engine.dispose])
+        return Pool(connections, control=control, closers=[control.close, engine.dispose],
+                    limits=limits or EngineLimits())
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
         with raw.cursor() as cur:
@@ -194,10 +199,31 @@ def _unbuffered_batches(raw: Any, cur: Any, chunk_rows: int) -> Any:
             batch = cur.fetchmany(chunk_rows)
             if not batch:
                 finished = True
-                return
+                break
             yield batch
     finally:
         _close_unbuffered(raw, cur, stop=not finished)
+    _refuse_cut_values(raw, cur)
+
+
+CUT_WARNINGS = (1301,)  # "Result of repeat() was larger than max_allowed_packet (N) - truncated": a NULL instead
+
+
+def _refuse_cut_values(raw: Any, cur: Any) -> None:
+    """The server replaced a value longer than max_allowed_packet with NULL (a warning, not an error): the
+    result is not what the query asked for, so it is refused rather than kept with the NULL."""
+    result = getattr(cur, "_result", None)
+    if not getattr(result, "warning_count", 0):
+        return
+    cut = [w for w in raw.show_warnings() if len(w) > 2 and w[1] in CUT_WARNINGS]
+    if cut:
+        raise SqlError(
+            SQL_VALUE_TOO_LARGE,
+            f"the server returned NULL for a value longer than its max_allowed_packet ({cut[0][2]}); the result "
+            "is not what the query asked for, so it was not kept",
+            VALUE_HINT,
+            details={"row": None, "column": None, "engine_warning": str(cut[0][2])},
+        )
 
 
 def _close_unbuffered(raw: Any, cur: Any, *, stop: bool) -> None:

@@ -11,6 +11,13 @@
 - Streaming: libpq's chunked-rows mode (libpq 17 and newer), so the server
   keeps sending while a chunk is encoded; one statement by the extended
   protocol, whatever the text holds. An older libpq is fetched whole.
+- Bounds: a statement is described first (Parse + Describe); when it has
+  text, binary or other long columns it runs wrapped in a projection whose
+  filter checks their lengths on the server and raises an error naming the
+  column before an oversized value or row is sent (``max_value_bytes``,
+  ``max_row_bytes``: :mod:`..value_limits`). ``temp_file_limit`` is set per
+  statement where the login may set it (superuser, or ``GRANT SET ON
+  PARAMETER``); ``assay db doctor`` advises ``ALTER ROLE`` otherwise.
 - Types: ``numeric`` columns may be read as the server's text (ASCII bytes,
   C loader) instead of ``Decimal`` objects; when psycopg's stock loaders read
   every column the stream promises each column's value kind, which spares
@@ -19,14 +26,18 @@
 
 from __future__ import annotations
 
+import re
 import select
+import weakref
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
 from ..schema import ForeignKey, TableInfo
-from .base import Pool, SqlEngine, StreamColumn, Streamed, group_tables, server_pool
+from ..value_limits import bounds_filter, from_engine
+from .base import EngineLimits, Pool, SqlEngine, StreamColumn, Streamed, group_tables, server_pool
 
 SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema', 'pg_toast')"
 NUMERIC = 1700
@@ -69,6 +80,37 @@ def _read_only_session(dbapi_conn: Any) -> None:
     dbapi_conn.commit()
 
 
+@dataclass(frozen=True)
+class SessionBounds:
+    """A connection's bounds: the datasource's limits, and the temp_file_limit (kB) to set per statement."""
+
+    limits: EngineLimits
+    temp_file_limit_kb: int | None = None  # None: the login may not set it, or its own is lower
+
+
+BOUNDS: weakref.WeakKeyDictionary[Any, SessionBounds] = weakref.WeakKeyDictionary()
+TEMP_LIMIT_SQL = (
+    "SELECT current_setting('server_version_num')::int, (SELECT rolsuper FROM pg_roles WHERE rolname = session_user), "
+    "(SELECT reset_val::bigint FROM pg_settings WHERE name = 'temp_file_limit')"
+)
+
+
+def _session_bounds(dbapi_conn: Any, limits: EngineLimits) -> SessionBounds:
+    """Whether this login may set temp_file_limit (PGC_SUSET) and whether ours is lower than its own."""
+    wanted = limits.pg_temp_file_limit_mb * 1024
+    if not wanted:
+        return SessionBounds(limits)
+    try:
+        version, superuser, current = dbapi_conn.execute(TEMP_LIMIT_SQL).fetchone()
+        allowed = bool(superuser) or (version >= 150000 and bool(dbapi_conn.execute(
+            "SELECT has_parameter_privilege(session_user, 'temp_file_limit', 'SET')").fetchone()[0]))
+    finally:
+        dbapi_conn.rollback()
+    if not allowed or 0 <= current <= wanted:
+        return SessionBounds(limits)
+    return SessionBounds(limits, wanted)
+
+
 # Settings a session may hold at the session level (source 'session'): the one we set, and those
 # of the current transaction (BEGIN READ ONLY sets them).
 OUR_SESSION_SETTINGS = ("default_transaction_read_only",
@@ -94,17 +136,29 @@ class PostgresEngine(SqlEngine):
     def normalize_url(self, url: Any) -> Any:
         return url.set(drivername="postgresql+psycopg")
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
-        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s,
-                                          on_connect=_read_only_session)
-        return Pool(connections, closers=[engine.dispose])
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
+                  limits: EngineLimits | None = None) -> Pool:
+        limits = limits or EngineLimits()
+
+        def setup(dbapi_conn: Any) -> None:
+            _read_only_session(dbapi_conn)
+            BOUNDS[dbapi_conn] = _session_bounds(dbapi_conn, limits)
+
+        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup)
+        return Pool(connections, closers=[engine.dispose], limits=limits)
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
         if raw.info.transaction_status != 0:  # pragma: no cover - pool reset normally leaves it idle
             raw.rollback()
         raw.read_only = True
+        timeout = f"{int(backstop_s * 1000)}ms"
+        bounds = BOUNDS.get(raw)
         with raw.cursor() as cur:
-            cur.execute("SELECT set_config('statement_timeout', %s, true)", (f"{int(backstop_s * 1000)}ms",))
+            if bounds is not None and bounds.temp_file_limit_kb:  # for this transaction only
+                cur.execute("SELECT set_config('statement_timeout', %s, true), set_config('temp_file_limit', %s, true)",
+                            (timeout, f"{bounds.temp_file_limit_kb}kB"))
+            else:
+                cur.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
 
     def end(self, raw: Any) -> None:
         raw.rollback()
@@ -170,7 +224,7 @@ class PostgresEngine(SqlEngine):
         return out
 
     def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed | None:
-        return chunked_stream(raw, sql, chunk_rows, decimal_text)
+        return chunked_stream(raw, sql, chunk_rows, decimal_text, BOUNDS.get(raw))
 
     def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
         # psycopg's numeric loader is Decimal(text) of the server's text output: loading that
@@ -230,7 +284,54 @@ POSTGRESQL = PostgresEngine()
 # --- streaming: libpq chunked rows ------------------------------------------------
 
 
-def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool) -> Streamed | None:
+# Types whose text is short (never near a value bound): their lengths are not checked.
+SHORT_TYPES = frozenset({16, 18, 19, 20, 21, 23, 26, 700, 701, 790, 650, 829, 869, 1082, 1083, 1114, 1184, 1186,
+                         1266, NUMERIC, 2950})
+RAW_LENGTH_TYPES = frozenset({25, 1042, 1043, 17})  # text, bpchar, varchar, bytea: octet_length reads the header
+_PLAIN_QUERY = re.compile(r"\s*(?:\(\s*)*(?:select|with|values|table)\b", re.IGNORECASE)
+
+
+def bounded_statement(raw: Any, sql: str, bounds: SessionBounds | None) -> tuple[str, list[str]]:
+    """``sql``, wrapped so that the server refuses a value/row over the bounds before sending it; its column names.
+
+    The statement is parsed and described first (one round trip); a parse or bind error is the statement's
+    own and is raised. Unchanged when nothing is bounded or no column can hold a long value.
+    """
+    limits = bounds.limits if bounds is not None else None
+    if limits is None or limits.max_value_bytes is None or not _PLAIN_QUERY.match(sql):
+        return sql, []
+    from psycopg import pq
+
+    pgconn, encoding = raw.pgconn, raw.info.encoding
+    res = pgconn.prepare(b"", sql.encode(encoding))
+    if res.status == pq.ExecStatus.FATAL_ERROR:
+        from psycopg import errors
+
+        raise errors.error_from_result(res, encoding=encoding)
+    desc = pgconn.describe_prepared(b"")
+    names = [desc.fname(i).decode(encoding, "replace") for i in range(desc.nfields)]
+    lengths = {i: (f'octet_length("c{i}")' if desc.ftype(i) in RAW_LENGTH_TYPES else f'octet_length("c{i}"::text)')
+               for i in range(desc.nfields) if desc.ftype(i) not in SHORT_TYPES}
+    if not lengths:
+        return sql, names
+    body = sql.strip()
+    while body.endswith(";"):
+        body = body[:-1].rstrip()
+    aliases = ", ".join(f'"c{i}"' for i in range(len(names)))
+    columns = ", ".join(f'"c{i}" AS {_ident(n)}' for i, n in enumerate(names))
+    check = bounds_filter(lengths, limits.max_value_bytes, limits.max_row_bytes or 2**62, "(({})::int = 0)")
+    # OFFSET 0 keeps the planner from pulling the query up into the filter, where each reference to a
+    # computed column would compute it again (a 60 MB repeat() three times: for the value, the row, the output).
+    return (f"SELECT {columns} FROM (SELECT * FROM (\n{body}\n) AS assay_query OFFSET 0) AS assay_rows({aliases}) "
+            f"WHERE {check}"), names
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool,
+                   bounds: SessionBounds | None = None) -> Streamed | None:
     """Send ``sql`` in chunked-rows mode; None when this libpq cannot (the caller fetches as usual)."""
     from psycopg import pq
 
@@ -238,6 +339,7 @@ def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool) -> S
     if pq.version() < 170000 or not hasattr(pgconn, "set_chunked_rows_mode"):
         return None
     encoding = raw.info.encoding
+    sql, names = bounded_statement(raw, sql, bounds)
     # The extended protocol runs exactly one statement, whatever the text holds.
     pgconn.send_query_params(sql.encode(encoding), None)
     pgconn.set_chunked_rows_mode(chunk_rows)
@@ -245,8 +347,11 @@ def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool) -> S
     first = _next_result(pgconn)
     try:
         _raise_if_failed(pgconn, first, encoding)
-    except BaseException:
+    except BaseException as exc:
         _drain(pgconn)
+        refused = _refusal(exc, names, bounds)
+        if refused is not None:
+            raise refused from None
         raise
     if first is None or first.nfields == 0:
         _drain(pgconn)
@@ -259,7 +364,13 @@ def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool) -> S
     description = [StreamColumn(first.fname(i).decode(encoding, "replace"), oids[i]) for i in range(first.nfields)]
     text_columns = tuple(i for i, oid in enumerate(oids) if oid == NUMERIC) if as_text else ()
     kinds = value_kinds(tx, oids, text_columns, encoding)
-    return Streamed(description, _batches(raw, first, tx, encoding), text_columns, kinds)
+    return Streamed(description, _batches(raw, first, tx, encoding, names, bounds), text_columns, kinds)
+
+
+def _refusal(exc: BaseException, names: list[str], bounds: SessionBounds | None) -> Any:
+    if bounds is None or not names or bounds.limits.max_value_bytes is None:
+        return None
+    return from_engine(exc, names, bounds.limits.max_value_bytes, bounds.limits.max_row_bytes or 0)
 
 
 def value_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encoding: str) -> tuple[str, ...] | None:
@@ -281,12 +392,20 @@ def value_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encodin
     return tuple(kinds)
 
 
-def _batches(raw: Any, res: Any, tx: Any, encoding: str) -> Iterator[list[tuple]]:
+def _batches(raw: Any, res: Any, tx: Any, encoding: str, names: list[str],
+             bounds: SessionBounds | None) -> Iterator[list[tuple]]:
     pgconn = raw.pgconn
     finished = False
     try:
         while res is not None:
-            _raise_if_failed(pgconn, res, encoding)
+            try:
+                _raise_if_failed(pgconn, res, encoding)
+            except Exception as exc:
+                refused = _refusal(exc, names, bounds)
+                if refused is not None:
+                    finished = True  # the statement ended with the error (drained)
+                    raise refused from None
+                raise
             if res.ntuples:
                 tx.set_pgresult(res)
                 yield tx.load_rows(0, res.ntuples, tuple)

@@ -4,7 +4,11 @@ Connections open the file with ``mode=ro`` and ``PRAGMA query_only``, and an
 authorizer refuses ATTACH/DETACH, file functions and writing PRAGMAs. A
 progress handler checks the deadline every 10,000 VM steps (well under a
 millisecond of work), ``interrupt()`` backs it up for a cancel, and rows
-stream as the statement steps (``fetchmany``).
+stream as the statement steps (``fetchmany``). ``SQLITE_LIMIT_LENGTH`` is
+lowered to ``max_value_bytes``: SQLite itself refuses to make (or read) a
+longer string, blob or stored row (``string or blob too big``:
+``SQL_VALUE_TOO_LARGE``), so it never reaches Python. (SQLite's ``printf``
+returns NULL instead of failing.)
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from urllib.parse import quote
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
 from ..schema import ColumnInfo, ForeignKey, TableInfo
-from .base import Pool, SqlEngine, Streamed, cursor_stream
+from ..errors import SQL_VALUE_TOO_LARGE, SqlError
+from ..value_limits import VALUE_HINT
+from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream
 from .file_pool import ConnectionPool, FileURL, parse_file_url
 
 DENY = sqlite3.SQLITE_DENY
@@ -46,6 +52,7 @@ class SqliteEngine(SqlEngine):
     name = "sqlite"
     schemes = ("sqlite", "sqlite+pysqlite")
     dialect = "sqlite"
+    cancel_repeat_s = 0.05  # in-process: an interrupt sent between two steps is lost; sent again
     streams_rows = True
     typed_columns = False  # any row may hold any type in any column
 
@@ -53,7 +60,9 @@ class SqliteEngine(SqlEngine):
         """``sqlite:///PATH`` without SQLAlchemy (see :mod:`.file_pool`); ``None``: let SQLAlchemy parse it."""
         return parse_file_url(text, self.schemes)
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float) -> Pool:
+    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
+                  limits: EngineLimits | None = None) -> Pool:
+        limits = limits or EngineLimits()
         path = url.database or ""
         if not path or path == ":memory:":
             raise ValueError("SQLite datasources must name a database file (read-only in-memory databases are empty)")
@@ -64,9 +73,12 @@ class SqliteEngine(SqlEngine):
             )
             conn.execute("PRAGMA query_only = 1")
             conn.set_authorizer(authorizer)
+            if limits.max_value_bytes is not None:  # SQLite refuses longer values itself (never made)
+                length = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+                conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(length, limits.max_value_bytes))
             return conn
 
-        return Pool(ConnectionPool(creator, pool_size=pool_size, timeout_s=pool_timeout_s))
+        return Pool(ConnectionPool(creator, pool_size=pool_size, timeout_s=pool_timeout_s), limits=limits)
 
     def begin(self, raw: sqlite3.Connection, state: StatementDeadline, backstop_s: float) -> None:
         deadline = state.deadline or float("inf")
@@ -103,7 +115,13 @@ class SqliteEngine(SqlEngine):
         return isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc)
 
     def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
-        return cursor_stream(cur, sql, chunk_rows)
+        limit = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
+        try:
+            streamed = cursor_stream(cur, sql, chunk_rows)
+        except sqlite3.DataError as exc:
+            raise _too_big(exc, limit) from None
+        streamed.batches = _refusing(streamed.batches, limit)
+        return streamed
 
     def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
         objects = fetch(
@@ -139,3 +157,22 @@ class SqliteEngine(SqlEngine):
 
 
 SQLITE = SqliteEngine()
+
+
+def _refusing(batches: Any, limit: int) -> Any:
+    try:
+        yield from batches
+    except sqlite3.DataError as exc:
+        raise _too_big(exc, limit) from None
+
+
+def _too_big(exc: sqlite3.DataError, limit: int) -> BaseException:
+    if getattr(exc, "sqlite_errorname", "") != "SQLITE_TOOBIG":
+        return exc
+    return SqlError(
+        SQL_VALUE_TOO_LARGE,
+        f"SQLite refused to make or read a value (or stored row) longer than its length limit of {limit:,} bytes "
+        "(max_value_bytes): it was never made, and cannot be kept as evidence, so the query was stopped",
+        VALUE_HINT,
+        details={"row": None, "column": None, "max_bytes": limit},
+    )
