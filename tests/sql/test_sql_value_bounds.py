@@ -105,10 +105,17 @@ def test_values_under_the_bounds_are_captured_as_before(request):
 # --- DuckDB: the instance's memory and threads, a stop that is a stop -------------------------------------
 
 
-def test_duckdb_instance_gets_memory_limit_and_threads_from_the_settings(request):
-    from tests.sql.conftest import new_db
+def test_duckdb_instance_gets_memory_limit_and_threads_from_the_settings(tmp_path):
+    # a file of its own: DuckDB keeps one configuration per file open in a process, and the shared
+    # sample file may be open already, with the default settings, from another test of this session
+    import duckdb
+    from assay.plugins.sql.resource import DatabaseResource
+    from assay.plugins.sql.settings import SqlSettings
 
-    db = new_db("duckdb", request, duckdb_memory_limit_mb=300, duckdb_threads=1)
+    path = tmp_path / "own.duckdb"
+    duckdb.connect(str(path)).close()
+    db = DatabaseResource("own", f"duckdb:///{path}", settings=SqlSettings(duckdb_memory_limit_mb=300,
+                                                                           duckdb_threads=1))
     try:
         limit, threads = db.query("SELECT current_setting('memory_limit'), current_setting('threads')").rows[0]
         assert limit == "286.1 MiB" and threads == 1  # 300 MB, as DuckDB prints it
