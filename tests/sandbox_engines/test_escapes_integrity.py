@@ -11,6 +11,7 @@ Each test asserts from outside (the host's /proc and CPU clock, the result).
 
 from __future__ import annotations
 
+import resource
 import time
 import uuid
 
@@ -156,7 +157,7 @@ for fd in (1, 2):
         continue
     n = 0
     try:
-        while n < 256:
+        while n < 512:
             os.write(w, block)
             n += 1
     except OSError as e:
@@ -166,15 +167,23 @@ print(out)
 """
 
 
+def _host_cpu() -> float:
+    """CPU seconds of this process (every thread: the host's stream readers) and its reaped children
+    (an engine's CLI, for nerdctl)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
 @pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_output_written_into_the_engines_pipes_costs_the_host_little_cpu(runtime, fresh_session, engine_managers):
     session = fresh_session(runtime)
     session.run_code("print(1)", timeout_s=20)
-    cpu = time.process_time()  # every thread of this process: the host's stream readers included
+    before = _host_cpu()
     result = session.run_code(_FLOOD_THE_ENGINE, timeout_s=30)
-    spent = time.process_time() - cpu
+    spent = _host_cpu() - before
     limit = engine_managers(runtime).config.output_limit
-    assert spent < 1.0, f"the host spent {spent:.2f} CPU-s reading the flood ({result.warnings})"
+    # 1 GiB offered; what the old host drained cost it 2-4.5 CPU-s.
+    assert spent < 0.5, f"the host spent {spent:.2f} CPU-s reading the flood ({result.warnings})"
     assert len(result.stdout.encode()) <= limit and len(result.stderr.encode()) <= limit
     assert session.run_code("print('next')", timeout_s=20).stdout == "next\n"
 
@@ -210,7 +219,7 @@ def test_gvisor_oom_is_reported_with_exit_code_137(runtime, fresh_session):
 # --- item 12: a resident that holds every pid and is stopped is still ended ------------------------
 
 _PID_HOG = r"""
-import os, signal, time
+import os, time
 ready = int(os.environ.pop("ASSAY_RESIDENT_READY_FD"))
 n = 0
 while True:
@@ -224,12 +233,18 @@ while True:
     n += 1
 os.write(ready, b"ready %d\n" % n)
 os.close(ready)
-os.kill(os.getpid(), signal.SIGSTOP)
+while True:  # every pid that comes free is taken again
+    try:
+        if os.fork() == 0:
+            time.sleep(600)
+            os._exit(0)
+    except OSError:
+        time.sleep(0.002)
 """
 
 
 @pytest.mark.parametrize("runtime", ["podman", "docker", "docker@podman"])
-def test_a_resident_holding_every_pid_is_stopped_by_a_reset(runtime, fresh_session):
+def test_a_resident_taking_every_pid_is_stopped_by_a_reset(runtime, fresh_session):
     session = fresh_session(runtime)
     assert session.start_resident(_PID_HOG).startswith("ready ")
     assert session.stop_resident() is True  # its kill cannot start: the sandbox is reset instead
