@@ -15,6 +15,11 @@ and :meth:`ContainerSession._remove`. Everything else lives here, once:
   read on a worker thread that the caller waits for with a deadline, so an
   engine stream that never ends (or a helper the code stopped) cannot hold
   the caller; a kill helper that does not report success leads to a restart;
+* the launcher's trailer counts only after its nonce line opened stderr and
+  when the engine's exit status for the exec matches it; without one, the
+  code's leftovers are killed (the sandbox reset if even that cannot run) and
+  the container's OOM counter, read on the host (:mod:`.oom`), says whether
+  memory ran out; a stream far past its cap is not drained (:mod:`.stream`);
 * files go in as tar archives and come out through a checked helper that
   refuses symlinks, ``..`` and anything outside the working directory.
 """
@@ -29,7 +34,7 @@ import tarfile
 import threading
 import time
 from abc import abstractmethod
-from typing import Any, Iterator
+from typing import Any
 
 from assay.kernel.log import get_logger
 
@@ -50,6 +55,7 @@ from .resident import kill_all_argv, starter_argv
 from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
 from .runtime import ExecRequest, RuntimeSession
 from .spec import LANGUAGES, ContainerSpec, normalize_language
+from .stream import ExecStream, Pump
 
 log = get_logger("assay.sandbox")
 
@@ -59,8 +65,6 @@ MAX_INLINE_CODE = 96 * 1024
 # Room for the launcher's trailer (it lists produced files) beyond the stderr cap.
 TRAILER_ROOM = 256 * 1024
 HELPER_TIMEOUT_S = 30.0
-# Bytes past twice a stream's cap at which the host stops reading it (see flood_limit).
-FLOOD_SLACK = 4 * 1024**2
 # Seconds a stream may take to end once the host closed it; past them it is abandoned.
 STREAM_CLOSE_GRACE_S = 5.0
 # How long a hard reset may take before the call gives up on the container
@@ -72,63 +76,6 @@ __all__ = ["ContainerSession", "ExecStream", "FILES_SOURCE"]
 # Run as the code's uid: kill(-1) reaches every process that uid owns except
 # this one and the namespace's init; the keeper (another uid) is untouched.
 _KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
-
-
-class _Pump(threading.Thread):
-    """Reads an exec stream into two captures on its own thread, so the caller can wait with a deadline.
-
-    With ``flood_stop`` it stops reading once a stream is far past its capture's limit
-    (:func:`flood_limit`) and sets ``flooded``: the launcher never forwards that much, and
-    draining a flood costs the host's CPU, not the sandbox's quota.
-    """
-
-    def __init__(self, stream: "ExecStream", out: OutputCapture, err: OutputCapture, *, flood_stop: bool = False) -> None:
-        super().__init__(daemon=True, name="assay-sandbox-stream")
-        self.stream, self.out, self.err = stream, out, err
-        self.error: BaseException | None = None
-        self.abandoned = False
-        self.flooded = False
-        self._flood_stop = flood_stop
-
-    def run(self) -> None:
-        out_max, err_max = flood_limit(self.out.limit), flood_limit(self.err.limit)
-        try:
-            for fd, chunk in self.stream:
-                if self.abandoned:
-                    return
-                (self.out if fd == 1 else self.err).write(chunk)
-                if self._flood_stop and (self.out.total > out_max or self.err.total > err_max):
-                    self.flooded = True
-                    return
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            self.error = exc
-
-    def wait(self, timeout_s: float) -> bool:
-        """True when the stream ended (or was given up as a flood) within ``timeout_s``."""
-        self.join(max(0.0, timeout_s))
-        return not self.is_alive()
-
-
-def flood_limit(cap: int) -> int:
-    """Bytes of one stream past which the host stops reading it: twice its cap and 4 MiB more
-    (the launcher forwards at most the cap, plus its nonce line and trailer on stderr)."""
-    return 2 * cap + FLOOD_SLACK
-
-
-class ExecStream:
-    """A running exec: iterate ``(fd, bytes)`` chunks (fd 1 or 2), then ask the exit code.
-
-    Engines subclass it. ``close`` must make a blocked iteration end soon.
-    """
-
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def exit_code(self) -> int | None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
 
 
 class ContainerSession(RuntimeSession):
@@ -187,7 +134,7 @@ class ContainerSession(RuntimeSession):
                                "The sandbox may have been removed; open a new session.") from None
 
         reset_done = threading.Event()
-        pump = _Pump(stream, out, err, flood_stop=True)
+        pump = Pump(stream, out, err, flood_stop=True)
         pump.start()
         abandoned = False
         if not self._wait_or_stopped(pump, request.timeout_s + request.grace_s + self.host_grace):
@@ -359,7 +306,7 @@ class ContainerSession(RuntimeSession):
                 time.sleep(0.2)
         return False
 
-    def _wait_or_stopped(self, pump: "_Pump", total_s: float) -> bool:
+    def _wait_or_stopped(self, pump: "Pump", total_s: float) -> bool:
         """Wait for the execution's stream; True when it ended (or the whole sandbox stopped).
 
         Under gVisor a sandbox that exceeds its memory limit stops as a whole, and the
@@ -498,7 +445,7 @@ class ContainerSession(RuntimeSession):
         err = OutputCapture(64 * 1024)
         stream = self._exec(argv, user=user or self.spec.exec_user, workdir=self.spec.workdir,
                             env=helper_env(self.spec.environment if env is None else env))
-        pump = _Pump(stream, out, err)
+        pump = Pump(stream, out, err)
         pump.start()
         # The deadline holds whatever the container does: the caller waits for the
         # reading thread, never for the engine's stream itself.
