@@ -183,6 +183,8 @@ class ContainerSession(RuntimeSession):
             # killed its launcher after writing a trailer in its name leaves a status that does not match.
             if not host_deadline_hit.is_set() and not pump.flooded:
                 engine_code = stream.exit_code()
+                if engine_code is None and trailer is not None:
+                    engine_code = stream.exit_code()  # not recorded yet (a busy engine): ask once more
         except Exception as exc:  # noqa: BLE001
             if not host_deadline_hit.is_set() and not self._destroyed:
                 raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: the execution stream failed: {exc}") from None

@@ -93,6 +93,7 @@ deadline = start + timeout
 r_out, w_out = os.pipe()
 r_err, w_err = os.pipe()
 r_sig, w_sig = os.pipe()
+r_go, w_go = os.pipe()  # the code starts only once the nonce line is out
 os.set_blocking(w_sig, False)
 signal.set_wakeup_fd(w_sig)
 signal.signal(signal.SIGCHLD, lambda *a: None)
@@ -134,6 +135,11 @@ if pid == 0:
     try:
         # The engine's stream is the launcher's alone: its first bytes are the launcher's nonce line.
         os.dup2(w_err, 2); os.dup2(w_out, 1)
+        # Nothing of the code runs before the launcher's nonce line is on the engine's stream (under
+        # gVisor the code can open the launcher's stdio for writing and could otherwise write first).
+        os.close(w_go)
+        if os.read(r_go, 1) != b"g":
+            os._exit(125)  # the launcher died before its nonce line: run nothing
         os.setpgid(0, 0)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
@@ -162,6 +168,7 @@ os.close(w_out); os.close(w_err)
 # the host accepts only a trailer tagged with it.
 nonce = os.urandom(8).hex()
 write_all(2, ("\x1eASSAY-NONCE:%s\n" % nonce).encode())
+os.write(w_go, b"g"); os.close(w_go); os.close(r_go)
 sel = selectors.DefaultSelector()
 sel.register(r_out, selectors.EVENT_READ, (1, out_lim))
 sel.register(r_err, selectors.EVENT_READ, (2, err_lim))
