@@ -373,9 +373,9 @@ NONCE_LEN = 16
 def split_nonce(stderr: bytes) -> tuple[bytes, str | None]:
     """Remove the launcher's nonce line, which must open its stderr; (the rest, nonce or None).
 
-    Only the launcher writes to the engine's stream before that line (the code's output is
-    forwarded after it, and the code cannot reach the stream itself: the launcher is not
-    dumpable), so a nonce found anywhere else is not the launcher's.
+    Only the launcher writes to the engine's stream before that line: the code's process starts
+    only once it is out, its output is forwarded after it, and on runc it cannot reach the stream
+    itself (the launcher is not dumpable). A nonce line anywhere else is not the launcher's.
     """
     if not stderr.startswith(NONCE_MARK):
         return stderr, None
