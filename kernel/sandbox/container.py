@@ -15,6 +15,11 @@ and :meth:`ContainerSession._remove`. Everything else lives here, once:
   read on a worker thread that the caller waits for with a deadline, so an
   engine stream that never ends (or a helper the code stopped) cannot hold
   the caller; a kill helper that does not report success leads to a restart;
+* the launcher's trailer counts only after its nonce line opened stderr and
+  when the engine's exit status for the exec matches it; without one, the
+  code's leftovers are killed (the sandbox reset if even that cannot run) and
+  the container's OOM counter, read on the host (:mod:`.oom`), says whether
+  memory ran out; a stream far past its cap is not drained (:mod:`.stream`);
 * files go in as tar archives and come out through a checked helper that
   refuses symlinks, ``..`` and anything outside the working directory.
 """
@@ -29,7 +34,7 @@ import tarfile
 import threading
 import time
 from abc import abstractmethod
-from typing import Any, Iterator
+from typing import Any
 
 from assay.kernel.log import get_logger
 
@@ -41,13 +46,16 @@ from .errors import (
     SANDBOX_TIMEOUT,
     SandboxError,
 )
-from .launcher import FILES_SOURCE, PYTHON_ISOLATED, files_argv, helper_env, launcher_argv, split_trailer
-from . import gvisor
+from .launcher import (
+    FILES_SOURCE, PYTHON_ISOLATED, exit_status_for, files_argv, helper_env, launcher_argv, split_nonce, split_trailer,
+)
+from . import gvisor, oom
 from .channel import Channel
 from .resident import kill_all_argv, starter_argv
 from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
 from .runtime import ExecRequest, RuntimeSession
 from .spec import LANGUAGES, ContainerSpec, normalize_language
+from .stream import ExecStream, Pump
 
 log = get_logger("assay.sandbox")
 
@@ -70,46 +78,6 @@ __all__ = ["ContainerSession", "ExecStream", "FILES_SOURCE"]
 _KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
 
 
-class _Pump(threading.Thread):
-    """Reads an exec stream into two captures on its own thread, so the caller can wait with a deadline."""
-
-    def __init__(self, stream: "ExecStream", out: OutputCapture, err: OutputCapture) -> None:
-        super().__init__(daemon=True, name="assay-sandbox-stream")
-        self.stream, self.out, self.err = stream, out, err
-        self.error: BaseException | None = None
-        self.abandoned = False
-
-    def run(self) -> None:
-        try:
-            for fd, chunk in self.stream:
-                if self.abandoned:
-                    return
-                (self.out if fd == 1 else self.err).write(chunk)
-        except BaseException as exc:  # noqa: BLE001 - handed to the caller
-            self.error = exc
-
-    def wait(self, timeout_s: float) -> bool:
-        """True when the stream ended within ``timeout_s``."""
-        self.join(max(0.0, timeout_s))
-        return not self.is_alive()
-
-
-class ExecStream:
-    """A running exec: iterate ``(fd, bytes)`` chunks (fd 1 or 2), then ask the exit code.
-
-    Engines subclass it. ``close`` must make a blocked iteration end soon.
-    """
-
-    def __iter__(self) -> Iterator[tuple[int, bytes]]:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def exit_code(self) -> int | None:  # pragma: no cover - interface
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-
 class ContainerSession(RuntimeSession):
     """A long-lived hardened container; each execution is a fresh process in it."""
 
@@ -121,6 +89,7 @@ class ContainerSession(RuntimeSession):
         self._destroyed = False
         self._killing = threading.Event()
         self._reset_failed = False
+        self._oom_file: str | None = None  # the host path of the container's OOM counter ("": unknown)
 
     # --- engine primitives -------------------------------------------------
 
@@ -144,17 +113,17 @@ class ContainerSession(RuntimeSession):
 
     def execute(self, request: ExecRequest) -> ExecutionResult:
         lang = normalize_language(request.language)
-        nonce = secrets.token_hex(8)
-        program = self._program(lang, request.code, nonce)
+        program = self._program(lang, request.code)
         env = {**self.spec.environment, **request.env}
         argv = launcher_argv(
-            nonce, request.timeout_s + request.grace_s, request.stdout_limit, request.stderr_limit,
+            request.timeout_s + request.grace_s, request.stdout_limit, request.stderr_limit,
             self.spec.workdir, program,
             code_path=env.get("PATH") or self.spec.environment.get("PATH", ""),
         )
         out = OutputCapture(request.stdout_limit)
         err = OutputCapture(request.stderr_limit + TRAILER_ROOM, tail=TRAILER_ROOM)
         host_deadline_hit = threading.Event()
+        oom_before = self._oom_kills()
         started = time.perf_counter()
         try:
             stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=helper_env(env))
@@ -165,7 +134,7 @@ class ContainerSession(RuntimeSession):
                                "The sandbox may have been removed; open a new session.") from None
 
         reset_done = threading.Event()
-        pump = _Pump(stream, out, err)
+        pump = Pump(stream, out, err, flood_stop=True)
         pump.start()
         abandoned = False
         if not self._wait_or_stopped(pump, request.timeout_s + request.grace_s + self.host_grace):
@@ -185,28 +154,54 @@ class ContainerSession(RuntimeSession):
                 if not reset_done.is_set():
                     reset_done.set()
                     self._kill_quietly()
+        elif pump.flooded:
+            # Far more output than the launcher ever forwards: something writes into the engine's
+            # stream past the caps. Stop reading (draining it costs the host's CPU, not the
+            # sandbox's) and end the code's processes.
+            log.warning("sandbox_output_flood", runtime=self.runtime, container=self.id[:12],
+                        stdout=out.total, stderr=err.total)
+            stream.close()
+            if not self._kill_code_processes():
+                reset_done.set()
+                self._kill_quietly()
         trailer = None
+        mismatch = False
         stderr_bytes = b""
+        engine_code = None
+        oom_after = None
         try:
-            if pump.error is not None:
+            if pump.error is not None and not pump.flooded:
                 raise pump.error
-            stderr_bytes, trailer = split_trailer(err.getvalue(), nonce)
-            if trailer is None and err.truncated:
-                _, trailer = split_trailer(err.tail(), nonce)
-            # The launcher's trailer carries the exit code: ask the engine only without it.
-            if host_deadline_hit.is_set():
-                exit_code = None
-            else:
-                exit_code = trailer.exit_code if trailer is not None else stream.exit_code()
+            stderr_bytes, nonce = split_nonce(err.getvalue())
+            if nonce is not None and not pump.flooded:
+                stderr_bytes, trailer = split_trailer(stderr_bytes, nonce)
+                if trailer is None and err.truncated:
+                    _, trailer = split_trailer(err.tail(), nonce)
+            if trailer is None:
+                oom_after = self._oom_kills()  # at once: under gVisor the stopped sandbox's cgroup goes soon
+            # The engine's own exit status for the exec, checked against the trailer's: code that
+            # killed its launcher after writing a trailer in its name leaves a status that does not match.
+            if not host_deadline_hit.is_set() and not pump.flooded:
+                engine_code = stream.exit_code()
+                if engine_code is None and trailer is not None:
+                    engine_code = stream.exit_code()  # not recorded yet (a busy engine): ask once more
         except Exception as exc:  # noqa: BLE001
             if not host_deadline_hit.is_set() and not self._destroyed:
                 raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: the execution stream failed: {exc}") from None
-            exit_code = None
             stderr_bytes = err.getvalue()
         finally:
             stream.close()
         if abandoned:
             trailer = None  # whatever arrives late is not trusted
+        if trailer is not None and engine_code != exit_status_for(trailer):
+            log.warning("sandbox_trailer_mismatch", runtime=self.runtime, container=self.id[:12],
+                        trailer=trailer.exit_code, engine=engine_code)
+            trailer, mismatch = None, True
+            oom_after = self._oom_kills()
+        oom_seen: bool | None = None
+        if trailer is None:
+            oom_seen = None if oom_before is None or oom_after is None else oom_after > oom_before
+        exit_code = None if host_deadline_hit.is_set() or pump.flooded else engine_code
         duration_ms = (time.perf_counter() - started) * 1000
         warnings: list[str] = []
         lost_memory = False
@@ -223,15 +218,22 @@ class ContainerSession(RuntimeSession):
                 )
             else:
                 warnings.append("the in-sandbox timer did not end the work; the host killed it")
+        elif pump.flooded:
+            warnings.append(
+                f"the execution's output went far past its cap ({out.total + err.total} bytes read); the host "
+                "stopped reading it and killed the code's processes" + self._reset_note(reset_done))
         elif trailer is None and self._destroyed:
             warnings.append("the sandbox was closed during the execution")
         elif trailer is None and self._stopped():
-            # The whole sandbox stopped. Under gVisor the memory limit covers gVisor's own
-            # kernel, and exceeding it gets that kernel killed (exit 137), not one process.
-            stopped_by_memory = gvisor.is_gvisor(self.spec.oci_runtime) and _exit_status(self) == 137
+            # The whole sandbox stopped. Under gVisor the memory limit covers gVisor's own kernel,
+            # and exceeding it gets that kernel killed, not one process: the engine then reports
+            # 128 (podman) or 137 (Docker) for the exec. The cgroup's OOM counter says which it was;
+            # when it could not be read, gVisor's sandbox SIGKILLed (137) is taken for it.
+            stopped_by_memory = bool(oom_seen) or (
+                oom_seen is None and gvisor.is_gvisor(self.spec.oci_runtime) and _exit_status(self) == 137)
             lost_memory = stopped_by_memory
-            if stopped_by_memory and exit_code is None:
-                exit_code = 137  # the engine may not record the exec's end: the sandbox was SIGKILLed
+            if stopped_by_memory:
+                exit_code = 137  # SIGKILLed for memory, whatever status the engine gave the exec
             self._kill_quietly()
             warnings.append(
                 ("the sandbox exceeded its memory limit and was stopped (under gVisor the limit covers the "
@@ -239,10 +241,27 @@ class ContainerSession(RuntimeSession):
                 + (f"it was restarted (its {self.spec.workdir} was reset)" if not self._reset_failed
                    else "it did not run again (open a new session)"))
         elif trailer is None:
-            # The launcher died (or was bypassed): its children may live on. Kill them.
-            self._kill_code_processes()
-            warnings.append("the sandbox launcher did not report (it was killed or bypassed); "
-                            "the code's processes were killed")
+            # The launcher died (or was bypassed, or its report did not hold): the code's processes may
+            # live on. Kill them; if even that cannot run (a sandbox still out of memory), restart it.
+            if not self._kill_code_processes():
+                reset_done.set()
+                self._kill_quietly()
+            if oom_seen:
+                lost_memory = True
+                exit_code = 137
+                warnings.append("the sandbox ran out of memory and its launcher was killed (memory the code held "
+                                "without owning it, such as files in its tmpfs or kernel buffers); the code's "
+                                "processes were killed" + self._reset_note(reset_done))
+            elif mismatch:
+                warnings.append("the sandbox launcher's report did not match the engine's exit status "
+                                f"({engine_code}), so it was not used; the code's processes were killed"
+                                + self._reset_note(reset_done))
+            else:
+                warnings.append("the sandbox launcher did not report (it was killed or bypassed); "
+                                "the code's processes were killed" + self._reset_note(reset_done)
+                                + ("" if oom_seen is not None else
+                                   "; whether memory ran out is unknown (the host cannot read the sandbox's cgroup)"))
+        workdir = self.spec.workdir.rstrip("/") + "/"
         result = ExecutionResult(
             exit_code=exit_code if trailer is None else trailer.exit_code,
             stdout=out.text(),
@@ -253,7 +272,8 @@ class ContainerSession(RuntimeSession):
             timed_out=host_deadline_hit.is_set() or bool(trailer and trailer.timed_out),
             oom_killed=bool(trailer and trailer.oom_killed) or lost_memory,
             duration_ms=round(duration_ms, 3),
-            files=[ProducedFile(path=p, size=s, modified=m) for p, s, m in (trailer.files if trailer else [])],
+            files=[ProducedFile(path=p, size=s, modified=m) for p, s, m in (trailer.files if trailer else [])
+                   if isinstance(p, str) and p.startswith(workdir) and posixpath.normpath(p) == p],
             isolated=True,
             runtime=self.runtime,
             language=lang,
@@ -262,6 +282,20 @@ class ContainerSession(RuntimeSession):
         if result.timed_out:
             result.exit_code = None if host_deadline_hit.is_set() else result.exit_code
         return result
+
+    def _reset_note(self, reset_done: threading.Event) -> str:
+        """What a warning adds when the kill could not run and the sandbox was restarted instead."""
+        if not reset_done.is_set():
+            return ""
+        if self._reset_failed:
+            return "; that kill could not run, and the sandbox did not run again after a restart (open a new session)"
+        return f"; that kill could not run, so the sandbox was restarted (its {self.spec.workdir} was reset)"
+
+    def _oom_kills(self) -> int | None:
+        """The container's OOM-kill count, read on the host (None when unknown; see oom.py)."""
+        if self._oom_file is None:
+            self._oom_file = oom.counter_file(self.inspect) or ""
+        return oom.read_kills(self._oom_file)
 
     def _stopped(self) -> bool:
         """Whether the container itself is no longer running. Under gVisor the engine may still
@@ -274,7 +308,7 @@ class ContainerSession(RuntimeSession):
                 time.sleep(0.2)
         return False
 
-    def _wait_or_stopped(self, pump: "_Pump", total_s: float) -> bool:
+    def _wait_or_stopped(self, pump: "Pump", total_s: float) -> bool:
         """Wait for the execution's stream; True when it ended (or the whole sandbox stopped).
 
         Under gVisor a sandbox that exceeds its memory limit stops as a whole, and the
@@ -291,13 +325,13 @@ class ContainerSession(RuntimeSession):
                 return True
         return pump.wait(0)
 
-    def _program(self, lang: str, code: str, nonce: str) -> list[str]:
+    def _program(self, lang: str, code: str) -> list[str]:
         # Python runs inside the launcher's forked child ("@python"): one interpreter
         # start per execution instead of two. Other languages are exec'd.
         inline = len(code.encode("utf-8")) <= MAX_INLINE_CODE
         if inline:
             return ["@python", code] if lang == "python" else [*LANGUAGES[lang], code]
-        path = f"/tmp/.assay-code-{nonce}"
+        path = f"/tmp/.assay-code-{secrets.token_hex(8)}"
         self._put_archive("/tmp", _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444))
         return ["@python-file", path] if lang == "python" else [LANGUAGES[lang][0], path]
 
@@ -368,13 +402,22 @@ class ContainerSession(RuntimeSession):
         return line
 
     def stop_resident(self) -> bool:
-        """SIGKILL every process of the resident's uid (the resident and what it started)."""
+        """SIGKILL every process of the resident's uid (the resident and what it started).
+
+        When that kill cannot run - the pids limit is exhausted by the resident's processes, so
+        not even the helper starts - the container is hard-reset, as the launcher path does
+        (every process ends; the working directory is reset). True when the resident is gone.
+        """
         try:
-            code, _, _, _ = self._run_helper(kill_all_argv(), 4096, timeout_s=10.0, user=self.spec.resident_user)
+            code, _, err, _ = self._run_helper(kill_all_argv(), 4096, timeout_s=10.0, user=self.spec.resident_user)
+            problem = None if code == 0 else f"exit {code}: {err[-300:].decode('utf-8', 'replace')}"
         except Exception as exc:  # noqa: BLE001
-            log.warning("sandbox_resident_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
-            return False
-        return code == 0
+            problem = repr(exc)
+        if problem is None:
+            return True
+        log.warning("sandbox_resident_kill_failed", runtime=self.runtime, container=self.id[:12], error=problem)
+        self._kill_quietly()
+        return not self._reset_failed
 
     def _exec_attached(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> tuple[Any, bytes]:
         """Start ``argv`` with stdin attached: (raw socket, bytes already read). Optional primitive."""
@@ -404,7 +447,7 @@ class ContainerSession(RuntimeSession):
         err = OutputCapture(64 * 1024)
         stream = self._exec(argv, user=user or self.spec.exec_user, workdir=self.spec.workdir,
                             env=helper_env(self.spec.environment if env is None else env))
-        pump = _Pump(stream, out, err)
+        pump = Pump(stream, out, err)
         pump.start()
         # The deadline holds whatever the container does: the caller waits for the
         # reading thread, never for the engine's stream itself.

@@ -18,10 +18,16 @@ the working directory for produced files and appends one trailer line,
 tagged with a per-execution nonce, to stderr: exit code, timed_out,
 oom_killed, truncation and files. The host strips the trailer.
 
+The launcher makes itself not dumpable (``PR_SET_DUMPABLE 0``) before anything
+else, so the code - which runs as the same uid - can neither open
+``/proc/<launcher>/mem`` nor reach the engine's pipes through
+``/proc/<launcher>/fd``. Its nonce is made after the fork (never in the code's
+memory, never in argv or the environment) and is the first line it writes
+on stderr; the host accepts a trailer only with that nonce and only when the
+engine's own exit status for the exec matches the trailer's exit code.
+
 The host never trusts the launcher alone: it caps both streams again while
 reading and keeps its own deadline (see :mod:`assay.kernel.sandbox.container`).
-Code can read the nonce (it runs as the same uid), so it could forge its
-*own* result trailer; that gains nothing the exit code would not.
 """
 
 from __future__ import annotations
@@ -31,10 +37,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 LAUNCHER_SOURCE = r'''
-import os, selectors, signal, sys, time
-nonce, timeout, out_lim, err_lim, workdir = sys.argv[1], float(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-code_path = sys.argv[6]
-argv = sys.argv[8:]
+import ctypes, os, selectors, signal, sys, time
+# Not dumpable, before anything else: the code runs as this uid, and could otherwise open
+# /proc/<launcher>/mem (read or change this process) or /proc/<launcher>/fd/2 (write into the
+# engine's own stream, past every cap). Without it nothing runs.
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    os.write(2, b"assay launcher: PR_SET_DUMPABLE failed; nothing was run\n")
+    os._exit(125)
+timeout, out_lim, err_lim, workdir = float(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+code_path = sys.argv[5]
+argv = sys.argv[7:]
 def oom_count():
     for p in ("/sys/fs/cgroup/memory.events", "/sys/fs/cgroup/memory/memory.oom_control"):
         try:
@@ -80,6 +93,7 @@ deadline = start + timeout
 r_out, w_out = os.pipe()
 r_err, w_err = os.pipe()
 r_sig, w_sig = os.pipe()
+r_go, w_go = os.pipe()  # the code starts only once the nonce line is out
 os.set_blocking(w_sig, False)
 signal.set_wakeup_fd(w_sig)
 signal.signal(signal.SIGCHLD, lambda *a: None)
@@ -119,12 +133,20 @@ def run_python_here(source, filename):
     raise SystemExit(0)
 if pid == 0:
     try:
+        # The engine's stream is the launcher's alone: its first bytes are the launcher's nonce line.
+        os.dup2(w_err, 2); os.dup2(w_out, 1)
+        # Nothing of the code runs before the launcher's nonce line is on the engine's stream (under
+        # gVisor the code can open the launcher's stdio for writing and could otherwise write first).
+        os.close(w_go)
+        if os.read(r_go, 1) != b"g":
+            os._exit(125)  # the launcher died before its nonce line: run nothing
         os.setpgid(0, 0)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         null = os.open("/dev/null", os.O_RDONLY)
-        os.dup2(null, 0); os.dup2(w_out, 1); os.dup2(w_err, 2)
+        os.dup2(null, 0)
         os.closerange(3, 1 << 16)
+        libc.prctl(4, 1, 0, 0, 0)  # the code's own process is dumpable again, as under `python3 -c`
         os.environ["PATH"] = code_path
         if argv[0] == "@python":
             source, filename = argv[1], "<string>"
@@ -140,6 +162,13 @@ if pid == 0:
             os._exit(127)
     run_python_here(source, filename)  # raises SystemExit: the child never reaches the code below
 os.close(w_out); os.close(w_err)
+# The nonce is made here, after the fork, so the code's process never had it in its memory; the
+# launcher is not dumpable, so the code cannot read it from this one either. It is the first line
+# on the engine's stderr (nothing else writes there: the code's output is forwarded after it), and
+# the host accepts only a trailer tagged with it.
+nonce = os.urandom(8).hex()
+write_all(2, ("\x1eASSAY-NONCE:%s\n" % nonce).encode())
+os.write(w_go, b"g"); os.close(w_go); os.close(r_go)
 sel = selectors.DefaultSelector()
 sel.register(r_out, selectors.EVENT_READ, (1, out_lim))
 sel.register(r_err, selectors.EVENT_READ, (2, err_lim))
@@ -319,18 +348,48 @@ def helper_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def launcher_argv(
-    nonce: str, timeout_s: float, out_limit: int, err_limit: int, workdir: str, program: list[str],
+    timeout_s: float, out_limit: int, err_limit: int, workdir: str, program: list[str],
     *, code_path: str = HELPER_PATH,
 ) -> list[str]:
-    """The argv that runs ``program`` under the launcher (``code_path`` becomes the code's PATH)."""
+    """The argv that runs ``program`` under the launcher (``code_path`` becomes the code's PATH).
+
+    No nonce in it: argv is readable by every process (``/proc/<pid>/cmdline``). The launcher
+    makes its own and writes it first on its stderr (:func:`split_nonce`).
+    """
     return [
         *PYTHON_ISOLATED, "-c", LAUNCHER_SOURCE,
-        nonce, f"{timeout_s:.3f}", str(out_limit), str(err_limit), workdir, code_path, "--", *program,
+        f"{timeout_s:.3f}", str(out_limit), str(err_limit), workdir, code_path, "--", *program,
     ]
 
 
 def files_argv(op: str, root: str, path: str, *extra: str) -> list[str]:
     return [*PYTHON_ISOLATED, "-c", FILES_SOURCE, op, root, path, *extra]
+
+
+NONCE_MARK = b"\x1eASSAY-NONCE:"
+NONCE_LEN = 16
+
+
+def split_nonce(stderr: bytes) -> tuple[bytes, str | None]:
+    """Remove the launcher's nonce line, which must open its stderr; (the rest, nonce or None).
+
+    Only the launcher writes to the engine's stream before that line: the code's process starts
+    only once it is out, its output is forwarded after it, and on runc it cannot reach the stream
+    itself (the launcher is not dumpable). A nonce line anywhere else is not the launcher's.
+    """
+    if not stderr.startswith(NONCE_MARK):
+        return stderr, None
+    end = len(NONCE_MARK) + NONCE_LEN
+    nonce = stderr[len(NONCE_MARK):end]
+    if stderr[end:end + 1] != b"\n" or nonce.strip(b"0123456789abcdef"):
+        return stderr, None
+    return stderr[end + 1:], nonce.decode("ascii")
+
+
+def exit_status_for(trailer: Trailer) -> int:
+    """The status the launcher exits with after writing ``trailer`` (what the engine must report)."""
+    code = trailer.exit_code
+    return code if code is not None and 0 <= code < 256 else 1
 
 
 def split_trailer(stderr: bytes, nonce: str) -> tuple[bytes, Trailer | None]:

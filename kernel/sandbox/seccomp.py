@@ -15,6 +15,9 @@ sockets) and leaves out, among others:
   ``pidfd_getfd``, ``kcmp``, ``process_madvise``;
 * socket families other than ``AF_UNIX``, ``AF_INET``, ``AF_INET6``
   (``AF_VSOCK``, ``AF_NETLINK``, ``AF_PACKET``, ``AF_ALG``...);
+* Linux AIO (``io_setup``, ``io_submit`` and the rest of the family): its
+  contexts count against ``fs.aio-max-nr``, one quota for the whole host, and
+  a call could hold a share of it after it returned;
 * ``bpf``, ``perf_event_open``, ``userfaultfd``, ``io_uring_*``, mounts
   and the new mount API, ``pivot_root``, ``chroot``, modules, ``kexec``,
   ``reboot``, clocks, swap, quotas, ``syslog``, ``personality`` changes;
@@ -43,6 +46,7 @@ DENIED: dict[str, tuple[str, ...]] = {
     "other processes": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise"),
     "socket families": ("all but AF_UNIX, AF_INET, AF_INET6 (AF_VSOCK, AF_NETLINK, AF_PACKET, AF_ALG, ...)",),
     "kernel attack surface": ("bpf", "perf_event_open", "userfaultfd", "io_uring_setup/enter/register"),
+    "host-wide quotas": ("io_setup/io_submit/io_getevents/io_pgetevents/io_cancel/io_destroy (fs.aio-max-nr)",),
     "mounts and roots": ("mount", "umount2", "fsopen/fsmount/move_mount/open_tree", "pivot_root", "chroot"),
     "host administration": ("init/finit/delete_module", "kexec_load", "reboot", "swapon/swapoff", "quotactl",
                             "syslog", "acct", "settimeofday/clock_settime/adjtimex", "sethostname"),

@@ -47,6 +47,12 @@ CLIENT_WAIT_S = 2.0
 CLIENT_GRACE_S = 4.0
 RESTARTED_WARNING = ("the notebook process did not answer and was restarted; the next call restores the "
                      "variables of the last finished call's snapshot")
+# When the notebook process could not be killed (e.g. its processes hold every pid), the sandbox is
+# hard-reset instead (kernel/sandbox/container.py: stop_resident): then the snapshot is gone too.
+RESET_WARNING = ("the notebook process did not answer and could not be stopped, so the sandbox was reset (restarted): "
+                 "its variables and files are gone, and the next call starts empty")
+NOT_STOPPED_WARNING = ("the notebook process did not answer and could not be stopped, and the sandbox did not run "
+                       "again after a restart; pass reset=true")
 # Seconds the host waits past the relay's own wait before it gives up on the channel.
 CHANNEL_GRACE_S = 5.0
 
@@ -174,10 +180,10 @@ class Notebook:
             # The relay is gone mid-call: the cell may have run. End the holder's line (its
             # state comes back from the snapshot) rather than guess.
             self.channel = None
-            self.session.stop_resident()
-            self.holder_up = False
+            stopped = self._stop_holder()
             out, err, truncated, complete = b"", b"", False, False
-            warnings.append(f"the channel to the notebook broke ({exc.message}); the notebook process was restarted")
+            warnings.append(f"the channel to the notebook broke ({exc.message}); "
+                            + ("the notebook process was restarted" if stopped == RESTARTED_WARNING else stopped))
         if not complete and self.channel is not None:
             self.channel.close()
             self.channel = None
@@ -241,15 +247,21 @@ class Notebook:
         elif outcome_name == "unresponsive":
             # The holder did not answer in time (a cell stopped or killed it): end it and all it
             # started; the next call starts a new one from the snapshot.
-            self.session.stop_resident()
-            self.holder_up = False
             update["timed_out"] = True
-            update["warnings"] = [*execution.warnings, RESTARTED_WARNING]
+            update["warnings"] = [*execution.warnings, self._stop_holder()]
         if update:
             execution = execution.model_copy(update=update)
         outcome = self._outcome(execution, request["nonce"])
         outcome.state_lost, outcome.holder_note = state_lost, note
         return outcome
+
+    def _stop_holder(self) -> str:
+        """End the holder and all it started; the warning that says what became of the notebook."""
+        stopped = self.session.stop_resident()
+        self.holder_up = False
+        if not stopped:
+            return NOT_STOPPED_WARNING
+        return RESET_WARNING if self._sandbox_was_reset() else RESTARTED_WARNING
 
     def _ensure_holder(self, inputs: list[InputArtifact]) -> tuple[bool, str | None]:
         """Start the holder if it is not running: (state lost with the files, note on what came back)."""

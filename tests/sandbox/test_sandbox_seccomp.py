@@ -15,7 +15,9 @@ DENIED = ("unshare", "setns", "keyctl", "add_key", "request_key", "ptrace", "pro
           "pidfd_getfd", "kcmp", "bpf", "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter",
           "mount", "umount2", "fsopen", "fsmount", "move_mount", "open_tree", "pivot_root", "chroot",
           "init_module", "finit_module", "kexec_load", "reboot", "swapon", "syslog", "socketcall",
-          "name_to_handle_at", "open_by_handle_at", "modify_ldt", "vmsplice")
+          "name_to_handle_at", "open_by_handle_at", "modify_ldt", "vmsplice",
+          # Linux AIO: its contexts count against fs.aio-max-nr, one quota for the whole host (issue 31).
+          "io_setup", "io_submit", "io_getevents", "io_pgetevents", "io_cancel", "io_destroy", "io_uring_register")
 
 
 def _rules(name):
