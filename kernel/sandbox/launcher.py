@@ -8,7 +8,8 @@ launcher or the host's helpers; ``python3`` is looked up on a fixed ``PATH``
 of read-only root directories (:data:`HELPER_PATH`), whatever ``PATH`` the
 session asked for (the code gets that one). Only the code's own process
 sees what ``python3 -c`` would give it (``''`` and ``PYTHONPATH`` on
-``sys.path``, site-packages). The launcher runs the code in its own process group, forwards
+``sys.path``, site-packages; no user site, and no ``sitecustomize`` from the
+working directory, which the code itself could have written). The launcher runs the code in its own process group, forwards
 at most ``limit`` bytes of stdout and of stderr (draining and dropping the
 rest), and when the code ends, or at the deadline, SIGKILLs every process
 of the code's uid (the container's idle keeper runs as another uid, so it
@@ -97,10 +98,14 @@ def run_python_here(source, filename):
         name, _, errors = enc.partition(":")
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(encoding=name or None, errors=errors or stream.errors)
-    if not env.get("PYTHONNOUSERSITE"):
-        site.ENABLE_USER_SITE = True
-    sys.path[0:0] = ["", *[p for p in env.get("PYTHONPATH", "").split(":") if p]]
+    # Two differences, both for code an earlier call planted: no user site (HOME is /tmp, the
+    # code's: a usercustomize there would run in every later call), and the working directory
+    # goes on the path after site has run, as `python3 -c` puts it, so that a sitecustomize.py
+    # written there is never imported.
+    site.ENABLE_USER_SITE = False
+    sys.path[0:0] = [p for p in env.get("PYTHONPATH", "").split(":") if p]
     site.main()
+    sys.path.insert(0, "")
     sys.argv = ["-c"] if filename == "<string>" else [filename]
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main

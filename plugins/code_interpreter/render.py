@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from .frame import Frame, Stream
 
 NO_RESULT = "no REPORT_RESULT was assigned; printed output is not a result (the artifact's result is None)"
+
+
+# Characters a name shown to the model never carries as such: controls (a newline would start a
+# line of its own, such as a forged "chart:" line), format characters (a right-to-left override
+# shows "invoice\u202efdp.exe" as "invoiceexe.pdf"; zero-width ones hide), line and paragraph separators,
+# surrogates and private or unassigned code points.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def shown_name(name: str) -> str:
+    """``name`` with every control, format or invisible character escaped (``\\n``, ``\\u202e``)."""
+    if name.isprintable() and not any(unicodedata.category(ch) in _HIDDEN for ch in name):
+        return name
+    out = []
+    for ch in name:
+        if unicodedata.category(ch) not in _HIDDEN:
+            out.append(ch)
+        elif ch in "\n\r\t":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return "".join(out)
 
 
 def clip(text: str, limit: int) -> tuple[str, bool]:

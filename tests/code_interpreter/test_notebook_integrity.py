@@ -74,7 +74,8 @@ x = 'assigned by the cell'
 os.write(real_fd, ("\n\x1eASSAY-FRAME " + req['nonce'] + "\n" + "[" * 100000 + "]" * 100000 + "\n").encode())
 """
 DEEP_ENDS = {
-    "the runner's frame cannot follow": DEEP_FRAME + "os.close(real_fd)\n",  # the notebook commits the cell
+    # the runner's own frame goes nowhere; the notebook commits the cell
+    "the runner's frame cannot follow": DEEP_FRAME + "os.dup2(os.open(os.devnull, os.O_WRONLY), real_fd)\n",
     "the process ends": DEEP_FRAME + "os._exit(0)\n",  # nothing is committed
 }
 
@@ -92,12 +93,15 @@ def test_a_deeply_nested_forged_frame_fails_the_call_with_an_artifact(call, run,
     assert not result.success
     assert result.error_code in ("CODE_INTERPRETER_PROTOCOL_ERROR", "PYTHON_EXECUTION_FAILED"), result.for_model()
     assert result.artifacts, "no evidence of the execution was captured"
-    doc = _content(run, result.data["artifact_id"])
-    assert doc["status"] == "failed" and "[[[[" in doc["stdout"]  # what the frame held is in the evidence
+    from assay.kernel.evidence import get_record
+
+    assert get_record(run.artifacts, result.data["artifact_id"]).status == "failed"
+    assert "[[[[" in _content(run, result.data["artifact_id"])["stdout"]  # what the frame held is evidence
     kept = call("REPORT_RESULT = globals().get('x')").data["result"]
     committed = end == "the runner's frame cannot follow"
     assert kept == ("assigned by the cell" if committed else None)
-    assert ("variables" in result.content and "kept" in result.content) == committed, result.content
+    text = result.for_model()
+    assert ("are kept" in text) == committed and ("are lost" in text) == (not committed), text
 
 
 # Each changes, in the cell's own process (which becomes the next holder), how a result is recorded.
