@@ -175,6 +175,9 @@ class Holder:
                 taken_parent.close()
                 os.setpgid(0, 0)
                 _set_oom_adj("1000")  # under memory pressure the cell goes, never the holder
+                # This cell's own runner (made ahead in a spare): the recorder's code as uploaded,
+                # whatever earlier cells changed in this process (assay_ci_recorder).
+                runner = self.recorder.fresh(self.runner.WORKDIR)
                 if req is None:
                     _pages().populate(ahead, stop=lambda: _readable(self.listener))
                     got = self._take_call(taken_child)
@@ -184,7 +187,7 @@ class Holder:
                 else:
                     conn.close()  # the holder's: only the watching holder answers the caller
                 taken_child.close()
-                self._child(req, fds, c2p_w, p2c_r)
+                self._child(runner, req, fds, c2p_w, p2c_r)
             except BaseException:  # noqa: BLE001 - never a second holder: a child that failed ends here
                 os._exit(70)
             return None  # this process is the holder now
@@ -306,9 +309,7 @@ class Holder:
 
     # --- in the cell's process -------------------------------------------------------
 
-    def _child(self, req, fds, c2p_w, p2c_r) -> None:
-        # This cell's own runner: the recorder's code as uploaded, whatever earlier cells changed.
-        runner = self.recorder.fresh(self.runner.WORKDIR)
+    def _child(self, runner, req, fds, c2p_w, p2c_r) -> None:
         os.dup2(fds[0], 1)
         os.dup2(fds[1], 2)
         for fd in fds:

@@ -45,6 +45,7 @@ class Recorder:
         self.live_import = builtins.__import__
         self.modules = {name: dict(vars(__import__(name))) for name in COPIED}
         self.encode = _own_json_encoder()
+        self.capture_slot = sys.modules["assay_ci_capture"]._ACTIVE  # its fork hook's, registered once
 
     def fresh(self, workdir: str):
         """This cell's own runner module (its companions made on first import)."""
@@ -72,7 +73,7 @@ class Recorder:
         module.__file__ = f"{self.runner_dir}/{name}.py"
         module.__builtins__ = names
         if name == "assay_ci_capture":  # its fork hook is registered once per process: share its slot
-            module._ACTIVE = sys.modules[name]._ACTIVE
+            module._ACTIVE = self.capture_slot
         made[name] = module
         exec(self.code[name], module.__dict__)
         return module
