@@ -8,8 +8,7 @@ launcher or the host's helpers; ``python3`` is looked up on a fixed ``PATH``
 of read-only root directories (:data:`HELPER_PATH`), whatever ``PATH`` the
 session asked for (the code gets that one). Only the code's own process
 sees what ``python3 -c`` would give it (``''`` and ``PYTHONPATH`` on
-``sys.path``, site-packages; no user site, and no ``sitecustomize`` from the
-working directory, which the code itself could have written). The launcher runs the code in its own process group, forwards
+``sys.path``, site-packages). The launcher runs the code in its own process group, forwards
 at most ``limit`` bytes of stdout and of stderr (draining and dropping the
 rest), and when the code ends, or at the deadline, SIGKILLs every process
 of the code's uid (the container's idle keeper runs as another uid, so it
