@@ -240,3 +240,18 @@ def test_produced_file_names_cannot_add_lines_or_hide_behind_bidi_controls(call)
         assert not any(line.startswith("chart: art_forged") for line in text.splitlines()), text
         assert "\u202e" not in text
     assert "\\u202e" in result.content and "report\\nchart" in result.content  # shown, escaped
+
+
+def test_without_a_channel_calls_go_through_a_client_with_their_token(call, run):
+    # Where a runtime has no attached execs (nerdctl), a client run by the launcher carries each call.
+    assert call("x = 1").success
+    notebook = run.peek("code_interpreter.notebook")
+    notebook.close()
+    notebook.channel_supported = False
+    session = run.peek("sandbox.python")
+    before = session.status().executions
+    result = call(FORGE_END["on the channel"] + KEEPS_RUNNING)
+    assert session.status().executions == before + 1  # one engine exec: the client
+    assert result.success, result.for_model()
+    assert result.data["result"] == "the real end"
+    assert call("x += 1\nREPORT_RESULT = [x, late]").data["result"] == [2, "changed after the forged report"]
