@@ -255,3 +255,29 @@ def test_without_a_channel_calls_go_through_a_client_with_their_token(call, run)
     assert result.success, result.for_model()
     assert result.data["result"] == "the real end"
     assert call("x += 1\nREPORT_RESULT = [x, late]").data["result"] == [2, "changed after the forged report"]
+
+
+SAYS_FINISHED = r"""
+import os, sys, time
+_f = sys._getframe()
+while _f is not None and 'c2p_w' not in _f.f_locals:
+    _f = _f.f_back
+os.write(_f.f_locals['c2p_w'], b'takeover\n')  # the cell's process telling its holder it finished
+del _f
+x = 'early'
+time.sleep(2)
+x = 'late'
+"""
+
+
+def test_a_cell_that_says_it_finished_early_does_not_run_beside_the_next_call(call):
+    # The known limit (docs/code_interpreter.md, "What a cell controls"): the pipe on which the
+    # cell's process says it finished is the cell's to write. What that gains is bounded: the next
+    # call is not served before the cell's code is over, and reads what it left.
+    assert call("x = 0").success
+    started = time.monotonic()
+    call(SAYS_FINISHED)
+    after = call("REPORT_RESULT = x")
+    assert time.monotonic() - started >= 1.9
+    assert after.success, after.for_model()
+    assert after.data["result"] == "late"
