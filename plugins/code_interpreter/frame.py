@@ -106,7 +106,8 @@ def load_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, str |
         value = json.loads(text)
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, str(exc)[:300]
-    if text.count("[" if isinstance(text, str) else b"[") + text.count("{" if isinstance(text, str) else b"{") > max_depth:
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(opening[0]) + text.count(opening[1]) > max_depth:
         depth = _depth(value)
         if depth > max_depth:
             return None, f"it is nested {depth:,} levels deep (at most {max_depth} are read)"

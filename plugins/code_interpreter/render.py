@@ -85,7 +85,7 @@ def state_lines(frame: Frame | None, state_lost: bool, holder_note: str | None =
     if frame.restore_error:
         lines.append(f"warning: {frame.restore_error}")
     if frame.not_persisted:
-        parts = [f"{p.get('name')} ({p.get('type')}: {p.get('reason')})" for p in frame.not_persisted[:10]]
+        parts = [shown_name(f"{p.get('name')} ({p.get('type')}: {p.get('reason')})") for p in frame.not_persisted[:10]]
         more = f" and {len(frame.not_persisted) - 10} more" if len(frame.not_persisted) > 10 else ""
         if frame.kept_live:
             lines.append("kept in memory but not in the notebook's snapshot (lost if the notebook's process "
