@@ -224,11 +224,13 @@ class Notebook:
                 "Raise SANDBOX_TIMEOUT on the host if longer executions are really needed.",
             )
         request["timeout_s"] = limit
+        why = "was lost and restarted"
         if self.holder_up and (self.tokens is None or not self.tokens.left):
             # Its chain of call tokens is used up: a new holder, with a new chain, from the snapshot.
             self.session.stop_resident()
             self.holder_up = False
-        state_lost, note = self._ensure_holder(inputs)
+            why = "was restarted (its call tokens were used up)"
+        state_lost, note = self._ensure_holder(inputs, why)
         execution, report = self._call_holder(request, timeout_s)
         if report.get("outcome") == "no_holder":
             # The holder is gone (a cell killed it, or the sandbox was reset): start it again.
@@ -262,8 +264,12 @@ class Notebook:
             self.state_saved = True
         return outcome
 
-    def _ensure_holder(self, inputs: list[InputArtifact]) -> tuple[bool, str | None]:
-        """Start the holder if it is not running: (state lost with the files, note on what came back)."""
+    def _ensure_holder(self, inputs: list[InputArtifact],
+                       why: str = "was lost and restarted") -> tuple[bool, str | None]:
+        """Start the holder if it is not running: (state lost with the files, note on what came back).
+
+        ``why``: what happened to the notebook's process, for the note.
+        """
         if self.holder_up:
             return False, None
         if self.state_saved:  # a restart: end whatever is left of the old holder first
@@ -284,13 +290,13 @@ class Notebook:
         note = None
         if self.state_saved and not lost:
             if info.get("restore_error"):
-                note = (f"the notebook's process was lost and restarted; {info['restore_error']}")
+                note = (f"the notebook's process {why}; {info['restore_error']}")
             elif info.get("state_found"):
-                note = ("the notebook's process was lost and restarted: variables were restored from the "
+                note = (f"the notebook's process {why}: variables were restored from the "
                         "snapshot of the last finished call (values named as not in the snapshot are gone, "
                         "and imports run again when first used)")
             else:
-                note = "the notebook's process was lost and restarted, and no snapshot was found: starting empty"
+                note = f"the notebook's process {why}, and no snapshot was found: starting empty"
         return lost, note
 
     def _call_holder(self, request: dict[str, Any], timeout_s: float | None) -> tuple[Any, dict[str, Any]]:

@@ -283,3 +283,13 @@ def test_a_cell_that_says_it_finished_early_does_not_run_beside_the_next_call(ca
     assert time.monotonic() - started >= 1.9
     assert after.success, after.for_model()
     assert after.data["result"] == "late"
+
+
+def test_a_holder_whose_call_tokens_are_used_up_is_replaced_from_the_snapshot(call, run):
+    assert call("x = 41").success
+    run.peek("code_interpreter.notebook").tokens._next = -1  # as after 8,192 calls
+    result = call("x += 1\nREPORT_RESULT = x")
+    assert result.success, result.for_model()
+    assert result.data["result"] == 42
+    assert "restarted (its call tokens were used up): variables were restored" in result.content
+    assert call("REPORT_RESULT = x").data["result"] == 42  # the new holder, on its new chain
