@@ -45,7 +45,10 @@ def pct(values: list[float], q: float) -> float:
 # A plain REPL-style loop: the baseline "persistent Python process" (no capture, no snapshot,
 # no evidence). Cells come over the same unix-socket hand-off as the notebook's.
 REPL_PROGRAM = r"""
-import json, os, resource, socket, struct
+import json, os, resource, site, socket, struct
+for d in site.getsitepackages():  # residents start isolated (-I -S): the libraries, as the holder adds them
+    if os.path.isdir(d):
+        site.addsitedir(d)
 ready = int(os.environ.pop("ASSAY_RESIDENT_READY_FD"))
 os.makedirs(".assay", exist_ok=True)
 path = ".assay/holder.sock"

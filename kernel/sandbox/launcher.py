@@ -111,10 +111,14 @@ def run_python_here(source, filename):
         name, _, errors = enc.partition(":")
         for stream in (sys.stdout, sys.stderr):
             stream.reconfigure(encoding=name or None, errors=errors or stream.errors)
-    if not env.get("PYTHONNOUSERSITE"):
-        site.ENABLE_USER_SITE = True
-    sys.path[0:0] = ["", *[p for p in env.get("PYTHONPATH", "").split(":") if p]]
+    # Two differences, both for code an earlier call planted: no user site (HOME is /tmp, the
+    # code's: a usercustomize there would run in every later call), and the working directory
+    # goes on the path after site has run, as `python3 -c` puts it, so that a sitecustomize.py
+    # written there is never imported.
+    site.ENABLE_USER_SITE = False
+    sys.path[0:0] = [p for p in env.get("PYTHONPATH", "").split(":") if p]
     site.main()
+    sys.path.insert(0, "")
     sys.argv = ["-c"] if filename == "<string>" else [filename]
     main = types.ModuleType("__main__")
     sys.modules["__main__"] = main

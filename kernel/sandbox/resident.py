@@ -19,6 +19,13 @@ resident to write one line to an inherited pipe (the fd number is in
 ``ASSAY_RESIDENT_READY_FD``) and prints it: that line is what
 :meth:`SandboxSession.start_resident` returns. A pipe closed without a line
 (the program failed) makes the starter exit 1 with nothing on stdout.
+
+The program runs isolated, like assay's other helpers: ``python3 -I -S -u``
+(the starter's own interpreter, found on the helpers' fixed ``PATH``), so
+nothing the code could have written - a module in the working directory, a
+``usercustomize`` under ``$HOME``, ``PYTHON*`` variables - runs as it starts.
+A program that needs site-packages adds them itself
+(``site.addsitedir`` for each of ``site.getsitepackages()``).
 """
 
 from __future__ import annotations
@@ -46,7 +53,7 @@ if pid == 0:
         os.set_inheritable(w, True)
         os.environ["PATH"] = code_path
         os.environ["ASSAY_RESIDENT_READY_FD"] = str(w)
-        os.execvp("python3", ["python3", "-u", "-c", program])
+        os.execv(sys.executable, [sys.executable, "-I", "-S", "-u", "-c", program])
     finally:
         os._exit(127)
 os.close(w)

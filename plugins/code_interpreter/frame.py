@@ -13,6 +13,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 FRAME_MARK = "\x1eASSAY-FRAME "
+# Deeper JSON than this is refused before it reaches the models and the evidence store (both
+# recurse); the runner refuses a REPORT_RESULT nested deeper than 100 levels itself.
+MAX_DEPTH = 200
 
 
 class Stream(BaseModel):
@@ -81,13 +84,51 @@ def parse_frame(text: str, nonce: str, *, bare: bool = False) -> tuple[Frame | N
         payload = text[at + len(marker):]
         end = payload.find("\n")
         payload = payload[:end] if end >= 0 else payload
+    value, problem = load_json(payload)
+    if problem is not None:
+        return None, f"the runner's reply could not be read: {problem}"
     try:
-        frame = Frame.model_validate(json.loads(payload))
-    except (ValueError, ValidationError) as exc:
+        frame = Frame.model_validate(value)
+    except (ValueError, ValidationError, RecursionError) as exc:
         return None, f"the runner's reply could not be read: {str(exc)[:300]}"
     if frame.nonce != nonce:
         return None, "the runner's reply belongs to another call"
     return frame, None
+
+
+def load_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, str | None]:
+    """``text`` parsed as JSON, or (None, why not): never raises, whatever the sandbox wrote.
+
+    Nesting deeper than ``max_depth`` is refused (the parser, pydantic and the evidence store's
+    canonical form all recurse): a frame with fewer brackets than that cannot be deeper.
+    """
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, str(exc)[:300]
+    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
+    if text.count(opening[0]) + text.count(opening[1]) > max_depth:
+        depth = _depth(value)
+        if depth > max_depth:
+            return None, f"it is nested {depth:,} levels deep (at most {max_depth} are read)"
+    return value, None
+
+
+def _depth(value: Any) -> int:
+    """The deepest nesting of lists and objects in a parsed JSON value (no recursion)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children if isinstance(child, (dict, list)))
+    return deepest
 
 
 def raw_before_frame(text: str, nonce: str) -> str:

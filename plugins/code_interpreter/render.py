@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from .frame import Frame, Stream
 
 NO_RESULT = "no REPORT_RESULT was assigned; printed output is not a result (the artifact's result is None)"
+
+
+# Characters a name shown to the model never carries as such: controls (a newline would start a
+# line of its own, such as a forged "chart:" line), format characters (a right-to-left override
+# shows "invoice\u202efdp.exe" as "invoiceexe.pdf"; zero-width ones hide), line and paragraph separators,
+# surrogates and private or unassigned code points.
+_HIDDEN = frozenset({"Cc", "Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
+
+
+def shown_name(name: str) -> str:
+    """``name`` with every control, format or invisible character escaped (``\\n``, ``\\u202e``)."""
+    if name.isprintable() and not any(unicodedata.category(ch) in _HIDDEN for ch in name):
+        return name
+    out = []
+    for ch in name:
+        if unicodedata.category(ch) not in _HIDDEN:
+            out.append(ch)
+        elif ch in "\n\r\t":
+            out.append({"\n": "\\n", "\r": "\\r", "\t": "\\t"}[ch])
+        else:
+            out.append(f"\\u{ord(ch):04x}" if ord(ch) <= 0xFFFF else f"\\U{ord(ch):08x}")
+    return "".join(out)
 
 
 def clip(text: str, limit: int) -> tuple[str, bool]:
@@ -62,7 +85,7 @@ def state_lines(frame: Frame | None, state_lost: bool, holder_note: str | None =
     if frame.restore_error:
         lines.append(f"warning: {frame.restore_error}")
     if frame.not_persisted:
-        parts = [f"{p.get('name')} ({p.get('type')}: {p.get('reason')})" for p in frame.not_persisted[:10]]
+        parts = [shown_name(f"{p.get('name')} ({p.get('type')}: {p.get('reason')})") for p in frame.not_persisted[:10]]
         more = f" and {len(frame.not_persisted) - 10} more" if len(frame.not_persisted) > 10 else ""
         if frame.kept_live:
             lines.append("kept in memory but not in the notebook's snapshot (lost if the notebook's process "

@@ -107,8 +107,7 @@ class FdCapture:
         self.decoder = codecs.getincrementaldecoder("utf-8")("replace")
         capture.lock = threading.Lock()
         capture.before_write = self.drain
-        global _ACTIVE_FD_CAPTURE
-        _ACTIVE_FD_CAPTURE = self
+        _ACTIVE[0] = self
         self.thread = threading.Thread(target=self._pump, name="assay-fd-capture", daemon=True)
         self.thread.start()
 
@@ -156,22 +155,24 @@ class FdCapture:
             self.drain()
             self.done = True
             self.capture.before_write = None
-        global _ACTIVE_FD_CAPTURE
-        _ACTIVE_FD_CAPTURE = None
+        _ACTIVE[0] = None
 
 
 # A child forked by the cell (multiprocessing's fork) has no pump thread, and the lock may
 # have been held by it at the fork: the child's copy goes back to plain writes. Registered
-# once per process (a notebook holder forks for every cell; hooks cannot be removed).
-_ACTIVE_FD_CAPTURE = None
+# once per process (a notebook holder forks for every cell; hooks cannot be removed): the
+# notebook holder's fresh copy of this module for a cell (assay_ci_recorder) is given the
+# slot of the first one, ``_ACTIVE``, and registers nothing.
+try:
+    _ACTIVE  # noqa: B018 - set beforehand in a recorder's fresh copy
+except NameError:
+    _ACTIVE = [None]
 
+    def _after_fork_in_child() -> None:
+        if _ACTIVE[0] is not None:
+            _ACTIVE[0]._forked()
 
-def _after_fork_in_child() -> None:
-    if _ACTIVE_FD_CAPTURE is not None:
-        _ACTIVE_FD_CAPTURE._forked()
-
-
-os.register_at_fork(after_in_child=_after_fork_in_child)
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def clean_text(text: str) -> str:

@@ -9,9 +9,9 @@ the notebook:
   client (the channel's relay, as the keeper's uid, or a client run by the
   sandbox's launcher, as the code's uid) connects, sends the request and its
   own stdout/stderr descriptors (``SCM_RIGHTS``), and waits for one report
-  line. A connection from any other uid is refused (``SO_PEERCRED``): cells
-  run as the holder's own uid, and a call a cell queued would change the
-  notebook after that cell was reported, with no execution recorded;
+  line. A call without a valid token of the host's is refused
+  (``assay_ci_calls``): a call a cell or raw code queued would change the
+  notebook with no execution recorded;
 * the cell's process is a fork of the holder (its own process group,
   ``oom_score_adj`` 1000 so the OOM killer takes it first), made ahead while
   the notebook is idle (the *spare*: it copies the pages the last cell wrote,
@@ -20,14 +20,17 @@ the notebook:
   deadline, the OOM count before it - so the call reaches the cell's process
   with no hop through the holder), or at once when none is ready (calls back
   to back: the holder accepts and forks). It runs
-  the cell exactly as a one-shot call does (``assay_ci_runner.run``), on the
-  passed descriptors, and saves a snapshot candidate (``state.pkl.next``);
+  the cell exactly as a one-shot call does (``assay_ci_runner.run``, a fresh
+  copy for each cell: ``assay_ci_recorder``), on the passed descriptors, and
+  saves a snapshot candidate (``state.pkl.next``). The caller's connection is
+  the watching holder's alone: the cell's process keeps no copy of it;
 * the holder watches the child with the cell's time limit. When the child
-  says it is done, the holder commits: the candidate becomes the snapshot
-  (``state.pkl``) and the child becomes the next holder: it kills whatever
-  the cell left running, answers, lists the pages it wrote (when the
-  notebook is idle) while the old holder still shares the rest, lets the old
-  one end, then serves the socket, which it inherited. A child that still runs threads of the cell hands back
+  says it is done (it has killed whatever the cell left running and written
+  its frame), the holder commits - the candidate becomes the snapshot
+  (``state.pkl``) - and answers, and the child becomes the next holder: it
+  lists the pages it wrote (when the notebook is idle) while the old holder
+  still shares the rest, lets the old one end, then serves the socket, which
+  it inherited. A child that still runs threads of the cell hands back
   instead: it exits, and the old holder reloads the committed snapshot.
   A child that times out, is OOM-killed or crashes is killed with everything
   it started; the holder drops the candidate and keeps its own state, as it
@@ -44,13 +47,16 @@ import os
 import select
 import signal
 import socket
-import struct
 import sys
 import time
 
+from assay_ci_calls import HEADER, Anchor  # uploaded beside this file, loaded before it
+from assay_ci_calls import accept_call as _accept_call
+from assay_ci_calls import receive as _receive
+from assay_ci_calls import report as _report
+from assay_ci_recorder import Recorder
+
 SOCKET_NAME = "holder.sock"
-HEADER = struct.Struct("!Q")
-MAX_REQUEST = 16 * 1024 * 1024
 # After a cell, how long the holder waits for the next call before it uses the idle time (forks
 # the next cell's process and copies the pages the last one wrote).
 IDLE_S = 0.05
@@ -95,72 +101,13 @@ def _kill_the_rest() -> None:
         pass
 
 
-def _receive(conn: socket.socket, nfds: int = 2) -> tuple[dict, list]:
-    """A request and the ``nfds`` descriptors passed with it (``SCM_RIGHTS``); ValueError if malformed.
-
-    A call: the caller's stdout/stderr. A spare's word to the holder that it took a call: the call's
-    connection.
-    """
-    fds: list = []
-    data, ancillary, _flags, _addr = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(nfds * 4))
-    for level, kind, payload in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4))
-    if len(data) != HEADER.size or len(fds) != nfds:
-        for fd in fds:
-            os.close(fd)
-        raise ValueError("malformed request")
-    (size,) = HEADER.unpack(data)
-    if size > MAX_REQUEST:
-        raise ValueError("request too large")
-    body = bytearray()
-    while len(body) < size:
-        chunk = conn.recv(min(1 << 20, size - len(body)))
-        if not chunk:
-            raise ValueError("request cut short")
-        body += chunk
-    return json.loads(body), fds
-
-
-def _report(conn: socket.socket, **fields) -> None:
-    try:
-        conn.sendall((json.dumps(fields) + "\n").encode("ascii"))
-    except OSError:
-        pass
-    conn.close()
-
-
-def _accept_call(listener: socket.socket, clients: frozenset):
-    """Accept one call: (conn, request, its stdout/stderr), or None when it was refused (answered).
-
-    Only the host's callers are served (``clients``: the relay's and the client's uid);
-    anyone else - a cell, which runs as this uid, or what it left - is refused, since a
-    call it queued would change the notebook after the cell was reported, with no execution
-    recorded.
-    """
-    try:
-        conn, _ = listener.accept()
-    except (BlockingIOError, InterruptedError):
-        return None
-    if _peer_uid(conn) not in clients:
-        _report(conn, outcome="refused", error="not a caller of this notebook")
-        return None
-    try:
-        req, fds = _receive(conn)
-        req["timeout_s"] = float(req["timeout_s"])
-        if not req["timeout_s"] > 0:
-            raise ValueError("timeout_s must be positive")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        _report(conn, outcome="refused", error=str(exc))
-        return None
-    return conn, req, fds
-
-
 class Holder:
-    def __init__(self, runner, listener: socket.socket, clients: frozenset) -> None:
+    def __init__(self, runner, listener: socket.socket, clients: frozenset, anchor, recorder) -> None:
         self.runner = runner
         self.listener = listener
-        self.clients = clients - {os.getuid()}  # never this uid: every cell runs as it
+        self.clients = clients
+        self.anchor = anchor  # the calls' tokens (assay_ci_calls.Anchor)
+        self.recorder = recorder  # the runner, fresh for each cell (assay_ci_recorder)
         self.base_adj = _read_oom_adj()
         self.nb = runner.Namespace()
         self.nb.restore()
@@ -187,10 +134,11 @@ class Holder:
                     spare.discard(_reap())
                     self.working_set = []
                     continue
-                conn, deadline, oom_before = taken
+                conn, deadline, oom_before, token = taken
+                self.anchor.admit(token)  # the spare checked it; this process learns it was used
                 self._watched(conn, deadline, spare, oom_before)
                 continue  # reached only when the cell did not take over (this process holds on)
-            got = _accept_call(self.listener, self.clients)
+            got = _accept_call(self.listener, self.clients, self.anchor)
             if got is not None:
                 self.cell(*got)  # returns in the holder of the next cell (this one or its child)
 
@@ -227,14 +175,19 @@ class Holder:
                 taken_parent.close()
                 os.setpgid(0, 0)
                 _set_oom_adj("1000")  # under memory pressure the cell goes, never the holder
+                # This cell's own runner (made ahead in a spare): the recorder's code as uploaded,
+                # whatever earlier cells changed in this process (assay_ci_recorder).
+                runner = self.recorder.fresh(self.runner.WORKDIR)
                 if req is None:
                     _pages().populate(ahead, stop=lambda: _readable(self.listener))
                     got = self._take_call(taken_child)
                     if got is None:
                         os._exit(0)  # the holder went away before any call came
-                    conn, req, fds = got
+                    req, fds = got
+                else:
+                    conn.close()  # the holder's: only the watching holder answers the caller
                 taken_child.close()
-                self._child(conn, req, fds, c2p_w, p2c_r)
+                self._child(runner, req, fds, c2p_w, p2c_r)
             except BaseException:  # noqa: BLE001 - never a second holder: a child that failed ends here
                 os._exit(70)
             return None  # this process is the holder now
@@ -244,8 +197,12 @@ class Holder:
         return Spare(pid, c2p_r, p2c_w, taken_parent)
 
     def _take_call(self, holder: socket.socket):
-        """In a spare: accept the next call and tell the holder (the connection, the deadline, the
-        OOM count before it); (conn, req, fds), or None when the holder is gone."""
+        """In a spare: accept the next call and hand it to the holder (the connection, the deadline,
+        the OOM count before it, the token it used); (req, fds), or None when the holder is gone.
+
+        The connection is the holder's alone from then on: the cell's process keeps no copy, so
+        nothing the cell does can answer the caller.
+        """
         while True:
             try:
                 ready = select.select([self.listener, holder], [], [])[0]
@@ -253,18 +210,20 @@ class Holder:
                 continue
             if holder in ready:
                 return None  # its end closed: the holder went away
-            got = _accept_call(self.listener, self.clients)
+            got = _accept_call(self.listener, self.clients, self.anchor)
             if got is None:
                 continue
             conn, req, fds = got
-            told = json.dumps({"deadline": time.monotonic() + req["timeout_s"], "oom_before": _oom_kills()})
+            told = json.dumps({"deadline": time.monotonic() + req["timeout_s"], "oom_before": _oom_kills(),
+                               "token": req["token"]})
             try:
                 holder.sendmsg([HEADER.pack(len(told)) + told.encode("ascii")],
                                [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno()]))])
             except OSError:
                 _report(conn, outcome="no_holder")
                 return None
-            return conn, req, fds
+            conn.close()
+            return req, fds
 
     def _watched(self, conn, deadline, spare, oom_before) -> None:
         try:
@@ -303,9 +262,11 @@ class Holder:
         handback = said.startswith(b"handback")
         os.write(p2c_w, b"go\n")
         if not handback:
-            conn.close()
-            # The child is the holder now. Stay until it has listed the pages it wrote (they
-            # count as its own only while this process still shares the rest), then end.
+            # The child has written its frame and killed what the cell left running: this process,
+            # which alone holds the caller's connection, answers. The child is the holder now. Stay
+            # until it has listed the pages it wrote (they count as its own only while this process
+            # still shares the rest), then end.
+            _report(conn, outcome="done")
             _wait_closed(c2p_r)
             os._exit(0)
         try:
@@ -348,8 +309,7 @@ class Holder:
 
     # --- in the cell's process -------------------------------------------------------
 
-    def _child(self, conn, req, fds, c2p_w, p2c_r) -> None:
-        runner = self.runner
+    def _child(self, runner, req, fds, c2p_w, p2c_r) -> None:
         os.dup2(fds[0], 1)
         os.dup2(fds[1], 2)
         for fd in fds:
@@ -358,9 +318,11 @@ class Holder:
         runner.SNAPSHOT_PENDING = True
         frame = runner.run_safely(req, real_fd, self.nb)
         runner.SNAPSHOT_PENDING = False
-        alone = _alone()
-        takeover = alone and frame.get("status") != "runner_failed"
+        takeover = _alone() and frame.get("status") != "runner_failed"
         frame["kept_live"] = takeover
+        old = os.getppid()
+        if takeover:
+            self._finish_takeover(runner, frame, real_fd, req, old)
         os.write(c2p_w, b"takeover\n" if takeover else b"handback\n")
         answer = b""
         while b"\n" not in answer:
@@ -369,19 +331,31 @@ class Holder:
                 break
             answer += chunk
         os.close(p2c_r)
-        if not answer and not takeover:
-            takeover = frame["kept_live"] = True  # the holder is gone: this process is all that is left
         if not takeover:
-            os.close(c2p_w)
-            runner.emit_frame(frame, real_fd, req)
-            os._exit(0)
-        # Whatever the cell left running ends before the answer; the old holder is spared: it still
-        # shares its pages (see below) and ends by itself once this process lets it go.
-        old = os.getppid()
-        _kill_leftovers(keep=old)
-        _reap(wait_s=0.1)
+            if answer:
+                os.close(c2p_w)
+                runner.emit_frame(frame, real_fd, req)
+                os._exit(0)
+            # The holder is gone: this process is all that is left (no one answers this call).
+            frame["kept_live"] = True
+            self._finish_takeover(runner, frame, real_fd, req, old)
         gc.unfreeze()  # this process is the holder now: its objects are ordinary again until the next fork
         _set_oom_adj(self.base_adj)
+        self.cells += 1
+        # After the answer: the old holder waits (still sharing its pages) until this process has
+        # listed the ones it wrote - only when the notebook turns out idle (no next call within
+        # IDLE_S: calls back to back leave no moment to use it) - then ends by itself.
+        idle = not _readable(self.listener, IDLE_S)
+        self.working_set = _pages().written_ranges(_pages().budget()) if idle else []
+        self.predecessor = old
+        os.close(c2p_w)
+
+    def _finish_takeover(self, runner, frame: dict, real_fd: int, req: dict, old: int) -> None:
+        """Before the holder answers: end whatever the cell left running (the old holder is spared:
+        it still shares its pages and ends by itself once this process lets it go), write the frame,
+        and let go of the caller's descriptors."""
+        _kill_leftovers(keep=old)
+        _reap(wait_s=0.1)
         try:
             runner.emit_frame(frame, real_fd, req)
         except OSError:  # the caller went away: the notebook carries on
@@ -391,15 +365,6 @@ class Holder:
         os.dup2(null, 1)
         os.dup2(null, 2)
         os.close(null)
-        self.cells += 1
-        _report(conn, outcome="done")
-        # After the answer: the old holder waits (still sharing its pages) until this process has
-        # listed the ones it wrote - only when the notebook turns out idle (no next call within
-        # IDLE_S: calls back to back leave no moment to use it) - then ends by itself.
-        idle = not _readable(self.listener, IDLE_S)
-        self.working_set = _pages().written_ranges(_pages().budget()) if idle else []
-        self.predecessor = old
-        os.close(c2p_w)
 
 
 class Spare:
@@ -410,11 +375,11 @@ class Spare:
         self.pid, self.c2p_r, self.p2c_w, self.taken_sock = pid, c2p_r, p2c_w, taken
 
     def taken(self):
-        """Wait until the spare takes a call: (its connection, the deadline, the OOM count before),
-        or None if it is gone (died while idle)."""
+        """Wait until the spare takes a call: (its connection, the deadline, the OOM count before, the
+        call's token), or None if it is gone (died while idle)."""
         try:
             told, fds = _receive(self.taken_sock, 1)
-            return socket.socket(fileno=fds[0]), float(told["deadline"]), told["oom_before"]
+            return socket.socket(fileno=fds[0]), float(told["deadline"]), told["oom_before"], told["token"]
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -438,15 +403,6 @@ class Spare:
             except OSError:
                 pass
         self.taken_sock.close()
-
-
-def _peer_uid(conn: socket.socket) -> int | None:
-    """The uid of the process at the other end of ``conn`` (as it connected), None if unknown."""
-    try:
-        creds = conn.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
-    except OSError:
-        return None
-    return struct.unpack("3i", creds)[1]
 
 
 def _fd_bytes(fds: list) -> bytes:
@@ -545,13 +501,17 @@ def _alone() -> bool:
     return False
 
 
-def serve(config: dict) -> None:
+def serve(config: dict, code: dict) -> None:
     """Start the holder: restore the snapshot, listen, say ready, serve calls until killed.
 
-    ``config["clients"]``: the uids whose connections are served (the host's relay and client).
+    ``config``: ``clients``, the uids of the host's callers (the relay's and the client's);
+    ``anchor``, the last link of the host's token chain (``assay_ci_calls``); ``runner_dir``.
+    ``code``: the runner's modules, compiled from the uploaded files as this process started.
     """
     runner = sys.modules["assay_ci_runner"]
     runner.set_workdir(os.getcwd())
+    # Before any snapshot is restored (unpickling runs code of the notebook's) or any cell runs.
+    recorder = Recorder(code, config["runner_dir"])
     ready_fd = int(os.environ.pop("ASSAY_RESIDENT_READY_FD"))
     os.makedirs(runner.ASSAY_DIR, exist_ok=True)
     path = os.path.join(runner.ASSAY_DIR, SOCKET_NAME)
@@ -561,12 +521,13 @@ def serve(config: dict) -> None:
         pass
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(path)
-    os.chmod(path, 0o666)  # the callers run as other uids; each connection's uid is checked
+    os.chmod(path, 0o666)  # the callers run as other uids; each call's token is checked
     os.chmod(runner.ASSAY_DIR, 0o755)
     listener.listen(8)
     _pages()  # imported once here, not in each cell's process
     import resource  # noqa: F401 - the runner counts each cell's page faults with it
-    holder = Holder(runner, listener, frozenset(int(uid) for uid in config["clients"]))
+    holder = Holder(runner, listener, frozenset(int(uid) for uid in config["clients"]), Anchor(config["anchor"]),
+                    recorder)
     info = {"pid": os.getpid(), "state_found": holder.nb.state_found, "restore_error": holder.nb.restore_error}
     os.write(ready_fd, ("ready " + json.dumps(info) + "\n").encode("ascii"))
     os.close(ready_fd)

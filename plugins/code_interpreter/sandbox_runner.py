@@ -54,6 +54,11 @@ def set_workdir(workdir: str) -> None:
 
 
 set_workdir(WORKDIR)
+# Set in the notebook holder's fresh copy of this module for each cell (assay_ci_recorder): its
+# imports of the companions are fresh copies too, and the frame is written with the holder's own
+# JSON encoder, not ``sys.modules['json']``.
+FRESH = False
+ENCODE = None
 SNAPSHOT_PENDING = False  # set in a holder's cell: the snapshot goes to state.pkl.next
 CELL = "<cell>"
 FRAME_MARK = "\x1eASSAY-FRAME "
@@ -72,6 +77,8 @@ def companion(name: str):
     cell's own imports write nothing); a companion compiled on every call would
     cost more than the cell itself, so its first import writes the cache.
     """
+    if FRESH:
+        return __import__(name)
     module = sys.modules.get(name)
     if module is None:
         saved = sys.dont_write_bytecode
@@ -386,6 +393,8 @@ def _lingering_threads() -> bool:
 
 def dumps(value) -> str:
     """JSON text (ASCII) without importing json when it is not loaded yet (it pulls in re)."""
+    if ENCODE is not None:
+        return ENCODE(value)
     if "json" in sys.modules:
         return sys.modules["json"].dumps(value, ensure_ascii=True, separators=(",", ":"))
     from _json import encode_basestring_ascii as quote

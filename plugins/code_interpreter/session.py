@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from .frame import Frame, parse_frame
+from .frame import Frame, load_json, parse_frame
 from .inputs import InputArtifact, meta_bytes
+from .tokens import CallTokens
 
 SESSION_KEY = "sandbox.python"
 STATE_KEY = "code_interpreter.notebook"
@@ -39,7 +40,13 @@ SANDBOX_MODULES = {
     "sandbox_state.py": "assay_ci_state.py",
     "sandbox_capture.py": "assay_ci_capture.py",
     "sandbox_pages.py": "assay_ci_pages.py",
+    "sandbox_calls.py": "assay_ci_calls.py",
+    "sandbox_recorder.py": "assay_ci_recorder.py",
 }
+# The notebook holder compiles these from the uploaded files as it starts, and runs them in this
+# order (each imports only earlier ones); see _holder_program.
+HOLDER_MODULES = ("assay_ci_capture", "assay_ci_state", "assay_ci_results", "assay_ci_tables", "assay_ci_charts",
+                  "assay_ci_pages", "assay_ci_runner", "assay_ci_calls", "assay_ci_recorder", "assay_ci_holder")
 HOLDER_MARK = "\x1eASSAY-HOLDER "
 HOLDER_SOCKET = ".assay/holder.sock"
 # Seconds the client waits past the cell's limit for the holder's report, and the launcher past that.
@@ -70,6 +77,7 @@ class CallOutcome:
     problem: str | None = None  # why there is no frame
     state_lost: bool = False
     holder_note: str | None = None  # the notebook process was lost and restarted: what came back
+    committed: bool = False  # the notebook holder says the cell finished and its state was committed
 
 
 @dataclass
@@ -85,6 +93,7 @@ class Notebook:
     holder_up: bool = False
     channel: Any = None  # kernel.sandbox.channel.Channel to the relay, when the runtime has them
     channel_supported: bool = True
+    tokens: CallTokens | None = None  # the running holder's chain of call tokens (see tokens.py)
 
     def close(self) -> None:
         if self.channel is not None:
@@ -160,10 +169,15 @@ class Notebook:
             self.channel, self.channel_supported = None, False  # none here: one execution per call
 
     def _call_over_channel(self, request: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        """One cell through the open channel: no engine exec at all."""
+        """One cell through the open channel: no engine exec at all.
+
+        The relay writes the holder's report after a marker line with a tag of this call's own,
+        given to the relay alone (never to the holder, so never to the cell): a cell that writes
+        a report line of its own on the channel cannot end the exchange.
+        """
         from assay.kernel.sandbox import ExecutionResult, SandboxError
 
-        mark = (HOLDER_MARK + request["nonce"]).encode("ascii")
+        mark = (HOLDER_MARK + secrets.token_hex(16)).encode("ascii")
         body = json.dumps(request, ensure_ascii=True, separators=(",", ":")).encode("ascii")
         wait = request["timeout_s"] + CLIENT_WAIT_S
         message = struct.pack("!QQd", len(mark), len(body), wait) + mark + body
@@ -193,17 +207,7 @@ class Notebook:
             isolated=self.session.isolated, runtime=self.session.runtime, session_id=self.session.id,
             warnings=warnings,
         )
-        text = execution.stdout
-        at = text.rfind(HOLDER_MARK + request["nonce"] + "\n")
-        if at < 0:
-            return execution, {"outcome": "unresponsive" if not warnings else "lost"}
-        line = text[at + len(HOLDER_MARK) + len(request["nonce"]) + 1:].split("\n", 1)[0]
-        try:
-            report = json.loads(line)
-        except ValueError:
-            report = {"outcome": "lost"}
-        execution = execution.model_copy(update={"stdout": text[:at].rstrip("\n")})
-        return execution, report if isinstance(report, dict) else {"outcome": "lost"}
+        return _split_report(execution, mark.decode("ascii"), "unresponsive" if not warnings else "lost")
 
     def _sandbox_was_reset(self) -> bool:
         """Whether the sandbox's working directory was reset (the runner is gone): a restart."""
@@ -226,7 +230,13 @@ class Notebook:
                 "Raise SANDBOX_TIMEOUT on the host if longer executions are really needed.",
             )
         request["timeout_s"] = limit
-        state_lost, note = self._ensure_holder(inputs)
+        why = "was lost and restarted"
+        if self.holder_up and (self.tokens is None or not self.tokens.left):
+            # Its chain of call tokens is used up: a new holder, with a new chain, from the snapshot.
+            self.session.stop_resident()
+            self.holder_up = False
+            why = "was restarted (its call tokens were used up)"
+        state_lost, note = self._ensure_holder(inputs, why)
         execution, report = self._call_holder(request, timeout_s)
         if report.get("outcome") == "no_holder":
             # The holder is gone (a cell killed it, or the sandbox was reset): start it again.
@@ -253,6 +263,9 @@ class Notebook:
             execution = execution.model_copy(update=update)
         outcome = self._outcome(execution, request["nonce"])
         outcome.state_lost, outcome.holder_note = state_lost, note
+        outcome.committed = outcome_name == "done"
+        if outcome.committed:
+            self.state_saved = True
         return outcome
 
     def _stop_holder(self) -> str:
@@ -263,36 +276,43 @@ class Notebook:
             return NOT_STOPPED_WARNING
         return RESET_WARNING if self._sandbox_was_reset() else RESTARTED_WARNING
 
-    def _ensure_holder(self, inputs: list[InputArtifact]) -> tuple[bool, str | None]:
-        """Start the holder if it is not running: (state lost with the files, note on what came back)."""
+    def _ensure_holder(self, inputs: list[InputArtifact],
+                       why: str = "was lost and restarted") -> tuple[bool, str | None]:
+        """Start the holder if it is not running: (state lost with the files, note on what came back).
+
+        ``why``: what happened to the notebook's process, for the note.
+        """
         if self.holder_up:
             return False, None
         if self.state_saved:  # a restart: end whatever is left of the old holder first
             self.session.stop_resident()
         lost = False
-        line = self.session.start_resident(_holder_program(self.session.caller_uids))
+        self.tokens = CallTokens()
+        program = _holder_program(self.session.caller_uids, self.tokens.anchor, self.workdir)
+        line = self.session.start_resident(program)
         if RUNNER_MISSING in line:
             lost = self._runner_lost(inputs)
-            line = self.session.start_resident(_holder_program(self.session.caller_uids))
-        if not line.startswith("ready "):
+            line = self.session.start_resident(program)
+        info, problem = load_json(line[len("ready "):]) if line.startswith("ready ") else (None, line[:300])
+        if not isinstance(info, dict):
             from assay.kernel.sandbox import SANDBOX_EXEC_FAILED, SandboxError
 
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"the notebook process did not start: {line[:300]}")
-        info = json.loads(line[len("ready "):])
+            raise SandboxError(SANDBOX_EXEC_FAILED, f"the notebook process did not start: {problem or line[:300]}")
         self.holder_up = True
         note = None
         if self.state_saved and not lost:
             if info.get("restore_error"):
-                note = (f"the notebook's process was lost and restarted; {info['restore_error']}")
+                note = (f"the notebook's process {why}; {info['restore_error']}")
             elif info.get("state_found"):
-                note = ("the notebook's process was lost and restarted: variables were restored from the "
+                note = (f"the notebook's process {why}: variables were restored from the "
                         "snapshot of the last finished call (values named as not in the snapshot are gone, "
                         "and imports run again when first used)")
             else:
-                note = "the notebook's process was lost and restarted, and no snapshot was found: starting empty"
+                note = f"the notebook's process {why}, and no snapshot was found: starting empty"
         return lost, note
 
     def _call_holder(self, request: dict[str, Any], timeout_s: float | None) -> tuple[Any, dict[str, Any]]:
+        request["token"] = self.tokens.take() if self.tokens is not None and self.tokens.left else None
         for _ in range(2):
             if (self.channel is None or self.channel.closed) and self.channel_supported:
                 self._open_channel()
@@ -302,19 +322,10 @@ class Notebook:
                 return self._call_over_channel(request)
             except _NotDelivered:
                 self.channel = None  # closed before the request went out: open it again, once
-        client = _client_program(request, request["timeout_s"] + CLIENT_WAIT_S, self.workdir)
+        mark = HOLDER_MARK + secrets.token_hex(16)
+        client = _client_program(request, request["timeout_s"] + CLIENT_WAIT_S, self.workdir, mark)
         execution = self.session.run_code(client, timeout_s=timeout_s, grace_s=CLIENT_GRACE_S)
-        mark = HOLDER_MARK + request["nonce"] + "\n"
-        at = execution.stdout.rfind(mark)
-        if at < 0:
-            return execution, {"outcome": "lost"}
-        line = execution.stdout[at + len(mark):].split("\n", 1)[0]
-        try:
-            report = json.loads(line)
-        except ValueError:
-            report = {"outcome": "lost"}
-        execution = execution.model_copy(update={"stdout": execution.stdout[:at].rstrip("\n")})
-        return execution, report if isinstance(report, dict) else {"outcome": "lost"}
+        return _split_report(execution, mark, "lost")
 
     def _outcome(self, execution: Any, nonce: str) -> CallOutcome:
         frame, problem = parse_frame(execution.stdout, nonce)
@@ -353,38 +364,70 @@ def _bootstrap(request: dict[str, Any]) -> str:
     )
 
 
+def _split_report(execution: Any, mark: str, missing: str) -> tuple[Any, dict[str, Any]]:
+    """(the execution without the report, the report) from the line after the last ``mark``;
+    ``{"outcome": missing}`` when there is none, ``lost`` when it cannot be read."""
+    text = execution.stdout
+    at = text.rfind(mark + "\n")
+    if at < 0:
+        return execution, {"outcome": missing}
+    report, _ = load_json(text[at + len(mark) + 1:].split("\n", 1)[0])
+    execution = execution.model_copy(update={"stdout": text[:at].rstrip("\n")})
+    return execution, report if isinstance(report, dict) else {"outcome": "lost"}
+
+
 class _NotDelivered(Exception):
     """The channel was closed before the request went out (safe to send again)."""
 
 
-def _holder_program(clients: tuple[int, ...]) -> str:
-    """The resident's program: import the runner and the holder, serve cells until killed.
+def _holder_program(clients: tuple[int, ...], anchor: str, workdir: str) -> str:
+    """The resident's program: load the runner and the holder, serve cells until killed.
 
-    ``clients``: the only uids whose connections it takes (the relay's, the client's).
+    It runs isolated (``python3 -I -S``, see :mod:`assay.kernel.sandbox.resident`): nothing
+    from the working directory, ``/tmp`` or the environment runs as it starts. Its path is
+    set here: the standard library, the image's site-packages (their ``.pth`` files, no
+    ``sitecustomize``/``usercustomize``), and the working directory *last*, so that a cell's
+    own modules import but cannot shadow a library. The runner's modules are compiled from
+    the read-only uploads, never read from a bytecode cache (a cell could plant one), and
+    never imported through the path (the runner's directory is writable, sticky, by design).
+    ``clients``: the uids of the host's callers; ``anchor``: the last link of the call tokens.
     """
+    runner_dir = f"{workdir.rstrip('/')}/{RUNNER_DIR}"
+    config = {"clients": list(clients), "anchor": anchor, "runner_dir": runner_dir}
     return (
-        "import os, sys\n"
-        "sys.dont_write_bytecode = False\n"
-        "sys.pycache_prefix = '.assay/pycache'\n"
-        f"sys.path.insert(0, {RUNNER_DIR!r})\n"
-        "try:\n"
-        f"    import {RUNNER_NAME}, assay_ci_holder as _h\n"
-        "except ImportError:\n"
-        f"    os.write(int(os.environ['ASSAY_RESIDENT_READY_FD']), b'{RUNNER_MISSING}\\n')\n"
-        "    raise SystemExit(3)\n"
+        "import os, sys, types\n"
         "sys.dont_write_bytecode = True\n"
-        f"_h.serve({{'clients': {list(clients)!r}}})\n"
+        "import site\n"
+        "for _d in site.getsitepackages():\n"
+        "    if os.path.isdir(_d):\n"
+        "        site.addsitedir(_d)\n"
+        f"sys.path.append({workdir.rstrip('/')!r})\n"
+        "_code = {}\n"
+        f"for _n in {HOLDER_MODULES!r}:\n"
+        f"    _p = {runner_dir!r} + '/' + _n + '.py'\n"
+        "    try:\n"
+        "        with open(_p, 'rb') as _fh:\n"
+        "            _code[_n] = compile(_fh.read(), _p, 'exec', dont_inherit=True)\n"
+        "    except OSError:\n"
+        f"        os.write(int(os.environ['ASSAY_RESIDENT_READY_FD']), b'{RUNNER_MISSING}\\n')\n"
+        "        raise SystemExit(3)\n"
+        "for _n, _c in _code.items():\n"
+        "    _m = sys.modules[_n] = types.ModuleType(_n)\n"
+        "    _m.__file__ = _c.co_filename\n"
+        "    exec(_c, _m.__dict__)\n"
+        f"sys.modules['assay_ci_holder'].serve({config!r}, _code)\n"
     )
 
 
-def _client_program(request: dict[str, Any], wait_s: float, workdir: str) -> str:
-    """One call's client: hand the request and this process's stdout/stderr to the holder, print its report.
+def _client_program(request: dict[str, Any], wait_s: float, workdir: str, mark_text: str) -> str:
+    """One call's client: hand the request and this process's stdout/stderr to the holder, print its report
+    after ``mark_text``.
 
     It runs under the sandbox's launcher (the code's uid, the launcher's limits) and
     imports nothing but builtin modules.
     """
     body = json.dumps(request, ensure_ascii=True, separators=(",", ":")).encode("ascii")
-    mark = (HOLDER_MARK + request["nonce"]).encode("ascii")
+    mark = mark_text.encode("ascii")
     path = f"{workdir.rstrip('/')}/{HOLDER_SOCKET}"
     return (
         "import _socket, _struct, array, os\n"

@@ -20,7 +20,7 @@ from assay.kernel.log import get_logger
 
 from . import errors as E
 from .frame import Frame, raw_before_frame
-from .render import NO_RESULT, clip, error_text, produced_lines, result_block, state_lines, stream_block
+from .render import NO_RESULT, clip, error_text, produced_lines, result_block, shown_name, state_lines, stream_block
 from .session import SESSION_KEY, STATE_KEY, CallOutcome, Notebook
 from .settings import CodeInterpreterSettings
 
@@ -239,6 +239,14 @@ def _failure(ex: Any, frame: Frame | None, outcome: CallOutcome, cfg: Any, stdou
                 f"killed{printed}",
                 "Variables assigned by this call are lost (the state is the last finished call's). Use less "
                 "memory: select fewer columns or rows, or aggregate in SQL first.")
+    if frame is None and outcome.committed:
+        # The notebook says the cell finished (its snapshot is committed), but what came back as its
+        # reply cannot be read: something in the cell wrote to the runner's own channel.
+        return (E.CODE_INTERPRETER_PROTOCOL_ERROR,
+                f"the cell finished, but {outcome.problem}{printed}",
+                "The variables it assigned are kept (the notebook committed them, as after any finished "
+                "cell); everything it printed, the unreadable reply included, is in the artifact. Do not "
+                "write to descriptors the cell did not open.")
     if frame is None:
         tail, _ = clip(stderr.strip(), 1500)
         return (E.PYTHON_EXECUTION_FAILED,
@@ -269,22 +277,23 @@ def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterS
         return files, produced, skipped
     items = [(c, "chart") for c in frame.charts] + [(f, "file") for f in frame.files]
     for item, kind in items:
+        name = shown_name(item.name)  # the artifact keeps the real name; the model reads it escaped
         if len(files) >= settings.max_files:
-            skipped.append(f"{item.name} (over the limit of {settings.max_files} files per call)")
+            skipped.append(f"{name} (over the limit of {settings.max_files} files per call)")
             continue
         if item.size > settings.max_file_bytes:
-            skipped.append(f"{item.name} ({item.size:,} bytes > the {settings.max_file_bytes:,}-byte limit)")
+            skipped.append(f"{name} ({item.size:,} bytes > the {settings.max_file_bytes:,}-byte limit)")
             continue
         try:
             data = notebook.fetch(item.model_dump(), settings.max_file_bytes)
         except AssayError as exc:
-            skipped.append(f"{item.name} (could not be read: {exc.message})")
+            skipped.append(f"{name} (could not be read: {exc.message})")
             continue
         media = "image/png" if kind == "chart" else (mimetypes.guess_type(item.name)[0] or "application/octet-stream")
         files.append(ProducedFile(name=item.name, data=data, media_type=media,
                                   kind="chart" if kind == "chart" else None))
         produced.append({"kind": "chart" if kind == "chart" or media.startswith("image/") else "file",
-                         "name": item.name, "size": len(data), "width": item.width, "height": item.height,
+                         "name": name, "size": len(data), "width": item.width, "height": item.height,
                          "artifact_id": None})
     return files, produced, skipped
 

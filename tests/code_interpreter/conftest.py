@@ -76,9 +76,27 @@ def docker_kernel(tmp_path_factory):
         kernel.sandbox.close()
 
 
+@pytest.fixture(scope="session")
+def gvisor_kernel(tmp_path_factory):
+    """podman with gVisor (``SANDBOX_OCI_RUNTIME=runsc``, registered by scripts/setup-system.sh)."""
+    ok, what = _podman_image_ready()
+    require(ok, what)
+    require(shutil.which("runsc") is not None, "gVisor's runsc (scripts/setup-system.sh registers it with podman)")
+    kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-gvisor"), SANDBOX_RUNTIME="podman",
+                          SANDBOX_IMAGE_PYTHON=IMAGE, SANDBOX_CPU_LIMIT="1", SANDBOX_OCI_RUNTIME="runsc")
+    yield kernel
+    kernel.sandbox.close()
+
+
 @pytest.fixture(scope="session", params=["podman", "docker"])
 def container_kernel(request):
     """The podman kernel, then the docker one (the docker runtime on podman's Docker API)."""
+    return request.getfixturevalue(f"{request.param}_kernel")
+
+
+@pytest.fixture(scope="session", params=["podman", "docker", "gvisor"])
+def engine_kernel(request):
+    """Every container engine the notebook must work on: podman, docker, podman with gVisor."""
     return request.getfixturevalue(f"{request.param}_kernel")
 
 
@@ -116,6 +134,19 @@ def run(container_kernel):
 def call(container_kernel, run):
     """``call(code, **args)`` -> ToolResult, in this test's run (on podman, then on docker)."""
     return _caller(container_kernel, run)
+
+
+@pytest.fixture
+def engine_run(engine_kernel):
+    run = engine_kernel.new_run()
+    yield run
+    run.close()
+
+
+@pytest.fixture
+def engine_call(engine_kernel, engine_run):
+    """``call(code, **args)`` on podman, docker and podman with gVisor."""
+    return _caller(engine_kernel, engine_run)
 
 
 @pytest.fixture
