@@ -244,6 +244,12 @@ class PodmanRuntime(SandboxRuntime):
             removed.append(cid)
         return removed
 
+    def uid_block_holders(self, block: str) -> list[str]:
+        resp = self._connect().api.get("/containers/json", params={
+            "all": "true", "filters": json.dumps({"label": [f"{sandbox_labels.UID_BLOCK}={block}"]})})
+        resp.raise_for_status()
+        return [item.get("Id") or "" for item in resp.json() or []]
+
     def image_present(self, image: str) -> bool | None:
         try:
             return self._connect().api.get(f"/images/{image}/exists").status_code == 204
