@@ -24,9 +24,9 @@ class ArtifactError(AssayError):
 class ArtifactNotFound(ArtifactError):
     code = ARTIFACT_NOT_FOUND
 
-    def __init__(self, artifact_id: str) -> None:
+    def __init__(self, artifact_id: str, where: str = "in the catalog") -> None:
         super().__init__(
-            message=f"no artifact {artifact_id!r} in the catalog",
+            message=f"no artifact {artifact_id!r} {where}",
             hint="Use an artifact id returned by a tool call or listed by report_evidence_manifest.",
             details={"artifact_id": artifact_id},
         )

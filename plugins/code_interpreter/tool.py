@@ -69,7 +69,8 @@ def code_interpreter(
         if ids:
             from .inputs import resolve_inputs
 
-            resolved = resolve_inputs(run.artifacts if run.artifacts is not None else kernel, ids, workdir)
+            resolved = resolve_inputs(run.artifacts if run.artifacts is not None else kernel, ids, workdir,
+                                      run.may_read)
         with run.scoped(LOCK_KEY, threading.Lock):
             if reset:
                 run.discard(STATE_KEY)

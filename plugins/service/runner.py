@@ -31,6 +31,7 @@ from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
 
+from .access import owner_scope
 from .settings import ServiceSettings
 
 log = get_logger("assay.service.runs")
@@ -143,6 +144,7 @@ class RunManager:
         self._admit(token_id)
         run = self.kernel.new_run()
         self.tokens.own(run.run_id, owner)
+        run.artifact_scope = owner_scope(self.tokens, owner)  # tool inputs: this owner's runs only
         live = LiveRun(run.run_id, owner, token_id)
         self.live[run.run_id] = live
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))

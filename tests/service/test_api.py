@@ -121,6 +121,22 @@ def test_a_tool_call_s_artifacts_are_the_caller_s_alone(live_server):
     assert theirs.status_code == 404 and theirs.json()["code"] == "SERVICE_ARTIFACT_NOT_FOUND"
 
 
+def test_code_interpreter_inputs_may_be_the_owners_artifacts_of_other_runs_and_no_one_elses(live_server):
+    """Each tool call is a run of its own: the run's input scope is its owner's runs (issue 31 item 10)."""
+    ok = httpx.post(f"{live_server.url}/tools/sql_query", json={"arguments": {"sql": "SELECT * FROM sales LIMIT 7"}},
+                    headers=live_server.headers(), timeout=60).json()
+    aid = ok["result"]["artifacts"][0]["artifact_id"]
+    arguments = {"code": f"REPORT_RESULT = len(load_artifact({aid!r}))", "inputs": [aid]}
+    mine = httpx.post(f"{live_server.url}/tools/code_interpreter", json={"arguments": arguments},
+                      headers=live_server.headers(), timeout=120).json()
+    assert mine["result"]["success"] is True, mine
+    assert mine["result"]["data"]["result"] == 7
+    theirs = httpx.post(f"{live_server.url}/tools/code_interpreter", json={"arguments": arguments},
+                        headers=live_server.headers("bob"), timeout=120).json()
+    assert theirs["result"]["success"] is False
+    assert theirs["result"]["error_code"] == "SERVICE_ARTIFACT_NOT_FOUND"
+
+
 @pytest.mark.parametrize(("body", "content_type", "problem"), [
     (b"", "application/json", "missing"),
     (b"{nope", "application/json", "json_invalid"),
