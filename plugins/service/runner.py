@@ -32,6 +32,7 @@ from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
 
 from .access import owner_scope
+from .quota import charge_to_owner
 from .settings import ServiceSettings
 
 log = get_logger("assay.service.runs")
@@ -145,6 +146,7 @@ class RunManager:
         run = self.kernel.new_run()
         self.tokens.own(run.run_id, owner)
         run.artifact_scope = owner_scope(self.tokens, owner)  # tool inputs: this owner's runs only
+        charge_to_owner(run, self.kernel, self.tokens, owner, self.settings)
         live = LiveRun(run.run_id, owner, token_id)
         self.live[run.run_id] = live
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))

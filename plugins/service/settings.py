@@ -32,3 +32,5 @@ class ServiceSettings(BaseSettings):
     preview_rows: int = Field(default=50, ge=1, le=1000, description="Rows of an artifact an MCP resource "
                                                                      "read returns (select more with a query).")
     max_read_rows: int = Field(default=1000, ge=1, le=100_000, description="Most rows one artifact read returns.")
+    owner_max_artifact_bytes: int = Field(default=20 << 30, ge=1, description="Evidence bytes all runs of one "
+                                          "owner may hold; a capture past it fails (ARTIFACT_QUOTA_EXCEEDED).")

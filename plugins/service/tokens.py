@@ -181,9 +181,11 @@ class TokenStore:
         row = self._conn().execute("SELECT owner FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
         return row[0] if row else None
 
-    def runs_of(self, owner: str, limit: int = 50) -> list[str]:
-        rows = self._conn().execute("SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC "
-                                    "LIMIT ?", (owner, limit)).fetchall()
+    def runs_of(self, owner: str, limit: int | None = 50) -> list[str]:
+        """The owner's runs, newest first (every one with ``limit=None``)."""
+        sql = "SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC"
+        rows = self._conn().execute(sql + " LIMIT ?" if limit is not None else sql,
+                                    (owner, limit) if limit is not None else (owner,)).fetchall()
         return [r[0] for r in rows]
 
     def close(self) -> None:

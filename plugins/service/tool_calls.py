@@ -27,6 +27,7 @@ from pydantic import ValidationError
 
 from .access import ArtifactOutOfScope, check_arguments, owner_scope
 from .api_models import ToolCall
+from .quota import charge_to_owner
 
 PREFIX = "/tools/"
 
@@ -43,6 +44,7 @@ async def call_in_own_run(kernel: Any, tokens: Any, who: str, name: str, argumen
     tool = kernel.get_tool(name)
     run = kernel.new_run()
     run.artifact_scope = owner_scope(tokens, who)  # inputs: this owner's runs, checked by the tool too
+    charge_to_owner(run, kernel, tokens, who)
     try:
         check_arguments(arguments, lambda a: visible_artifact(kernel, tokens, who, a))
     except ArtifactOutOfScope as exc:

@@ -259,6 +259,24 @@ def test_questions_per_minute_past_the_limit_are_429_with_retry_after(tmp_path):
         server.stop()
 
 
+def test_an_owner_past_its_evidence_quota_gets_the_quota_code_and_others_do_not(tmp_path):
+    """Per-owner evidence quota (issue 31 item 9): every tool call is a run of its own, so the run's quota
+    alone would not bound what one owner keeps."""
+    server = LiveServer(tmp_path, {"ASSAY_SERVICE_OWNER_MAX_ARTIFACT_BYTES": "6000"})
+    try:
+        def call(who: str) -> dict:
+            return httpx.post(f"{server.url}/tools/sql_query", json={"arguments": {"sql": "SELECT * FROM sales"}},
+                              headers=server.headers(who), timeout=60).json()["result"]
+
+        results = [call("alice") for _ in range(4)]
+        assert results[0]["success"] is True
+        refused = [r for r in results if not r["success"]]
+        assert refused and all(r["error_code"] == "ARTIFACT_QUOTA_EXCEEDED" for r in refused)
+        assert call("bob")["success"] is True  # the quota is the owner's
+    finally:
+        server.stop()
+
+
 def test_concurrent_runs_per_token_past_the_limit_are_429(tmp_path):
     slow = [{"tool": "sql_query", "arguments": {"sql": "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 "
                                                        "FROM c WHERE x < 3000000) SELECT count(*) FROM c"}},
