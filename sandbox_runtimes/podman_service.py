@@ -19,9 +19,9 @@ settings - is recorded beside its socket when it starts. Before a service is
 used again (each time a sandbox is created) the fingerprint is computed anew;
 a service whose record differs, or has none, is stopped (SIGTERM, then
 SIGKILL; found by its command line in ``/proc``) and started again on the
-same socket. A call that is streaming through the old service in another
-process at that moment fails once; containers are not touched (``conmon``
-keeps them).
+same socket. A call that is streaming through the old service at that
+moment (in this process or another) fails once; containers are not touched
+(``conmon`` keeps them).
 """
 
 from __future__ import annotations
