@@ -17,7 +17,7 @@ import pytest
 from assay.kernel.sandbox import uids
 from assay.kernel.sandbox.labels import UID_BLOCK
 
-ENGINES = ["podman", "docker@podman"]
+ENGINES = ["podman", "docker@podman", "nerdctl"]
 
 # Fills the uid's RLIMIT_MSGQUEUE with queues of the largest size an unprivileged uid may
 # make (they outlive the process, in the sandbox's IPC namespace), then says how many it made.
