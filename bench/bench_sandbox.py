@@ -38,6 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from assay.kernel.sandbox import build_spec  # noqa: E402
+from assay.kernel.sandbox import uids  # noqa: E402
 from assay.kernel.sandbox.labels import owner_labels  # noqa: E402
 from tests.sandbox_engines.engines import TEST_IMAGE, manager_for  # noqa: E402
 from tests.sandbox_engines.docker_daemon import docker_daemon, dockerd_binary, runsc_binary  # noqa: E402
@@ -71,10 +72,11 @@ class RawEngine:
 
     def __init__(self, config) -> None:
         self.config = config
+        self.users = uids.pick(config.uid_range)
 
     def run_argv(self) -> list[str]:
         spec = build_spec(self.config, language="python", name=f"assay-bench-raw-{uuid.uuid4().hex[:10]}",
-                          labels=owner_labels("bench-raw", "raw", 600))
+                          labels=owner_labels("bench-raw", "raw", 600), users=self.users)
         return ["run", "--detach", "--pull", "never", "--read-only-tmpfs=false", *spec.cli_run_args(),
                 spec.image, *spec.command]
 
@@ -82,7 +84,7 @@ class RawEngine:
         return podman(*self.run_argv()).strip()
 
     def exec(self, container: str) -> None:
-        out = podman("exec", "--user", self.config.user, "--workdir", self.config.workdir, container,
+        out = podman("exec", "--user", self.users.code, "--workdir", self.config.workdir, container,
                      "python3", "-c", CODE)
         assert out.strip() == "1", out
 

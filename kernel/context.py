@@ -2,8 +2,9 @@
 
 A tool that declares a parameter annotated :class:`RunContext` receives the
 current run; the parameter is left out of the model-facing schema. The run
-carries its id, the artifact sink that captures evidence (or ``None``), and
-per-run state such as the sandbox session, closed when the run ends.
+carries its id, the artifact sink that captures evidence (or ``None``), which
+other runs' artifacts it may read (:meth:`RunContext.may_read`), and per-run
+state such as the sandbox session, closed when the run ends.
 """
 
 from __future__ import annotations
@@ -31,9 +32,18 @@ class RunContext:
     run_id: str = field(default_factory=new_run_id)
     artifacts: Any = None  # kernel.evidence.ArtifactSink, or None when nothing is captured
     model: Any = None  # the run's kernel.models.Model, for tools that start a sub-agent (None outside an agent run)
+    # Which *other* runs' artifacts this run may read as inputs, by run id (None: its own only). The
+    # service sets "the caller's owner's runs"; ``assay tool call`` (the host's operator) sets every run.
+    artifact_scope: Callable[[str], bool] | None = None
     _scoped: dict[str, Any] = field(default_factory=dict, repr=False)
     _closers: list[tuple[str, Callable[[Any], Any]]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def may_read(self, run_id: str) -> bool:
+        """Whether an artifact captured by run ``run_id`` may be read by this run (its own, or in its scope)."""
+        if run_id == self.run_id:
+            return True
+        return self.artifact_scope is not None and bool(self.artifact_scope(run_id))
 
     def scoped(self, key: str, factory: Callable[[], T], close: Callable[[T], Any] | None = None) -> T:
         """Return the run's ``key`` object, creating it with ``factory`` once.

@@ -41,7 +41,7 @@ from assay.kernel.sandbox import (
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
 from assay.kernel.sandbox import gvisor
 from assay.kernel.sandbox import seccomp as seccomp_profile
-from assay.kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
+from assay.kernel.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
 from assay.kernel.sandbox.spec import verify_inspect
 from assay.kernel.sandbox.upload import put_by_exec
 
@@ -393,6 +393,10 @@ class DockerRuntime(SandboxRuntime):
             pass
 
     # --- housekeeping ---------------------------------------------------------
+
+    def uid_block_holders(self, block: str) -> list[str]:
+        found = self.api().containers(all=True, filters={"label": f"{UID_BLOCK}={block}"})
+        return [item.get("Id") or "" for item in found]
 
     def reap(self, *, only_mine: bool = False) -> list[str]:
         try:

@@ -44,7 +44,7 @@ from assay.kernel.sandbox import (
 )
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
 from assay.kernel.sandbox import seccomp as seccomp_profile
-from assay.kernel.sandbox.labels import LABEL, RUNTIME, orphan_reason, owned_by_me
+from assay.kernel.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
 
 log = get_logger("assay.sandbox.nerdctl")
 
@@ -351,6 +351,9 @@ class NerdctlRuntime(SandboxRuntime):
                 except CliError:
                     continue
         return [(d.get("Id", ""), (d.get("Config") or {}).get("Labels") or {}) for d in data]
+
+    def uid_block_holders(self, block: str) -> list[str]:
+        return self.cli.run("ps", "-a", "-q", "--no-trunc", "--filter", f"label={UID_BLOCK}={block}").decode().split()
 
     def reap(self, *, only_mine: bool = False) -> list[str]:
         try:

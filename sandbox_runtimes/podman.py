@@ -2,10 +2,13 @@
 
 ``SANDBOX_PODMAN_SOCKET`` names a socket (``unix:///run/podman/podman.sock``
 or a path). Without it, the runtime uses the system socket when it answers,
-else starts ``podman system service`` itself on a per-user socket under the
-temp directory (shared by assay processes, guarded by a file lock; the
-service exits by itself after ``PODMAN_SERVICE_IDLE_S`` without clients, so
-nothing outlives a killed owner for long). That service runs with a short
+else starts ``podman system service`` itself on a socket in a private,
+verified directory (``$XDG_RUNTIME_DIR/assay-podman``, else
+``$TMPDIR/assay-podman-<uid>`` checked to be this uid's with mode 0700;
+shared by assay processes, guarded by a file lock; the service exits by
+itself after ``SERVICE_IDLE_S`` without clients, so nothing outlives a killed
+owner for long, and is replaced when podman's version or configuration
+changed since it started: :mod:`assay.sandbox_runtimes.podman_service`). That service runs with a short
 exec exit delay (:mod:`assay.sandbox_runtimes.podman_conf`): podman's default
 keeps two ``conmon`` processes per execution on the host for 300 s.
 
@@ -26,13 +29,10 @@ whose runtime is not the one asked for.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import shutil
 import socket
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterator
@@ -40,6 +40,7 @@ from typing import Any, Iterator
 from assay.kernel.log import get_logger
 from assay.kernel.sandbox import (
     SANDBOX_IMAGE_MISSING,
+    SANDBOX_RUNTIME_DIR_UNSAFE,
     SANDBOX_START_FAILED,
     ContainerSession,
     ContainerSpec,
@@ -55,10 +56,12 @@ from assay.kernel.sandbox.channel import hijack
 from assay.kernel.sandbox.spec import verify_inspect
 from assay.kernel.sandbox.upload import put_by_exec
 
+from . import podman_service
+from .podman_service import pings as _pings
+
 log = get_logger("assay.sandbox.podman")
 
 SYSTEM_SOCKET = "/run/podman/podman.sock"
-PODMAN_SERVICE_IDLE_S = 600
 API_VERSION = "4.0.0"  # the oldest libpod API we speak; podman 4 and 5 both serve it
 
 
@@ -66,15 +69,6 @@ def _socket_url(value: str) -> str:
     if value.startswith(("unix://", "http+unix://", "tcp://", "http://")):
         return value
     return "unix://" + value
-
-
-def _own_socket_path() -> Path:
-    return Path(tempfile.gettempdir()) / f"assay-podman-{os.getuid()}" / "podman.sock"
-
-
-def _runtime_socket_path(oci_runtime: str) -> Path:
-    """The socket of the service whose default OCI runtime is ``oci_runtime`` (beside the first)."""
-    return _own_socket_path().with_name(f"podman-{oci_runtime}.sock")
 
 
 class PodmanRuntime(SandboxRuntime):
@@ -90,6 +84,7 @@ class PodmanRuntime(SandboxRuntime):
         self._url: str | None = None
         self._info: dict[str, Any] | None = None
         self._creators: dict[str, Any] = {}  # OCI runtime -> client of its own podman service
+        self._own_service: str | None = None  # the main socket, when it is a service assay started
 
     # --- connection ----------------------------------------------------------------
 
@@ -111,7 +106,8 @@ class PodmanRuntime(SandboxRuntime):
         xdg = os.environ.get("XDG_RUNTIME_DIR")
         if xdg and _pings(f"{xdg}/podman/podman.sock", self.config.probe_timeout):
             return _socket_url(f"{xdg}/podman/podman.sock")
-        return _socket_url(str(self._start_service()))
+        self._own_service = str(self._start_service())
+        return _socket_url(self._own_service)
 
     def _creator_api(self, oci_runtime: str | None) -> Any:
         """The API to create a container through: the main one, or for another OCI runtime
@@ -123,6 +119,8 @@ class PodmanRuntime(SandboxRuntime):
 
             try:
                 sock = self._start_service(oci_runtime)
+            except SandboxError:
+                raise
             except Exception as exc:  # noqa: BLE001 - any failure: the container is not made
                 raise SandboxError(SANDBOX_START_FAILED,
                                    f"podman could not serve OCI runtime {oci_runtime!r}: {exc}",
@@ -133,36 +131,18 @@ class PodmanRuntime(SandboxRuntime):
         return self._creators[oci_runtime].api
 
     def _start_service(self, oci_runtime: str | None = None) -> Path:
-        sock = _runtime_socket_path(oci_runtime) if oci_runtime else _own_socket_path()
-        sock.parent.mkdir(mode=0o700, exist_ok=True)
-        with open(sock.parent / "lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            if _pings(str(sock), 1.0):
-                return sock
-            binary = shutil.which("podman")
-            if binary is None:
-                raise RuntimeError("the podman binary is not on PATH and SANDBOX_PODMAN_SOCKET is not set")
-            sock.unlink(missing_ok=True)
-            logf = open(sock.parent / "service.log", "ab")
-            from .podman_conf import service_environment
+        """assay's own service (for ``oci_runtime``, or the default one), started or replaced as needed."""
+        sock = podman_service.runtime_socket(oci_runtime) if oci_runtime else podman_service.main_socket()
+        return podman_service.ensure_service(sock, oci_runtime, self.config.probe_timeout)
 
-            subprocess.Popen(
-                [binary, *(["--runtime", oci_runtime] if oci_runtime else []),
-                 "system", "service", f"--time={PODMAN_SERVICE_IDLE_S}", f"unix://{sock}"],
-                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, close_fds=True,
-                env={**os.environ, **service_environment(sock.parent)},
-                # conmon drops marker files (an empty "oom" after an OOM kill) into its
-                # working directory: keep them in the service's own directory.
-                cwd=sock.parent,
-            )
-            logf.close()
-            deadline = time.monotonic() + self.config.probe_timeout
-            while time.monotonic() < deadline:
-                if _pings(str(sock), 0.5):
-                    log.info("podman_service_started", socket=str(sock))
-                    return sock
-                time.sleep(0.03)
-        raise RuntimeError(f"started `podman system service` on {sock} but it did not answer in time")
+    def _refresh_services(self, oci_runtime: str | None) -> None:
+        """Replace the services assay owns (the main one, and ``oci_runtime``'s) whose configuration changed
+        since they started: each is checked before a sandbox is created through it."""
+        if self._own_service and not podman_service.is_current(Path(self._own_service), None):
+            self._start_service()
+        if oci_runtime and oci_runtime in self._creators:
+            if not podman_service.is_current(podman_service.runtime_socket(oci_runtime), oci_runtime):
+                self._start_service(oci_runtime)
 
     # --- SandboxRuntime ----------------------------------------------------------------
 
@@ -173,6 +153,11 @@ class PodmanRuntime(SandboxRuntime):
             client = self._connect()
             resp = client.api.get("/_ping", timeout=self.config.probe_timeout)
             resp.raise_for_status()
+        except SandboxError as exc:
+            if exc.code == SANDBOX_RUNTIME_DIR_UNSAFE:  # not "unavailable": refused, and said so
+                raise
+            return ProbeResult(runtime=self.name, available=False, detail=f"podman: {exc.message}",
+                               endpoint=self._url)
         except Exception as exc:  # noqa: BLE001 - any failure is "not available"
             return ProbeResult(runtime=self.name, available=False, detail=f"podman API did not answer: {exc}",
                                endpoint=self._url)
@@ -202,6 +187,7 @@ class PodmanRuntime(SandboxRuntime):
     def create_session(self, spec: ContainerSpec) -> "PodmanSession":
         spec.check()
         api = self._connect().api
+        self._refresh_services(spec.oci_runtime)
         body = spec_generator(spec)
         resp = self._creator_api(spec.oci_runtime).post("/containers/create", data=json.dumps(body),
                                                         headers={"Content-Type": "application/json"})
@@ -257,6 +243,12 @@ class PodmanRuntime(SandboxRuntime):
             log.info("sandbox_container_reaped", container=cid[:12], reason=reason)
             removed.append(cid)
         return removed
+
+    def uid_block_holders(self, block: str) -> list[str]:
+        resp = self._connect().api.get("/containers/json", params={
+            "all": "true", "filters": json.dumps({"label": [f"{sandbox_labels.UID_BLOCK}={block}"]})})
+        resp.raise_for_status()
+        return [item.get("Id") or "" for item in resp.json() or []]
 
     def image_present(self, image: str) -> bool | None:
         try:
@@ -483,20 +475,6 @@ def _response_socket(response: Any) -> Any:
         return sock
     fp = getattr(getattr(raw, "_fp", None), "fp", None)
     return getattr(getattr(fp, "raw", None), "_sock", None)
-
-
-def _pings(path: str, timeout: float) -> bool:
-    if not os.path.exists(path):
-        return False
-    try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as s:
-            s.settimeout(timeout)
-            s.connect(path)
-            s.sendall(b"GET /_ping HTTP/1.0\r\nHost: d\r\n\r\n")
-            head = s.recv(64)
-            return head.startswith(b"HTTP/1.") and b" 200" in head
-    except OSError:
-        return False
 
 
 def _read_exact(raw: Any, n: int) -> bytes:

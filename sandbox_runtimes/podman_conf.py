@@ -29,12 +29,13 @@ SYSTEM_FILES = ("/usr/share/containers/containers.conf", "/etc/containers/contai
 DROP_IN_DIRS = ("/usr/share/containers/containers.conf.d", "/etc/containers/containers.conf.d")
 
 
-def service_environment(directory: str | os.PathLike[str], delay_s: int = EXEC_EXIT_DELAY_S) -> dict[str, str]:
+def service_environment(directory: str | os.PathLike[str], delay_s: int = EXEC_EXIT_DELAY_S,
+                        filename: str = "containers.conf") -> dict[str, str]:
     """Variables to add to a podman service's environment (empty when the conf cannot be made exactly)."""
     text = containers_conf(delay_s)
     if text is None:
         return {}
-    path = Path(directory) / "containers.conf"
+    path = Path(directory) / filename
     path.write_text(text)
     return {"CONTAINERS_CONF": str(path)}
 
@@ -44,7 +45,7 @@ def containers_conf(delay_s: int = EXEC_EXIT_DELAY_S) -> str | None:
     import tomllib
 
     merged: dict[str, Any] = {}
-    for path in _sources():
+    for path in sources():
         try:
             with open(path, "rb") as fh:
                 _merge(merged, tomllib.load(fh))
@@ -62,7 +63,8 @@ def containers_conf(delay_s: int = EXEC_EXIT_DELAY_S) -> str | None:
     return text
 
 
-def _sources() -> list[str]:
+def sources() -> list[str]:
+    """The files podman reads its configuration from, in the order it merges them."""
     if os.environ.get("CONTAINERS_CONF"):
         return [os.environ["CONTAINERS_CONF"]]
     paths = list(SYSTEM_FILES)

@@ -15,6 +15,7 @@ checking the hash. See docs/evidence.md.
 from .canonical import canonical_value, decode, dumps
 from .capture import (
     ArtifactSink,
+    Quota,
     RowBatches,
     capture_file,
     capture_python_execution,
@@ -30,6 +31,7 @@ from .errors import (
     ARTIFACT_INCOMPLETE,
     ARTIFACT_INTEGRITY_FAILED,
     ARTIFACT_NOT_FOUND,
+    ARTIFACT_QUOTA_EXCEEDED,
     ARTIFACT_SELECTOR_INVALID,
     ArtifactCaptureFailed,
     ArtifactDetailsLimit,
@@ -38,6 +40,7 @@ from .errors import (
     ArtifactIncomplete,
     ArtifactIntegrityFailed,
     ArtifactNotFound,
+    ArtifactQuotaExceeded,
     ArtifactSelectorInvalid,
 )
 from .manifest import artifact_details, evidence_manifest, manifest_entry
@@ -55,6 +58,7 @@ __all__ = [
     "ARTIFACT_INCOMPLETE",
     "ARTIFACT_INTEGRITY_FAILED",
     "ARTIFACT_NOT_FOUND",
+    "ARTIFACT_QUOTA_EXCEEDED",
     "ARTIFACT_SELECTOR_INVALID",
     "ArtifactCaptureFailed",
     "ArtifactCatalog",
@@ -64,6 +68,7 @@ __all__ = [
     "ArtifactIncomplete",
     "ArtifactIntegrityFailed",
     "ArtifactNotFound",
+    "ArtifactQuotaExceeded",
     "ArtifactRecord",
     "ArtifactSelectorInvalid",
     "ArtifactSink",
@@ -72,6 +77,7 @@ __all__ = [
     "KernelEvidence",
     "LocalContentStore",
     "ProducedFile",
+    "Quota",
     "RowBatches",
     "SelectedResult",
     "Selectors",

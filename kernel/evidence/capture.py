@@ -12,14 +12,16 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import chain, islice
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Literal
 
 from .canonical import canonical_value, dumps_bytes, rows_bytes
 from .catalog import ArtifactCatalog
-from .errors import ArtifactCaptureFailed
+from .errors import ArtifactCaptureFailed, ArtifactQuotaExceeded
 from .preview import PreviewBuilder
 from .records import ArtifactRecord, ProducedFile, new_artifact_id, utcnow
 from .settings import EvidenceSettings
@@ -43,13 +45,56 @@ class RowBatches:
         return chain.from_iterable(self.batches)
 
 
+@dataclass(frozen=True)
+class Quota:
+    """Evidence bytes a scope may hold: ``used()`` asks the catalog each time (other processes capture too)."""
+
+    scope: str  # "run", "owner" ...
+    limit: int
+    used: Callable[[], int]
+    setting: str  # what raises it, named in the error's hint
+
+
 class ArtifactSink:
-    """Where one run's captures go: a catalog (and its content store) plus the run id."""
+    """Where one run's captures go: a catalog (and its content store) plus the run id.
+
+    Every capture is charged to the sink's quotas (the run's ``ASSAY_ARTIFACT_RUN_MAX_BYTES``,
+    and what a host adds with :meth:`add_quota`, e.g. the service's per-owner quota): a capture
+    that would take one past its limit is refused with ``ARTIFACT_QUOTA_EXCEEDED`` before its
+    content is published, and nothing of it is kept. Bytes staged but not yet recorded are
+    counted too, so captures running at once in one run cannot both take the last room.
+    """
 
     def __init__(self, catalog: ArtifactCatalog, run_id: str, settings: EvidenceSettings | None = None) -> None:
         self.catalog = catalog
         self.run_id = run_id
         self.settings = settings or EvidenceSettings()
+        self.quotas: list[Quota] = [Quota("run", self.settings.run_max_bytes,
+                                          lambda: catalog.bytes_of_runs([run_id]), "ASSAY_ARTIFACT_RUN_MAX_BYTES")]
+        self._pending = 0
+        self._lock = threading.Lock()
+
+    def add_quota(self, quota: Quota) -> None:
+        self.quotas.append(quota)
+
+    def remaining(self) -> int:
+        """Bytes the next captures may still take (the tightest quota)."""
+        with self._lock:
+            pending = self._pending
+        return max(0, min(q.limit - q.used() - pending for q in self.quotas))
+
+    def reserve(self, size: int) -> None:
+        """Hold ``size`` bytes against every quota until :meth:`release`; raise when one would be passed."""
+        with self._lock:
+            for quota in self.quotas:
+                used = quota.used() + self._pending
+                if used + size > quota.limit:
+                    raise ArtifactQuotaExceeded(quota.scope, quota.limit, used, size, quota.setting)
+            self._pending += size
+
+    def release(self, size: int) -> None:
+        with self._lock:
+            self._pending -= size
 
     @property
     def store(self):
@@ -186,10 +231,14 @@ def _writeback() -> Any:
     return _WRITEBACK[0]
 
 
-def _stage(sink: ArtifactSink, fill) -> tuple[str, int, Any]:
+def _stage(sink: ArtifactSink, fill, held: list[int]) -> tuple[str, int, Any]:
+    """Write, charge to the sink's quotas (the bytes are appended to ``held``, for the caller to release
+    once the records are written), publish."""
     staged = _Staged(sink)
     try:
         out = fill(staged)
+        sink.reserve(staged.size)
+        held.append(staged.size)
         sha, size = staged.publish()
     except BaseException:
         staged.discard()
@@ -250,7 +299,7 @@ def _batches(rows: Iterable[Sequence[Any]], size: list[int]) -> Iterator[list[An
 def _guarded(what: str, fn):
     try:
         return fn()
-    except ArtifactCaptureFailed:
+    except (ArtifactCaptureFailed, ArtifactQuotaExceeded):
         raise
     except Exception as exc:
         raise ArtifactCaptureFailed(what, exc) from exc
@@ -273,12 +322,22 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
     remaining rows only to count them (``provenance.rows_returned``), for a caller
     that reads them to the end anyway (the SQL plugin drains its statement).
     """
+    held: list[int] = []
+    try:
+        return _capture_rows(sink, held, kind, columns, rows, status, column_types, provenance,
+                             decimal_text_columns, value_kinds, count_rest)
+    finally:
+        sink.release(sum(held))
+
+
+def _capture_rows(sink, held, kind, columns, rows, status, column_types, provenance, decimal_text_columns,
+                  value_kinds, count_rest) -> ArtifactRecord:
     cfg = sink.settings
     cols = [str(c) for c in columns]
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
     sha, size, (count, returned) = _stage(
         sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes,
-                                     tuple(decimal_text_columns), value_kinds, count_rest))
+                                     tuple(decimal_text_columns), value_kinds, count_rest), held)
     complete = returned == count
     prev_rows, prev_truncated = preview.result(count)
     prov = dict((provenance() if callable(provenance) else provenance) or {})
@@ -339,11 +398,15 @@ def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str
     """Keep a file (a chart, an export...) as evidence, byte for byte."""
     if sink is None:
         return None
-    return _guarded(kind, lambda: _capture_file(sink, data, name, media_type, kind, provenance))
+    held: list[int] = []
+    try:
+        return _guarded(kind, lambda: _capture_file(sink, data, name, media_type, kind, provenance, held))
+    finally:
+        sink.release(sum(held))
 
 
 def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kind: str,
-                  provenance: dict | None, record: bool = True) -> ArtifactRecord:
+                  provenance: dict | None, held: list[int], record: bool = True) -> ArtifactRecord:
     limit = sink.settings.max_bytes
 
     def fill(st: _Staged) -> bool:
@@ -360,7 +423,7 @@ def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kin
                 return False
             st.write(chunk)
 
-    sha, size, complete = _stage(sink, fill)
+    sha, size, complete = _stage(sink, fill, held)
     prov = dict(provenance or {})
     if not complete:
         prov["incomplete_reason"] = f"file cut at ASSAY_ARTIFACT_MAX_BYTES={limit}"
@@ -385,14 +448,19 @@ def capture_python_execution(
         return None
     lost = "nothing of this execution was kept (not its result, output" + (
         f" or its {len(files)} produced file(s): {', '.join(f.name for f in files)[:300]})" if files else ")")
+    held: list[int] = []
     try:
-        return _capture_python(sink, code, result, result_set, stdout, stderr, files, status, error,
+        return _capture_python(sink, held, code, result, result_set, stdout, stderr, files, status, error,
                                elapsed_ms, inputs)
+    except ArtifactQuotaExceeded:
+        raise
     except Exception as exc:
         raise ArtifactCaptureFailed("python", exc, lost) from exc
+    finally:
+        sink.release(sum(held))
 
 
-def _capture_python(sink, code, result, result_set, stdout, stderr, files, status, error,
+def _capture_python(sink, held, code, result, result_set, stdout, stderr, files, status, error,
                     elapsed_ms, inputs) -> ArtifactRecord:
     """All or nothing: every file and the execution's document are staged and published first, then
     all their records are written together (:meth:`ArtifactCatalog.add_all`); a failure anywhere leaves
@@ -402,7 +470,7 @@ def _capture_python(sink, code, result, result_set, stdout, stderr, files, statu
     for f in files:
         kind = f.kind or ("chart" if f.media_type.startswith("image/") else "file")
         file_records.append(_capture_file(sink, f.data, f.name, f.media_type, kind,
-                                          {"produced_by": "python", "code": code}, record=False))
+                                          {"produced_by": "python", "code": code}, held, record=False))
     value = canonical_value(result) if result_set else None
     doc = {
         "result_set": bool(result_set), "result": value, "stdout": stdout, "stderr": stderr,
@@ -421,7 +489,7 @@ def _capture_python(sink, code, result, result_set, stdout, stderr, files, statu
     def fill(st: _Staged) -> None:
         st.write(content)
 
-    sha, size, _ = _stage(sink, fill)
+    sha, size, _ = _stage(sink, fill, held)
     columns, preview, row_count, prev_truncated = _python_preview(value, result_set, cfg)
     inline = value
     if len(dumps_bytes(value)) > cfg.preview_bytes:

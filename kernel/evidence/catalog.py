@@ -131,6 +131,18 @@ class ArtifactCatalog:
             pass
         return record
 
+    def bytes_of_runs(self, run_ids: list[str]) -> int:
+        """Bytes of every artifact these runs captured (the sum of their records' ``byte_size``)."""
+        db = self._ready()
+        total = 0
+        for start in range(0, len(run_ids), 500):
+            chunk = run_ids[start:start + 500]
+            marks = ",".join("?" * len(chunk))
+            row = db.execute(f"SELECT COALESCE(SUM(byte_size), 0) FROM artifacts WHERE run_id IN ({marks})",
+                             tuple(chunk)).fetchone()
+            total += int(row[0] or 0)
+        return total
+
     def list(self, run_id: str | None = None, limit: int | None = None) -> list[ArtifactRecord]:
         return list(self.iter(run_id, limit))
 

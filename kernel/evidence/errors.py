@@ -13,6 +13,7 @@ ARTIFACT_DETAILS_LIMIT = "ARTIFACT_DETAILS_LIMIT"
 ARTIFACT_INCOMPLETE = "ARTIFACT_INCOMPLETE"
 ARTIFACT_STORE_UNKNOWN = "ARTIFACT_STORE_UNKNOWN"
 ARTIFACT_STORE_UNAVAILABLE = "ARTIFACT_STORE_UNAVAILABLE"
+ARTIFACT_QUOTA_EXCEEDED = "ARTIFACT_QUOTA_EXCEEDED"
 
 
 class ArtifactError(AssayError):
@@ -24,9 +25,9 @@ class ArtifactError(AssayError):
 class ArtifactNotFound(ArtifactError):
     code = ARTIFACT_NOT_FOUND
 
-    def __init__(self, artifact_id: str) -> None:
+    def __init__(self, artifact_id: str, where: str = "in the catalog") -> None:
         super().__init__(
-            message=f"no artifact {artifact_id!r} in the catalog",
+            message=f"no artifact {artifact_id!r} {where}",
             hint="Use an artifact id returned by a tool call or listed by report_evidence_manifest.",
             details={"artifact_id": artifact_id},
         )
@@ -104,4 +105,19 @@ class ArtifactDetailsLimit(ArtifactError):
             message=f"{asked} artifact ids asked for; at most {limit} per call",
             hint=f"Split the ids into calls of at most {limit}.",
             details={"asked": asked, "limit": limit},
+        )
+
+
+class ArtifactQuotaExceeded(ArtifactError):
+    """A capture would take a run (or, in the service, an owner) past its evidence quota; nothing of it is kept."""
+
+    code = ARTIFACT_QUOTA_EXCEEDED
+
+    def __init__(self, scope: str, limit: int, used: int, size: int, setting: str) -> None:
+        super().__init__(
+            message=f"this {scope}'s evidence quota is {limit:,} bytes: {used:,} are taken and this capture "
+                    f"needs {size:,} more, so nothing of it was kept",
+            hint="Capture less: select fewer rows or columns, aggregate in SQL, write smaller files. "
+                 f"The operator can raise {setting}.",
+            details={"scope": scope, "limit": limit, "used": used, "size": size},
         )

@@ -21,6 +21,8 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import SANDBOX_CONFIG_INVALID, SandboxError
+from .uids import DEFAULT_RANGE as DEFAULT_UID_RANGE
+from .uids import parse_range as parse_uid_range
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -66,15 +68,15 @@ class SandboxConfig(BaseSettings):
     shm_size: int = Field(default=16 * 1024**2, description="Size of /dev/shm (a tmpfs; counts as memory).")
     output_limit: int = Field(default=1024**2, description="Bytes kept of stdout and of stderr, each.")
     open_files: int = Field(default=256, ge=16, le=1024, description="RLIMIT_NOFILE inside.")
-    user: str = Field(default="65534:65534", description="Non-root uid:gid that runs the code.")
-    keeper_user: str = Field(
-        default="65533:65533", description="Non-root uid:gid of the container's idle process (never runs code)."
+    uid_range: str = Field(
+        default=DEFAULT_UID_RANGE,
+        description="Host uids (first-last) sessions take their own uids from: each session's keeper, code and "
+                    "resident run as uids no other session has (per-uid kernel quotas are host-wide).",
     )
-    resident_user: str = Field(
-        default="65532:65532",
-        description="Non-root uid:gid of a session's resident process (the code interpreter's notebook) and "
-                    "of the cells it forks; neither the code's nor the keeper's.",
-    )
+    # Removed settings (one fixed uid for every session): refused when set, never silently ignored.
+    user: str | None = Field(default=None, description="Removed: see uid_range.")
+    keeper_user: str | None = Field(default=None, description="Removed: see uid_range.")
+    resident_user: str | None = Field(default=None, description="Removed: see uid_range.")
     image_python: str = Field(default="python:3.11-slim", description="Image for Python.")
     image_shell: str | None = Field(default=None, description="Image for shell; defaults to the Python image.")
     oci_runtime: str | None = Field(default=None, description="OCI runtime, e.g. 'runsc' for gVisor (opt-in).")
@@ -126,11 +128,18 @@ class SandboxConfig(BaseSettings):
 
     @field_validator("user", "keeper_user", "resident_user")
     @classmethod
-    def _non_root(cls, value: str) -> str:
-        match = re.match(r"^(\d+):(\d+)$", value.strip())
-        if not match or int(match.group(1)) == 0 or int(match.group(2)) == 0:
-            raise ValueError("must be a numeric non-root uid:gid such as 65534:65534")
-        return value.strip()
+    def _removed_user(cls, value: str | None) -> None:
+        if value not in (None, ""):
+            raise ValueError("fixed sandbox uids were removed: every session runs as uids of its own, "
+                             "taken from SANDBOX_UID_RANGE (unset SANDBOX_USER, SANDBOX_KEEPER_USER, "
+                             "SANDBOX_RESIDENT_USER)")
+        return None
+
+    @field_validator("uid_range")
+    @classmethod
+    def _uid_range(cls, value: str) -> str:
+        first, last = parse_uid_range(value)
+        return f"{first}-{last}"
 
     @field_validator("oci_runtime")
     @classmethod

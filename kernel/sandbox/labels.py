@@ -22,6 +22,7 @@ CREATED = "assay.sandbox.created"
 EXPIRES = "assay.sandbox.expires"
 RUNTIME = "assay.sandbox.runtime"
 POOLED = "assay.sandbox.pooled"
+UID_BLOCK = "assay.sandbox.uid-block"  # the first uid of the session's own block (uids.py)
 
 
 def process_start_time(pid: int) -> str | None:

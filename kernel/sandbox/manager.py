@@ -26,12 +26,14 @@ from assay.kernel import exit_signals
 from assay.kernel.log import get_logger
 
 from .config import SandboxConfig
+from . import uids
 from .errors import (
     SANDBOX_FILE_TOO_LARGE,
     SANDBOX_OVERRIDE_REFUSED,
     SANDBOX_SESSION_CLOSED,
     SANDBOX_SESSION_LIMIT,
     SANDBOX_SESSION_NOT_FOUND,
+    SANDBOX_START_FAILED,
     SandboxError,
 )
 from .labels import owner_labels
@@ -174,11 +176,31 @@ class SandboxManager:
         return session_id
 
     def _create(self, session_id: str, language: str, overrides: dict[str, Any], *, pooled: bool = False) -> RuntimeSession:
+        """A new sandbox whose uids no other container of the engine has (see uids.py)."""
         runtime = self.runtime
-        labels = owner_labels(session_id, runtime.name, self.config.max_lifetime, pooled=pooled)
         name = f"assay-{session_id.replace('_', '-')}"
-        spec = build_spec(self.config, language=language, name=name, labels=labels, overrides=overrides)
-        return runtime.create_session(spec)
+        for attempt in range(uids.ATTEMPTS):
+            block = uids.pick(self.config.uid_range)
+            labels = owner_labels(session_id, runtime.name, self.config.max_lifetime, pooled=pooled)
+            spec = build_spec(self.config, language=language, name=f"{name}-{attempt}" if attempt else name,
+                              labels=labels, overrides=overrides, users=block)
+            rs = runtime.create_session(spec)
+            if not runtime.isolated:
+                return rs  # no engine, no uids of its own: the local runtime runs as assay's user
+            try:
+                others = [c for c in runtime.uid_block_holders(block.label) if not uids.same_container(c, rs.id)]
+            except Exception as exc:  # noqa: BLE001 - unknown means not shown to be free: refused
+                rs.destroy()
+                raise SandboxError(
+                    SANDBOX_START_FAILED, f"{runtime.name}: could not check that the session's uids are its own: "
+                    f"{exc}", "Check the engine (assay sandbox doctor).") from None
+            if not others:
+                return rs
+            log.info("sandbox_uid_block_taken", block=block.label, holders=[c[:12] for c in others])
+            rs.destroy()
+        raise SandboxError(
+            SANDBOX_START_FAILED, f"no free uid block in SANDBOX_UID_RANGE={self.config.uid_range} after "
+            f"{uids.ATTEMPTS} tries", "Widen SANDBOX_UID_RANGE, or remove sandboxes left over (assay sandbox doctor).")
 
     def configure(self, session_id: str, *, timeout_s: float | None = None, env: dict[str, str] | None = None) -> SessionStatus:
         """Change a session's default timeout or extra environment (within the limits)."""
@@ -283,6 +305,13 @@ class SandboxManager:
 
         with self._locked(rec):
             return rec.runtime.open_channel(program, args, touch)
+
+    def session_users(self, session_id: str) -> tuple[str, str, str] | None:
+        """The session's own (keeper, code, resident) uid:gid, or None where it has none (local)."""
+        spec = getattr(self._get(session_id).runtime, "spec", None)
+        if spec is None or not self.runtime.isolated:
+            return None
+        return spec.user, spec.exec_user, spec.resident_user
 
     def stop_resident(self, session_id: str) -> bool:
         """Kill the session's resident process and everything it started."""

@@ -154,6 +154,16 @@ class SandboxRuntime(ABC):
         """
         return []
 
+    def uid_block_holders(self, block: str) -> list[str]:
+        """Ids of the engine's containers (any state, any owner) labelled with uid block ``block``
+        (``labels.UID_BLOCK``; see :mod:`assay.kernel.sandbox.uids`).
+
+        Isolated runtimes must answer from the engine itself: a runtime that cannot is refused
+        sessions (``SANDBOX_START_FAILED``), since two sessions sharing uids share the kernel's
+        per-uid quotas. Raise on an engine error.
+        """
+        raise NotImplementedError(f"the {self.name} runtime cannot list its containers by uid block")
+
     def image_present(self, image: str) -> bool | None:
         """Whether ``image`` exists locally (None when the runtime cannot tell)."""
         return None

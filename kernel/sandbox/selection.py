@@ -17,11 +17,20 @@ from typing import Mapping
 from assay.kernel.log import get_logger
 
 from .config import DETECTION_ORDER, RUNTIME_NAMES, SandboxConfig
-from .errors import SANDBOX_LOCAL_NOT_ALLOWED, SANDBOX_UNKNOWN_RUNTIME, SandboxError, unavailable
+from .errors import (
+    SANDBOX_LOCAL_NOT_ALLOWED,
+    SANDBOX_RUNTIME_DIR_UNSAFE,
+    SANDBOX_UNKNOWN_RUNTIME,
+    SandboxError,
+    unavailable,
+)
 from .results import ProbeResult
 from .runtime import SandboxRuntime
 
 log = get_logger("assay.sandbox")
+
+# Probe failures that are refusals, not absences: raised as they are, whatever else could answer.
+REFUSALS = frozenset({SANDBOX_RUNTIME_DIR_UNSAFE})
 
 LOCAL_WARNING = (
     "SANDBOX WARNING: using the LOCAL runtime: code runs on this host WITHOUT container isolation "
@@ -32,6 +41,11 @@ LOCAL_WARNING = (
 def _probe(runtime: SandboxRuntime) -> ProbeResult:
     try:
         return runtime.probe()
+    except SandboxError as exc:
+        if exc.code in REFUSALS:  # the host is unsafe to use: fail closed with that reason, try nothing else
+            raise
+        return ProbeResult(runtime=runtime.name, available=False, isolated=runtime.isolated,
+                           detail=f"probe raised {exc.code}: {exc.message}")
     except Exception as exc:  # noqa: BLE001 - a probe that raises is a failed probe
         return ProbeResult(runtime=runtime.name, available=False, isolated=runtime.isolated,
                            detail=f"probe raised {type(exc).__name__}: {exc}")

@@ -56,9 +56,13 @@ class SandboxSession:
     def caller_uids(self) -> tuple[int, ...]:
         """The uids assay's own callers of a resident process run as: a channel's relay (the
         keeper's uid) and a call's client under the launcher (the code's uid), never the
-        resident's own - which is the uid of everything the resident forks."""
-        cfg = self._manager.config
-        return tuple(int(user.split(":")[0]) for user in (cfg.keeper_user, cfg.user))
+        resident's own - which is the uid of everything the resident forks. They are this session's
+        own (no other session has them; see :mod:`assay.kernel.sandbox.uids`)."""
+        users = self._manager.session_users(self.id)
+        if users is None:
+            return ()
+        keeper, code, _ = users
+        return tuple(int(user.split(":")[0]) for user in (keeper, code))
 
     def open_channel(self, program: str, args: list[str] | None = None) -> Any:
         """An exec of ``program`` (assay's own Python, never the user's code) that stays open with stdin attached.

@@ -19,10 +19,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import gvisor
+from . import gvisor, uids
 from . import seccomp as seccomp_profile
 from .config import SandboxConfig
+from .labels import UID_BLOCK
 from .launcher import HELPER_PATH
+from .uids import UidBlock
 from .errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, SandboxError
 
 CPU_PERIOD_US = 100_000
@@ -139,7 +141,7 @@ class ContainerSpec:
     hostname: str = "sandbox"
     # uid:gid of the session's resident process and the cells it forks (see resident.py):
     # a third user, so the launcher's end-of-call kill (the code's uid) spares it.
-    resident_user: str = "65532:65532"
+    resident_user: str = "65532:65532"  # build_spec always sets the session's own (uids.py)
     # Fixed hardening: not constructor knobs in practice; check() refuses other values.
     network_disabled: bool = True
     cap_drop: tuple[str, ...] = ("ALL",)
@@ -303,9 +305,16 @@ def build_spec(
     name: str,
     labels: dict[str, str],
     overrides: dict[str, Any] | None = None,
+    users: UidBlock | None = None,
 ) -> ContainerSpec:
-    """The hardened spec for one session's container."""
+    """The hardened spec for one session's container.
+
+    ``users``: the session's uid block (:mod:`assay.kernel.sandbox.uids`); without one a block of
+    ``SANDBOX_UID_RANGE`` is picked at random. Either way it is recorded in the labels;
+    :class:`SandboxManager` also makes sure no other container of the engine holds it.
+    """
     lang = normalize_language(language)
+    users = users or uids.pick(config.uid_range)
     ov = check_overrides(config, overrides or {})
     cfg = config.model_copy(update={k: v for k, v in ov.items() if k in TIGHTEN_ONLY})
     env = base_environment(cfg)
@@ -324,12 +333,12 @@ def build_spec(
         name=name,
         language=lang,
         command=keeper,
-        user=config.keeper_user,
-        exec_user=config.user,
-        resident_user=config.resident_user,
+        user=users.keeper,
+        exec_user=users.code,
+        resident_user=users.resident,
         workdir=config.workdir,
         environment=env,
-        labels=dict(labels),
+        labels={**labels, UID_BLOCK: users.label},
         memory_bytes=memory,
         memory_swap_bytes=memory,
         cpu_period_us=CPU_PERIOD_US,

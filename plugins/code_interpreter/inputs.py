@@ -1,7 +1,9 @@
 """Input artifacts: read from the evidence store, hash-checked, described for the sandbox.
 
-Every listed id is resolved and its bytes verified on the host BEFORE the
-sandbox is touched, so an unknown, missing or altered artifact fails the call
+Every listed id must name an artifact of the caller's run, or of a run in its
+scope (in the service: a run of the caller's owner); anything else answers
+``ARTIFACT_NOT_FOUND``, like an id that does not exist. Every listed id is
+resolved and its bytes verified on the host BEFORE the sandbox is touched, so an unknown, missing or altered artifact fails the call
 before any code runs. The bytes are hashed again here (the store's check and
 this read are separate opens of the file), and the runner hashes the copy
 inside the sandbox once more before the cell starts.
@@ -15,7 +17,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 TABULAR = "application/x-ndjson"
 PYTHON_DOC = "application/vnd.assay.python+json"
@@ -46,9 +48,16 @@ def _extension(record: Any) -> str:
     return _SAFE.sub("", suffix)[:12] or ".bin"
 
 
-def resolve_inputs(source: Any, ids: list[str], workdir: str) -> list[InputArtifact]:
-    """Read and verify each artifact; raises the evidence store's ARTIFACT_* errors."""
-    from assay.kernel.evidence import ArtifactIntegrityFailed, open_verified_content
+def resolve_inputs(source: Any, ids: list[str], workdir: str,
+                   may_read: Callable[[str], bool] | None = None) -> list[InputArtifact]:
+    """Read and verify each artifact; raises the evidence store's ARTIFACT_* errors.
+
+    ``may_read(run_id)``: whether the caller may read an artifact that run captured
+    (:meth:`RunContext.may_read`). An artifact outside it is answered exactly like an id that
+    does not exist (``ARTIFACT_NOT_FOUND``), so nothing tells whether another run's id is real.
+    """
+    from assay.kernel.evidence import ArtifactIntegrityFailed, ArtifactNotFound, open_verified_content
+    from assay.kernel.evidence.readback import resolve_catalog
 
     out: list[InputArtifact] = []
     seen: set[str] = set()
@@ -56,6 +65,10 @@ def resolve_inputs(source: Any, ids: list[str], workdir: str) -> list[InputArtif
         if artifact_id in seen:
             continue
         seen.add(artifact_id)
+        if may_read is not None:
+            found = resolve_catalog(source).get(artifact_id)
+            if found is None or not may_read(found.run_id):
+                raise ArtifactNotFound(artifact_id, "among the artifacts this run may read")
         record, content = open_verified_content(source, artifact_id)
         data = Path(content).read_bytes() if isinstance(content, (str, Path)) else bytes(content)
         actual = hashlib.sha256(data).hexdigest()

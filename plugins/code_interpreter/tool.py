@@ -69,7 +69,8 @@ def code_interpreter(
         if ids:
             from .inputs import resolve_inputs
 
-            resolved = resolve_inputs(run.artifacts if run.artifacts is not None else kernel, ids, workdir)
+            resolved = resolve_inputs(run.artifacts if run.artifacts is not None else kernel, ids, workdir,
+                                      run.may_read)
         with run.scoped(LOCK_KEY, threading.Lock):
             if reset:
                 run.discard(STATE_KEY)
@@ -164,8 +165,8 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
     failure = _failure(ex, frame, outcome, cfg, stdout, stderr)
     result_value = frame.result if (frame and frame.result_set and code_ok) else None
     result_set = bool(frame and frame.result_set and code_ok and failure is None)
-    files, produced, skipped = _collect(notebook, frame, settings)
     sink = run.artifacts
+    files, produced, skipped = _collect(notebook, frame, settings, sink.remaining() if sink is not None else None)
     record, file_refs = None, []
     if sink is not None:
         from assay.kernel.evidence import capture_python_execution, get_record
@@ -268,8 +269,11 @@ def _failure(ex: Any, frame: Frame | None, outcome: CallOutcome, cfg: Any, stdou
     return None
 
 
-def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterSettings):
-    """Produced charts and files: (ProducedFile list, display dicts, skipped descriptions)."""
+def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterSettings, room: int | None):
+    """Produced charts and files: (ProducedFile list, display dicts, skipped descriptions).
+
+    ``room``: evidence bytes the run may still capture (its quota); files past it are not fetched.
+    """
     from assay.kernel.evidence import ProducedFile
 
     files, produced, skipped = [], [], []
@@ -284,12 +288,17 @@ def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterS
         if item.size > settings.max_file_bytes:
             skipped.append(f"{name} ({item.size:,} bytes > the {settings.max_file_bytes:,}-byte limit)")
             continue
+        if room is not None and item.size > room:
+            skipped.append(f"{item.name} ({item.size:,} bytes: over this run's evidence quota, {room:,} bytes left)")
+            continue
         try:
             data = notebook.fetch(item.model_dump(), settings.max_file_bytes)
         except AssayError as exc:
             skipped.append(f"{name} (could not be read: {exc.message})")
             continue
         media = "image/png" if kind == "chart" else (mimetypes.guess_type(item.name)[0] or "application/octet-stream")
+        if room is not None:
+            room -= len(data)
         files.append(ProducedFile(name=item.name, data=data, media_type=media,
                                   kind="chart" if kind == "chart" else None))
         produced.append({"kind": "chart" if kind == "chart" or media.startswith("image/") else "file",

@@ -55,6 +55,12 @@ def check_arguments(arguments: Any, visible: Callable[[str], bool]) -> None:
             raise ArtifactOutOfScope(artifact_id)
 
 
+def owner_scope(tokens: Any, who: str) -> Callable[[str], bool]:
+    """A service run's ``artifact_scope`` (:meth:`RunContext.may_read`): the runs of owner ``who``.
+    Tools that read artifacts by id (``code_interpreter`` inputs) check it themselves as well."""
+    return lambda run_id: tokens.owner_of(run_id) == who
+
+
 def artifact_run(kernel: Any, artifact_id: str) -> str | None:
     """The run that captured ``artifact_id`` (None when there is no such artifact)."""
     record = kernel.evidence.catalog.get(artifact_id)

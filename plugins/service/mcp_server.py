@@ -27,6 +27,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from .access import ArtifactOutOfScope, check_arguments
+from .quota import charge_to_owner
 from .settings import ServiceSettings
 
 log = get_logger("assay.service.mcp")
@@ -46,6 +47,7 @@ class McpRun:
         self.run = kernel.new_run()
         if tokens is not None:
             tokens.own(self.run.run_id, owner)
+            charge_to_owner(self.run, kernel, tokens, owner)
         log.info("mcp_session_started", run_id=self.run.run_id, owner=owner)
 
     def visible(self, artifact_id: str) -> bool:

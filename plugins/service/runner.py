@@ -30,7 +30,9 @@ from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
 
+from .access import owner_scope
 from .limits import SERVICE_BUSY, SERVICE_RATE_LIMITED, Refused, per_minute_wait
+from .quota import charge_to_owner
 from .settings import ServiceSettings
 
 log = get_logger("assay.service.runs")
@@ -131,6 +133,8 @@ class RunManager:
         self._admit(token_id)
         run = self.kernel.new_run()
         self.tokens.own(run.run_id, owner)
+        run.artifact_scope = owner_scope(self.tokens, owner)  # tool inputs: this owner's runs only
+        charge_to_owner(run, self.kernel, self.tokens, owner, self.settings)
         live = LiveRun(run.run_id, owner, token_id)
         self.live[run.run_id] = live
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))

@@ -45,3 +45,5 @@ class ServiceSettings(BaseSettings):
     header_timeout_s: float = Field(default=10.0, gt=0, description="Time a connection has to send a request's "
                                                                     "headers, from its start or its previous "
                                                                     "request's end; then it is closed.")
+    owner_max_artifact_bytes: int = Field(default=20 << 30, ge=1, description="Evidence bytes all runs of one "
+                                          "owner may hold; a capture past it fails (ARTIFACT_QUOTA_EXCEEDED).")

@@ -186,10 +186,14 @@ class TokenStore:
         row = self._conn().execute("SELECT owner FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
         return row[0] if row else None
 
-    def runs_of(self, owner: str, limit: int = 50, offset: int = 0) -> list[str]:
-        """The ids of ``owner``'s runs, newest first: agent runs and tool calls' evidence runs alike."""
-        rows = self._conn().execute("SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC, "
-                                    "run_id LIMIT ? OFFSET ?", (owner, limit, offset)).fetchall()
+    def runs_of(self, owner: str, limit: int | None = 50, offset: int = 0) -> list[str]:
+        """The ids of ``owner``'s runs, newest first: agent runs and tool calls' evidence runs alike (every
+        one with ``limit=None``)."""
+        sql = "SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC, run_id"
+        if limit is None:
+            rows = self._conn().execute(sql, (owner,)).fetchall()
+        else:
+            rows = self._conn().execute(sql + " LIMIT ? OFFSET ?", (owner, limit, offset)).fetchall()
         return [r[0] for r in rows]
 
     def close(self) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 
 import orjson
 
-from .access import ArtifactOutOfScope, check_arguments
+from .access import ArtifactOutOfScope, check_arguments, owner_scope
+from .quota import charge_to_owner
 
 
 def visible_artifact(kernel: Any, tokens: Any, who: str, artifact_id: str) -> bool:
@@ -27,6 +28,8 @@ async def call_in_own_run(kernel: Any, tokens: Any, who: str, name: str, argumen
     from assay import ToolResult
 
     run = kernel.new_run()
+    run.artifact_scope = owner_scope(tokens, who)  # inputs: this owner's runs, checked by the tool too
+    charge_to_owner(run, kernel, tokens, who)
     try:
         await asyncio.to_thread(tokens.own, run.run_id, who)
         try:

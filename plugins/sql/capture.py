@@ -2,7 +2,9 @@
 
 ``assay.kernel.evidence.capture_sql_execution`` (see /contracts) streams the rows
 into a content-addressed artifact. A capture that fails is reported as
-ARTIFACT_CAPTURE_FAILED: the query ran, no snapshot was saved.
+ARTIFACT_CAPTURE_FAILED: the query ran, no snapshot was saved; one refused by
+the run's (or, in the service, the owner's) evidence quota as
+ARTIFACT_QUOTA_EXCEEDED.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from typing import Any, Callable
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
-from .errors import ARTIFACT_CAPTURE_FAILED, SqlError
+from .errors import ARTIFACT_CAPTURE_FAILED, ARTIFACT_QUOTA_EXCEEDED, SqlError
 
 log = get_logger("assay.sql")
 
@@ -61,6 +63,8 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
             **extra,
         )
     except Exception as exc:  # noqa: BLE001 - any failure here is a capture failure
+        if getattr(exc, "code", None) == ARTIFACT_QUOTA_EXCEEDED:  # the run's (or owner's) quota: its own code
+            raise SqlError(ARTIFACT_QUOTA_EXCEEDED, exc.message, exc.hint) from None
         if getattr(exc, "code", None) == ARTIFACT_CAPTURE_FAILED:
             message = getattr(exc, "message", str(exc))
         else:

@@ -127,3 +127,23 @@ def test_paths_outside_the_workdir_are_refused(bad):
 def test_paths_inside_the_workdir_are_normalised():
     assert sandbox_path("/workspace", "a/./b.txt") == "/workspace/a/b.txt"
     assert sandbox_path("/workspace", "/workspace/c") == "/workspace/c"
+
+
+def test_a_spec_runs_as_its_uid_blocks_users_and_says_so_in_a_label():
+    from assay.kernel.sandbox import uids
+    from assay.kernel.sandbox.labels import UID_BLOCK
+
+    config = SandboxConfig.from_env()
+    block = uids.UidBlock(1879048192 + 40)
+    s = build_spec(config, language="python", name="t", labels={}, users=block)
+    assert (s.user, s.exec_user, s.resident_user) == ("1879048232:1879048232", "1879048233:1879048233",
+                                                      "1879048234:1879048234")
+    assert s.labels[UID_BLOCK] == "1879048232"
+
+
+def test_picked_blocks_lie_in_the_range_on_a_block_boundary():
+    from assay.kernel.sandbox import uids
+
+    for _ in range(200):
+        block = uids.pick("100000-100039")
+        assert 100000 <= block.first <= 100036 and (block.first - 100000) % uids.BLOCK == 0

@@ -247,10 +247,16 @@ def test_file_size_ulimit_stops_a_larger_write(runtime, observed):
     assert facts["big_write"] == "EFBIG"
 
 
-def test_code_and_keeper_run_as_non_root_users(runtime, observed):
+def test_code_and_keeper_run_as_non_root_users_of_the_sessions_own_block(runtime, observed):
+    from assay.kernel.sandbox.labels import UID_BLOCK
+    from assay.kernel.sandbox.uids import BLOCK, parse_range
+
     inspect, facts, config = observed(runtime)
-    assert inspect["Config"]["User"] == config.keeper_user
-    assert f"{facts['uid']}:{facts['gid']}" == config.user
+    first = int(inspect["Config"]["Labels"][UID_BLOCK])
+    low, high = parse_range(config.uid_range)
+    assert low <= first and first + BLOCK - 1 <= high and (first - low) % BLOCK == 0
+    assert inspect["Config"]["User"] == f"{first}:{first}"
+    assert (facts["uid"], facts["gid"]) == (first + 1, first + 1)
     assert 0 not in facts["uids"]
 
 

@@ -42,7 +42,9 @@ def test_resident_outlives_calls_runs_as_its_own_uid_and_stops(runtime, fresh_se
     session = fresh_session(runtime)
     assert session.supports_resident
     ready, pid, uid = session.start_resident(RESIDENT).split()
-    assert ready == "ready" and int(uid) == 65532  # SANDBOX_RESIDENT_USER, not the code's 65534
+    keeper, code = session.caller_uids
+    assert ready == "ready" and int(uid) == code + 1  # the session's resident uid: not the code's, not the keeper's
+    assert int(uid) not in (keeper, code)
     for _ in range(2):  # each run_code ends with the launcher killing the code's uid: the resident stays
         assert session.run_code(ASK).stdout.strip() == "PING"
     killed = session.run_code(f"import os, signal\nos.kill({pid}, signal.SIGKILL)")

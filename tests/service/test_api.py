@@ -121,6 +121,22 @@ def test_a_tool_call_s_artifacts_are_the_caller_s_alone(live_server):
     assert theirs.status_code == 404 and theirs.json()["code"] == "SERVICE_ARTIFACT_NOT_FOUND"
 
 
+def test_code_interpreter_inputs_may_be_the_owners_artifacts_of_other_runs_and_no_one_elses(live_server):
+    """Each tool call is a run of its own: the run's input scope is its owner's runs (issue 31 item 10)."""
+    ok = httpx.post(f"{live_server.url}/tools/sql_query", json={"arguments": {"sql": "SELECT * FROM sales LIMIT 7"}},
+                    headers=live_server.headers(), timeout=60).json()
+    aid = ok["result"]["artifacts"][0]["artifact_id"]
+    arguments = {"code": f"REPORT_RESULT = len(load_artifact({aid!r}))", "inputs": [aid]}
+    mine = httpx.post(f"{live_server.url}/tools/code_interpreter", json={"arguments": arguments},
+                      headers=live_server.headers(), timeout=120).json()
+    assert mine["result"]["success"] is True, mine
+    assert mine["result"]["data"]["result"] == 7
+    theirs = httpx.post(f"{live_server.url}/tools/code_interpreter", json={"arguments": arguments},
+                        headers=live_server.headers("bob"), timeout=120).json()
+    assert theirs["result"]["success"] is False
+    assert theirs["result"]["error_code"] == "SERVICE_ARTIFACT_NOT_FOUND"
+
+
 @pytest.mark.parametrize(("body", "content_type", "problem", "status"), [
     (b"", "application/json", "missing", 422),
     (b"{nope", "application/json", "json_invalid", 400),
@@ -250,6 +266,24 @@ def test_questions_per_minute_past_the_limit_are_429_with_retry_after(tmp_path):
         assert codes[2].json()["code"] == "SERVICE_RATE_LIMITED" and int(codes[2].headers["retry-after"]) >= 1
         other = httpx.post(f"{server.url}/runs", json={"question": "q"}, headers=server.headers("bob"), timeout=30)
         assert other.status_code == 202  # the limit is per token
+    finally:
+        server.stop()
+
+
+def test_an_owner_past_its_evidence_quota_gets_the_quota_code_and_others_do_not(tmp_path):
+    """Per-owner evidence quota (issue 31 item 9): every tool call is a run of its own, so the run's quota
+    alone would not bound what one owner keeps."""
+    server = LiveServer(tmp_path, {"ASSAY_SERVICE_OWNER_MAX_ARTIFACT_BYTES": "6000"})
+    try:
+        def call(who: str) -> dict:
+            return httpx.post(f"{server.url}/tools/sql_query", json={"arguments": {"sql": "SELECT * FROM sales"}},
+                              headers=server.headers(who), timeout=60).json()["result"]
+
+        results = [call("alice") for _ in range(4)]
+        assert results[0]["success"] is True
+        refused = [r for r in results if not r["success"]]
+        assert refused and all(r["error_code"] == "ARTIFACT_QUOTA_EXCEEDED" for r in refused)
+        assert call("bob")["success"] is True  # the quota is the owner's
     finally:
         server.stop()
 
