@@ -29,6 +29,11 @@ def cli_kernel(ctx: click.Context) -> Kernel:
     return obj["kernel"]
 
 
+def error_text(code: str, message: str, hint: str = "") -> str:
+    """The one way the command line shows a coded error: ``CODE: message (hint)``."""
+    return f"{code}: {message}" + (f" ({hint})" if hint else "")
+
+
 def fail(message: str, code: int = 2) -> None:
     """Print one clear line to stderr and exit non-zero."""
     click.echo(f"error: {message}", err=True)
@@ -41,8 +46,7 @@ class AssayGroup(click.Group):
         try:
             return super().invoke(ctx)
         except AssayError as exc:
-            hint = f" ({exc.hint})" if exc.hint else ""
-            fail(f"{exc.code}: {exc.message}{hint}")
+            fail(error_text(exc.code, exc.message, exc.hint))
 
 @click.group(cls=AssayGroup)
 @click.pass_context
@@ -200,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
         configure_logging(kernel.settings.log_level, kernel.settings.log_format)
         group = build_cli(kernel)
     except AssayError as exc:
-        fail(f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        fail(error_text(exc.code, exc.message, exc.hint))
     finally:
         resume_collector()
     try:
@@ -212,7 +216,7 @@ def main(argv: list[str] | None = None) -> None:
     except click.exceptions.Abort:
         fail("aborted", code=1)
     except AssayError as exc:
-        fail(f"{exc.code}: {exc.message}" + (f" ({exc.hint})" if exc.hint else ""))
+        fail(error_text(exc.code, exc.message, exc.hint))
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, details in the debug log
         import traceback
 

@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .cli import error_text
+
 if TYPE_CHECKING:
     from .agent.transcript import AgentEvent, Transcript
     from .ask import ModelRecorder, UrlOpener
@@ -197,7 +199,7 @@ def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str)
 def _error_line(transcript: Transcript) -> None:
     if transcript.error is not None:
         e = transcript.error
-        click.echo(f"error: {e.code}: {e.message}" + (f" ({e.hint})" if e.hint else ""), err=True)
+        click.echo(f"error: {error_text(e.code, e.message, e.hint)}", err=True)
 
 
 def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None) -> click.Command:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from assay.kernel.cli import cli_kernel
+from assay.kernel.cli import cli_kernel, error_text, fail
 
 
 
@@ -29,8 +29,7 @@ def _bases(ctx: click.Context, names: tuple[str, ...], paths: tuple[str, ...]) -
     try:
         return [b for n in names for b in resolve(kernel, n)] if names else resolve(kernel, None)
     except KnowledgeError as exc:
-        click.echo(f"error {exc.code}: {exc.message}\nhint: {exc.hint}", err=True)
-        sys.exit(2)
+        fail(error_text(exc.code, exc.message, exc.hint))
 
 
 PATH_HELP = "Index these paths as one base (named after the first, or the NAME given) instead of the configured ones."
@@ -56,7 +55,7 @@ def add_commands(cli: click.Group) -> None:
             try:
                 report = base.refresh(force=True)
             except KnowledgeError as exc:
-                click.echo(f"{base.name}: error {exc.code}: {exc.message}", err=True)
+                click.echo(f"{base.name}: error: {error_text(exc.code, exc.message, exc.hint)}", err=True)
                 failed = True
                 continue
             out[base.name] = {"index": str(base.index.path), **{k: getattr(report, k) for k in (
@@ -111,7 +110,7 @@ def add_commands(cli: click.Group) -> None:
             try:
                 report = base.refresh()
             except KnowledgeError as exc:
-                click.echo(f"{base.name}: error {exc.code}: {exc.message}")
+                click.echo(f"{base.name}: error: {error_text(exc.code, exc.message, exc.hint)}")
                 continue
             click.echo(f"{base.name}: {report.files} files, {report.passages} passages ({base.index.path})"
                        + (f" - {base.description}" if base.description else ""))

@@ -49,3 +49,9 @@ def test_path_option_indexes_a_directory_without_configuration(docs):
 def test_index_of_an_unknown_base_exits_2(docs):
     result = run_assay("knowledge", "index", "nope", env=env(docs))
     assert result.exit_code == 2 and "KNOWLEDGE_BASE_NOT_FOUND" in result.stderr
+
+
+def test_an_error_reads_as_every_other_command_s_one_line(docs):
+    result = run_assay("knowledge", "index", "nope", env=env(docs))
+    [line] = result.stderr.strip().splitlines()
+    assert line.startswith("error: KNOWLEDGE_BASE_NOT_FOUND: ") and line.endswith(")")  # CODE: message (hint)
