@@ -1,0 +1,111 @@
+"""The sqlglot dialects the guard reads with and writes the executed SQL with.
+
+They are sqlglot's own, plus what reading analysts' SQL and writing it back
+faithfully needs (:mod:`.regenerate` sends what these write, never the
+submitted text):
+
+* PostgreSQL: ``XMLPARSE(CONTENT|DOCUMENT expr)`` is read (sqlglot does not);
+  ``round(x, n)`` is written as it was read (sqlglot casts ``x`` to DECIMAL
+  when it guesses ``x`` is a double).
+* MySQL/MariaDB: ``MEDIAN(x)`` and ``TO_CHAR(x, format)`` are written as read
+  (sqlglot writes ``PERCENTILE_CONT(x, 0.5)``, which MariaDB does not take as
+  a window function, and drops the format of ``TO_CHAR``).
+* MariaDB: ``VALUES`` in ``FROM`` is written as such, ``CAST(x AS INT)`` as
+  ``INT`` (sqlglot writes ``UNION ALL`` selects and ``SIGNED``).
+* SQLite: type names are written as read (SQLite derives affinity from the
+  spelling; sqlglot would write ``DECIMAL`` as ``REAL``).
+* DuckDB: a ``PIVOT``/``UNPIVOT`` statement followed by ``ORDER BY`` or
+  ``LIMIT`` is read as ``SELECT * FROM (PIVOT ...) ORDER BY ...`` (what DuckDB
+  does with it); sqlglot stops at the ``ORDER BY``.
+
+Anything else sqlglot writes differently is caught by the round trip in
+:mod:`.regenerate` and refused, never sent as submitted.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.dialects.duckdb import DuckDB
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.dialects.postgres import Postgres
+from sqlglot.dialects.sqlite import SQLite
+from sqlglot.tokens import TokenType
+
+
+class XMLParse(exp.Expression, exp.Func):
+    """PostgreSQL ``XMLPARSE(CONTENT expr)`` / ``XMLPARSE(DOCUMENT expr)``."""
+
+    arg_types = {"this": True, "kind": True}
+
+
+def _xmlparse_sql(self: Any, expression: XMLParse) -> str:
+    return f"XMLPARSE({expression.text('kind')} {self.sql(expression, 'this')})"
+
+
+def _as_read(name: str, *args: str) -> Any:
+    """A generator that writes the node as the call it was read from: ``NAME(arg, ...)``."""
+
+    def sql(self: Any, expression: Any) -> str:
+        return self.func(name, *(expression.args.get(a) for a in args))
+
+    return sql
+
+
+class AssayPostgres(Postgres):
+    class Parser(Postgres.Parser):
+        FUNCTION_PARSERS = {**Postgres.Parser.FUNCTION_PARSERS, "XMLPARSE": lambda self: self._parse_xmlparse()}
+
+        def _parse_xmlparse(self) -> XMLParse:
+            if not self._match_texts(("CONTENT", "DOCUMENT")):
+                self.raise_error("Expecting CONTENT or DOCUMENT")
+            kind = self._prev.text.upper()
+            return self.expression(XMLParse(this=self._parse_bitwise(), kind=kind))
+
+    class Generator(Postgres.Generator):
+        TRANSFORMS = {**Postgres.Generator.TRANSFORMS, XMLParse: _xmlparse_sql,
+                      exp.Round: _as_read("ROUND", "this", "decimals")}
+
+
+class AssayMySQL(MySQL):
+    class Generator(MySQL.Generator):
+        TRANSFORMS = {**MySQL.Generator.TRANSFORMS, exp.Median: _as_read("MEDIAN", "this"),
+                      exp.ToChar: _as_read("TO_CHAR", "this", "format")}
+
+
+class AssayMariaDB(AssayMySQL):
+    class Generator(AssayMySQL.Generator):
+        VALUES_AS_TABLE = True  # MariaDB takes (VALUES (1, 'a'), ...) in FROM; sqlglot writes SELECT ... UNION ALL
+        # MariaDB takes CAST(x AS INT); sqlglot writes SIGNED, which it reads back as BIGINT
+        CAST_MAPPING = {k: v for k, v in AssayMySQL.Generator.CAST_MAPPING.items() if k is not exp.DType.INT}
+
+
+class AssaySQLite(SQLite):
+    class Generator(SQLite.Generator):
+        # Types as read: SQLite derives a column's affinity from the name's spelling, and sqlglot's renames
+        # change it (DECIMAL, NUMERIC affinity, would be written REAL).
+        TYPE_MAPPING: dict = {}
+
+
+class AssayDuckDB(DuckDB):
+    class Parser(DuckDB.Parser):
+        STATEMENT_PARSERS = {
+            **DuckDB.Parser.STATEMENT_PARSERS,
+            TokenType.PIVOT: lambda self: self._parse_pivot_statement(False),
+            TokenType.UNPIVOT: lambda self: self._parse_pivot_statement(True),
+        }
+
+        def _parse_pivot_statement(self, unpivot: bool) -> exp.Expr:
+            pivot = self._parse_simplified_pivot(is_unpivot=unpivot)
+            if self._curr is None or self._curr.token_type not in (TokenType.ORDER_BY, TokenType.LIMIT):
+                return pivot
+            select = exp.Select(expressions=[exp.Star()], from_=exp.From(this=exp.Subquery(this=pivot)))
+            return self._parse_query_modifiers(select)
+
+
+# assay dialect -> the sqlglot dialect it is read and written with
+DIALECTS: dict[str, type] = {
+    "postgresql": AssayPostgres, "mysql": AssayMySQL, "mariadb": AssayMariaDB, "duckdb": AssayDuckDB,
+    "sqlite": AssaySQLite,
+}
