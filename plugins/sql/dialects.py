@@ -74,9 +74,16 @@ class AssayMySQL(MySQL):
                       exp.ToChar: _as_read("TO_CHAR", "this", "format")}
 
 
+def _values_sql(self: Any, expression: exp.Values) -> str:
+    """``(VALUES (1, 'a'), ...) AS alias``: MariaDB's table value constructor (sqlglot writes UNION ALL selects)."""
+    rows = ", ".join(self.sql(row) for row in expression.expressions)
+    alias = self.sql(expression, "alias")
+    return f"(VALUES {rows})" + (f" AS {alias}" if alias else "")
+
+
 class AssayMariaDB(AssayMySQL):
     class Generator(AssayMySQL.Generator):
-        VALUES_AS_TABLE = True  # MariaDB takes (VALUES (1, 'a'), ...) in FROM; sqlglot writes SELECT ... UNION ALL
+        TRANSFORMS = {**AssayMySQL.Generator.TRANSFORMS, exp.Values: _values_sql}
         # MariaDB takes CAST(x AS INT); sqlglot writes SIGNED, which it reads back as BIGINT
         CAST_MAPPING = {k: v for k, v in AssayMySQL.Generator.CAST_MAPPING.items() if k is not exp.DType.INT}
 
