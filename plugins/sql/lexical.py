@@ -50,6 +50,7 @@ class Ambiguity:
 
 # Where the scan of code may change state or meet an odd character.
 _STOP = re.compile(r"""['"`\[$#/\-]|[^\x20-\x7e\t\n\r]""")
+_COMMENT_MARK = re.compile(r"/\*|\*/")
 _ODD_CHAR = re.compile(r"[^\x20-\x7e\t\n\r]")
 _PLAIN_STRING = re.compile(r"'[^']*(?:''[^']*)*'")
 _BACKSLASH_STRING = re.compile(r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*'", re.DOTALL)
@@ -124,11 +125,10 @@ def two_readings(sql: str, dialect: str) -> Ambiguity | None:
         elif sql.startswith("/*", j):
             if mysql and _MYSQL_EXECUTABLE.match(sql, j):
                 return Ambiguity("executable_comment", sql[j: j + 24], j)
-            close = sql.find("*/", j + 2)
-            close = n if close < 0 else close
-            nested = sql.find("/*", j + 2, close)
-            if nested >= 0:
-                return Ambiguity("comment", "'/*' inside a /* comment */", nested)
+            mark = _COMMENT_MARK.search(sql, j + 2)  # the first /* or */ after the opener, left to right
+            if mark is not None and mark.group() == "/*":
+                return Ambiguity("comment", "'/*' inside a /* comment */", mark.start())
+            close = n if mark is None else mark.start()
             found_in = _in_comment(sql, j, close, mysql)
             if found_in is not None:
                 return found_in
