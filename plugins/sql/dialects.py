@@ -4,9 +4,14 @@ They are sqlglot's own, plus what reading analysts' SQL and writing it back
 faithfully needs (:mod:`.regenerate` sends what these write, never the
 submitted text):
 
+* PostgreSQL and DuckDB: a dollar-quoted string is read as the plain string
+  it is (sqlglot writes it as one, and reads that back as another node).
 * PostgreSQL: ``XMLPARSE(CONTENT|DOCUMENT expr)`` is read (sqlglot does not);
   ``round(x, n)`` is written as it was read (sqlglot casts ``x`` to DECIMAL
   when it guesses ``x`` is a double).
+* MySQL/MariaDB and DuckDB: ``GROUP_CONCAT``/``STRING_AGG`` without a
+  separator are written without one (sqlglot adds ``','``, which reads back
+  as another tree); DuckDB ``IF(c, a, b)`` as read (sqlglot writes ``CASE``).
 * MySQL/MariaDB: ``MEDIAN(x)`` and ``TO_CHAR(x, format)`` are written as read
   (sqlglot writes ``PERCENTILE_CONT(x, 0.5)``, which MariaDB does not take as
   a window function, and drops the format of ``TO_CHAR``).
@@ -27,6 +32,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlglot import exp
+from sqlglot.dialects.dialect import groupconcat_sql
 from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.dialects.postgres import Postgres
@@ -44,6 +50,12 @@ def _xmlparse_sql(self: Any, expression: XMLParse) -> str:
     return f"XMLPARSE({expression.text('kind')} {self.sql(expression, 'this')})"
 
 
+def _dollar_string(self: Any, token: Any) -> exp.Literal:
+    """A dollar-quoted string is a plain string value (sqlglot keeps it as a RawString, which it writes as a
+    plain string and reads back as a Literal: the round trip would refuse it)."""
+    return self.expression(exp.Literal(this=token.text, is_string=True), token)
+
+
 def _as_read(name: str, *args: str) -> Any:
     """A generator that writes the node as the call it was read from: ``NAME(arg, ...)``."""
 
@@ -56,6 +68,7 @@ def _as_read(name: str, *args: str) -> Any:
 class AssayPostgres(Postgres):
     class Parser(Postgres.Parser):
         FUNCTION_PARSERS = {**Postgres.Parser.FUNCTION_PARSERS, "XMLPARSE": lambda self: self._parse_xmlparse()}
+        PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS, TokenType.HEREDOC_STRING: _dollar_string}
 
         def _parse_xmlparse(self) -> XMLParse:
             if not self._match_texts(("CONTENT", "DOCUMENT")):
@@ -68,10 +81,22 @@ class AssayPostgres(Postgres):
                       exp.Round: _as_read("ROUND", "this", "decimals")}
 
 
+def _mysql_group_concat(self: Any, expression: exp.GroupConcat) -> str:
+    """``GROUP_CONCAT(x [SEPARATOR s])``: the separator only when one was given (sqlglot writes ',' always)."""
+    separator = self.sql(expression, "separator")
+    return f"GROUP_CONCAT({self.sql(expression, 'this')}" + (f" SEPARATOR {separator}" if separator else "") + ")"
+
+
+def _duckdb_group_concat(self: Any, expression: exp.GroupConcat) -> str:
+    """``LISTAGG(x [, s] ...)``: the separator only when one was given (sqlglot writes ',' always)."""
+    return groupconcat_sql(self, expression, sep=None, within_group=False)
+
+
 class AssayMySQL(MySQL):
     class Generator(MySQL.Generator):
         TRANSFORMS = {**MySQL.Generator.TRANSFORMS, exp.Median: _as_read("MEDIAN", "this"),
-                      exp.ToChar: _as_read("TO_CHAR", "this", "format")}
+                      exp.ToChar: _as_read("TO_CHAR", "this", "format"), exp.GroupConcat: _mysql_group_concat,
+                      exp.TimestampAdd: _as_read("TIMESTAMPADD", "unit", "expression", "this")}
 
 
 def _values_sql(self: Any, expression: exp.Values) -> str:
@@ -97,6 +122,7 @@ class AssaySQLite(SQLite):
 
 class AssayDuckDB(DuckDB):
     class Parser(DuckDB.Parser):
+        PRIMARY_PARSERS = {**DuckDB.Parser.PRIMARY_PARSERS, TokenType.HEREDOC_STRING: _dollar_string}
         STATEMENT_PARSERS = {
             **DuckDB.Parser.STATEMENT_PARSERS,
             TokenType.PIVOT: lambda self: self._parse_pivot_statement(False),
@@ -109,6 +135,10 @@ class AssayDuckDB(DuckDB):
                 return pivot
             select = exp.Select(expressions=[exp.Star()], from_=exp.From(this=exp.Subquery(this=pivot)))
             return self._parse_query_modifiers(select)
+
+    class Generator(DuckDB.Generator):
+        TRANSFORMS = {**DuckDB.Generator.TRANSFORMS, exp.GroupConcat: _duckdb_group_concat,
+                      exp.If: _as_read("IF", "this", "true", "false")}
 
 
 # assay dialect -> the sqlglot dialect it is read and written with

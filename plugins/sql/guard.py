@@ -203,7 +203,7 @@ def _check(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
     text, root = _parse_one(sql, dialect)
     kind = _root_kind(root, dialect)
     _Checker(text, dialect, extra).check(root)
-    return Verdict(kind, regenerate(root, dialect))
+    return Verdict(kind, regenerate(root, dialect, text))
 
 
 def _parse_one(sql: str, dialect: str) -> tuple[str, Any]:

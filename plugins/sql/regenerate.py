@@ -15,9 +15,12 @@ refused with ``SQL_NOT_REPRODUCIBLE``, never sent as submitted.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import SQL_NOT_REPRODUCIBLE, SqlError
+
+_PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def not_reproducible(dialect: str, why: str) -> SqlError:
@@ -30,13 +33,16 @@ def not_reproducible(dialect: str, why: str) -> SqlError:
     )
 
 
-def regenerate(root: Any, dialect: str) -> str:
-    """The SQL of the checked tree ``root`` in ``dialect`` (assay's name), proven by a round trip.
+def regenerate(root: Any, dialect: str, text: str) -> str:
+    """The SQL of the checked tree ``root`` (parsed from ``text``) in ``dialect`` (assay's name), proven by a
+    round trip.
 
-    Raises ``SQL_NOT_REPRODUCIBLE`` when it cannot be written back to the same tree.
+    sqlglot's generator is also a translator: for some calls it writes another spelling (``TIMESTAMPADD`` as
+    ``DATE_ADD``) or adds a default (``GROUP_CONCAT(x SEPARATOR ',')``), which reads back as another tree.
+    Then the calls it changed are written as they were read, ``name(arg, ...)``, and that must read back
+    as the same tree instead. Raises ``SQL_NOT_REPRODUCIBLE`` when neither does.
     """
-    import sqlglot
-    from sqlglot.errors import ErrorLevel, SqlglotError, UnsupportedError
+    from sqlglot.errors import ErrorLevel, UnsupportedError
 
     from .dialects import DIALECTS
 
@@ -44,11 +50,57 @@ def regenerate(root: Any, dialect: str) -> str:
     try:
         sql = write().generate(root, copy=True, comments=False, unsupported_level=ErrorLevel.RAISE)
     except UnsupportedError as exc:
-        raise not_reproducible(dialect, f"the generator cannot write it: {str(exc).splitlines()[0][:200]}") from None
+        sql, why = "", f"the generator cannot write it: {str(exc).splitlines()[0][:200]}"
+    else:
+        why = _reads_back(sql, root, write)
+        if why is None:
+            return sql
+    as_read = _calls_as_read(root, text)
+    if as_read is not None:
+        try:
+            again = write().generate(as_read, copy=False, comments=False, unsupported_level=ErrorLevel.RAISE)
+        except UnsupportedError:
+            again = ""
+        if again and _reads_back(again, root, write) is None:
+            return again
+    raise not_reproducible(dialect, why)
+
+
+def _reads_back(sql: str, root: Any, write: Any) -> str | None:
+    """None when ``sql`` parses as exactly ``root``; else why not."""
+    import sqlglot
+    from sqlglot.errors import SqlglotError
+
     try:
         again = [s for s in sqlglot.parse(sql, read=write) if s is not None]
     except SqlglotError as exc:
-        raise not_reproducible(dialect, f"the written SQL does not parse: {str(exc).splitlines()[0][:200]}") from None
+        return f"the written SQL does not parse: {str(exc).splitlines()[0][:200]}"
     if len(again) != 1 or again[0] != root:
-        raise not_reproducible(dialect, "the written SQL reads as a different statement")
-    return sql
+        return "the written SQL reads as a different statement"
+    return None
+
+
+def _calls_as_read(root: Any, text: str) -> Any:
+    """A copy of ``root`` whose named calls are anonymous calls of the name as written, with their arguments in
+    order (None when there is none to change)."""
+    from sqlglot import exp
+
+    copy = root.copy()
+    changed = False
+    for node in list(copy.walk()):
+        if not isinstance(node, exp.Func) or isinstance(node, (exp.Anonymous, exp.Cast, exp.Window)):
+            continue
+        start, end = node.meta.get("start"), node.meta.get("end")
+        name = text[start:end + 1] if start is not None and end is not None else ""
+        if not _PLAIN_NAME.match(name):
+            continue
+        args: list[Any] = []
+        for value in node.args.values():
+            values = value if isinstance(value, list) else [value]
+            if not all(v is None or isinstance(v, exp.Expr) for v in values):
+                break  # a flag or a keyword the call's text does not spell as an argument
+            args.extend(v for v in values if v is not None)
+        else:
+            node.replace(exp.Anonymous(this=name, expressions=args))
+            changed = True
+    return copy if changed else None
