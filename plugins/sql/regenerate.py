@@ -41,33 +41,39 @@ def regenerate(root: Any, dialect: str, text: str) -> str:
     ``DATE_ADD``) or adds a default (``GROUP_CONCAT(x SEPARATOR ',')``), which reads back as another tree.
     Then the calls it changed are written as they were read, ``name(arg, ...)``, and that must read back
     as the same tree instead. Raises ``SQL_NOT_REPRODUCIBLE`` when neither does.
+
+    The generator writes ``root`` in place (a copy of a large tree costs more than writing it), so the
+    comparison is with the tree's hash taken before (sqlglot's own equality is that hash), and the rare
+    second attempt starts from a fresh parse of ``text``.
     """
+    import sqlglot
     from sqlglot.errors import ErrorLevel, UnsupportedError
 
     from .dialects import DIALECTS
 
     write = DIALECTS[dialect]
+    checked = (type(root), hash(root))
     try:
-        sql = write().generate(root, copy=True, comments=False, unsupported_level=ErrorLevel.RAISE)
+        sql = write().generate(root, copy=False, comments=False, unsupported_level=ErrorLevel.RAISE)
     except UnsupportedError as exc:
-        sql, why = "", f"the generator cannot write it: {str(exc).splitlines()[0][:200]}"
+        why = f"the generator cannot write it: {str(exc).splitlines()[0][:200]}"
     else:
-        why = _reads_back(sql, root, write)
+        why = _reads_back(sql, checked, write)
         if why is None:
             return sql
-    as_read = _calls_as_read(root, text)
+    as_read = _calls_as_read(sqlglot.parse_one(text, read=write), text)
     if as_read is not None:
         try:
             again = write().generate(as_read, copy=False, comments=False, unsupported_level=ErrorLevel.RAISE)
         except UnsupportedError:
             again = ""
-        if again and _reads_back(again, root, write) is None:
+        if again and _reads_back(again, checked, write) is None:
             return again
     raise not_reproducible(dialect, why)
 
 
-def _reads_back(sql: str, root: Any, write: Any) -> str | None:
-    """None when ``sql`` parses as exactly ``root``; else why not."""
+def _reads_back(sql: str, checked: tuple[type, int], write: Any) -> str | None:
+    """None when ``sql`` parses as exactly the checked tree (its type and hash); else why not."""
     import sqlglot
     from sqlglot.errors import SqlglotError
 
@@ -75,19 +81,18 @@ def _reads_back(sql: str, root: Any, write: Any) -> str | None:
         again = [s for s in sqlglot.parse(sql, read=write) if s is not None]
     except SqlglotError as exc:
         return f"the written SQL does not parse: {str(exc).splitlines()[0][:200]}"
-    if len(again) != 1 or again[0] != root:
+    if len(again) != 1 or (type(again[0]), hash(again[0])) != checked:
         return "the written SQL reads as a different statement"
     return None
 
 
-def _calls_as_read(root: Any, text: str) -> Any:
-    """A copy of ``root`` whose named calls are anonymous calls of the name as written, with their arguments in
-    order (None when there is none to change)."""
+def _calls_as_read(tree: Any, text: str) -> Any:
+    """``tree`` (changed in place) with its named calls made anonymous calls of the name as written, their
+    arguments in order (None when there is none to change)."""
     from sqlglot import exp
 
-    copy = root.copy()
     changed = False
-    for node in list(copy.walk()):
+    for node in list(tree.walk()):
         if not isinstance(node, exp.Func) or isinstance(node, (exp.Anonymous, exp.Cast, exp.Window)):
             continue
         start, end = node.meta.get("start"), node.meta.get("end")
@@ -101,6 +106,10 @@ def _calls_as_read(root: Any, text: str) -> Any:
                 break  # a flag or a keyword the call's text does not spell as an argument
             args.extend(v for v in values if v is not None)
         else:
-            node.replace(exp.Anonymous(this=name, expressions=args))
+            replacement = exp.Anonymous(this=name, expressions=args)
+            if node is tree:
+                tree = replacement
+            else:
+                node.replace(replacement)
             changed = True
-    return copy if changed else None
+    return tree if changed else None
