@@ -2,11 +2,12 @@
 
 The parse is pure Python: a thread cannot be killed, but an exception can be
 raised in it. :func:`within` runs a function on the calling thread and, if it
-is still running at the deadline, raises :class:`Overran` in that thread (at
-its next bytecode), which stops the parse there and then. The exception can
-only be raised while the function runs: the watchdog and the calling thread
-agree on that under one lock, and an exception set but not yet raised when
-the function returns is withdrawn before returning.
+is still running at the deadline, a watchdog thread (one for all calls)
+raises :class:`Overran` in that thread (at its next bytecode), which stops
+the parse there and then. The exception can only be raised while the
+function runs: the watchdog and the calling thread agree on that under one
+lock, and an exception set but not yet raised when the function returns is
+withdrawn before returning.
 """
 
 from __future__ import annotations
@@ -29,34 +30,56 @@ def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
     ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(thread_id), ctypes.py_object(exc) if exc else None)
 
 
+class _Watch:
+    """One guarded call: its thread, deadline, and whether it still runs / was stopped (under ``_WATCH``)."""
+
+    __slots__ = ("thread_id", "deadline", "running", "fired")
+
+    def __init__(self, thread_id: int, deadline: float) -> None:
+        self.thread_id, self.deadline, self.running, self.fired = thread_id, deadline, True, False
+
+
+_WATCH = threading.Condition()
+_watched: set[_Watch] = set()
+_watchdog: list[threading.Thread] = []  # the one watchdog thread, started with the first guarded call
+
+
+def _watch_loop() -> None:
+    """Stops every guarded call still running at its deadline (one daemon thread for all of them)."""
+    with _WATCH:
+        while True:
+            now = time.monotonic()
+            for watch in [w for w in _watched if w.running and w.deadline <= now]:
+                watch.fired = True
+                watch.running = False
+                _raise_in(watch.thread_id, Overran)
+            _watched.difference_update([w for w in _watched if not w.running])
+            pending = [w.deadline for w in _watched]
+            _WATCH.wait(min(pending) - now if pending else None)
+
+
 def within(fn: Callable[[], T], timeout_s: float) -> tuple[T, float]:
     """``fn()`` and the seconds it took; raises :class:`Overran` when it ran past ``timeout_s`` (it was stopped)."""
-    me = threading.get_ident()
-    lock = threading.Lock()
-    state = {"running": True, "fired": False}
-
-    def fire() -> None:
-        with lock:
-            if state["running"]:
-                state["fired"] = True
-                _raise_in(me, Overran)
-
     started = time.monotonic()
-    watchdog = threading.Timer(timeout_s, fire)
-    watchdog.daemon = True
-    watchdog.start()
+    watch = _Watch(threading.get_ident(), started + timeout_s)
+    with _WATCH:
+        if not _watchdog:
+            _watchdog.append(threading.Thread(target=_watch_loop, name="assay-sql-guard-watchdog", daemon=True))
+            _watchdog[0].start()
+        _watched.add(watch)
+        _WATCH.notify()
     try:
         try:
             value = fn()
         finally:
-            with lock:
-                state["running"] = False
-            watchdog.cancel()
-            if state["fired"]:
-                _raise_in(me, None)  # set, not raised yet: withdrawn
+            with _WATCH:
+                watch.running = False
+                _watched.discard(watch)
+            if watch.fired:
+                _raise_in(watch.thread_id, None)  # set, not raised yet: withdrawn
     except Overran:
         raise Overran() from None
-    if state["fired"]:
+    if watch.fired:
         raise Overran()
     return value, time.monotonic() - started
 

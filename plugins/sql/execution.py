@@ -2,12 +2,10 @@
 
 The path of every statement, top to bottom:
 
-1. :meth:`Executor.run` checks the text (:func:`.guard.check_read_only`:
-   exactly one read-only statement; no flag skips it) within the call's time
-   limit (:mod:`.bounded`), and takes the SQL to run from the check: written
-   from the checked tree, never the submitted text (:mod:`.regenerate`). Then
-   it starts a worker thread and waits for it; the statement has what is left
-   of the time limit.
+1. :meth:`Executor.run` checks the text (:func:`.guard.check_read_only`: one
+   read-only statement; no flag skips it) inside the time limit (:mod:`.bounded`)
+   and runs the SQL written from the checked tree (:mod:`.regenerate`): it starts
+   a worker thread and waits for it.
 2. The worker (:meth:`Executor._work`) takes a pooled connection whose
    session passes the engine's check (``verify``: still read-only, nothing
    changed; a connection that fails is discarded), lets the engine set the
@@ -45,6 +43,7 @@ from assay.kernel.database_engine import DatabaseEngine, DatabasePool
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
+from .bounded import guard_within
 from .engines.base import Streamed
 from .engines.file_pool import PoolBusy
 from .errors import (
@@ -267,10 +266,7 @@ class Executor:
     def run(self, sql: str, attempt: Attempt) -> QueryResult:
         """Check ``sql`` and run the SQL written from the checked statement within ``attempt.timeout_s``; raise
         :class:`SqlError` on refusal, timeout, cancel or failure."""
-        from .bounded import guard_within
-
-        # SQL_READ_ONLY_REQUIRED and the guard's other codes (SQL_QUERY_FAILED if it does not parse, and
-        # SQL_QUERY_TIMEOUT if the check itself runs out of time): nothing reaches the database
+        # The guard's codes (SQL_QUERY_TIMEOUT if the check runs out of time): nothing reaches the database
         verdict, attempt.guard_s = guard_within(
             lambda: check_read_only(sql, self.dialect, allow_functions=self.allow_functions,
                                     max_bytes=self.max_sql_bytes), attempt.timeout_s)

@@ -64,3 +64,33 @@ def test_time_the_guard_used_is_taken_from_the_statements_limit(request):
         assert time.monotonic() - started < 2.0
     finally:
         db.close()
+
+
+def test_a_guarded_call_is_stopped_at_its_deadline_and_no_stop_arrives_after_it_returned():
+    from assay.plugins.sql.bounded import Overran, within
+
+    def spin() -> None:
+        while True:
+            pass
+
+    started = time.monotonic()
+    with pytest.raises(Overran):
+        within(spin, 0.2)
+    assert time.monotonic() - started < 0.6
+
+    def busy(seconds: float) -> int:
+        end = time.monotonic() + seconds
+        n = 0
+        while time.monotonic() < end:
+            n += 1
+        return n
+
+    outcomes = set()
+    for i in range(300):  # deadlines right at the end of the work: either outcome, never a late stop
+        try:
+            within(lambda: busy(0.001), 0.001 + (i % 3) * 0.0005)
+            outcomes.add("returned")
+        except Overran:
+            outcomes.add("stopped")
+        busy(0.002)  # a withdrawn stop would be raised here, outside within()
+    assert outcomes
