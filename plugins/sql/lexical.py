@@ -106,15 +106,8 @@ def two_readings(sql: str, dialect: str) -> Ambiguity | None:
                 return None
             i = close + len(tag)
             continue
-        elif sql.startswith("--", j) and (not mysql or j + 2 >= n or sql[j + 2] in _MYSQL_DASHES_END):
-            close = sql.find("\n", j)
-            close = n if close < 0 else close
-            found_in = _in_comment(sql, j, close, mysql)
-            if found_in is not None:
-                return found_in
-            i = close
-            continue
-        elif c == "#" and mysql:
+        elif (sql.startswith("--", j) and (not mysql or j + 2 >= n or sql[j + 2] in _MYSQL_DASHES_END)) or (
+                c == "#" and mysql):  # a line comment
             close = sql.find("\n", j)
             close = n if close < 0 else close
             found_in = _in_comment(sql, j, close, mysql)

@@ -87,6 +87,24 @@ def run_attacks(kernel: Any, engine: str, exprs: list[str], secrets: list[str]) 
     return slipped
 
 
+def assert_never_ran(kernel: Any, db: Any, engine: str, exprs: list[str], secrets: list[str], witness: Any,
+                     attack_dir: Path) -> None:
+    """Every attack hiding each of ``exprs``; then no secret in a result, the witness session alive, and no
+    table, server state or file changed."""
+    before, state = fingerprint(db), server_state(engine)
+    try:
+        slipped = run_attacks(kernel, engine, exprs, secrets)
+        if witness is not None:
+            assert witness.execute("SELECT 1").fetchone() == (1,), "the hidden pg_terminate_backend ran"
+    finally:
+        if witness is not None:
+            witness.close()
+    assert slipped == [], f"{len(slipped)} hidden expression(s) ran on {engine}: {slipped[:3]}"
+    assert fingerprint(db) == before
+    assert server_state(engine) == state
+    assert list(attack_dir.iterdir()) == []
+
+
 def with_conforming_strings_off(url: str) -> str:
     """The datasource's URL with standard_conforming_strings off from its connection's start (as a role or
     database setting would have it)."""
@@ -109,18 +127,7 @@ def test_text_read_two_ways_never_runs_the_hidden_expression_as_a_least_privileg
     if engine == "postgresql":
         witness = witness_session(url)
         exprs.append(f"pg_terminate_backend({witness.info.backend_pid})")
-    before, state = fingerprint(db), server_state(engine)
-    try:
-        slipped = run_attacks(kernel, engine, exprs, [marker])
-        if witness is not None:
-            assert witness.execute("SELECT 1").fetchone() == (1,), "the hidden pg_terminate_backend ran"
-    finally:
-        if witness is not None:
-            witness.close()
-    assert slipped == [], f"{len(slipped)} hidden expression(s) ran on {engine}: {slipped[:3]}"
-    assert fingerprint(db) == before
-    assert server_state(engine) == state
-    assert list(attack_dir.iterdir()) == []
+    assert_never_ran(kernel, db, engine, exprs, [marker], witness, attack_dir)
 
 
 @pytest.mark.parametrize("engine", ["postgresql", "mariadb"])
@@ -141,18 +148,7 @@ def test_text_read_two_ways_never_runs_the_hidden_expression_for_an_allow_privil
     else:
         witness = None
         exprs = [expr, "LOAD_FILE(0x2f6574632f686f73746e616d65)"]  # '/etc/hostname'
-    before, state = fingerprint(db), server_state(engine)
-    try:
-        slipped = run_attacks(kernel, engine, exprs, [marker, HOSTNAME])
-        if witness is not None:
-            assert witness.execute("SELECT 1").fetchone() == (1,), "the hidden pg_terminate_backend ran"
-    finally:
-        if witness is not None:
-            witness.close()
-    assert slipped == [], f"{len(slipped)} hidden expression(s) ran on {engine} (superuser): {slipped[:3]}"
-    assert fingerprint(db) == before
-    assert server_state(engine) == state
-    assert list(attack_dir.iterdir()) == []
+    assert_never_ran(kernel, db, engine, exprs, [marker, HOSTNAME], witness, attack_dir)
 
 
 @pytest.fixture
