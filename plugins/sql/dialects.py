@@ -12,9 +12,10 @@ submitted text):
 * MySQL/MariaDB and DuckDB: ``GROUP_CONCAT``/``STRING_AGG`` without a
   separator are written without one (sqlglot adds ``','``, which reads back
   as another tree); DuckDB ``IF(c, a, b)`` as read (sqlglot writes ``CASE``).
-* MySQL/MariaDB: ``MEDIAN(x)`` and ``TO_CHAR(x, format)`` are written as read
-  (sqlglot writes ``PERCENTILE_CONT(x, 0.5)``, which MariaDB does not take as
-  a window function, and drops the format of ``TO_CHAR``).
+* MySQL/MariaDB: ``MEDIAN(x)``, ``TO_CHAR(x, format)`` and ``TIMESTAMPADD(unit,
+  n, x)`` are written as read (sqlglot writes ``PERCENTILE_CONT(x, 0.5)``,
+  which MariaDB does not take as a window function, drops the format of
+  ``TO_CHAR``, and writes ``DATE_ADD``).
 * MariaDB: ``VALUES`` in ``FROM`` is written as such, ``CAST(x AS INT)`` as
   ``INT`` (sqlglot writes ``UNION ALL`` selects and ``SIGNED``).
 * SQLite: type names are written as read (SQLite derives affinity from the

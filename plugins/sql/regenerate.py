@@ -8,9 +8,12 @@ So whatever the submitted text hid in a comment, an odd space or a string a
 server reads differently, the server gets only what the guard saw.
 
 A round trip proves the writing faithful: the written SQL is parsed again and
-must give the same tree. Where it does not (the generator rewrote or dropped
-something) or the generator says it cannot write a construct, the statement is
-refused with ``SQL_NOT_REPRODUCIBLE``, never sent as submitted.
+must give the same tree (sqlglot's equality: literals and quoted names
+exactly). Where it does not (the generator rewrote a call or added a
+default), the calls it changed are written as they were read, and that must
+give the same tree instead; where neither does, or the generator says it
+cannot write a construct, the statement is refused with
+``SQL_NOT_REPRODUCIBLE``, never sent as submitted.
 """
 
 from __future__ import annotations
