@@ -2,7 +2,8 @@
 
 They are sqlglot's own, plus what reading analysts' SQL and writing it back
 faithfully needs (:mod:`.regenerate` sends what these write, never the
-submitted text):
+submitted text); every tokenizer and parser checks the guard's deadline
+(:mod:`.bounded`):
 
 * PostgreSQL and DuckDB: a dollar-quoted string is read as the plain string
   it is (sqlglot writes it as one, and reads that back as another node).
@@ -38,7 +39,43 @@ from sqlglot.dialects.duckdb import DuckDB
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.dialects.postgres import Postgres
 from sqlglot.dialects.sqlite import SQLite
+from sqlglot.tokenizer_core import TokenizerCore
 from sqlglot.tokens import TokenType
+
+from .bounded import check_deadline
+
+
+class _DeadlineCore(TokenizerCore):
+    """sqlglot's tokenizer, checking the guard's deadline every 256 tokens it adds."""
+
+    __slots__ = ()
+
+    def _add(self, token_type: TokenType, text: str | None = None) -> None:
+        super()._add(token_type, text)
+        if not len(self.tokens) & 255:
+            check_deadline()
+
+
+class _DeadlineTokenizer:
+    """A tokenizer whose core is :class:`_DeadlineCore` (the same object layout, one method more)."""
+
+    def _init_core(self) -> TokenizerCore:
+        core = super()._init_core()  # type: ignore[misc]
+        core.__class__ = _DeadlineCore
+        return core
+
+
+class _Deadline:
+    """A parser that checks the guard's deadline (:mod:`.bounded`) as it starts and every 256 tokens."""
+
+    def parse(self, raw_tokens: Any, sql: str) -> Any:
+        check_deadline()  # the tokenizer ran before: it may have used the time up
+        return super().parse(raw_tokens, sql)  # type: ignore[misc]
+
+    def _advance(self, times: int = 1) -> None:
+        super()._advance(times)  # type: ignore[misc]
+        if not self._index & 255:  # type: ignore[attr-defined]
+            check_deadline()
 
 
 class XMLParse(exp.Expression, exp.Func):
@@ -67,7 +104,10 @@ def _as_read(name: str, *args: str) -> Any:
 
 
 class AssayPostgres(Postgres):
-    class Parser(Postgres.Parser):
+    class Tokenizer(_DeadlineTokenizer, Postgres.Tokenizer):
+        pass
+
+    class Parser(_Deadline, Postgres.Parser):
         FUNCTION_PARSERS = {**Postgres.Parser.FUNCTION_PARSERS, "XMLPARSE": lambda self: self._parse_xmlparse()}
         PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS, TokenType.HEREDOC_STRING: _dollar_string}
 
@@ -94,6 +134,12 @@ def _duckdb_group_concat(self: Any, expression: exp.GroupConcat) -> str:
 
 
 class AssayMySQL(MySQL):
+    class Tokenizer(_DeadlineTokenizer, MySQL.Tokenizer):
+        pass
+
+    class Parser(_Deadline, MySQL.Parser):
+        pass
+
     class Generator(MySQL.Generator):
         TRANSFORMS = {**MySQL.Generator.TRANSFORMS, exp.Median: _as_read("MEDIAN", "this"),
                       exp.ToChar: _as_read("TO_CHAR", "this", "format"), exp.GroupConcat: _mysql_group_concat,
@@ -115,6 +161,12 @@ class AssayMariaDB(AssayMySQL):
 
 
 class AssaySQLite(SQLite):
+    class Tokenizer(_DeadlineTokenizer, SQLite.Tokenizer):
+        pass
+
+    class Parser(_Deadline, SQLite.Parser):
+        pass
+
     class Generator(SQLite.Generator):
         # Types as read: SQLite derives a column's affinity from the name's spelling, and sqlglot's renames
         # change it (DECIMAL, NUMERIC affinity, would be written REAL).
@@ -122,7 +174,10 @@ class AssaySQLite(SQLite):
 
 
 class AssayDuckDB(DuckDB):
-    class Parser(DuckDB.Parser):
+    class Tokenizer(_DeadlineTokenizer, DuckDB.Tokenizer):
+        pass
+
+    class Parser(_Deadline, DuckDB.Parser):
         PRIMARY_PARSERS = {**DuckDB.Parser.PRIMARY_PARSERS, TokenType.HEREDOC_STRING: _dollar_string}
         STATEMENT_PARSERS = {
             **DuckDB.Parser.STATEMENT_PARSERS,
