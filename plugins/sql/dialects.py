@@ -13,6 +13,9 @@ submitted text); every tokenizer and parser checks the guard's deadline
 * MySQL/MariaDB and DuckDB: ``GROUP_CONCAT``/``STRING_AGG`` without a
   separator are written without one (sqlglot adds ``','``, which reads back
   as another tree); DuckDB ``IF(c, a, b)`` as read (sqlglot writes ``CASE``).
+* MySQL/MariaDB: ``MONTHNAME(x)`` and ``TO_DAYS(x)`` are read as the calls
+  they are (sqlglot reads them as ``DATE_FORMAT``/``DATEDIFF`` arithmetic,
+  which it then writes as such and reads back as another tree).
 * MySQL/MariaDB: ``MEDIAN(x)``, ``TO_CHAR(x, format)`` and ``TIMESTAMPADD(unit,
   n, x)`` are written as read (sqlglot writes ``PERCENTILE_CONT(x, 0.5)``,
   which MariaDB does not take as a window function, drops the format of
@@ -133,12 +136,18 @@ def _duckdb_group_concat(self: Any, expression: exp.GroupConcat) -> str:
     return groupconcat_sql(self, expression, sep=None, within_group=False)
 
 
+def _call_as_written(name: str) -> Any:
+    """Read ``name(args)`` as a call of that name (sqlglot would rewrite it into other functions)."""
+    return lambda args: exp.Anonymous(this=name, expressions=args)
+
+
 class AssayMySQL(MySQL):
     class Tokenizer(_DeadlineTokenizer, MySQL.Tokenizer):
         pass
 
     class Parser(_Deadline, MySQL.Parser):
-        pass
+        FUNCTIONS = {**MySQL.Parser.FUNCTIONS, "MONTHNAME": _call_as_written("MONTHNAME"),
+                     "TO_DAYS": _call_as_written("TO_DAYS")}
 
     class Generator(MySQL.Generator):
         TRANSFORMS = {**MySQL.Generator.TRANSFORMS, exp.Median: _as_read("MEDIAN", "this"),
