@@ -17,8 +17,17 @@
    (``SQL_VALUE_TOO_LARGE``). MariaDB's value is bounded by the server's
    ``max_allowed_packet`` (a larger one comes back NULL).
 
+4. Regeneration (``--regenerate``, issue 30): what writing the SQL to run from
+   the checked tree costs per call - the generator plus the round trip that
+   proves it (parse again, compare the trees) - beside the check itself
+   (parse and allow-list walk), per dialect, for the analyst queries of
+   ``tests/sql/test_sql_false_positives.py`` and for two queries of about
+   10 KB (a wide CASE report, a long IN list). Target: <= 2 ms per call for
+   queries under 10 KB.
+
     .venv/bin/python bench/bench_sql.py [--runs 12]
     .venv/bin/python bench/bench_sql.py --memory [--rows 10000000] [--value-mb 500]
+    .venv/bin/python bench/bench_sql.py --regenerate [--repeat 20]
 """
 
 from __future__ import annotations
@@ -446,6 +455,61 @@ def bench_memory(rows: int, value_mb: int) -> None:
             print(f"{engine:<11} {label:<34} {what:<34} {took:>8} {peak:>9}", flush=True)
 
 
+def ten_kb_queries() -> dict[str, str]:
+    """Two analyst-shaped queries of about 10 KB each."""
+    cases = " ".join(f"WHEN total BETWEEN {i} AND {i + 0.99} THEN 'band {i:03d}'" for i in range(200))
+    report = f"SELECT store_id, CASE {cases} ELSE 'other' END AS band, count(*) AS n FROM orders GROUP BY 1, 2"
+    ids = "SELECT order_id, total FROM orders WHERE order_id IN (" + ", ".join(str(i) for i in range(1700)) + ")"
+    return {f"CASE report ({len(report) / 1000:.1f} KB)": report, f"IN list ({len(ids) / 1000:.1f} KB)": ids}
+
+
+def bench_regenerate(repeat: int) -> None:
+    from assay.plugins.sql import guard
+    from assay.plugins.sql.regenerate import regenerate
+    from tests.sql.test_sql_false_positives import queries_for
+
+    def parse_and_walk(sql: str, dialect: str) -> None:
+        text, root = guard._parse_one(sql, dialect)
+        guard._Checker(text, dialect, frozenset()).check(root)
+
+    def per_call(fn, fresh=lambda: None) -> float:
+        """The median time of ``fn(fresh())``; ``fresh`` (not timed) makes its argument anew each call."""
+        fn(fresh())
+        took = []
+        for _ in range(repeat):
+            arg = fresh()
+            started = time.perf_counter()
+            fn(arg)
+            took.append(time.perf_counter() - started)
+        return statistics.median(took) * 1000
+
+    print(f"\n== regeneration: the SQL to run written from the checked tree (median of {repeat} calls each) ==")
+    print(f"{'dialect':<11} {'queries':>7} {'check p50':>10} {'regen p50':>10} {'regen p95':>10} {'regen max':>10}"
+          "  target 2 ms  met")
+    for dialect in ("sqlite", "duckdb", "postgresql", "mariadb"):
+        check_ms, regen_ms = [], []
+        for sql in queries_for(dialect):
+            if sql.upper().startswith("EXPLAIN"):
+                continue
+            if dialect == "postgresql":
+                sql = guard.resolve_postgres_escapes(sql)
+            check_ms.append(per_call(lambda _: parse_and_walk(sql, dialect)))
+            # the generator writes the tree in place: each call gets a fresh parse (not timed)
+            regen_ms.append(per_call(lambda parsed: regenerate(parsed[1], dialect, parsed[0]),
+                                     lambda: guard._parse_one(sql, dialect)))
+        regen_ms.sort()
+        p95 = regen_ms[min(len(regen_ms) - 1, int(len(regen_ms) * 0.95))]
+        print(f"{dialect:<11} {len(regen_ms):>7} {statistics.median(check_ms):>8.2f}ms "
+              f"{statistics.median(regen_ms):>8.2f}ms {p95:>8.2f}ms {regen_ms[-1]:>8.2f}ms"
+              f"  {'':>11} {'yes' if regen_ms[-1] <= 2 else 'NO'}")
+    for name, sql in ten_kb_queries().items():
+        check = per_call(lambda _: guard.check_read_only(sql, "postgresql"))
+        regen = per_call(lambda parsed: regenerate(parsed[1], "postgresql", parsed[0]),
+                         lambda: guard._parse_one(sql, "postgresql"))
+        print(f"{'postgresql':<11} {name:>30}: whole check {check:.2f} ms, of which regeneration {regen:.2f} ms"
+              f"  {'yes' if regen <= 2 else 'NO'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=12, help="cancellations per engine")
@@ -454,6 +518,8 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the memory figure")
     parser.add_argument("--value-mb", type=int, default=500, help="size of the one large value (MB)")
     parser.add_argument("--memory-child", nargs=3, metavar=("ENGINE", "SQL", "TMP"), help=argparse.SUPPRESS)
+    parser.add_argument("--regenerate", action="store_true", help="only the regeneration cost (issue 30)")
+    parser.add_argument("--repeat", type=int, default=20, help="calls per query of the regeneration figure")
     args = parser.parse_args()
     os.environ.setdefault("ASSAY_LOG_LEVEL", "ERROR")
     if args.memory_child:
@@ -461,6 +527,9 @@ def main() -> None:
         return
     if args.memory:
         bench_memory(args.rows, args.value_mb)
+        return
+    if args.regenerate:
+        bench_regenerate(args.repeat)
         return
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["ASSAY_HOME"] = str(Path(tmp) / "home")

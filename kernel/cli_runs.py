@@ -77,12 +77,22 @@ def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None
     click.echo(f"artifacts: {', '.join(record.artifact_ids) or 'none'}")
     click.echo("")
     started = events[0].at if events else record.started_at
+    artifact = _artifact_reader(_kernel(ctx))
     for event in events:
-        for line in _event_lines(event, full):
+        for line in _event_lines(event, full, artifact):
             click.echo(f"{event.at - started:8.3f}s  {line}")
 
 
-def _event_lines(event: Any, full: bool) -> list[str]:
+def _artifact_reader(kernel: Any) -> Any:
+    """``artifact_id -> record or None`` from the evidence catalog (None when the kernel keeps no evidence)."""
+    try:
+        catalog = kernel.evidence.catalog if kernel.evidence.enabled else None
+    except Exception:  # noqa: BLE001 - the transcript is shown without the artifacts' provenance
+        catalog = None
+    return catalog.get if catalog is not None else None
+
+
+def _event_lines(event: Any, full: bool, artifact: Any = None) -> list[str]:
     d = event.data
     kind = event.kind
     if kind == "message":
@@ -111,7 +121,14 @@ def _event_lines(event: Any, full: bool) -> list[str]:
 
         meta = d.get("metadata") or {}
         report = f" · report {meta['report_status']}: {meta.get('report_counters', '')}" if meta.get("report_status") else ""
-        return [f"[{event.step}] {d.get('tool')} -> {outcome_line(d, report_status=not report)}{report}"]
+        lines = [f"[{event.step}] {d.get('tool')} -> {outcome_line(d, report_status=not report)}{report}"]
+        for artifact_id in (d.get("artifact_ids") or []) if artifact is not None else []:
+            # SQL evidence: what ran (written from the checked statement) beside what was submitted (the call)
+            prov = getattr(artifact(artifact_id), "provenance", None) or {}
+            if prov.get("submitted_sql") is not None and prov.get("sql"):
+                text = str(prov["sql"])
+                lines.append(f"[{event.step}] executed SQL ({artifact_id}): " + _indent(text if full else _clip(text, 600)))
+        return lines
     if kind == "compaction":
         ids = ", ".join(d.get("artifact_ids") or []) or "none"
         return [(f"[{event.step}] compaction: {len(d.get('call_ids') or [])} tool result(s) stubbed, "

@@ -367,9 +367,13 @@ def capture_sql_execution(
     status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
     decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str] | None = None,
-    count_rest: bool = False,
+    count_rest: bool = False, submitted_sql: str | None = None,
 ) -> ArtifactRecord | None:
     """Keep a SQL result as evidence; ``None`` when the run captures nothing.
+
+    ``sql`` is the SQL that ran; ``submitted_sql`` (optional) the text as it was
+    submitted, when the two differ (the SQL plugin runs SQL written from the
+    checked statement): the provenance keeps both.
 
     ``decimal_text_columns`` (optional): indexes of columns a driver returned as
     decimal text instead of ``Decimal``; the stored bytes are the same.
@@ -384,8 +388,11 @@ def capture_sql_execution(
 
     def provenance() -> dict[str, Any]:
         ms = elapsed_ms() if callable(elapsed_ms) else elapsed_ms
-        return {"sql": sql, "datasource": database, "dialect": dialect, "elapsed_ms": round(float(ms), 3),
+        prov = {"sql": sql, "datasource": database, "dialect": dialect, "elapsed_ms": round(float(ms), 3),
                 "error": error}
+        if submitted_sql is not None and submitted_sql != sql:
+            prov["submitted_sql"] = submitted_sql
+        return prov
 
     return _guarded("sql", lambda: capture_rows(
         sink, kind="sql", columns=columns, rows=rows, status=status,

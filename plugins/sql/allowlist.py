@@ -73,10 +73,12 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         tstzrange daterange
         date text int2 int4 int8 float4 float8 numeric bool row
         num_nonnulls num_nulls pg_typeof current_database current_schema current_schemas current_setting
-        version pg_sleep pg_backend_pid format_type pg_size_pretty pg_relation_size pg_total_relation_size
+        version pg_sleep pg_sleep_for pg_sleep_until pg_backend_pid format_type
+        pg_size_pretty pg_relation_size pg_total_relation_size
         pg_table_size pg_indexes_size pg_get_viewdef pg_get_indexdef pg_get_constraintdef
         obj_description col_description pg_table_is_visible has_table_privilege has_schema_privilege
-        has_column_privilege
+        has_column_privilege has_any_column_privilege has_database_privilege has_function_privilege
+        has_sequence_privilege grouping array xmlparse
     """),
     "mysql": _STANDARD | _words("""
         group_concat json_arrayagg json_objectagg std median percentile_cont percentile_disc
@@ -96,6 +98,7 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         json_query json_quote json_remove json_replace json_search json_set json_table json_type json_unquote
         json_valid json_value json_equals
         if ifnull isnull convert interval row database schema version current_user user connection_id sleep
+        ascii to_char insert grouping
     """),
     "sqlite": _STANDARD | _words("""
         char format glob hex ifnull iif like likelihood likely printf quote random randomblob soundex
@@ -111,6 +114,7 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         pragma_foreign_key_list pragma_table_list generate_series
     """),
     "duckdb": _STANDARD | _words("""
+        count_if countif grouping grouping_id
         any_value arbitrary arg_max arg_min argmax argmin max_by min_by bool_and bool_or count_star favg fsum
         first last histogram list array_agg product string_agg group_concat listagg approx_count_distinct
         approx_quantile entropy kurtosis kurtosis_pop mad median mode quantile quantile_cont quantile_disc
@@ -171,6 +175,10 @@ SYSTEM_SCHEMAS: dict[str, frozenset[str]] = {
 }
 SYSTEM_SCHEMAS["mariadb"] = SYSTEM_SCHEMAS["mysql"]
 
+# Views of extensions PostgreSQL installs outside pg_catalog (in public, as a rule): an unqualified name finds
+# them after pg_catalog, which holds no relation of that name. pg_stat_statements shows other roles' query text
+# only to roles with pg_read_all_stats (which `assay db doctor` reports).
+_PG_EXTENSION_VIEWS = _words("pg_stat_statements pg_stat_statements_info")
 _PG_VIEWS = _words("""
     pg_tables pg_views pg_indexes pg_class pg_namespace pg_attribute pg_type pg_constraint pg_index
     pg_description pg_stats pg_stat_user_tables pg_stat_all_tables pg_statio_user_tables pg_stat_user_indexes
@@ -202,7 +210,7 @@ SYSTEM_PREFIXES: dict[str, tuple[str, ...]] = {
 # (schema, view) pairs; schema "" = an unqualified name that resolves to the system schema.
 SYSTEM_VIEWS: dict[str, frozenset[tuple[str, str]]] = {
     "postgresql": frozenset(
-        {("pg_catalog", v) for v in _PG_VIEWS} | {("", v) for v in _PG_VIEWS}
+        {("pg_catalog", v) for v in _PG_VIEWS} | {("", v) for v in _PG_VIEWS | _PG_EXTENSION_VIEWS}
         | {("information_schema", v) for v in _INFORMATION_SCHEMA}
     ),
     "mysql": frozenset({("information_schema", v) for v in _INFORMATION_SCHEMA}),

@@ -33,8 +33,12 @@ def _capture_fn() -> Any:
 def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any,
             elapsed_ms: float | Callable[[], float],
             column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None,
-            decimal_text: tuple[int, ...] = (), value_kinds: tuple[str, ...] | None = None) -> Any:
+            decimal_text: tuple[int, ...] = (), value_kinds: tuple[str, ...] | None = None,
+            submitted_sql: str | None = None) -> Any:
     """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED.
+
+    ``sql`` is the SQL that ran (written from the checked statement); ``submitted_sql`` the text as the
+    caller sent it, kept beside it in the provenance when the two differ.
 
     ``decimal_text``: columns the engine returned as numeric text (stored as their Decimal would be).
     ``value_kinds``: what the engine's loaders promise each column holds (a cheaper encoding).
@@ -48,6 +52,8 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
         extra["decimal_text_columns"] = decimal_text
     if value_kinds is not None:
         extra["value_kinds"] = value_kinds
+    if submitted_sql is not None and submitted_sql != sql:
+        extra["submitted_sql"] = submitted_sql
     try:
         return _capture_fn()(
             sink,
@@ -80,18 +86,21 @@ def stream_capture(sink: Any, *, resource: Any, sql: str) -> Callable[[Any], Any
     """
 
     def consume(stream: Any) -> Any:
-        return capture(sink, resource=resource, sql=sql, columns=stream.columns, rows=stream.rows,
+        return capture(sink, resource=resource, sql=stream.sql or sql, columns=stream.columns, rows=stream.rows,
                        elapsed_ms=stream.elapsed_ms, column_types=stream.column_types,
-                       decimal_text=stream.decimal_text, value_kinds=stream.value_kinds)
+                       decimal_text=stream.decimal_text, value_kinds=stream.value_kinds, submitted_sql=sql)
 
     return consume
 
 
-def capture_failure(sink: Any, *, resource: Any, sql: str, error: SqlError, elapsed_ms: float) -> Any:
-    """Record a failed, timed-out or cancelled attempt; never raises (the query's own error wins)."""
+def capture_failure(sink: Any, *, resource: Any, sql: str, error: SqlError, elapsed_ms: float,
+                    executed: str | None = None) -> Any:
+    """Record a failed, timed-out or cancelled attempt; never raises (the query's own error wins).
+
+    ``sql`` is the submitted text, ``executed`` the SQL that was sent (None: nothing was)."""
     try:
-        return capture(sink, resource=resource, sql=sql, columns=[], rows=[], elapsed_ms=elapsed_ms,
-                       status="failed", error=f"{error.code}: {error.message}")
+        return capture(sink, resource=resource, sql=executed or sql, columns=[], rows=[], elapsed_ms=elapsed_ms,
+                       status="failed", error=f"{error.code}: {error.message}", submitted_sql=sql)
     except SqlError as exc:
         log.warning("sql_failure_capture_failed", datasource=resource.name, error=exc.message)
         return None

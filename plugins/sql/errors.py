@@ -20,6 +20,15 @@ SQL_ROW_TOO_LARGE = "SQL_ROW_TOO_LARGE"
 SQL_TABLE_NOT_FOUND = "SQL_TABLE_NOT_FOUND"
 ARTIFACT_CAPTURE_FAILED = "ARTIFACT_CAPTURE_FAILED"
 ARTIFACT_QUOTA_EXCEEDED = "ARTIFACT_QUOTA_EXCEEDED"
+# The guard's refusals besides SQL_READ_ONLY_REQUIRED (nothing was sent to the database):
+SQL_TOO_LONG = "SQL_TOO_LONG"  # longer than max_sql_bytes, refused before the parse
+SQL_TOO_DEEPLY_NESTED = "SQL_TOO_DEEPLY_NESTED"  # nested deeper than the parser can follow
+SQL_AMBIGUOUS_CHARACTER = "SQL_AMBIGUOUS_CHARACTER"  # a non-ASCII space / control character outside strings
+SQL_AMBIGUOUS_COMMENT = "SQL_AMBIGUOUS_COMMENT"  # /* inside a comment: nested for some readers, not others
+SQL_AMBIGUOUS_BACKSLASH = "SQL_AMBIGUOUS_BACKSLASH"  # MySQL/MariaDB strings that end elsewhere without \ escapes
+SQL_NOT_REPRODUCIBLE = "SQL_NOT_REPRODUCIBLE"  # the checked tree cannot be written back as the same SQL
+NOTHING_SENT = frozenset({SQL_READ_ONLY_REQUIRED, SQL_TOO_LONG, SQL_TOO_DEEPLY_NESTED, SQL_AMBIGUOUS_CHARACTER,
+                          SQL_AMBIGUOUS_COMMENT, SQL_AMBIGUOUS_BACKSLASH, SQL_NOT_REPRODUCIBLE})
 
 TIMEOUT_HINT = (
     "Do not resubmit the same SQL: check the query plan and indexes, filter earlier, "

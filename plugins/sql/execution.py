@@ -2,9 +2,10 @@
 
 The path of every statement, top to bottom:
 
-1. :meth:`Executor.run` checks the text (:func:`.guard.check_read_only`:
-   exactly one read-only statement; no flag skips it), then starts a worker
-   thread and waits for it.
+1. :meth:`Executor.run` checks the text (:func:`.guard.check_read_only`: one
+   read-only statement; no flag skips it) inside the time limit (:mod:`.bounded`)
+   and runs the SQL written from the checked tree (:mod:`.regenerate`): it starts
+   a worker thread and waits for it.
 2. The worker (:meth:`Executor._work`) takes a pooled connection whose
    session passes the engine's check (``verify``: still read-only, nothing
    changed; a connection that fails is discarded), lets the engine set the
@@ -42,6 +43,7 @@ from assay.kernel.database_engine import DatabaseEngine, DatabasePool
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
+from .bounded import guard_within
 from .engines.base import Streamed
 from .engines.file_pool import PoolBusy
 from .errors import (
@@ -125,6 +127,11 @@ class RowStream:
         self._longest = longest  # no value can be longer than this
 
     @property
+    def sql(self) -> str | None:
+        """The SQL that runs (written from the checked statement)."""
+        return self._attempt.sql
+
+    @property
     def rows(self) -> Iterable[tuple]:
         """The rows, in the batches the engine produced (a capture takes them whole)."""
         from assay.kernel.evidence import RowBatches
@@ -203,6 +210,10 @@ class Attempt:
     # The consumer keeps at most this many bytes (the artifact cap): a single text/binary value longer
     # than it is refused (SQL_VALUE_TOO_LARGE) as it arrives, before the capture copies it again.
     max_value_bytes: int | None = None
+    # The SQL as submitted, and as run (written from the checked tree); the evidence keeps both.
+    submitted_sql: str | None = None
+    sql: str | None = None
+    guard_s: float = 0.0  # the time limit the guard's check already used
     rows_done: bool = False  # every row was fetched: the deadline no longer applies
     deadline: float | None = None
     started: float | None = None
@@ -249,7 +260,7 @@ class Executor:
 
     def __init__(self, name: str, engine: DatabaseEngine, open_pool: Callable[[], DatabasePool], *, dialect: str,
                  cancel_grace_s: float, backstop_margin_s: float, max_result_rows: int,
-                 allow_functions: tuple[str, ...] = ()) -> None:
+                 allow_functions: tuple[str, ...] = (), max_sql_bytes: int = 1 << 20) -> None:
         self.name = name
         self.engine = engine
         self.dialect = dialect
@@ -257,6 +268,7 @@ class Executor:
         self.backstop_margin_s = backstop_margin_s
         self.max_result_rows = max_result_rows
         self.allow_functions = allow_functions
+        self.max_sql_bytes = max_sql_bytes
         self._open_pool = open_pool
         self._pool: DatabasePool | None = None
         self._pool_lock = threading.Lock()
@@ -271,11 +283,15 @@ class Executor:
             return self._pool
 
     def run(self, sql: str, attempt: Attempt) -> QueryResult:
-        """Check ``sql`` and run it within ``attempt.timeout_s``; raise :class:`SqlError` on refusal, timeout,
-        cancel or failure."""
-        # SQL_READ_ONLY_REQUIRED (SQL_QUERY_FAILED if it does not parse): nothing reaches the database
-        check_read_only(sql, self.dialect, allow_functions=self.allow_functions)
-        return self._run(sql, attempt, None)
+        """Check ``sql`` and run the SQL written from the checked statement within ``attempt.timeout_s``; raise
+        :class:`SqlError` on refusal, timeout, cancel or failure."""
+        # The guard's codes (SQL_QUERY_TIMEOUT if the check runs out of time): nothing reaches the database
+        verdict, attempt.guard_s = guard_within(
+            lambda: check_read_only(sql, self.dialect, allow_functions=self.allow_functions,
+                                    max_bytes=self.max_sql_bytes), attempt.timeout_s)
+        attempt.submitted_sql = sql
+        attempt.sql = verdict.sql if verdict is not None else sql  # None: the guard was taken out (tests only)
+        return self._run(attempt.sql, attempt, None)
 
     def introspect(self, schemas: list[str] | None) -> list[TableInfo]:
         """The engine reads the catalog with its own queries (never a caller's text), on the same path."""
@@ -374,9 +390,10 @@ class Executor:
         if attempt.cancel_requested():  # cancelled while waiting for a connection: never start
             raise SqlError(SQL_QUERY_CANCELLED, "cancelled before the statement was sent")
         attempt.started = time.monotonic()
-        attempt.deadline = attempt.started + attempt.timeout_s
+        left = max(attempt.timeout_s - attempt.guard_s, 0.0)  # the guard's check used the rest
+        attempt.deadline = attempt.started + left
         attempt._mark_started(raw, self.engine.session_id(raw))
-        self.engine.begin(raw, attempt, attempt.timeout_s + self.backstop_margin_s)
+        self.engine.begin(raw, attempt, left + self.backstop_margin_s)
         cur = self.engine.cursor(raw)
         try:
             if attempt.consume is not None and params is None:
@@ -567,12 +584,12 @@ class Executor:
             pool.close()
 
 
-def check_read_only(sql: str, dialect: str, **options: Any) -> None:
-    """:func:`.guard.check_read_only`, imported with the first statement: the guard's lexer and
-    allow-lists are not needed to open a datasource and describe it (`assay ask`'s start-up)."""
+def check_read_only(sql: str, dialect: str, **options: Any) -> Any:
+    """:func:`.guard.check_read_only` (its verdict holds the SQL to run), imported with the first statement: the
+    guard's lexer and allow-lists are not needed to open a datasource and describe it (`assay ask`'s start-up)."""
     from .guard import check_read_only as check
 
-    check(sql, dialect, **options)
+    return check(sql, dialect, **options)
 
 
 def _engine_message(exc: BaseException) -> str:

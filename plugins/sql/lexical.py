@@ -1,8 +1,16 @@
 """Checks on the raw SQL text, before any parse: what the server reads differently from the parser.
 
+* :func:`two_readings` scans the text as the server's lexer does (strings,
+  quoted names, dollar quotes, comments) and refuses what a reader could read
+  two ways: a non-ASCII space or a control character outside a string or a
+  quoted name (``SQL_AMBIGUOUS_CHARACTER``: MariaDB does not end a ``--`` at
+  U+00A0, the parser does), ``/*`` inside a block comment
+  (``SQL_AMBIGUOUS_COMMENT``: PostgreSQL and DuckDB nest comments, the parser
+  does not), and on MySQL/MariaDB the opener of an executable comment.
 * MySQL/MariaDB run the inside of ``/*! ... */``, ``/*M! ... */`` (versioned
   code) and may act on ``/*+ ... */`` (optimizer hints); to a parser they are
-  comments. Any of them anywhere in the text (even in a string) is refused.
+  comments. Any of them outside a string or quoted name is refused (inside a
+  comment too).
 * MySQL/MariaDB read a backslash in a string as an escape unless the session's
   ``sql_mode`` holds ``NO_BACKSLASH_ESCAPES``; text whose strings end in
   different places under the two readings (``'a\\'...``) is refused
@@ -18,6 +26,8 @@
 from __future__ import annotations
 
 import re
+import unicodedata
+from dataclasses import dataclass
 
 _MYSQL_EXECUTABLE = re.compile(r"/\*(?:!|M!|\+)", re.IGNORECASE)
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
@@ -28,10 +38,117 @@ class Unresolvable(ValueError):
     """The text holds a name or literal the check cannot resolve as the server would."""
 
 
-def mysql_executable_comment(sql: str) -> str | None:
-    """The first ``/*!``, ``/*M!`` or ``/*+`` comment opener in ``sql`` (with a little context), or None."""
-    found = _MYSQL_EXECUTABLE.search(sql)
-    return None if found is None else sql[found.start(): found.start() + 24]
+@dataclass(frozen=True)
+class Ambiguity:
+    """Something in the text a reader could read two ways: ``kind`` is ``character``, ``comment`` or
+    ``executable_comment``; ``what`` says what was found, ``position`` where (0-based)."""
+
+    kind: str
+    what: str
+    position: int
+
+
+# Where the scan of code may change state or meet an odd character.
+_STOP = re.compile(r"""['"`\[$#/\-]|[^\x20-\x7e\t\n\r]""")
+_COMMENT_MARK = re.compile(r"/\*|\*/")
+_ODD_CHAR = re.compile(r"[^\x20-\x7e\t\n\r]")
+_PLAIN_STRING = re.compile(r"'[^']*(?:''[^']*)*'")
+_BACKSLASH_STRING = re.compile(r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*'", re.DOTALL)
+_MYSQL_DOUBLE_STRING = re.compile(r'"[^"\\]*(?:(?:\\.|"")[^"\\]*)*"', re.DOTALL)
+_QUOTED_NAME = {'"': re.compile(r'"[^"]*(?:""[^"]*)*"'), "`": re.compile(r"`[^`]*(?:``[^`]*)*`"),
+                "[": re.compile(r"\[[^\]]*\]")}
+_MYSQL_DASHES_END = " \t\n\r\f\v" + "".join(map(chr, range(0x20)))
+
+
+def odd_character(ch: str) -> str | None:
+    """Why ``ch`` could be read two ways outside a string or quoted name (None: it cannot).
+
+    ASCII control characters but tab, LF and CR; non-ASCII spaces, line and paragraph
+    separators; non-ASCII control, format (zero-width, BOM...), private-use and unassigned
+    characters. Other non-ASCII characters (letters of a name) are read the same by all."""
+    code = ord(ch)
+    if 0x20 <= code < 0x7F or ch in "\t\n\r":
+        return None
+    if code < 0x80:
+        return f"the control character U+{code:04X}"
+    category = unicodedata.category(ch)
+    if category in ("Zs", "Zl", "Zp"):
+        return f"the non-ASCII space U+{code:04X} ({unicodedata.name(ch, 'unnamed')})"
+    if category[0] == "C":
+        return f"the invisible or control character U+{code:04X} ({unicodedata.name(ch, 'unnamed')})"
+    return None
+
+
+def two_readings(sql: str, dialect: str) -> Ambiguity | None:
+    """The first thing in ``sql`` a reader could read two ways, scanning as ``dialect``'s server lexes, or None.
+
+    Strings (with ``''``; backslash escapes in MySQL/MariaDB strings and PostgreSQL/DuckDB ``E''``
+    strings), quoted names and dollar quotes are skipped whole; everything else, comments included,
+    is checked. Text that does not end a string or comment is left to the parser."""
+    mysql, dollars = dialect in ("mysql", "mariadb"), dialect in ("postgresql", "duckdb")
+    i, n = 0, len(sql)
+    while True:
+        found = _STOP.search(sql, i)
+        if found is None:
+            return None
+        j, c = found.start(), found.group()
+        if c == "'":
+            escaped = mysql or (dollars and j > 0 and sql[j - 1] in "eE" and not _ident_before(sql, j - 1))
+            end = (_BACKSLASH_STRING if escaped else _PLAIN_STRING).match(sql, j)
+        elif c == '"':
+            end = (_MYSQL_DOUBLE_STRING if mysql else _QUOTED_NAME['"']).match(sql, j)
+        elif (c == "`" and dialect in ("mysql", "mariadb", "sqlite")) or (c == "[" and dialect == "sqlite"):
+            end = _QUOTED_NAME[c].match(sql, j)
+        elif c == "$" and dollars and not _ident_before(sql, j) and _DOLLAR_TAG.match(sql, j):
+            tag = _DOLLAR_TAG.match(sql, j).group(0)  # type: ignore[union-attr]
+            close = sql.find(tag, j + len(tag))
+            if close < 0:
+                return None
+            i = close + len(tag)
+            continue
+        elif (sql.startswith("--", j) and (not mysql or j + 2 >= n or sql[j + 2] in _MYSQL_DASHES_END)) or (
+                c == "#" and mysql):  # a line comment
+            close = sql.find("\n", j)
+            close = n if close < 0 else close
+            found_in = _in_comment(sql, j, close, mysql)
+            if found_in is not None:
+                return found_in
+            i = close
+            continue
+        elif sql.startswith("/*", j):
+            if mysql and _MYSQL_EXECUTABLE.match(sql, j):
+                return Ambiguity("executable_comment", sql[j: j + 24], j)
+            mark = _COMMENT_MARK.search(sql, j + 2)  # the first /* or */ after the opener, left to right
+            if mark is not None and mark.group() == "/*":
+                return Ambiguity("comment", "'/*' inside a /* comment */", mark.start())
+            close = n if mark is None else mark.start()
+            found_in = _in_comment(sql, j, close, mysql)
+            if found_in is not None:
+                return found_in
+            i = close + 2
+            continue
+        else:
+            why = odd_character(c) if len(c) == 1 and not ("\x20" <= c <= "\x7e") else None
+            if why is not None:
+                return Ambiguity("character", why, j)
+            i = j + 1
+            continue
+        if end is None:
+            return None  # unterminated: the parser reports it
+        i = end.end()
+
+
+def _in_comment(sql: str, start: int, end: int, mysql: bool) -> Ambiguity | None:
+    """An odd character or (MySQL/MariaDB) an executable-comment opener inside the comment sql[start:end]."""
+    for odd in _ODD_CHAR.finditer(sql, start, end):
+        why = odd_character(odd.group())
+        if why is not None:
+            return Ambiguity("character", why, odd.start())
+    if mysql:
+        opener = _MYSQL_EXECUTABLE.search(sql, start + 1, end)
+        if opener is not None:
+            return Ambiguity("executable_comment", sql[opener.start(): opener.start() + 24], opener.start())
+    return None
 
 
 def mysql_backslash_ambiguity(sql: str) -> bool:

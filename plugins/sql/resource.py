@@ -129,6 +129,7 @@ class DatabaseResource(Resource):
                     cancel_grace_s=self.settings.cancel_grace_s, backstop_margin_s=self.settings.backstop_margin_s,
                     max_result_rows=self.settings.max_result_rows,
                     allow_functions=tuple(self.config.allow_functions),
+                    max_sql_bytes=self.settings.max_sql_bytes,
                 )
             return self._executor
 

@@ -88,6 +88,8 @@ class SqlSettings(EnvSettings):
     cancel_grace_s: float = Field(default=2.0, gt=0, description="Wait for confirmation after cancelling.")
     backstop_margin_s: float = Field(default=1.0, ge=0, description="Server-side limit = time limit + this.")
     max_result_rows: int = Field(default=1_000_000, ge=1, description="Larger results are refused.")
+    max_sql_bytes: int = Field(default=1 << 20, ge=1, description="Longer SQL text (UTF-8 bytes) is refused "
+                               "before it is parsed (SQL_TOO_LONG).")
     preview_rows: int = Field(default=50, ge=1)
     preview_chars: int = Field(default=20_000, ge=200)
     schema_prompt_chars: int = Field(default=6_000, ge=200, description="Budget for one schema in a prompt.")

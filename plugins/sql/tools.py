@@ -30,7 +30,7 @@ from pydantic import Field
 from assay import FunctionTool, RunContext, ToolResult
 
 from .capture import capture_failure, stream_capture
-from .errors import SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
+from .errors import ARTIFACT_CAPTURE_FAILED, NOTHING_SENT, SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
 from .execution import QueryResult, run_cancellable
 from .preview import markdown_table
 from .resource import DatabaseResource
@@ -107,8 +107,8 @@ class SqlQueryCall:
         try:
             result = self.resource.query(self.sql, attempt=self.attempt)
         except SqlError as exc:  # refused, timed out, cancelled, failed, or its capture failed
-            return failure_result(self.resource, self.sql, exc, self.sink)
-        return success_result(self.resource, result, self.settings)
+            return failure_result(self.resource, self.sql, exc, self.sink, executed=self.attempt.sql)
+        return success_result(self.resource, result, self.settings, executed=self.attempt.sql)
 
     async def arun(self) -> ToolResult:
         """:meth:`run` off the event loop; cancelling the task cancels the statement (and re-raises)."""
@@ -117,8 +117,10 @@ class SqlQueryCall:
         return await run_cancellable(self.run, self.attempt, grace_s=self.settings.cancel_grace_s)
 
 
-def success_result(resource: DatabaseResource, result: QueryResult, settings: SqlSettings) -> ToolResult:
-    """The model-facing result of a finished query (its artifact, if any, was captured as the rows streamed)."""
+def success_result(resource: DatabaseResource, result: QueryResult, settings: SqlSettings,
+                   executed: str | None = None) -> ToolResult:
+    """The model-facing result of a finished query (its artifact, if any, was captured as the rows streamed);
+    ``executed``: the SQL that ran (written from the checked statement)."""
     record = result.consumed
     n = result.row_count
     # The capture stops at ASSAY_ARTIFACT_MAX_BYTES: the artifact then holds only the first rows.
@@ -156,6 +158,7 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
         "preview_rows": shown,
         "truncated": shown < n or not complete,
         "privileged_login": resource.privileged_login,
+        "executed_sql": executed,
     }
     if not complete:
         data["artifact_row_count"] = kept
@@ -176,12 +179,14 @@ def privileged_note(resource: DatabaseResource | None) -> str:
             f"({resource.login.summary()}), allowed by allow_privileged; only the SQL parser keeps it read-only.")
 
 
-def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError, sink: Any) -> ToolResult:
-    """A failure envelope; attempts that reached the database are recorded as failed artifacts."""
+def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError, sink: Any,
+                   executed: str | None = None) -> ToolResult:
+    """A failure envelope; attempts that reached the database are recorded as failed artifacts (with the SQL
+    that was sent, ``executed``, beside the submitted ``sql``)."""
     artifacts = []
-    if resource is not None and error.code not in ("SQL_READ_ONLY_REQUIRED", "ARTIFACT_CAPTURE_FAILED"):
+    if resource is not None and error.code not in NOTHING_SENT and error.code != ARTIFACT_CAPTURE_FAILED:
         record = capture_failure(sink, resource=resource, sql=sql, error=error,
-                                 elapsed_ms=float(error.details.get("elapsed_ms", 0.0)))
+                                 elapsed_ms=float(error.details.get("elapsed_ms", 0.0)), executed=executed)
         if record is not None:
             artifacts.append(record.ref())
     metadata = dict(error.details)

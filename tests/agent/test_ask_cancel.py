@@ -65,7 +65,7 @@ def interrupt_a_running_query(pg_login, tmp_path, signum: int) -> tuple[int, str
                             preexec_fn=sigint_default)
     try:
         deadline = time.monotonic() + 60
-        while not any("pg_sleep" in q for q in active_queries(pg_login)):
+        while not any("pg_sleep" in q.lower() for q in active_queries(pg_login)):
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < deadline, "the query never started"
             time.sleep(0.1)
@@ -82,7 +82,7 @@ def test_sigint_cancels_the_running_query_and_keeps_the_transcript_as_cancelled(
     returncode, out, err, env = interrupt_a_running_query(pg_login, tmp_path, signal.SIGINT)
     assert returncode == 130, (out, err)
     assert "status: cancelled" in err and "Traceback" not in err
-    assert not any("pg_sleep" in q for q in active_queries(pg_login)), "the query still runs on the server"
+    assert not any("pg_sleep" in q.lower() for q in active_queries(pg_login)), "the query still runs on the server"
 
     listed = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "runs", "ls", "--json"], env=env, check=True,
                             capture_output=True, text=True, timeout=60)

@@ -138,3 +138,14 @@ def test_record_writes_a_cassette_that_replays_the_same_run(shop_db, script, tmp
     first, second = json.loads(recorded.stdout), json.loads(replayed.stdout)
     assert second["answer"] == first["answer"] == "south sells most" and second["status"] == "answered"
     assert second["run_id"] != first["run_id"] and second["tool_calls"][0]["row_count"] == 2
+
+
+def test_runs_show_prints_the_executed_sql_beside_the_submitted_call(shop_db, script):
+    submitted = "select region, sum(amount) as total /* per region */ from sales group by region"
+    ask("--db", f"sqlite:///{shop_db}", "--model",
+        script({"tool": "sql_query", "arguments": {"sql": submitted}}, {"text": "south"}), "which?")
+    [record] = runs()
+    artifact = record["artifact_ids"][0]
+    out = run_assay("runs", "show", record["run_id"]).stdout
+    assert submitted in out  # the call, as the model sent it
+    assert f"executed SQL ({artifact}): SELECT region, SUM(amount) AS total FROM sales GROUP BY region" in out

@@ -249,7 +249,7 @@ def parser_bypassed(monkeypatch) -> None:
     """Take the read-only parser out of the way (no flag can), to prove what the database itself refuses."""
     from assay.plugins.sql import execution
 
-    monkeypatch.setattr(execution, "check_read_only", lambda sql, dialect, **_: None)
+    monkeypatch.setattr(execution, "check_read_only", lambda sql, dialect, **_: None)  # the text runs as sent
 
 
 @pytest.fixture
@@ -287,7 +287,8 @@ def recording_capture(monkeypatch) -> Any:
     from assay.plugins.sql import capture as capture_module
 
     def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
-                     column_types=None, decimal_text_columns=(), value_kinds=None, count_rest=False):
+                     column_types=None, decimal_text_columns=(), value_kinds=None, count_rest=False,
+                     submitted_sql=None):
         if sink.fail:
             raise RuntimeError("disk full")
         from decimal import Decimal
@@ -297,7 +298,8 @@ def recording_capture(monkeypatch) -> Any:
                          if j in decimal_text_columns and isinstance(v, (str, bytes)) else v
                          for j, v in enumerate(r)] for r in rows]
         record = FakeRecord(f"art_{len(sink.captures) + 1}", status, len(materialized))
-        sink.captures.append({"columns": list(columns), "rows": materialized, "sql": sql, "database": database,
+        sink.captures.append({"columns": list(columns), "rows": materialized, "sql": sql,
+                              "submitted_sql": submitted_sql, "database": database,
                               "dialect": dialect, "status": status, "error": error, "record": record})
         return record
 

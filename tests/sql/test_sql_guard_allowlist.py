@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 from assay.plugins.sql.allowlist import FUNCTIONS, NEVER
-from assay.plugins.sql.errors import SQL_QUERY_FAILED, SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.errors import (
+    SQL_AMBIGUOUS_BACKSLASH,
+    SQL_AMBIGUOUS_COMMENT,
+    SQL_QUERY_FAILED,
+    SQL_READ_ONLY_REQUIRED,
+    SqlError,
+)
 from assay.plugins.sql.guard import check_read_only
 from assay.plugins.sql.settings import DatasourceConfig
 
@@ -46,11 +52,17 @@ def test_names_and_literals_that_cannot_be_resolved_are_refused(sql):
     # the comment before the dot must end at its own */, not at the one before UESCAPE
     'SELECT U&"pg_catalog"/* c */.U&"pg_read_file"/* c */UESCAPE \'!\'(\'/etc/passwd\')',
     'SELECT U&"lower"/* c */.U&"pg_read_file"/* c */UESCAPE \'!\'(\'/etc/passwd\')',
-    'SELECT U&"pg_catalog"/* a /* nested */ b */.U&"pg_read_file" UESCAPE \'!\'(\'/etc/passwd\')',
     'SELECT U&"pg_catalog"-- c\n.U&"!0070g_read_file"-- c\nUESCAPE -- c\n\'!\'(\'/etc/passwd\')',
 ])
 def test_a_comment_between_unicode_escaped_name_parts_does_not_hide_the_function(sql):
     assert "pg_read_file()" in refusal(sql, "postgresql")
+
+
+def test_a_nested_comment_between_name_parts_is_refused_before_the_parse():
+    sql = 'SELECT U&"pg_catalog"/* a /* nested */ b */.U&"pg_read_file" UESCAPE \'!\'(\'/etc/passwd\')'
+    with pytest.raises(SqlError) as info:
+        check_read_only(sql, "postgresql")
+    assert info.value.code == SQL_AMBIGUOUS_COMMENT
 
 
 def test_uescape_without_a_one_character_literal_cannot_be_resolved():
@@ -91,7 +103,8 @@ def test_allow_functions_extends_the_allow_list_by_name_and_by_schema():
     "SELECT 1 /*!50000 , LOAD_FILE('/etc/passwd') */",
     "SELECT 1 /*M!100000 , LOAD_FILE('/etc/passwd') */",
     "SELECT /*+ SET_VAR(sql_mode='') */ 1",
-    "SELECT '/*!' AS s",  # even inside a string: the raw text is checked, not only the parse
+    "SELECT 1 -- /*! , LOAD_FILE('/etc/passwd') */",  # in a comment too: only strings and quoted names are data
+    "SELECT 1 --/*! , LOAD_FILE('/etc/passwd') */",  # MariaDB: -- without a space is not a comment
 ])
 @pytest.mark.parametrize("dialect", ["mysql", "mariadb"])
 def test_mysql_executable_comments_are_refused_outright(sql, dialect):
@@ -100,6 +113,11 @@ def test_mysql_executable_comments_are_refused_outright(sql, dialect):
 
 def test_executable_comment_openers_are_plain_comments_elsewhere():
     check_read_only("SELECT 1 /*!50000 , x */", "postgresql")
+
+
+@pytest.mark.parametrize("dialect", ["mysql", "mariadb"])
+def test_executable_comment_openers_inside_string_literals_are_data(dialect):
+    check_read_only("SELECT '/*+ not a hint */' AS s, '/*!' AS t, `/*!x` FROM orders", dialect)
 
 
 @pytest.mark.parametrize("dialect,sql,what", [
@@ -195,7 +213,9 @@ def test_explain_options_are_read_and_analyze_in_any_spelling_is_refused():
 def test_mysql_text_that_reads_differently_without_backslash_escapes_is_refused(dialect):
     # with NO_BACKSLASH_ESCAPES the server would end the string at \' and run load_file
     hidden = "SELECT 'a\\', load_file(''/etc/passwd''), ''' AS x"
-    assert "NO_BACKSLASH_ESCAPES" in refusal(hidden, dialect)
+    with pytest.raises(SqlError) as info:
+        check_read_only(hidden, dialect)
+    assert info.value.code == SQL_AMBIGUOUS_BACKSLASH and "NO_BACKSLASH_ESCAPES" in info.value.message
     check_read_only("SELECT 'a\\\\d' AS pattern, 'it''s' AS quote, regexp_like('x', '^\\w+$')", dialect)
 
 
@@ -211,11 +231,9 @@ REVIEWED_KEYWORD_CONSTRUCTS = {
 
 @pytest.mark.parametrize("dialect", ["postgresql", "mysql", "sqlite", "duckdb"])
 def test_every_name_sqlglot_knows_is_either_on_the_allow_list_refused_or_a_reviewed_keyword(dialect):
-    from sqlglot.dialects.dialect import Dialect
+    from assay.plugins.sql.dialects import DIALECTS
 
-    from assay.plugins.sql.guard import SQLGLOT_DIALECT
-
-    parser = Dialect.get_or_raise(SQLGLOT_DIALECT[dialect]).parser_class
+    parser = DIALECTS[dialect].parser_class
     unexpected = set()
     for name in sorted(set(parser.FUNCTIONS) | set(parser.FUNCTION_PARSERS)):
         for args in ("1", "1, 2", "'a', 'b', 'c'"):

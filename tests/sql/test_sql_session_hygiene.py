@@ -83,7 +83,8 @@ def test_postgres_prepared_statements_and_session_settings_do_not_survive(reques
         db.query("SELECT set_config('assay.leak', 'x', false), set_config('search_path', 'pg_catalog', false)")
         row = db.query("SELECT pg_backend_pid(), (SELECT count(*) FROM pg_prepared_statements WHERE name = 'assay_leak'), "
                        "coalesce(current_setting('assay.leak', true), ''), current_setting('default_transaction_read_only'), "
-                       "(SELECT count(*) FROM pg_settings WHERE source = 'session' AND name <> 'default_transaction_read_only' "
+                       "(SELECT count(*) FROM pg_settings WHERE source = 'session' AND name NOT IN "
+                           "('default_transaction_read_only', 'standard_conforming_strings') "
                        "AND name NOT LIKE 'transaction_%%' AND name <> 'statement_timeout')").rows[0]  # begin sets it for the statement
         assert row == (sid, 0, "", "on", 0)
         assert db.query("SELECT count(*) FROM orders").rows[0][0] > 0  # search_path is the datasource's again

@@ -80,7 +80,7 @@ def test_row_limit_stops_a_streaming_statement_and_keeps_nothing(engine, request
     assert kernel.call_tool("sql_query", {"sql": "SELECT count(*) AS n FROM stores"}, run=run).success
     if engine == "postgresql":  # nothing of the big query is left running
         with pg_admin() as conn:
-            assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE query LIKE %s AND state = 'active'",
+            assert conn.execute("SELECT count(*) FROM pg_stat_activity WHERE query ILIKE %s AND state = 'active'",
                                 ("%generate_series(1, 2000000000)%",)).fetchone()[0] == 0
     run.close()
     db.close()

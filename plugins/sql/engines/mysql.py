@@ -1,6 +1,12 @@
 """MySQL and MariaDB (pymysql): read-only sessions, ``KILL QUERY`` from a kept-open side connection.
 
-- Pool: every session is ``SET SESSION TRANSACTION READ ONLY`` (DDL commits
+- Pool: every session's ``sql_mode`` is the server's without the modes that
+  change how text is read (:data:`LEXICAL_MODES`: ``ANSI_QUOTES``,
+  ``NO_BACKSLASH_ESCAPES``, ``PIPES_AS_CONCAT``, ``IGNORE_SPACE``,
+  ``HIGH_NOT_PRECEDENCE``, ``ANSI`` and the ``ORACLE``/``MSSQL``/``DB2``/
+  ``POSTGRESQL``/``MAXDB`` parsers), so the server reads strings, quotes and
+  operators as the guard does; every session is
+  ``SET SESSION TRANSACTION READ ONLY`` (DDL commits
   implicitly and would escape a READ ONLY transaction; a read-only session
   refuses it); each statement runs in ``START TRANSACTION READ ONLY``, rolled
   back, with ``max_statement_time`` (MariaDB) or ``max_execution_time``
@@ -11,8 +17,8 @@
   user variables, ``GET_LOCK`` locks, temporary tables, prepared statements,
   session variables such as ``sql_mode`` back to the server's), then set up
   again as pymysql sets up a new connection, and read-only. At checkout the
-  session must be read-only, not autocommit, and its ``sql_mode`` and
-  isolation those of the server.
+  session must be read-only, not autocommit, its ``sql_mode`` the server's
+  less :data:`LEXICAL_MODES` and its isolation the server's.
 - Streaming: an unbuffered cursor (``SSCursor``) hands the rows over as they
   arrive; a statement left early is stopped with ``KILL QUERY`` and drained.
 - Types: the protocol's field type names.
@@ -39,8 +45,28 @@ KILL_CONNECTIONS: weakref.WeakKeyDictionary[Any, KillConnection] = weakref.WeakK
 COM_RESET_CONNECTION = 0x1F  # MariaDB 10.2.4+, MySQL 5.7.3+ (pymysql names no constant for it)
 
 
-def _read_only_session(dbapi_conn: Any) -> None:
+# sql_mode flags that change how the server reads the text (quotes, backslashes, ||, spaces before '(',
+# NOT's precedence, another server's grammar): never set in assay's sessions.
+LEXICAL_MODES = frozenset({"ANSI", "ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT", "IGNORE_SPACE",
+                           "HIGH_NOT_PRECEDENCE", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB"})
+
+
+def pinned_sql_mode(mode: str) -> str:
+    """``mode`` (a server's sql_mode) without :data:`LEXICAL_MODES`."""
+    return ",".join(m for m in (mode or "").split(",") if m and m.upper() not in LEXICAL_MODES)
+
+
+def _read_only_session(dbapi_conn: Any, *, reset: bool = False) -> None:
+    """Read-only, and the sql_mode the guard reads with. The server's mode is read once per connection; after
+    a reset (the session has the server's mode again) it is set only when it differs from the server's."""
     with dbapi_conn.cursor() as cur:
+        modes = getattr(dbapi_conn, "assay_sql_modes", None)
+        if modes is None:
+            cur.execute("SELECT @@GLOBAL.sql_mode")
+            server = cur.fetchone()[0]
+            modes = dbapi_conn.assay_sql_modes = (server, pinned_sql_mode(server))
+        if not reset or modes[0] != modes[1]:
+            cur.execute("SET SESSION sql_mode = %s", (modes[1],))
         cur.execute("SET SESSION TRANSACTION READ ONLY")
 
 
@@ -91,20 +117,19 @@ class MysqlEngine(SqlEngine):
         raw.rollback()
 
     def reset(self, raw: Any) -> None:
-        """``COM_RESET_CONNECTION``, then the set-up pymysql gives a new connection, then read-only again."""
+        """``COM_RESET_CONNECTION``, then the set-up pymysql gives a new connection, then read-only again with
+        the pinned ``sql_mode`` (it replaces any ``sql_mode`` the URL asked for)."""
         raw._execute_command(COM_RESET_CONNECTION, b"")
         raw._read_ok_packet()
         # The reset put every session variable back to the server's global value: the
         # connection's character set and autocommit mode included.
         raw.set_character_set(raw.charset, raw.collation)
         with raw.cursor() as cur:
-            if raw.sql_mode is not None:
-                cur.execute("SET sql_mode=%s", (raw.sql_mode,))
             if raw.init_command is not None:
                 cur.execute(raw.init_command)
         if raw.autocommit_mode is not None:
             raw.autocommit(raw.autocommit_mode)
-        _read_only_session(raw)
+        _read_only_session(raw, reset=True)
 
     def verify(self, raw: Any) -> list[str]:
         names = ("tx_read_only", "tx_isolation") if is_mariadb(raw) else ("transaction_read_only", "transaction_isolation")
@@ -119,8 +144,9 @@ class MysqlEngine(SqlEngine):
             problems.append(f"the session is not read-only ({ro}={read_only})")
         if int(autocommit) != 0:
             problems.append("the session is in autocommit mode")
-        if sql_mode != global_mode:
-            problems.append(f"sql_mode was changed ({sql_mode!r}, the server's is {global_mode!r})")
+        if sql_mode != pinned_sql_mode(global_mode):
+            problems.append(f"sql_mode is not the one assay sets ({sql_mode!r}; the server's is {global_mode!r}, "
+                            f"less {', '.join(sorted(LEXICAL_MODES))})")
         if isolation != global_isolation:
             problems.append(f"the isolation level was changed ({isolation}, the server's is {global_isolation})")
         return problems

@@ -1,12 +1,16 @@
 """PostgreSQL (psycopg 3): read-only sessions, cancel requests, chunked-rows streaming, numeric as text.
 
-- Pool: every session defaults to ``default_transaction_read_only``; each
+- Pool: every session defaults to ``default_transaction_read_only`` and has
+  ``standard_conforming_strings`` on (a backslash in a plain string is a
+  backslash, as the guard reads it, whatever the server, database or role
+  says); each
   statement runs in a READ ONLY transaction that is always rolled back, with
   ``statement_timeout`` (limit + margin) as the server-side backstop.
 - Hygiene: after each statement ``DISCARD ALL`` (settings, advisory locks,
   prepared statements, temporary tables, role) and read-only again; at
   checkout the session must be read-only, hold no session-level setting but
-  ours, no advisory lock, no other role and no temporary table.
+  ours, ``standard_conforming_strings`` on, no advisory lock, no other role
+  and no temporary table.
 - Cancel: a cancel request for the backend (``cancel_safe``).
 - Streaming: libpq's chunked-rows mode (libpq 17 and newer), so the server
   keeps sending while a chunk is encoded; one statement by the extended
@@ -73,10 +77,14 @@ class NumericAsText:
         self.adapters.register_loader(NUMERIC, ByteaLoader)
 
 
+# The session settings assay sets: read-only by default, and strings read as the guard reads them.
+SESSION_SETUP = "SET default_transaction_read_only = on; SET standard_conforming_strings = on"
+
+
 def _read_only_session(dbapi_conn: Any) -> None:
     dbapi_conn.read_only = True  # every transaction psycopg opens is BEGIN READ ONLY
     with dbapi_conn.cursor() as cur:
-        cur.execute("SET default_transaction_read_only = on")
+        cur.execute(SESSION_SETUP)
     dbapi_conn.commit()
 
 
@@ -113,12 +121,13 @@ def _session_bounds(dbapi_conn: Any, limits: EngineLimits) -> SessionBounds:
 
 # Settings a session may hold at the session level (source 'session'): the one we set, and those
 # of the current transaction (BEGIN READ ONLY sets them).
-OUR_SESSION_SETTINGS = ("default_transaction_read_only",
+OUR_SESSION_SETTINGS = ("default_transaction_read_only", "standard_conforming_strings",
                         "transaction_read_only", "transaction_isolation", "transaction_deferrable")  # per transaction
 # One round trip at checkout: the read-only flags, session-level settings someone else set,
 # locks the session holds, its role, its temporary tables.
 VERIFY_SQL = (
     "SELECT current_setting('default_transaction_read_only'), current_setting('transaction_read_only'), "
+    "current_setting('standard_conforming_strings'), "
     "current_setting('transaction_isolation') = (SELECT reset_val FROM pg_settings "
     "  WHERE name = 'default_transaction_isolation'), "
     "ARRAY(SELECT name FROM pg_settings WHERE source = 'session' AND name <> ALL(%s)), "
@@ -165,13 +174,13 @@ class PostgresEngine(SqlEngine):
 
     def reset(self, raw: Any) -> None:
         """``DISCARD ALL`` (session settings, advisory locks, prepared statements, temporary tables,
-        LISTEN, the role), then read-only again."""
+        LISTEN, the role), then read-only and standard-conforming strings again."""
         if raw.info.transaction_status != 0:
             raw.rollback()
         raw.autocommit = True  # DISCARD ALL cannot run inside a transaction block
         try:
             raw.execute("DISCARD ALL")  # psycopg forgets its own prepared statements on seeing it
-            raw.execute("SET default_transaction_read_only = on")
+            raw.execute(SESSION_SETUP)
         finally:
             raw.autocommit = False
         raw.read_only = True
@@ -180,7 +189,7 @@ class PostgresEngine(SqlEngine):
         if raw.info.transaction_status != 0:
             raw.rollback()
         try:
-            default_ro, tx_ro, isolation_ok, settings, locks, same_role, temp = raw.execute(
+            default_ro, tx_ro, conforming, isolation_ok, settings, locks, same_role, temp = raw.execute(
                 VERIFY_SQL, (list(OUR_SESSION_SETTINGS),)).fetchone()
         finally:
             raw.rollback()
@@ -188,6 +197,9 @@ class PostgresEngine(SqlEngine):
         if raw.read_only is not True or default_ro != "on" or tx_ro != "on":
             problems.append(f"the session is not read-only (default_transaction_read_only={default_ro}, "
                             f"transaction_read_only={tx_ro})")
+        if conforming != "on":
+            problems.append("standard_conforming_strings is off (a backslash would end a string the check "
+                            "read as going on)")
         if not isolation_ok:
             problems.append("the transaction isolation differs from the server's default")
         if settings:
