@@ -342,19 +342,19 @@ def _mysql_message(exc: BaseException) -> str:
 
 
 def _mysql_settings(report: LoginReport, global_mode: str, session_mode: str) -> None:
+    """The session's sql_mode is the one assay pins (the server's without the flags below, whatever the
+    URL's init_command asked for): a flag still in the session is a failed pin; one in the server's mode
+    only is taken out of every assay session (said, so that the operator knows other clients read it)."""
     for flag, why in MYSQL_MODE_FLAGS.items():
-        where = [name for name, mode in (("server (global)", global_mode), ("this session", session_mode))
-                 if flag in mode.upper().split(",")]
-        if not where:
-            report.settings.append(f"sql_mode without {flag}: ok")
-            continue
-        report.settings.append(f"sql_mode holds {flag} ({' and '.join(where)}): WARNING the server then {why}, "
-                               "which the read-only check does not; every assay session must take it out")
-        if flag in global_mode.upper().split(","):
-            report.advice.append(f"as an administrator: take {flag} out of the server's sql_mode "
-                                 "(SET GLOBAL sql_mode = ... and the [mysqld] sql_mode of its configuration file)")
-        else:
+        if flag in session_mode.upper().split(","):
+            report.settings.append(f"sql_mode holds {flag} (this session): WARNING the server then {why}, "
+                                   "which the read-only check does not; assay's sessions must not hold it")
             report.advice.append(f"take {flag} out of the datasource URL's init_command / sql_mode")
+        elif flag in global_mode.upper().split(","):
+            report.settings.append(f"sql_mode without {flag}: ok (the server's sql_mode holds it; assay takes "
+                                   "it out of every session it opens)")
+        else:
+            report.settings.append(f"sql_mode without {flag}: ok")
 
 
 def _grants(cur: Any, statement: str) -> list[str]:
