@@ -135,6 +135,8 @@ class Executor:
                                     started_at=times[1])
         except LeaseLost:
             return
+        catalog = kernel.evidence.catalog
+        catalog.fence(run_id, lambda tx: self.leases.fence(tx, run_id, self.worker))  # artifacts: fenced too
         run = kernel.new_run(run_id=run_id)
         loop = asyncio.get_running_loop()
         agent: asyncio.Future = loop.create_future()
@@ -170,6 +172,7 @@ class Executor:
                 [guarded], status=_status("failed"))
         finally:
             stop.set()
+            catalog.fence(run_id, None)
             with self._lock:
                 self.running.pop(run_id, None)
             await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened

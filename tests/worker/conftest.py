@@ -84,11 +84,13 @@ class Cluster:
             self.stop()
             raise
 
-    def add_worker(self, wait: bool = True) -> subprocess.Popen:
+    def add_worker(self, wait: bool = True, env: dict[str, str] | None = None,
+                   args: tuple[str, ...] = ()) -> subprocess.Popen:
         n = len(self.workers) + 1
-        env = {**self.api.env, "ASSAY_HOME": str(self.root / f"worker-{n}" / "home")}
+        base = {k: v for k, v in self.api.env.items() if k != "ASSAY_TEST_FAULT"}  # the API's own fault
+        env = {**base, "ASSAY_HOME": str(self.root / f"worker-{n}" / "home"), **(env or {})}
         log = open(self.root / f"worker-{n}.log", "w")  # noqa: SIM115 - closed in stop()
-        proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "worker"], env=env, stdout=log,
+        proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "worker", *args], env=env, stdout=log,
                                 stderr=subprocess.STDOUT)
         self.workers.append(proc)
         self.logs.append(log)
