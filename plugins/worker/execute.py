@@ -136,7 +136,8 @@ class Executor:
         except LeaseLost:
             return
         catalog = kernel.evidence.catalog
-        catalog.fence(run_id, lambda tx: self.leases.fence(tx, run_id, self.worker))  # artifacts: fenced too
+        catalog.fence(run_id, lambda tx: self.leases.fence(tx, run_id, self.worker),  # artifacts: fenced too
+                      lambda write: guarded.retrying(write, time.monotonic() + self.settings.write_retry_s))
         run = kernel.new_run(run_id=run_id)
         loop = asyncio.get_running_loop()
         agent: asyncio.Future = loop.create_future()

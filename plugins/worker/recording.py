@@ -76,13 +76,13 @@ class FencedRecorder:
                 self.leases.fence(tx, self.run_id, self.worker)
                 self.recorder.store.update(self.run_id, **fields)
 
-        self._retrying(write, time.monotonic() + self.write_retry_s)
+        self.retrying(write, time.monotonic() + self.write_retry_s)
 
     def _flush(self, deadline: float) -> bool:
         """Write the kept events in order; until ``deadline`` (monotonic) through catalog errors."""
         while self.pending:
             try:
-                self._retrying(lambda: self._write(self.pending[0]), deadline)
+                self.retrying(lambda: self._write(self.pending[0]), deadline)
             except LeaseLost:
                 self._lose()
                 return False
@@ -93,7 +93,8 @@ class FencedRecorder:
         return True
 
     @staticmethod
-    def _retrying(fn: Any, deadline: float) -> None:
+    def retrying(fn: Any, deadline: float) -> None:
+        """``fn()``, again with back-off after an error until ``deadline`` (monotonic); LeaseLost at once."""
         for attempt in range(1_000_000):
             try:
                 fn()
@@ -120,7 +121,7 @@ class FencedRecorder:
             event = _incomplete(event, [e.kind for e in self.pending])
             self.pending.clear()
         try:
-            self._retrying(lambda: self._end(event), deadline)
+            self.retrying(lambda: self._end(event), deadline)
         except LeaseLost:
             self._lose()
         except Exception as exc:  # noqa: BLE001 - the lease lapses; a sweep ends the run RUN_WORKER_LOST

@@ -92,7 +92,11 @@ def assert_no_run_lost(url: str, ids: list[str], within_s: float, allowed: tuple
     for run_id in answered:
         assert kinds[run_id] == complete or summaries[run_id].get("transcript_incomplete"), \
             f"run {run_id}: transcript {kinds[run_id]} is neither complete ({complete}) nor marked incomplete"
-    unexpected = {i: (statuses[i], errors.get(i)) for i in ids if statuses[i] not in allowed}
-    assert not unexpected, f"runs that did not end as expected {allowed}: {unexpected}"
+    unexpected = {i: (statuses[i], errors.get(i), summaries[i].get("status_reason"), kinds[i])
+                  for i in ids if statuses[i] not in allowed}
+    if unexpected:
+        tools = catalog(url, "SELECT run_id, data FROM run_events WHERE run_id = ANY(%s) AND kind = 'tool_finished'",
+                        list(unexpected))
+        raise AssertionError(f"runs that did not end as expected {allowed}: {unexpected}; their tool calls: {tools}")
     return {"runs": len(ids), "statuses": dict(Counter(statuses.values())),
             "incomplete": sum(1 for i in answered if summaries[i].get("transcript_incomplete"))}

@@ -1,6 +1,7 @@
 """Services a fault test owns, so it may kill them: a PostgreSQL cluster and a Redis server of its own.
 
-PostgreSQL refuses to run as root, so the cluster is made and run as the
+fsync is off (the data outlives the server, not the machine: a commit still reaches the OS
+before it returns). PostgreSQL refuses to run as root, so the cluster is made and run as the
 ``postgres`` user (``runuser``) with the binaries under
 ``/usr/lib/postgresql/*/bin``, in a temporary directory, on a free port; it
 is stopped with ``pg_ctl -m immediate`` (every backend killed, no checkpoint:
@@ -68,7 +69,7 @@ class PrivatePostgres:
 
     def start(self) -> None:
         options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c synchronous_commit=off -c max_connections=200")
+                   "-c max_connections=200")
         self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
 
     def stop(self) -> None:
