@@ -84,6 +84,29 @@ class PrivatePostgres:
     def postmaster_pid(self) -> int:
         return int((self.data / "postmaster.pid").read_text().splitlines()[0])
 
+    def _processes(self) -> list[int]:
+        """The postmaster and its children (read from /proc: this cluster's processes only)."""
+        root = self.postmaster_pid()
+        pids = [root]
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                try:
+                    stat = (entry / "stat").read_text()
+                except OSError:
+                    continue
+                if int(stat.rsplit(")", 1)[1].split()[1]) == root:
+                    pids.append(int(entry.name))
+        return pids
+
+    def freeze(self) -> None:
+        """SIGSTOP the cluster: connections and statements hang instead of failing."""
+        for pid in self._processes():
+            os.kill(pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        for pid in self._processes():
+            os.kill(pid, signal.SIGCONT)
+
     def close(self) -> None:
         try:
             self._run("pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop")
