@@ -24,6 +24,7 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from typing import Any
 
 from assay.kernel.agent import arun_agent
@@ -44,6 +45,7 @@ log = get_logger("assay.worker")
 RUN_WORKER_LOST = "RUN_WORKER_LOST"
 RUN_QUEUE_EXPIRED = "RUN_QUEUE_EXPIRED"
 WORKER_MESSAGE_INVALID = "WORKER_MESSAGE_INVALID"
+FENCE_KEPT_S = 3600.0  # longer than any run's tools may outlive it
 
 
 def worker_id() -> str:
@@ -57,6 +59,7 @@ class Executor:
         self.worker = worker_id()
         self.running: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
         self._mine: set[str] = set()  # runs this process is claiming or executing
+        self._ended: deque[tuple[float, str]] = deque()  # (when, run id) of runs ended here, still fenced
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -173,11 +176,23 @@ class Executor:
                 [guarded], status=_status("failed"))
         finally:
             stop.set()
-            catalog.fence(run_id, None)
+            self._unfence_old(catalog, run_id)
             with self._lock:
                 self.running.pop(run_id, None)
             await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
             log.info("worker_run_done", run_id=run_id, lost=guarded.lost)
+
+    def _unfence_old(self, catalog: Any, ended: str) -> None:
+        """The fence of a run stays after it ends (a tool's thread may outlive the run's cancel and try to
+        record an artifact: the ended lease refuses it); fences of runs ended FENCE_KEPT_S ago are dropped."""
+        now = time.monotonic()
+        with self._lock:
+            self._ended.append((now, ended))
+            old = []
+            while self._ended and now - self._ended[0][0] > FENCE_KEPT_S:
+                old.append(self._ended.popleft()[1])
+        for run_id in old:
+            catalog.fence(run_id, None)
 
     def _guard(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
                guarded: FencedRecorder, stop: threading.Event) -> None:

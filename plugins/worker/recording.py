@@ -19,6 +19,7 @@ If even the end cannot be written, the lease lapses and a sweep ends the run
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import deque
 from typing import Any
@@ -46,15 +47,19 @@ class FencedRecorder:
         self.lost = False
         self.pending: deque[Any] = deque()  # events the catalog did not take yet, in order
         self.ended = False
+        self._lock = threading.Lock()  # events come from the agent's loop and from tools' threads
 
     def __call__(self, event: Any) -> None:
-        if self.lost or event.kind in NOT_STORED:
+        if event.kind in NOT_STORED:
             return
-        if event.kind == "run_finished":
-            self._finish(event)
-            return
-        self.pending.append(event)
-        self._flush(deadline=0.0)
+        with self._lock:
+            if self.lost:
+                return
+            if event.kind == "run_finished":
+                self._finish(event)
+                return
+            self.pending.append(event)
+            self._flush(deadline=0.0)
 
     # --- writes ------------------------------------------------------------------
 
