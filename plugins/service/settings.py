@@ -32,3 +32,5 @@ class ServiceSettings(BaseSettings):
     preview_rows: int = Field(default=50, ge=1, le=1000, description="Rows of an artifact an MCP resource "
                                                                      "read returns (select more with a query).")
     max_read_rows: int = Field(default=1000, ge=1, le=100_000, description="Most rows one artifact read returns.")
+    idempotency_ttl_s: float = Field(default=86400.0, gt=0, description="How long an Idempotency-Key of POST /runs "
+                                                                        "is kept (per owner).")

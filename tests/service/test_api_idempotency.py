@@ -43,7 +43,7 @@ def test_the_same_key_with_another_body_is_refused(live_server):
     key = uuid.uuid4().hex
     assert post(live_server, key).status_code == 202
     reused = post(live_server, key, body={"question": "Something else?"})
-    assert reused.status_code == 422 and reused.json()["code"] == "SERVICE_IDEMPOTENCY_KEY_REUSED"
+    assert reused.status_code == 409 and reused.json()["code"] == "SERVICE_IDEMPOTENCY_KEY_REUSED"
 
 
 def test_a_key_is_kept_for_a_bounded_time(tmp_path):

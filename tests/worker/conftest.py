@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import require
 from tests.service.conftest import LiveServer, stop
+from tests.worker.faults import REQUEUE_AFTER_S as _REQUEUE_AFTER_S
+from tests.worker.private_services import PrivatePostgres, PrivateRedis
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -129,3 +131,31 @@ def shared_env(tmp_path, pg_catalog_url, s3_endpoint, broker_url):
             "ASSAY_ARTIFACT_S3_ENDPOINT_URL": s3_endpoint, "ASSAY_ARTIFACT_S3_ACCESS_KEY_ID": "testing",
             "ASSAY_ARTIFACT_S3_SECRET_ACCESS_KEY": "testing", "ASSAY_ARTIFACT_S3_CREATE_BUCKET": "true",
             "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000", "ASSAY_LOG_LEVEL": "INFO", "ASSAY_LOG_FORMAT": "json"}
+
+
+# --- services a fault test owns (tests/worker/test_faults.py, test_fault_guards.py, test_api_outage.py) ---
+
+@pytest.fixture
+def private_pg():
+    pg = PrivatePostgres()
+    yield pg
+    pg.close()
+
+
+@pytest.fixture
+def private_redis():
+    redis = PrivateRedis()
+    yield redis
+    redis.close()
+
+
+@pytest.fixture
+def fault_env(private_pg, private_redis):
+    """A cluster's settings on a catalog and a broker this test owns (so it may kill them)."""
+    return {"ASSAY_CATALOG_URL": private_pg.url, "ASSAY_BROKER_URL": private_redis.url,
+            "ASSAY_BROKER_QUEUE": "assay_faults", "ASSAY_BROKER_LEASE_S": "3", "ASSAY_BROKER_REDELIVERY_S": "5",
+            "ASSAY_BROKER_POLL_S": "0.1", "ASSAY_BROKER_RETRY_MIN_BACKOFF_S": "0.2",
+            "ASSAY_BROKER_RETRY_MAX_BACKOFF_S": "2", "ASSAY_BROKER_CLAIM_RETRIES": "60",
+            "ASSAY_BROKER_WRITE_RETRY_S": "20", "ASSAY_BROKER_REQUEUE_AFTER_S": str(_REQUEUE_AFTER_S),
+            "ASSAY_BROKER_QUEUE_EXPIRY_S": "300", "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000",
+            "ASSAY_LOG_LEVEL": "INFO", "ASSAY_LOG_FORMAT": "json"}

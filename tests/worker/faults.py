@@ -7,42 +7,12 @@ import json
 import time
 from collections import Counter
 
-import pytest
-
-from tests.worker.private_services import PrivatePostgres, PrivateRedis
-
 # model turns that take a little time, so runs are still queued and running when the fault comes
 PACED = [{"tool": "sql_query", "delay_s": 0.3,
           "arguments": {"sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"}},
          {"text": "East sold the most.", "delay_s": 0.3}]
 REQUEUE_AFTER_S = 4.0
 FINAL = ("queued", "running")
-
-
-@pytest.fixture
-def private_pg():
-    pg = PrivatePostgres()
-    yield pg
-    pg.close()
-
-
-@pytest.fixture
-def private_redis():
-    redis = PrivateRedis()
-    yield redis
-    redis.close()
-
-
-@pytest.fixture
-def fault_env(private_pg, private_redis):
-    """A cluster's settings on a catalog and a broker this test owns (so it may kill them)."""
-    return {"ASSAY_CATALOG_URL": private_pg.url, "ASSAY_BROKER_URL": private_redis.url,
-            "ASSAY_BROKER_QUEUE": "assay_faults", "ASSAY_BROKER_LEASE_S": "3", "ASSAY_BROKER_REDELIVERY_S": "5",
-            "ASSAY_BROKER_POLL_S": "0.1", "ASSAY_BROKER_RETRY_MIN_BACKOFF_S": "0.2",
-            "ASSAY_BROKER_RETRY_MAX_BACKOFF_S": "2", "ASSAY_BROKER_CLAIM_RETRIES": "60",
-            "ASSAY_BROKER_WRITE_RETRY_S": "20", "ASSAY_BROKER_REQUEUE_AFTER_S": str(REQUEUE_AFTER_S),
-            "ASSAY_BROKER_QUEUE_EXPIRY_S": "300", "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000",
-            "ASSAY_LOG_LEVEL": "INFO", "ASSAY_LOG_FORMAT": "json"}
 
 
 def catalog(url: str, sql: str, *args) -> list[tuple]:

@@ -10,7 +10,6 @@ import pytest
 
 from tests.service.conftest import LiveServer
 from tests.service.test_api import ask
-from tests.worker.faults import private_pg  # noqa: F401 - a fixture
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(180)

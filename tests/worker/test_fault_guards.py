@@ -15,15 +15,7 @@ import pytest
 
 from tests.service.test_api import ask
 from tests.worker.conftest import SLOW, Cluster
-from tests.worker.faults import (  # noqa: F401 - fixtures
-    PACED,
-    assert_no_run_lost,
-    catalog,
-    fault_env,
-    private_pg,
-    private_redis,
-    settle,
-)
+from tests.worker.faults import PACED, assert_no_run_lost, catalog, settle
 from tests.worker.test_workers import running_on
 
 pytest.importorskip("fastapi")

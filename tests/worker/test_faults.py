@@ -16,14 +16,11 @@ import pytest
 
 from tests.service.test_api import ask, events
 from tests.worker.conftest import Cluster
-from tests.worker.faults import (  # noqa: F401 - fixtures
+from tests.worker.faults import (
     PACED,
     REQUEUE_AFTER_S,
     assert_no_run_lost,
     catalog,
-    fault_env,
-    private_pg,
-    private_redis,
     settle,
 )
 
