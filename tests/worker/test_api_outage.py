@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 from tests.service.conftest import LiveServer
-from tests.service.test_api import ask
+from tests.service.test_api import ask, finished
 
 pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(180)
@@ -19,6 +19,7 @@ def test_a_catalog_outage_is_catalog_unavailable_with_503_on_every_route(tmp_pat
     server = LiveServer(tmp_path, {"ASSAY_CATALOG_URL": private_pg.url})
     try:
         run_id = ask(server, datasource="sales")["run_id"]
+        finished(server, run_id)  # recorded before the outage
         private_pg.stop()
         answers = [httpx.post(f"{server.url}/runs", json={"question": "Which region?"}, headers=server.headers(),
                               timeout=30),
