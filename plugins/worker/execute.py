@@ -60,6 +60,7 @@ class Executor:
         self.running: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
         self._mine: set[str] = set()  # runs this process is claiming or executing
         self._ended: deque[tuple[float, str]] = deque()  # (when, run id) of runs ended here, still fenced
+        self._begun: set[str] = set()  # runs this process began executing (kept as long as their fence)
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -93,7 +94,9 @@ class Executor:
             return
         run_id, s = message.run_id, self.settings
         with self._lock:
-            if run_id in self._mine:  # delivered twice to this very process: it has the run already
+            # delivered twice to this very process: it runs it, or ran it (never again, even if its lease was
+            # left running: a claim ``again`` is only for a run this process never began)
+            if run_id in self._mine or run_id in self._begun:
                 log.info("worker_run_skipped", run_id=run_id, state="here")
                 return
             self._mine.add(run_id)
@@ -129,6 +132,8 @@ class Executor:
 
     async def _execute(self, message: RunMessage, times: tuple[float, float]) -> None:
         kernel, run_id = self.kernel, message.run_id
+        with self._lock:
+            self._begun.add(run_id)
         recorder = RunRecorder(kernel.runs)
         recorder.started.add(run_id)  # the API wrote the record (status queued)
         guarded = FencedRecorder(recorder, self.leases, run_id, self.worker, self.settings.write_retry_s)
@@ -191,6 +196,7 @@ class Executor:
             old = []
             while self._ended and now - self._ended[0][0] > FENCE_KEPT_S:
                 old.append(self._ended.popleft()[1])
+                self._begun.discard(old[-1])
         for run_id in old:
             catalog.fence(run_id, None)
 
