@@ -41,7 +41,7 @@ class FencedRecorder:
     """The runs-store recorder of one run, writing only while this worker holds the run's lease."""
 
     def __init__(self, recorder: RunRecorder, leases: LeaseStore, run_id: str, worker: str,
-                 write_retry_s: float = 30.0) -> None:
+                 write_retry_s: float = 120.0) -> None:
         self.recorder, self.leases, self.run_id, self.worker = recorder, leases, run_id, worker
         self.write_retry_s = write_retry_s
         self.lost = False

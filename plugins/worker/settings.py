@@ -37,7 +37,7 @@ class BrokerSettings(BaseSettings):
     retry_min_backoff_s: float = Field(default=1.0, gt=0, description="First back-off of a retried message; it "
                                                                        "doubles at each retry.")
     retry_max_backoff_s: float = Field(default=60.0, gt=0, description="Longest back-off of a retried message.")
-    write_retry_s: float = Field(default=30.0, ge=0, description="How long a worker retries a run's writes through "
+    write_retry_s: float = Field(default=120.0, ge=0, description="How long a worker retries a run's writes through "
                                                                  "a catalog outage before its transcript is marked "
                                                                  "incomplete.")
     requeue_after_s: float = Field(default=120.0, ge=1.0,

@@ -10,12 +10,14 @@ reconciler's bound, 0 executed twice, and every transcript complete or marked in
 from __future__ import annotations
 
 import time
+import uuid
 
 import httpx
 import pytest
 
 from tests.service.test_api import ask, events
-from tests.worker.conftest import Cluster
+from tests.conftest import require
+from tests.worker.conftest import AMQP_URL, Cluster, _answers, _remove_queue
 from tests.worker.faults import (
     PACED,
     REQUEUE_AFTER_S,
@@ -30,17 +32,17 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _outage(pg, kind: str) -> None:
-    if kind == "down 8 s":
-        pg.down_for(8)
-    elif kind == "down 3 s":
-        pg.down_for(3)
+    if kind == "down 30 s":
+        pg.down_for(30)
+    elif kind == "down 5 s":
+        pg.down_for(5)
     else:  # blinks: three short outages a second apart
         for _ in range(3):
             pg.down_for(0.5)
             time.sleep(1)
 
 
-@pytest.mark.parametrize("outage", ["down 8 s", "blinks", "down 3 s"])
+@pytest.mark.parametrize("outage", ["down 30 s", "blinks", "down 5 s"])
 def test_a_catalog_outage_while_runs_are_queued_loses_no_run(tmp_path, fault_env, private_pg, outage):
     cluster = Cluster(tmp_path, fault_env, workers=2, script=PACED)
     try:
@@ -50,6 +52,21 @@ def test_a_catalog_outage_while_runs_are_queued_loses_no_run(tmp_path, fault_env
         print("fault", outage, figures)
     finally:
         cluster.stop()
+
+
+def test_a_catalog_outage_with_runs_queued_on_rabbitmq_loses_no_run(tmp_path, fault_env, private_pg):
+    require(_answers(5672), "rabbitmq on 127.0.0.1")
+    queue = "assay_test_" + uuid.uuid4().hex[:10]
+    env = {**fault_env, "ASSAY_BROKER_URL": AMQP_URL, "ASSAY_BROKER_QUEUE": queue}
+    cluster = Cluster(tmp_path, env, workers=2, script=PACED)
+    try:
+        ids = [ask(cluster.api, datasource="sales")["run_id"] for _ in range(12)]
+        _outage(private_pg, "down 5 s")
+        figures = assert_no_run_lost(fault_env["ASSAY_CATALOG_URL"], ids, within_s=120)
+        print("fault rabbitmq down 5 s", figures)
+    finally:
+        cluster.stop()
+        _remove_queue("rabbitmq", AMQP_URL, queue)
 
 
 def test_redis_restarted_without_persistence_loses_no_queued_run(tmp_path, fault_env, private_redis):
