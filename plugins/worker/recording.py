@@ -7,9 +7,10 @@ a worker that lost its run (frozen past its lease, then swept) writes nothing
 more. An event the catalog does not take (it is down) is kept, in order, and
 written before the next one; the run goes on. At the run's end the kept ones
 are written first, retried for up to ``write_retry_s``; then the lease is
-ended, the final event and the status written, in one transaction. Events
-that could still not be written are named in the final summary
-(``transcript_incomplete``), so a transcript is complete or says it is not.
+ended, the final event and the status written, in one transaction, retried
+for up to another ``write_retry_s``. Events that could still not be written
+are named in the final summary (``transcript_incomplete``), so a transcript
+is complete or says it is not.
 If even the end cannot be written, the lease lapses and a sweep ends the run
 ``RUN_WORKER_LOST``: never ``running`` for ever.
 
@@ -125,8 +126,8 @@ class FencedRecorder:
         if self.pending:  # still not written: the transcript says so
             event = _incomplete(event, [e.kind for e in self.pending])
             self.pending.clear()
-        try:
-            self.retrying(lambda: self._end(event), deadline)
+        try:  # the end has its own write_retry_s: events missing for an outage longer than one are named
+            self.retrying(lambda: self._end(event), time.monotonic() + self.write_retry_s)
         except LeaseLost:
             self._lose()
         except Exception as exc:  # noqa: BLE001 - the lease lapses; a sweep ends the run RUN_WORKER_LOST
