@@ -77,6 +77,8 @@ class PostgresDatabase(Database):
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid() and not conn.closed and not conn.broken:
             return conn
+        if self._in_transaction():  # a fresh connection would run the rest outside the transaction
+            raise self._unavailable(ConnectionError("the connection was lost inside a transaction"))
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in self.url:
             kwargs["connect_timeout"] = _CONNECT_TIMEOUT_S
@@ -146,20 +148,16 @@ class PostgresDatabase(Database):
     def transaction(self) -> Iterator[_Tx]:
         """Statements through what it yields, or through :meth:`execute` on this thread meanwhile, commit
         together (a nested call is a savepoint). A connection lost inside it fails it: nothing is retried
-        on a new connection, where it would run outside the transaction."""
+        on a new connection, where it would run outside the transaction; wrap the whole transaction in
+        :meth:`retry` to run it again."""
         conn = self._conn()
         if conn.broken:
             self._drop()
             conn = self._conn()
         self._local.depth = getattr(self._local, "depth", 0) + 1
-        try:
+        try:  # a broken connection stays until the next use replaces it (:meth:`retry` looks at it)
             with conn.transaction():
                 yield _Tx(conn)
-        except psycopg.OperationalError as exc:
-            if conn.broken or conn.closed:
-                self._drop()
-                raise self._unavailable(exc) from None
-            raise
         finally:
             self._local.depth -= 1
 

@@ -60,10 +60,13 @@ class RemoteRuns:
         """Record the run (queued) and its lease, then enqueue it; BROKER_UNAVAILABLE ends it failed."""
         message = RunMessage(run_id=run_id, question=question, datasource=datasource, model=model,
                              max_steps=max_steps, max_wall_s=max_wall_s, enqueued_at=time.time())
-        with self.leases.db.transaction() as tx:  # the record and the lease: both or neither
-            at = self.leases.create(run_id, message.model_dump_json(), tx)  # the catalog's clock
-            self.kernel.runs.start(RunRecord(run_id=run_id, question=question, model=model, status="queued",
-                                             started_at=at))
+        def record() -> None:
+            with self.leases.db.transaction() as tx:  # the record and the lease: both or neither
+                at = self.leases.create(run_id, message.model_dump_json(), tx)  # the catalog's clock
+                self.kernel.runs.start(RunRecord(run_id=run_id, question=question, model=model, status="queued",
+                                                 started_at=at))
+
+        self.leases.db.retry(record)  # a dropped connection: the whole transaction once more
         fault_point("serve_recorded")
         try:
             self.broker.enqueue(message)
@@ -79,7 +82,7 @@ class RemoteRuns:
         state = await asyncio.to_thread(self.leases.request_cancel, run_id)
         if state is None:
             return False
-        if state == "queued" and await asyncio.to_thread(self._cancel_queued, run_id):
+        if state == "queued" and await asyncio.to_thread(self.leases.db.retry, lambda: self._cancel_queued(run_id)):
             return True
         deadline = time.monotonic() + ENDED_STATUSES_WAIT_S
         while time.monotonic() < deadline:
