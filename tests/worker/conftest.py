@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -22,19 +21,12 @@ from tests.conftest import require
 from tests.service.conftest import LiveServer, stop
 from tests.worker.faults import REQUEUE_AFTER_S as _REQUEUE_AFTER_S
 from tests.worker.private_services import PrivatePostgres, PrivateRedis
+from tests.worker.private_services import answers as _answers
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 SLOW = [{"tool": "code_interpreter", "arguments": {"code": "import time\ntime.sleep(20)\nprint('slept')"}},
         {"text": "Done sleeping."}]
-
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(params=["redis", "rabbitmq"])
