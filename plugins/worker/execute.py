@@ -3,10 +3,14 @@
 :meth:`Executor.handle` is the Dramatiq actor's body (one call per message,
 on one of the worker's threads). A run is executed only after its lease was
 claimed in the shared catalog (:mod:`.leases`), so a message delivered twice
-runs once. While it runs, a guard thread renews the lease and looks for a
-cancel; the run's final event is written only while this worker still holds
-the lease. :meth:`Executor.sweep` (a thread of every worker) marks runs whose
-worker died failed with ``RUN_WORKER_LOST``.
+runs once; a claim the catalog did not answer raises, for Dramatiq's Retries
+middleware to bring the message back (:mod:`.broker`). While it runs, a guard
+thread renews the lease and looks for a cancel; every write of the run (its
+events, its artifact records, its end) is fenced by the lease
+(:mod:`.recording`). :meth:`Executor.sweep` (a thread of every worker) marks
+runs whose worker died failed with ``RUN_WORKER_LOST``, and
+:meth:`Executor.reconcile` enqueues again, or expires, queued runs whose
+message is gone.
 
 "Retried from its last checkpoint" is honestly this, for an agent run: the
 transcript and every captured artifact up to the worker's death stay in the
