@@ -156,7 +156,12 @@ class RunManager:
                                                self.settings.idempotency_ttl_s)
                 if held[0] != run_id:
                     return self._replayed(owner, token_id, key, fingerprint, *held)
-            await asyncio.to_thread(self._enqueue, owner, run_id, request, spec)
+            try:
+                await asyncio.to_thread(self._enqueue, owner, run_id, request, spec)
+            except BaseException:
+                if key is not None:  # a 503: the client's retry with the same key must start a run
+                    await asyncio.to_thread(_quietly, self.tokens.forget_request, owner, key, run_id)
+                raise
             return LiveRun(run_id, owner, token_id)
         self._admit(token_id)
         run = self.kernel.new_run()
@@ -174,6 +179,8 @@ class RunManager:
         except BaseException:
             self.live.pop(run.run_id, None)
             await asyncio.to_thread(run.close)
+            if key is not None:
+                await asyncio.to_thread(_quietly, self.tokens.forget_request, owner, key, run.run_id)
             raise
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))
         return live
@@ -282,6 +289,14 @@ class RunManager:
             task.cancel()
         if pending:
             await asyncio.wait(pending, timeout=30)
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    """``fn(*args)``, its error dropped: what failed first is what the client must see."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - the catalog that failed the request may fail this too
+        pass
 
 
 def _fingerprint(request: RunRequest, spec: str) -> str:

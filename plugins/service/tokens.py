@@ -215,6 +215,11 @@ class TokenStore:
                          (owner, key)).fetchone()
         return row[0], row[1]
 
+    def forget_request(self, owner: str, key: str, run_id: str) -> None:
+        """Untie ``key`` from ``run_id`` (the request failed before its run was recorded: a retry starts one)."""
+        self._conn().execute("DELETE FROM run_requests WHERE owner = ? AND request_key = ? AND run_id = ?",
+                             (owner, key, run_id))
+
     def close(self) -> None:
         self._forget()
         self.db.close()
