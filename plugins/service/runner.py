@@ -18,6 +18,8 @@ per-minute limit still applies here, the queue is the broker's.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import math
 import time
 from collections import deque
@@ -189,9 +191,7 @@ class RunManager:
         if held != fingerprint:
             raise Refused(SERVICE_IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for another request "
                           "(another question, datasource, model or limits)", "Use a new key for a new request.", 409)
-        live = self.live.get(run_id) or LiveRun(run_id, owner, token_id, state="")
-        live.replayed = True
-        return live
+        return LiveRun(run_id, owner, token_id, state="", replayed=True)
 
     def _enqueue(self, owner: str, run_id: str, request: RunRequest, spec: str) -> None:
         """A run for a worker: recorded (queued) in the shared catalog, then sent to the broker (on a thread)."""
@@ -301,9 +301,6 @@ def _quietly(fn: Any, *args: Any) -> None:
 
 def _fingerprint(request: RunRequest, spec: str) -> str:
     """What makes two POST /runs the same request (for an Idempotency-Key used twice)."""
-    import hashlib
-    import json
-
     asked = {"question": request.question, "datasource": request.datasource, "model": spec,
              "max_steps": request.max_steps, "max_wall_s": request.max_wall_s}
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
