@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from assay.kernel.database import catalog_url
+from assay.kernel.database import CATALOG_UNAVAILABLE, CatalogError, catalog_url
 from assay.kernel.errors import AssayError
 from assay.kernel.settings import mask_url
 
@@ -160,8 +160,6 @@ class Broker:
 
 def transient(exc: BaseException) -> bool:
     """Whether an actor's error is a catalog or broker outage (retried), not a fault of the message."""
-    from assay.kernel.database import CATALOG_UNAVAILABLE, CatalogError
-
     if isinstance(exc, CatalogError) and exc.code == CATALOG_UNAVAILABLE:
         return True
     if isinstance(exc, BrokerError) and exc.code == BROKER_UNAVAILABLE:

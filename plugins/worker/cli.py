@@ -6,8 +6,12 @@ agent load when the command runs.
 
 from __future__ import annotations
 
+import os
 import signal
+import tempfile
 import threading
+import time
+from pathlib import Path
 from typing import Any
 
 import click
@@ -52,10 +56,6 @@ def worker_cmd(ctx: click.Context, threads: int | None, drain_s: float) -> None:
 
 def check_home(kernel_settings: Any) -> None:
     """Refuse to consume on an ASSAY_HOME this process cannot write (captures stage there): WORKER_HOME_UNWRITABLE."""
-    import os
-    import tempfile
-    from pathlib import Path
-
     from assay.kernel.errors import AssayError
 
     home = Path(kernel_settings.home)
@@ -100,8 +100,6 @@ def _serve(kernel: Any, broker: Any, executor: Any, settings: Any, drain_s: floa
 def _drain(worker: Any, executor: Any, drain_s: float, log: Any) -> None:
     """Stop taking messages; let running runs finish for ``drain_s``; cancel the rest and wait for them to
     record it (bounded); then stop Dramatiq (messages prefetched but not begun go back on the queue)."""
-    import time
-
     log.info("worker_stopping", running=len(executor.running), drain_s=drain_s)
     for thread in worker.workers:  # no worker thread takes another message; the one it runs goes on
         thread.stop()
@@ -136,8 +134,6 @@ def _sweep(executor: Any, broker: Any, settings: Any, stop: threading.Event, log
 
     After a round that failed (the catalog was down), runs are not declared lost for one lease_s: their
     workers, cut off from the catalog too, get the time to renew their leases first."""
-    import time
-
     failed_at = 0.0
     dead = None
     rounds = 0

@@ -23,6 +23,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
+from dataclasses import replace
 from typing import Any
 
 from assay.kernel.errors import AssayError
@@ -152,8 +153,6 @@ class FencedRecorder:
 
 def _incomplete(event: Any, missing: list[str]) -> Any:
     """``run_finished`` whose summary names the events that could not be written."""
-    from dataclasses import replace
-
     summary = dict(event.data.get("summary") or {})
     summary["transcript_incomplete"] = {"missing_events": len(missing), "kinds": missing}
     summary["status_reason"] = (f"{summary.get('status_reason', '')}; transcript incomplete: {len(missing)} "
