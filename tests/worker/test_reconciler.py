@@ -77,7 +77,7 @@ def test_a_run_no_worker_took_past_the_second_bound_is_failed_with_its_code(kern
     assert executor.reconcile() == {"requeued": 0, "expired": 0, "cancelled": 0}  # ended once
 
 
-def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_never_acknowledged(kernel, monkeypatch):
+def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_and_reported(kernel, capsys):
     import dramatiq
     from assay.plugins.worker.messages import RunMessage
 
@@ -108,6 +108,11 @@ def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_never
     assert executor.broker.dead_letters() == 1 and len(attempts) == 3  # the first try and two retries
     dead = executor.broker.broker.client.hvals(f"dramatiq:{executor.settings.queue}.XQ.msgs")
     assert json.loads(dead[0])["args"][0]["run_id"] == "run_r3"
+    from assay.kernel.log import get_logger
+    from assay.plugins.worker.cli import _report_dead_letters
+
+    assert _report_dead_letters(executor.broker, executor.settings, get_logger("test"), None) == 1
+    assert f"1 message(s) in the dead-letter queue {executor.settings.queue}.XQ" in capsys.readouterr().err
 
 
 def _down_database(port: int):
