@@ -77,6 +77,8 @@ class PostgresDatabase(Database):
         conn = getattr(self._local, "conn", None)
         if conn is not None and self._local.pid == os.getpid() and not conn.closed and not conn.broken:
             return conn
+        if self._in_transaction():  # a fresh connection would run the rest outside the transaction
+            raise self._unavailable(ConnectionError("the connection was lost inside a transaction"))
         kwargs: dict[str, Any] = {"autocommit": True}
         if "connect_timeout" not in self.url:
             kwargs["connect_timeout"] = _CONNECT_TIMEOUT_S
@@ -127,7 +129,7 @@ class PostgresDatabase(Database):
                 if not conn.broken and not conn.closed:
                     raise
                 self._drop()
-                if attempt == 2:
+                if attempt == 2 or self._in_transaction():  # never half a transaction on a new connection
                     raise self._unavailable(exc) from None
         raise AssertionError("unreachable")
 
@@ -139,14 +141,25 @@ class PostgresDatabase(Database):
         with self.transaction() as tx:
             tx.executemany(sql, rows)
 
+    def _in_transaction(self) -> bool:
+        return getattr(self._local, "depth", 0) > 0
+
     @contextmanager
     def transaction(self) -> Iterator[_Tx]:
+        """Statements through what it yields, or through :meth:`execute` on this thread meanwhile, commit
+        together (a nested call is a savepoint). A connection lost inside it fails it: nothing is retried
+        on a new connection, where it would run outside the transaction; wrap the whole transaction in
+        :meth:`retry` to run it again."""
         conn = self._conn()
         if conn.broken:
             self._drop()
             conn = self._conn()
-        with conn.transaction():
-            yield _Tx(conn)
+        self._local.depth = getattr(self._local, "depth", 0) + 1
+        try:  # a broken connection stays until the next use replaces it (:meth:`retry` looks at it)
+            with conn.transaction():
+                yield _Tx(conn)
+        finally:
+            self._local.depth -= 1
 
     def ensure_schema(self, component: str, version: int | None, ddl: dict[str, str]) -> None:
         def create() -> None:
@@ -175,12 +188,14 @@ class PostgresDatabase(Database):
             try:
                 return fn()
             except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected):
-                if i == attempts - 1:
+                if i == attempts - 1 or self._in_transaction():  # the whole transaction must go again
                     raise
                 time.sleep(min(0.01 * (i + 1), 0.2))
             except psycopg.OperationalError as exc:
                 conn = getattr(self._local, "conn", None)
                 if conn is None or not (conn.broken or conn.closed):
+                    raise
+                if self._in_transaction():
                     raise
                 self._drop()
                 if i >= 1:

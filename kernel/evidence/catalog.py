@@ -12,8 +12,9 @@ record is written once: never lost, never duplicated.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 from ..database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, open_database
 from .records import ArtifactRecord
@@ -70,6 +71,9 @@ class ArtifactCatalog:
             database = (SQLiteDatabase(path, busy_ms=_BUSY_MS, owner="catalog") if path is not None else
                         open_database(store.settings, store.catalog_path, busy_ms=_BUSY_MS, owner="catalog"))
         self.db = database
+        # run id -> (check(tx) run inside the transaction writing that run's records, raising to refuse the
+        # write (a worker that lost the run's lease); how to run that transaction again through an outage)
+        self.fences: dict[str, tuple[Callable[[Any], None], Callable[[Callable[[], None]], None]]] = {}
         #: the SQLite file (``None`` when the catalog is in PostgreSQL)
         self.path: Path | None = database.path if isinstance(database, SQLiteDatabase) else None
 
@@ -81,10 +85,35 @@ class ArtifactCatalog:
         self.db.close()
 
     # --- records ------------------------------------------------------------
+    def fence(self, run_id: str, check: Callable[[Any], None] | None,
+              retrying: Callable[[Callable[[], None]], None] | None = None) -> None:
+        """Run ``check(tx)`` in the transaction of every record written for ``run_id``, the transaction run by
+        ``retrying`` (default: once); ``check`` None: no more."""
+        if check is None:
+            self.fences.pop(run_id, None)
+        else:
+            self.fences[run_id] = (check, retrying or (lambda fn: fn()))
+
+    def _insert(self, rows: list[tuple], run_ids: set[str]) -> Database:
+        fences = [self.fences[r] for r in run_ids if r in self.fences]
+        if not fences:
+            db = self._ready()
+            db.retry(lambda: db.executemany(_INSERT, rows) if len(rows) != 1 else db.execute(_INSERT, rows[0]))
+            return db
+
+        def write() -> None:
+            db = self._ready()
+            with db.transaction() as tx:
+                for check, _ in fences:
+                    check(tx)
+                tx.executemany(_INSERT, rows)
+
+        fences[0][1](write)
+        return self.db
+
     def add(self, record: ArtifactRecord) -> None:
         data = record.model_dump_json()
-        db = self._ready()
-        db.retry(lambda: db.execute(_INSERT, _row(record, data)))
+        db = self._insert([_row(record, data)], {record.run_id})
         try:
             self.store.put_record(record.artifact_id, data.encode())
         except BaseException:
@@ -100,8 +129,7 @@ class ArtifactCatalog:
         from the shared store), so no reader ever sees part of the group.
         """
         rows = [_row(r, r.model_dump_json()) for r in records]
-        db = self._ready()
-        db.retry(lambda: db.executemany(_INSERT, rows))
+        db = self._insert(rows, {r.run_id for r in records})
         try:
             for row in rows:
                 self.store.put_record(row[0], row[-1].encode())

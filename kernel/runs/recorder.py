@@ -40,6 +40,19 @@ class RunRecorder:
         elif event.kind == "run_finished":
             self.end(run_id, event.data.get("summary") or {})
 
+    def mark(self, run_id: str) -> tuple[int, int]:
+        """Where this recorder's counters of ``run_id`` stand, to :meth:`undo` an event whose write was rolled back."""
+        return self._calls.get(run_id, 0), len(self._artifacts.get(run_id, []))
+
+    def undo(self, run_id: str, mark: tuple[int, int]) -> None:
+        """Back to ``mark`` after the transaction holding an event's writes was rolled back (it is written again)."""
+        calls, artifacts = mark
+        if run_id in self._calls:
+            self._calls[run_id] = calls
+        if run_id in self._artifacts:
+            del self._artifacts[run_id][artifacts:]
+        self.store.forget(run_id)
+
     def begin(self, run_id: str, question: str, model: str, *, at: float | None = None) -> None:
         """Create the run's record (also for a run refused before the agent started)."""
         if run_id in self.started:

@@ -91,6 +91,9 @@ class RunStore(ABC):
     def events(self, run_id: str) -> Iterator[RunEvent]:
         """The run's events, in order."""
 
+    def forget(self, run_id: str) -> None:
+        """Drop what this store remembers of the run's writes (its next event number is read again)."""
+
     def close(self) -> None:
         """Release connections."""
 
@@ -166,6 +169,9 @@ class SQLRunStore(RunStore):
             "SELECT seq, kind, step, at, data FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         for seq, kind, step, at, data in rows:
             yield RunEvent(run_id=run_id, seq=seq, kind=kind, step=step, at=at, data=json.loads(data))
+
+    def forget(self, run_id: str) -> None:
+        self._seq.pop(run_id, None)
 
     def close(self) -> None:
         self.db.close()

@@ -21,7 +21,7 @@ from typing import Any
 
 from assay.kernel import evidence as ev
 from assay.kernel.errors import AssayError
-from fastapi import FastAPI, Query, Request
+from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
@@ -40,6 +40,7 @@ from .api_models import (
     ToolCall,
     ToolCallResult,
 )
+from .auth import OUTAGES
 from .limits import InFlight, Refused, ToolCallLimits
 from .runner import RunManager, RunRequest
 from .settings import ServiceSettings
@@ -163,9 +164,15 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
     @app.exception_handler(AssayError)
     async def _assay_error(request: Request, exc: AssayError) -> JSONResponse:
+        if exc.code in OUTAGES:  # the catalog or the broker does not answer: not the request's fault
+            return error(503, exc.code, exc.message, exc.hint, {"Retry-After": "5"})
         status = 404 if exc.code in (SERVICE_RUN_NOT_FOUND, "SERVICE_ARTIFACT_NOT_FOUND", "ARTIFACT_NOT_FOUND") \
             else 400
         return error(status, exc.code, exc.message, exc.hint)
+
+    async def seen(run_id: str, request: Request) -> bool:
+        """Whether the run is the token owner's (the catalog is read on a thread, not on the event loop)."""
+        return await asyncio.to_thread(mgr().visible, run_id, owner(request))
 
     # --- open ----------------------------------------------------------------
 
@@ -204,19 +211,33 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         return Options(datasources=sources, models=[default, *settings.models], default_model=default)
 
     @app.post("/runs", status_code=202, response_model=RunView,
-              responses={**AUTH, **LIMITED, **BAD_BODY, 503: {"model": ErrorBody, "description": "Shutting down."},
-                         404: {"model": ErrorBody, "description": "No such datasource or model on this server."}},
+              responses={**AUTH, **LIMITED, **BAD_BODY,
+                         503: {"model": ErrorBody, "description": "Shutting down, or the catalog or the broker "
+                                                                  "does not answer (CATALOG_UNAVAILABLE, "
+                                                                  "BROKER_UNAVAILABLE)."},
+                         404: {"model": ErrorBody, "description": "No such datasource or model on this server."},
+                         409: {"model": ErrorBody, "description": "An Idempotency-Key used for another request."}},
               tags=["runs"])
-    async def create_run(body: RunCreate, request: Request) -> Any:
+    async def create_run(body: RunCreate, request: Request,
+                         idempotency_key: str | None = Header(None, min_length=1, max_length=200,
+                                                              pattern=r"^[\x21-\x7e]+$", description=(
+                             "Any printable key of the client's: a POST repeated with the same key (by the same "
+                             "owner, within ASSAY_SERVICE_IDEMPOTENCY_TTL_S) answers the run the first one "
+                             "started, with 'Idempotent-Replayed: true', and starts none."))) -> Any:
         """Ask a question; the run goes on in the background (watch GET /runs/{id}/events)."""
         if body.datasource is not None:
             resource = kernel.resources.get(body.datasource)
             if resource is None or resource.type != "database":
                 return error(404, SERVICE_DATASOURCE_UNKNOWN, f"no datasource named {body.datasource!r}",
                              "GET /options lists the datasources this server offers.")
-        live = mgr().start(owner(request), request.scope.get("assay.token_id", ""), RunRequest(
+        live = await mgr().start(owner(request), request.scope.get("assay.token_id", ""), RunRequest(
             question=body.question, datasource=body.datasource, model=body.model, max_steps=body.max_steps,
-            max_wall_s=body.max_wall_s))
+            max_wall_s=body.max_wall_s), key=idempotency_key)
+        if live.replayed:
+            found = await asyncio.to_thread(view, live.run_id)
+            found = found or RunView(run_id=live.run_id, status="queued", question=body.question)
+            return JSONResponse(found.model_dump(mode="json"), status_code=202,
+                                headers={"Idempotent-Replayed": "true"})
         return RunView(run_id=live.run_id, status="queued", question=body.question, started_at=time.time())
 
     @app.get("/runs", response_model=RunList, responses=AUTH, tags=["runs"])
@@ -240,6 +261,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         return RunList(runs=await asyncio.to_thread(newest))
 
     def view(run_id: str) -> RunView | None:
+        """The run as the API shows it (reads the catalog: call it on a thread)."""
         live = mgr().live.get(run_id)
         record = kernel.runs.get(run_id)
         if record is None:
@@ -255,27 +277,29 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             data["status"] = record.shown_status  # "interrupted" when its process is gone
             data["status_reason"] = record.shown_reason
             # (on workers, a run whose worker died is marked failed by a sweep once its lease lapses)
+        if mgr().remote is not None:
+            data["queued_s"] = mgr().remote.queued_s(run_id)
         return RunView(**data)
 
     @app.get("/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"])
     async def get_run(run_id: str, request: Request) -> Any:
         """Status, answer and counters of one run."""
-        found = view(run_id) if mgr().visible(run_id, owner(request)) else None
+        found = await asyncio.to_thread(view, run_id) if await seen(run_id, request) else None
         return found if found is not None else run_missing(run_id)
 
     @app.delete("/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"])
     async def cancel_run(run_id: str, request: Request) -> Any:
         """Cancel a run: its SQL is cancelled on the server and its sandbox closed. An ended run is left as is."""
-        if not mgr().visible(run_id, owner(request)):
+        if not await seen(run_id, request):
             return run_missing(run_id)
         if mgr().remote is not None:  # the run is on a worker: flagged in the catalog, its status awaited
             await mgr().remote.cancel(run_id)
-            found = view(run_id)
+            found = await asyncio.to_thread(view, run_id)
             return found if found is not None else run_missing(run_id)
         live = mgr().live.get(run_id)
         if mgr().cancel(run_id) and live is not None and live.task is not None:
             await asyncio.wait([live.task], timeout=30)
-        found = view(run_id)
+        found = await asyncio.to_thread(view, run_id)
         return found if found is not None else run_missing(run_id)
 
     @app.get("/runs/{run_id}/events", responses={**AUTH, **NOT_FOUND, **LIMITED, 200: {
@@ -284,26 +308,31 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         response_class=StreamingResponse, tags=["runs"])
     async def run_events(run_id: str, request: Request) -> Any:
         """Every event of the run, from the start, then each new one as it happens; ends with the run."""
-        if not mgr().visible(run_id, owner(request)):
+        if not await seen(run_id, request):
             return run_missing(run_id)
         token_id = request.scope.get("assay.token_id", "")
         streams.admit(token_id)  # Refused: 429
         headers = {"Cache-Control": "no-store", "X-Accel-Buffering": "no"}
         queue = None
-        if mgr().remote is not None:  # events written by a worker, read back from the shared catalog
-            stream = mgr().remote.stream(run_id, settings.run_wall_s + 60)
-        else:
-            history, queue = mgr().watch(run_id)
-            if queue is None:
-                history = [{"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
-                           for e in kernel.runs.events(run_id)]
-            stream = _sse(mgr(), run_id, history, queue)
 
         def release() -> None:  # once the response is over: sent, failed, or its client gone
             streams.release(token_id)
             if queue is not None:
                 mgr().unwatch(run_id, queue)
 
+        try:
+            if mgr().remote is not None:  # events written by a worker, read back from the shared catalog
+                stream = mgr().remote.stream(run_id, settings.run_wall_s + 60)
+            else:
+                history, queue = mgr().watch(run_id)
+                if queue is None:
+                    history = await asyncio.to_thread(lambda: [
+                        {"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
+                        for e in kernel.runs.events(run_id)])
+                stream = _sse(mgr(), run_id, history, queue)
+        except BaseException:  # e.g. the catalog did not answer: nothing was streamed, the slot is free again
+            release()
+            raise
         return _ReleasingStream(_while_token_active(stream, tokens, token_id), release,
                                 media_type="text/event-stream", headers=headers)
 
@@ -313,7 +342,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     async def run_report(run_id: str, request: Request,
                          format: str = Query("html", pattern="^(html|md|json|pdf)$")) -> Any:
         """The run's last report, rendered from its cited, hash-verified artifacts."""
-        if not mgr().visible(run_id, owner(request)):
+        if not await seen(run_id, request):
             return run_missing(run_id)
         token_id = request.scope.get("assay.token_id", "")
         reports.admit(token_id)  # Refused: 429
@@ -327,7 +356,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         "description": "A verifiable zip of the run: transcript, artifacts, manifest."}}, tags=["runs"])
     async def run_export(run_id: str, request: Request) -> Any:
         """The run as a bundle `assay artifacts verify` checks."""
-        if not mgr().visible(run_id, owner(request)) or kernel.runs.get(run_id) is None:
+        if not await seen(run_id, request) or await asyncio.to_thread(kernel.runs.get, run_id) is None:
             return run_missing(run_id)
         return await asyncio.to_thread(_export, kernel, run_id)
 
@@ -347,7 +376,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                            path: str | None = Query(None, max_length=200, description="ROW.COLUMN-or-KEY...")
                            ) -> Any:
         """An artifact of one of your runs, read through its SHA-256 check."""
-        if not visible_artifact(kernel, tokens, owner(request), artifact_id):
+        if not await asyncio.to_thread(visible_artifact, kernel, tokens, owner(request), artifact_id):
             return error(404, "SERVICE_ARTIFACT_NOT_FOUND", f"no artifact {artifact_id!r}",
                          "Use an artifact id one of your runs returned.")
         selectors = {k: v for k, v in (("rows", rows), ("field", field), ("path", path)) if v is not None}

@@ -58,8 +58,11 @@ class RunView(BaseModel):
     artifact_ids: list[str] = Field(default_factory=list)
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    started_at: float | None = None
+    started_at: float | None = Field(default=None, description="When the run began (on workers: when a worker "
+                                                                "took it, on the catalog's clock).")
     ended_at: float | None = None
+    queued_s: float | None = Field(default=None, description="On workers: how long the run waited for a worker "
+                                                             "(so far, while it waits); null when run in-process.")
 
 
 class RunList(BaseModel):

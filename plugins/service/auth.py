@@ -9,11 +9,15 @@ owner of an accepted token is put in the ASGI scope (``assay.owner``).
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
+from assay.kernel.errors import AssayError
+
 SERVICE_AUTH_REQUIRED = "SERVICE_AUTH_REQUIRED"
+OUTAGES = ("CATALOG_UNAVAILABLE", "BROKER_UNAVAILABLE")  # 503 with their code, as the API's other routes
 SERVICE_AUTH_INVALID = "SERVICE_AUTH_INVALID"
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
@@ -55,7 +59,14 @@ class BearerAuth:
             await self.app(scope, receive, send)
             return
         token = bearer_token(scope.get("headers") or [])
-        info = self.tokens.verify(token) if token else None
+        try:  # the token store may be the shared catalog: read on a thread, never on the event loop
+            info = await asyncio.to_thread(self.tokens.verify, token) if token else None
+        except AssayError as exc:
+            if exc.code not in OUTAGES:
+                raise
+            await send_json(send, 503, {"code": exc.code, "message": exc.message, "hint": exc.hint},
+                            [(b"retry-after", b"5")])
+            return
         if info is None:
             await send_json(send, 401, unauthorized_body(token),
                             [(b"www-authenticate", b'Bearer realm="assay"')])

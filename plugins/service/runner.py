@@ -18,6 +18,8 @@ per-minute limit still applies here, the queue is the broker's.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -39,6 +41,7 @@ log = get_logger("assay.service.runs")
 
 SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
+SERVICE_IDEMPOTENCY_KEY_REUSED = "SERVICE_IDEMPOTENCY_KEY_REUSED"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
 
 
@@ -60,6 +63,7 @@ class LiveRun:
     history: list[dict[str, Any]] = field(default_factory=list)
     watchers: set[asyncio.Queue] = field(default_factory=set)
     state: str = "queued"  # queued -> running -> ended
+    replayed: bool = False  # answered again for a repeated Idempotency-Key, not started by this request
 
     def publish(self, item: dict[str, Any] | None) -> None:
         if item is not None:
@@ -126,24 +130,63 @@ class RunManager:
 
     # --- runs -------------------------------------------------------------------
 
-    def start(self, owner: str, token_id: str, request: RunRequest) -> LiveRun:
+    async def start(self, owner: str, token_id: str, request: RunRequest, key: str | None = None) -> LiveRun:
+        """Admit and start (or enqueue) a run. With an Idempotency-Key ``key`` already used by ``owner``
+        within ``idempotency_ttl_s``: that run (``replayed``), nothing new started. Catalog and broker I/O
+        run on threads, never on the event loop."""
         spec = self._model_spec(request.model)
+        fingerprint = _fingerprint(request, spec)
+        if key is not None:
+            earlier = await asyncio.to_thread(self.tokens.requested, owner, key, self.settings.idempotency_ttl_s)
+            if earlier is not None:
+                return self._replayed(owner, token_id, key, fingerprint, *earlier)
         if self.remote is not None:
-            return self._enqueue(owner, token_id, request, spec)
+            self._admit(token_id, counted=False)
+            run_id = self.kernel.new_run(capture=False).run_id
+            if key is not None:
+                held = await asyncio.to_thread(self.tokens.remember, owner, key, fingerprint, run_id,
+                                               self.settings.idempotency_ttl_s)
+                if held[0] != run_id:
+                    return self._replayed(owner, token_id, key, fingerprint, *held)
+            try:
+                await asyncio.to_thread(self._enqueue, owner, run_id, request, spec)
+            except BaseException:
+                if key is not None:  # a 503: the client's retry with the same key must start a run
+                    await asyncio.to_thread(_quietly, self.tokens.forget_request, owner, key, run_id)
+                raise
+            return LiveRun(run_id, owner, token_id)
         self._admit(token_id)
         run = self.kernel.new_run()
-        self.tokens.own(run.run_id, owner)
         run.artifact_scope = owner_scope(self.tokens, owner)  # tool inputs: this owner's runs only
         charge_to_owner(run, self.kernel, self.tokens, owner, self.settings)
         live = LiveRun(run.run_id, owner, token_id)
-        self.live[run.run_id] = live
+        self.live[run.run_id] = live  # counted at once: admission of the next request sees it
+        try:
+            if key is not None:
+                held = await asyncio.to_thread(self.tokens.remember, owner, key, fingerprint, run.run_id,
+                                               self.settings.idempotency_ttl_s)
+                if held[0] != run.run_id:
+                    self.live.pop(run.run_id, None)
+                    await asyncio.to_thread(run.close)
+                    return self._replayed(owner, token_id, key, fingerprint, *held)
+            await asyncio.to_thread(self.tokens.own, run.run_id, owner)
+        except BaseException:
+            self.live.pop(run.run_id, None)
+            await asyncio.to_thread(run.close)
+            if key is not None:
+                await asyncio.to_thread(_quietly, self.tokens.forget_request, owner, key, run.run_id)
+            raise
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))
         return live
 
-    def _enqueue(self, owner: str, token_id: str, request: RunRequest, spec: str) -> LiveRun:
-        """A run for a worker: recorded (queued) in the shared catalog, then sent to the broker."""
-        self._admit(token_id, counted=False)
-        run_id = self.kernel.new_run(capture=False).run_id
+    def _replayed(self, owner: str, token_id: str, key: str, fingerprint: str, run_id: str, held: str) -> LiveRun:
+        if held != fingerprint:
+            raise Refused(SERVICE_IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for another request "
+                          "(another question, datasource, model or limits)", "Use a new key for a new request.", 409)
+        return LiveRun(run_id, owner, token_id, state="", replayed=True)
+
+    def _enqueue(self, owner: str, run_id: str, request: RunRequest, spec: str) -> None:
+        """A run for a worker: recorded (queued) in the shared catalog, then sent to the broker (on a thread)."""
         self.tokens.own(run_id, owner)
         settings = self._agent_settings(request)
         try:
@@ -151,7 +194,6 @@ class RunManager:
                               settings.max_wall_s)
         except AssayError as exc:  # the broker did not take it: the run is recorded failed, never run here
             raise Refused(exc.code, exc.message, exc.hint, 503, retry_after=5) from None
-        return LiveRun(run_id, owner, token_id)
 
     async def _execute(self, live: LiveRun, run: Any, request: RunRequest, spec: str) -> None:
         recorder = RunRecorder(self.kernel.runs)
@@ -239,6 +281,21 @@ class RunManager:
             task.cancel()
         if pending:
             await asyncio.wait(pending, timeout=30)
+
+
+def _quietly(fn: Any, *args: Any) -> None:
+    """``fn(*args)``, its error dropped: what failed first is what the client must see."""
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - the catalog that failed the request may fail this too
+        pass
+
+
+def _fingerprint(request: RunRequest, spec: str) -> str:
+    """What makes two POST /runs the same request (for an Idempotency-Key used twice)."""
+    asked = {"question": request.question, "datasource": request.datasource, "model": spec,
+             "max_steps": request.max_steps, "max_wall_s": request.max_wall_s}
+    return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 
 def _remote_runs(kernel: Any) -> Any:

@@ -47,3 +47,5 @@ class ServiceSettings(BaseSettings):
                                                                     "request's end; then it is closed.")
     owner_max_artifact_bytes: int = Field(default=20 << 30, ge=1, description="Evidence bytes all runs of one "
                                           "owner may hold; a capture past it fails (ARTIFACT_QUOTA_EXCEEDED).")
+    idempotency_ttl_s: float = Field(default=86400.0, gt=0, description="How long an Idempotency-Key of POST /runs "
+                                                                        "is kept (per owner).")

@@ -40,6 +40,15 @@ CREATE TABLE IF NOT EXISTS run_owners (
     owner TEXT NOT NULL,
     created_at REAL NOT NULL
 );
+CREATE TABLE IF NOT EXISTS run_requests (
+    owner TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    run_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (owner, request_key)
+);
+CREATE INDEX IF NOT EXISTS run_requests_age ON run_requests (created_at);
 """
 _SCHEMA = {SQLITE: _SQLITE_SCHEMA, POSTGRESQL: _SQLITE_SCHEMA.replace(" REAL", " DOUBLE PRECISION")}
 SCHEMA_VERSION = 1
@@ -195,6 +204,31 @@ class TokenStore:
         else:
             rows = self._conn().execute(sql + " LIMIT ? OFFSET ?", (owner, limit, offset)).fetchall()
         return [r[0] for r in rows]
+
+    # --- idempotency keys of POST /runs (per owner, kept ttl_s) ----------------
+
+    def requested(self, owner: str, key: str, ttl_s: float) -> tuple[str, str] | None:
+        """(run_id, fingerprint) of the run ``owner`` started with Idempotency-Key ``key`` within ``ttl_s``."""
+        row = self._conn().execute("SELECT run_id, fingerprint FROM run_requests WHERE owner = ? AND "
+                                   "request_key = ? AND created_at >= ?", (owner, key, time.time() - ttl_s)).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def remember(self, owner: str, key: str, fingerprint: str, run_id: str, ttl_s: float) -> tuple[str, str]:
+        """Tie ``key`` to ``run_id`` unless another request of ``owner`` tied it first (within ``ttl_s``):
+        (run_id, fingerprint) of whichever holds the key. Keys older than ``ttl_s`` are dropped."""
+        db, now = self._conn(), time.time()
+        db.execute("DELETE FROM run_requests WHERE created_at < ?", (now - ttl_s,))
+        db.execute("INSERT INTO run_requests (owner, request_key, fingerprint, run_id, created_at) "
+                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, request_key) DO NOTHING",
+                   (owner, key, fingerprint, run_id, now))
+        row = db.execute("SELECT run_id, fingerprint FROM run_requests WHERE owner = ? AND request_key = ?",
+                         (owner, key)).fetchone()
+        return row[0], row[1]
+
+    def forget_request(self, owner: str, key: str, run_id: str) -> None:
+        """Untie ``key`` from ``run_id`` (the request failed before its run was recorded: a retry starts one)."""
+        self._conn().execute("DELETE FROM run_requests WHERE owner = ? AND request_key = ? AND run_id = ?",
+                             (owner, key, run_id))
 
     def close(self) -> None:
         self._forget()

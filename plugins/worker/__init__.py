@@ -3,9 +3,11 @@
 ``assay worker`` takes runs that ``assay serve`` enqueued when
 ``ASSAY_BROKER_URL`` is set, executes them and records them in the shared
 catalog (``ASSAY_CATALOG_URL``): :mod:`.messages` (what crosses the broker),
-:mod:`.broker` (the Dramatiq broker), :mod:`.leases` (exactly-once in the
-catalog), :mod:`.execute` (a worker's side), :mod:`.dispatch` (the API's
-side). This module registers the command only; Dramatiq loads when a broker
+:mod:`.broker` (the Dramatiq broker, its retries and dead letters),
+:mod:`.leases` (exactly-once in the catalog), :mod:`.execute` (a worker's
+side), :mod:`.recording` (a run's writes, fenced by its lease),
+:mod:`.dispatch` (the API's side), :mod:`.faults` (fault points for tests).
+This module registers the command only; Dramatiq loads when a broker
 is used (extra ``worker``). See docs/deploy.md.
 """
 

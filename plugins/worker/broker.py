@@ -7,6 +7,15 @@ worker died goes back on the queue (RabbitMQ: when the connection drops;
 Redis: once the dead worker's heartbeat is ``redelivery_s`` old). What runs
 exactly once is decided in the shared catalog (:mod:`.leases`), not by the
 broker: a redelivered message whose run already ended is dropped.
+
+A message whose actor raised (the catalog did not answer the claim) is
+retried by Dramatiq's own ``Retries`` middleware, with exponential back-off
+from ``retry_min_backoff_s`` to ``retry_max_backoff_s``, up to
+``claim_retries`` times, only for catalog outages; past them, or for any
+other error, it is failed, which puts it in the queue's dead-letter queue
+(``QUEUE.XQ``, kept 7 days) that :meth:`Broker.dead_letters` counts and
+``assay worker`` reports. A message is never acknowledged for a run that
+was not claimed.
 """
 
 from __future__ import annotations
@@ -14,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from assay.kernel.database import catalog_url
+from assay.kernel.database import CATALOG_UNAVAILABLE, CatalogError, catalog_url
 from assay.kernel.errors import AssayError
 from assay.kernel.settings import mask_url
 
@@ -78,7 +87,15 @@ class Broker:
         self.dramatiq = dramatiq
         self.broker = self._make()
         self.actor = dramatiq.Actor(handler or _not_here, broker=self.broker, actor_name=ACTOR,
-                                    queue_name=settings.queue, priority=0, options={"max_retries": 0})
+                                    queue_name=settings.queue, priority=0, options={})
+
+    def _middleware(self) -> list[Any]:
+        from dramatiq.middleware import Retries
+
+        s = self.settings
+        return [Retries(max_retries=s.claim_retries, min_backoff=max(1, int(s.retry_min_backoff_s * 1000)),
+                        max_backoff=max(1, int(s.retry_max_backoff_s * 1000)),
+                        retry_when=lambda retries, exc: retries < s.claim_retries and transient(exc))]
 
     def _make(self) -> Any:
         s = self.settings
@@ -89,11 +106,23 @@ class Broker:
             client = redis.Redis.from_url(self.url, socket_connect_timeout=s.connect_timeout_s,
                                           socket_timeout=max(s.connect_timeout_s, 30.0), health_check_interval=30)
             # maintenance (requeueing a dead worker's messages) on about 1 command in 20
-            return RedisBroker(client=client, middleware=[], heartbeat_timeout=int(s.redelivery_s * 1000),
-                               maintenance_chance=50_000)
+            return RedisBroker(client=client, middleware=self._middleware(),
+                               heartbeat_timeout=int(s.redelivery_s * 1000), maintenance_chance=50_000)
         from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
-        return RabbitmqBroker(url=_amqp_url(self.url, s.connect_timeout_s), middleware=[])
+        return RabbitmqBroker(url=_amqp_url(self.url, s.connect_timeout_s), middleware=self._middleware())
+
+    def dead_letters(self) -> int:
+        """Messages of this queue in its dead-letter queue (their retries were used up, or they could not
+        be handled at all); their runs are ended or enqueued again by the reconciler."""
+        queue = self.settings.queue
+        try:
+            if self.kind == "redis":
+                return int(self.broker.client.zcard(f"{self.broker.namespace}:{queue}.XQ"))
+            channel = self.broker.channel
+            return int(channel.queue_declare(f"{queue}.XQ", passive=True).method.message_count)
+        except Exception as exc:  # noqa: BLE001 - redis, pika and socket errors alike
+            raise self.unavailable(exc) from None
 
     def check(self) -> None:
         """Reach the broker now (BROKER_UNAVAILABLE with the masked URL when it does not answer)."""
@@ -127,6 +156,15 @@ class Broker:
             self.broker.close()
         except Exception:  # noqa: BLE001 - closing a broken connection
             pass
+
+
+def transient(exc: BaseException) -> bool:
+    """Whether an actor's error is a catalog or broker outage (retried), not a fault of the message."""
+    if isinstance(exc, CatalogError) and exc.code == CATALOG_UNAVAILABLE:
+        return True
+    if isinstance(exc, BrokerError) and exc.code == BROKER_UNAVAILABLE:
+        return True
+    return type(exc).__name__ in ("OperationalError", "InterfaceError", "ConnectionError", "TimeoutError")
 
 
 def _amqp_url(url: str, timeout_s: float) -> str:

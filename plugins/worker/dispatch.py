@@ -2,9 +2,11 @@
 
 Used by ``assay serve``'s run manager when ``ASSAY_BROKER_URL`` is set
 (:func:`remote_runs`). A run is written to the shared catalog first (its
-record with status ``queued``, its owner, its lease), then its message goes to
-the broker; a broker that does not take the message fails the run at once
-with ``BROKER_UNAVAILABLE`` (never an in-process run instead).
+record with status ``queued`` and its lease holding the message, in one
+transaction), then its message goes to the broker; a broker that does not
+take the message fails the run at once with ``BROKER_UNAVAILABLE`` (never an
+in-process run instead). A process killed between the two leaves a queued
+run that the workers' reconciler enqueues again (:meth:`Executor.reconcile`).
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecord, store_path
 
 from .broker import Broker, broker_settings, check_shared_catalog
-from .execute import record_ended
+from .faults import fault_point
 from .leases import LeaseStore
 from .messages import RunMessage
+from .recording import record_ended
 
 log = get_logger("assay.worker.dispatch")
 ENDED_STATUSES_WAIT_S = 30.0  # how long DELETE /runs/ID waits for a worker to record the cancel
@@ -55,17 +58,22 @@ class RemoteRuns:
     def start(self, run_id: str, question: str, datasource: str | None, model: str, max_steps: int,
               max_wall_s: float) -> None:
         """Record the run (queued) and its lease, then enqueue it; BROKER_UNAVAILABLE ends it failed."""
-        now = time.time()
-        self.kernel.runs.start(RunRecord(run_id=run_id, question=question, model=model, status="queued",
-                                         started_at=now))
-        self.leases.create(run_id)
         message = RunMessage(run_id=run_id, question=question, datasource=datasource, model=model,
-                             max_steps=max_steps, max_wall_s=max_wall_s, enqueued_at=now)
+                             max_steps=max_steps, max_wall_s=max_wall_s, enqueued_at=time.time())
+        def record() -> None:
+            with self.leases.db.transaction() as tx:  # the record and the lease: both or neither
+                at = self.leases.create(run_id, message.model_dump_json(), tx)  # the catalog's clock
+                self.kernel.runs.start(RunRecord(run_id=run_id, question=question, model=model, status="queued",
+                                                 started_at=at))
+
+        self.leases.db.retry(record)  # a dropped connection: the whole transaction once more
+        fault_point("serve_recorded")
         try:
             self.broker.enqueue(message)
         except AssayError as exc:
-            if self.leases.end_unclaimed(run_id):
-                record_ended(self.kernel, run_id, question, model, "failed", exc)
+            with self.leases.db.transaction():
+                if self.leases.end_unclaimed(run_id):
+                    record_ended(self.kernel, run_id, question, model, "failed", exc)
             raise
         log.info("run_enqueued", run_id=run_id, queue=self.settings.queue)
 
@@ -74,11 +82,7 @@ class RemoteRuns:
         state = await asyncio.to_thread(self.leases.request_cancel, run_id)
         if state is None:
             return False
-        if state == "queued" and await asyncio.to_thread(self.leases.end_unclaimed, run_id):
-            record = await asyncio.to_thread(self.kernel.runs.get, run_id)
-            await asyncio.to_thread(record_ended, self.kernel, run_id, record.question if record else "",
-                                    record.model if record else "", "cancelled",
-                                    AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."))
+        if state == "queued" and await asyncio.to_thread(self.leases.db.retry, lambda: self._cancel_queued(run_id)):
             return True
         deadline = time.monotonic() + ENDED_STATUSES_WAIT_S
         while time.monotonic() < deadline:
@@ -86,6 +90,17 @@ class RemoteRuns:
             if record is None or record.status not in ("queued", "running"):
                 break
             await asyncio.sleep(self.settings.poll_s)
+        return True
+
+    def _cancel_queued(self, run_id: str) -> bool:
+        """End a run no worker took yet as cancelled: lease, final event and status in one transaction."""
+        with self.leases.db.transaction():
+            if not self.leases.end_unclaimed(run_id):
+                return False
+            record = self.kernel.runs.get(run_id)
+            record_ended(self.kernel, run_id, record.question if record else "", record.model if record else "",
+                         "cancelled", AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."),
+                         ended_at=self.leases.clock())
         return True
 
     async def stream(self, run_id: str, max_s: float) -> AsyncIterator[str]:
@@ -117,6 +132,14 @@ class RemoteRuns:
                     quiet = time.monotonic()
                     yield ": keep-alive\n\n"
             await asyncio.sleep(self.settings.poll_s)
+
+    def queued_s(self, run_id: str) -> float | None:
+        """How long the run waited for a worker (so far, while it waits), on the catalog's clock."""
+        times = self.leases.queue_times(run_id)
+        if times is None:
+            return None
+        enqueued, claimed = times
+        return max(0.0, (claimed if claimed is not None else self.leases.clock()) - enqueued)
 
     def _after(self, run_id: str, seq: int) -> list[tuple[int, str, int, float, Any]]:
         return [(e.seq, e.kind, e.step, e.at, e.data) for e in self.kernel.runs.events(run_id) if e.seq > seq]

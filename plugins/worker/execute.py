@@ -3,10 +3,14 @@
 :meth:`Executor.handle` is the Dramatiq actor's body (one call per message,
 on one of the worker's threads). A run is executed only after its lease was
 claimed in the shared catalog (:mod:`.leases`), so a message delivered twice
-runs once. While it runs, a guard thread renews the lease and looks for a
-cancel; the run's final event is written only while this worker still holds
-the lease. :meth:`Executor.sweep` (a thread of every worker) marks runs whose
-worker died failed with ``RUN_WORKER_LOST``.
+runs once; a claim the catalog did not answer raises, for Dramatiq's Retries
+middleware to bring the message back (:mod:`.broker`). While it runs, a guard
+thread renews the lease and looks for a cancel; every write of the run (its
+events, its artifact records, its end) is fenced by the lease
+(:mod:`.recording`). :meth:`Executor.sweep` (a thread of every worker) marks
+runs whose worker died failed with ``RUN_WORKER_LOST``, and
+:meth:`Executor.reconcile` enqueues again, or expires, queued runs whose
+message is gone.
 
 "Retried from its last checkpoint" is honestly this, for an agent run: the
 transcript and every captured artifact up to the worker's death stay in the
@@ -24,9 +28,10 @@ import socket
 import threading
 import time
 import uuid
+from collections import deque
 from typing import Any
 
-from assay.kernel.agent import AgentEvent, arun_agent
+from assay.kernel.agent import arun_agent
 from assay.kernel.agent.loop import agent_settings
 from assay.kernel.ask import attach_databases, refused, resolve_model
 from assay.kernel.errors import AssayError
@@ -34,14 +39,17 @@ from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
 from pydantic import ValidationError
 
-from .leases import ENDED, QUEUED, RUNNING, LeaseStore
+from .leases import ENDED, QUEUED, RUNNING, LeaseLost, LeaseStore
 from .messages import RunMessage
+from .recording import FencedRecorder, record_ended
 from .settings import BrokerSettings
 
 log = get_logger("assay.worker")
 
 RUN_WORKER_LOST = "RUN_WORKER_LOST"
+RUN_QUEUE_EXPIRED = "RUN_QUEUE_EXPIRED"
 WORKER_MESSAGE_INVALID = "WORKER_MESSAGE_INVALID"
+FENCE_KEPT_S = 3600.0  # longer than any run's tools may outlive it
 
 
 def worker_id() -> str:
@@ -49,28 +57,14 @@ def worker_id() -> str:
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
-class LeasedRecorder:
-    """The runs-store recorder of one run, writing only while this worker holds the run's lease."""
-
-    def __init__(self, recorder: RunRecorder, leases: LeaseStore, run_id: str, worker: str) -> None:
-        self.recorder, self.leases, self.run_id, self.worker = recorder, leases, run_id, worker
-        self.lost = False
-
-    def __call__(self, event: AgentEvent) -> None:
-        if self.lost:
-            return
-        if event.kind == "run_finished" and not self.leases.finish(self.run_id, self.worker):
-            self.lost = True  # another worker's sweep already ended it (RUN_WORKER_LOST): its status stands
-            log.warning("worker_lease_lost", run_id=self.run_id, worker=self.worker)
-            return
-        self.recorder(event)
-
-
 class Executor:
     def __init__(self, kernel: Any, settings: BrokerSettings, leases: LeaseStore, broker: Any = None) -> None:
         self.kernel, self.settings, self.leases, self.broker = kernel, settings, leases, broker
         self.worker = worker_id()
         self.running: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
+        self._mine: set[str] = set()  # runs this process is claiming or executing
+        self._ended: deque[tuple[float, str]] = deque()  # (when, run id) of runs ended here, still fenced
+        self._begun: set[str] = set()  # runs this process began executing (kept as long as their fence)
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -93,18 +87,39 @@ class Executor:
         except ValidationError as exc:  # acknowledged (it would come back for ever); its run ends failed
             log.error("worker_message_invalid", error=str(exc).splitlines()[0])
             run_id = payload.get("run_id") if isinstance(payload, dict) else None
-            if isinstance(run_id, str) and self.leases.end_unclaimed(run_id):
-                record_ended(self.kernel, run_id, str(payload.get("question", "")), str(payload.get("model", "")),
-                             "failed", AssayError(WORKER_MESSAGE_INVALID, "this worker cannot read the run's "
-                             f"message: {str(exc).splitlines()[0]}", "Run the same assay version on the API "
-                             "and the workers."))
+            if isinstance(run_id, str):
+                with self.leases.db.transaction():
+                    if self.leases.end_unclaimed(run_id):
+                        record_ended(self.kernel, run_id, str(payload.get("question", "")),
+                                     str(payload.get("model", "")), "failed", AssayError(
+                                         WORKER_MESSAGE_INVALID, "this worker cannot read the run's message: "
+                                         f"{str(exc).splitlines()[0]}", "Run the same assay version on the API "
+                                         "and the workers."))
             return
         run_id, s = message.run_id, self.settings
-        if not self.leases.claim(run_id, self.worker, s.lease_s):
-            self._not_claimed(message)
-            return
-        log.info("worker_run_claimed", run_id=run_id, worker=self.worker)
-        self._loop().run_until_complete(self._execute(message))
+        with self._lock:
+            # delivered twice to this very process: it runs it, or ran it (never again, even if its lease was
+            # left running: a claim ``again`` is only for a run this process never began)
+            if run_id in self._mine or run_id in self._begun:
+                log.info("worker_run_skipped", run_id=run_id, state="here")
+                return
+            self._mine.add(run_id)
+        try:
+            # a catalog error raises to Dramatiq's Retries middleware: the message comes back after a back-off,
+            # then goes to the dead-letter queue; it is never acknowledged unclaimed. ``again``: a claim of this
+            # process that committed before the catalog failed is this process's to run (it never began it)
+            times = self.leases.claim(run_id, self.worker, s.lease_s, again=True)
+            if times is None:
+                self._not_claimed(message)
+                return
+            log.info("worker_run_claimed", run_id=run_id, worker=self.worker)
+            try:
+                self._loop().run_until_complete(self._execute(message, times))
+            except Exception as exc:  # noqa: BLE001 - claimed: the lease decides what becomes of it, not a retry
+                log.error("worker_run_crashed", run_id=run_id, error=repr(exc))
+        finally:
+            with self._lock:
+                self._mine.discard(run_id)
 
     def _not_claimed(self, message: RunMessage) -> None:
         run_id = message.run_id
@@ -112,21 +127,29 @@ class Executor:
         if lease is None or lease.state == ENDED:
             log.info("worker_run_skipped", run_id=run_id, state=lease.state if lease else "unknown")
         elif lease.state == QUEUED and lease.cancel_requested:
-            if self.leases.end_unclaimed(run_id):
-                record_ended(self.kernel, message.run_id, message.question, message.model, "cancelled",
-                             AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."))
+            self._end_queued(run_id, message, "cancelled")
         elif lease.state == RUNNING and lease.lapsed:
             self.sweep(run_id)
         elif lease.state == RUNNING and self.broker is not None:
             # delivered again while another worker holds it (a redelivery): look once its lease would lapse
             self.broker.enqueue(message, delay_s=self.settings.lease_s)
 
-    async def _execute(self, message: RunMessage) -> None:
+    async def _execute(self, message: RunMessage, times: tuple[float, float]) -> None:
         kernel, run_id = self.kernel, message.run_id
+        with self._lock:
+            self._begun.add(run_id)
         recorder = RunRecorder(kernel.runs)
         recorder.started.add(run_id)  # the API wrote the record (status queued)
-        kernel.runs.update(run_id, status="running", pid=os.getpid(), host=socket.gethostname())
-        guarded = LeasedRecorder(recorder, self.leases, run_id, self.worker)
+        guarded = FencedRecorder(recorder, self.leases, run_id, self.worker, self.settings.write_retry_s)
+        # started_at: when a worker took it, on the catalog's clock (the wait before is the lease's enqueued_at)
+        try:
+            await asyncio.to_thread(guarded.update, status="running", pid=os.getpid(), host=socket.gethostname(),
+                                    started_at=times[1])
+        except LeaseLost:
+            return
+        catalog = kernel.evidence.catalog
+        catalog.fence(run_id, lambda tx: self.leases.fence(tx, run_id, self.worker),  # artifacts: fenced too
+                      lambda write: guarded.retrying(write, time.monotonic() + self.settings.write_retry_s))
         run = kernel.new_run(run_id=run_id)
         loop = asyncio.get_running_loop()
         agent: asyncio.Future = loop.create_future()
@@ -162,13 +185,27 @@ class Executor:
                 [guarded], status=_status("failed"))
         finally:
             stop.set()
+            self._unfence_old(catalog, run_id)
             with self._lock:
                 self.running.pop(run_id, None)
             await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
             log.info("worker_run_done", run_id=run_id, lost=guarded.lost)
 
+    def _unfence_old(self, catalog: Any, ended: str) -> None:
+        """The fence of a run stays after it ends (a tool's thread may outlive the run's cancel and try to
+        record an artifact: the ended lease refuses it); fences of runs ended FENCE_KEPT_S ago are dropped."""
+        now = time.monotonic()
+        with self._lock:
+            self._ended.append((now, ended))
+            old = []
+            while self._ended and now - self._ended[0][0] > FENCE_KEPT_S:
+                old.append(self._ended.popleft()[1])
+                self._begun.discard(old[-1])
+        for run_id in old:
+            catalog.fence(run_id, None)
+
     def _guard(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
-               guarded: LeasedRecorder, stop: threading.Event) -> None:
+               guarded: FencedRecorder, stop: threading.Event) -> None:
         """Renew the lease every lease_s/3 and look for a cancel every poll_s, until the run ends."""
         renewed = time.monotonic()
         try:
@@ -177,7 +214,7 @@ class Executor:
             self.leases.db.close()  # this thread's catalog connection: the thread ends with the run
 
     def _watch(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
-               guarded: LeasedRecorder, stop: threading.Event, renewed: float) -> None:
+               guarded: FencedRecorder, stop: threading.Event, renewed: float) -> None:
         s = self.settings
         while not stop.wait(s.poll_s):
             try:
@@ -202,6 +239,11 @@ class Executor:
             loop.call_soon_threadsafe(agent.cancel)
         return len(going)
 
+    def busy(self) -> bool:
+        """Whether a run is being claimed or executed here."""
+        with self._lock:
+            return bool(self._mine)
+
     # --- runs whose worker died -------------------------------------------------------
 
     def sweep(self, run_id: str | None = None) -> int:
@@ -210,13 +252,14 @@ class Executor:
         # is ended together with the run's final event and status, or neither is and the next sweep retries
         with self.leases.db.transaction():
             taken = self.leases.take_lapsed(run_id)
+            now = self.leases.clock() if taken else None
             for lost_id, holder in taken:
-                self._lost(lost_id, holder)
+                self._lost(lost_id, holder, now)
         for lost_id, holder in taken:
             log.warning("worker_run_lost", run_id=lost_id, worker=holder, swept_by=self.worker)
         return len(taken)
 
-    def _lost(self, lost_id: str, holder: str) -> None:
+    def _lost(self, lost_id: str, holder: str, now: float | None = None) -> None:
         record = self.kernel.runs.get(lost_id)
         steps = record.steps if record else 0
         record_ended(self.kernel, lost_id, record.question if record else "", record.model if record else "",
@@ -224,23 +267,53 @@ class Executor:
                          RUN_WORKER_LOST, f"worker {holder} stopped renewing this run's lease (it was killed, or "
                          f"lost the catalog) after step {steps}", "Ask again. The transcript and evidence up to "
                          "that step are kept; the model conversation is not resumed on another worker."),
-                     steps=steps)
+                     steps=steps, ended_at=now)
+
+    # --- queued runs whose message is gone --------------------------------------------
+
+    def reconcile(self) -> dict[str, int]:
+        """Queued runs untouched past ``requeue_after_s``: enqueued again (a second delivery is harmless: one
+        claim wins), or past ``queue_expiry_s`` failed with RUN_QUEUE_EXPIRED; queued runs whose cancel was
+        asked but not recorded: ended ``cancelled``. Counts of each."""
+        s = self.settings
+        counts = {"requeued": 0, "expired": 0, "cancelled": 0}
+        for stale in self.leases.stale_queued(s.requeue_after_s, s.queue_expiry_s):
+            message = _message(stale.message)
+            if stale.cancel_requested or stale.expired or message is None:
+                kind = "cancelled" if stale.cancel_requested else "expired"
+                self._end_queued(stale.run_id, message, kind)
+                counts[kind] += 1
+            elif self.broker is not None:
+                self.broker.enqueue(message)
+                counts["requeued"] += 1
+                log.warning("worker_run_requeued", run_id=stale.run_id, by=self.worker)
+        return counts
+
+    def _end_queued(self, run_id: str, message: RunMessage | None, kind: str) -> None:
+        s = self.settings
+        record = self.kernel.runs.get(run_id)
+        question = message.question if message else (record.question if record else "")
+        model = message.model if message else (record.model if record else "")
+        if kind == "cancelled":
+            error = AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again.")
+            status, reason = "cancelled", None
+        else:
+            error = AssayError(RUN_QUEUE_EXPIRED, f"no worker took this run within {s.queue_expiry_s:g} s of its "
+                               "enqueueing (its message was lost, or no worker ran)", "Check that `assay worker` "
+                               "processes run and reach the broker (`assay worker` reports dead letters); ask again.")
+            status, reason = "failed", "no worker took it in time"
+        with self.leases.db.transaction():
+            if self.leases.end_unclaimed(run_id):
+                record_ended(self.kernel, run_id, question, model, status, error, ended_at=self.leases.clock(),
+                             reason=reason)
+        log.warning("worker_queued_run_ended", run_id=run_id, status=status, code=error.code)
 
 
-def record_ended(kernel: Any, run_id: str, question: str, model: str, status: str, error: AssayError,
-                 steps: int = 0) -> None:
-    """Write the final event and status of a run this process did not execute (lost, or cancelled queued)."""
-    record = kernel.runs.get(run_id)
-    reason = {"failed": "the worker executing it was lost", "cancelled": "cancelled before a worker took it"}
-    summary = {"run_id": run_id, "question": question, "model": model, "status": status,
-               "status_reason": reason.get(status, status),
-               "error": {"code": error.code, "message": error.message, "hint": error.hint}, "answer": None,
-               "steps": steps, "artifact_ids": list(record.artifact_ids) if record else [], "tool_calls": []}
-    if record is None:
-        RunRecorder(kernel.runs).begin(run_id, question, model)
-    kernel.runs.append(run_id, "run_finished", steps, time.time(), {"summary": summary})
-    kernel.runs.update(run_id, status=status, status_reason=summary["status_reason"], error=summary["error"],
-                       ended_at=time.time(), summary=summary)
+def _message(stored: str) -> RunMessage | None:
+    try:
+        return RunMessage.model_validate_json(stored) if stored else None
+    except ValidationError:
+        return None
 
 
 def _status(name: str) -> Any:

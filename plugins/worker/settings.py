@@ -31,3 +31,18 @@ class BrokerSettings(BaseSettings):
     redelivery_s: float = Field(default=30.0, ge=1.0,
                                 description="Redis only: after how long a dead worker's unacknowledged messages "
                                             "go back on the queue (RabbitMQ does it when the connection drops).")
+    claim_retries: int = Field(default=10, ge=0, le=100,
+                               description="How often a message is retried (Dramatiq's Retries middleware) when "
+                                           "the catalog does not answer its claim; past it, the dead-letter queue.")
+    retry_min_backoff_s: float = Field(default=1.0, gt=0, description="First back-off of a retried message; it "
+                                                                       "doubles at each retry.")
+    retry_max_backoff_s: float = Field(default=60.0, gt=0, description="Longest back-off of a retried message.")
+    write_retry_s: float = Field(default=120.0, ge=0, description="How long a worker retries a run's writes through "
+                                                                 "a catalog outage before its transcript is marked "
+                                                                 "incomplete.")
+    requeue_after_s: float = Field(default=120.0, ge=1.0,
+                                   description="Reconciler: a run queued this long (and again each time this "
+                                               "long) is enqueued again, in case its message was lost.")
+    queue_expiry_s: float = Field(default=3600.0, ge=1.0,
+                                  description="Reconciler: a run no worker took this long after it was enqueued "
+                                              "is failed (RUN_QUEUE_EXPIRED).")

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,19 +19,14 @@ import pytest
 
 from tests.conftest import require
 from tests.service.conftest import LiveServer, stop
+from tests.worker.faults import REQUEUE_AFTER_S as _REQUEUE_AFTER_S
+from tests.worker.private_services import PrivatePostgres, PrivateRedis
+from tests.worker.private_services import answers as _answers
 
 REDIS_URL = "redis://127.0.0.1:6379/0"
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 SLOW = [{"tool": "code_interpreter", "arguments": {"code": "import time\ntime.sleep(20)\nprint('slept')"}},
         {"text": "Done sleeping."}]
-
-
-def _answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1):
-            return True
-    except OSError:
-        return False
 
 
 @pytest.fixture(params=["redis", "rabbitmq"])
@@ -84,11 +78,13 @@ class Cluster:
             self.stop()
             raise
 
-    def add_worker(self, wait: bool = True) -> subprocess.Popen:
+    def add_worker(self, wait: bool = True, env: dict[str, str] | None = None,
+                   args: tuple[str, ...] = ()) -> subprocess.Popen:
         n = len(self.workers) + 1
-        env = {**self.api.env, "ASSAY_HOME": str(self.root / f"worker-{n}" / "home")}
+        base = {k: v for k, v in self.api.env.items() if k != "ASSAY_TEST_FAULT"}  # the API's own fault
+        env = {**base, "ASSAY_HOME": str(self.root / f"worker-{n}" / "home"), **(env or {})}
         log = open(self.root / f"worker-{n}.log", "w")  # noqa: SIM115 - closed in stop()
-        proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "worker"], env=env, stdout=log,
+        proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "worker", *args], env=env, stdout=log,
                                 stderr=subprocess.STDOUT)
         self.workers.append(proc)
         self.logs.append(log)
@@ -127,3 +123,31 @@ def shared_env(tmp_path, pg_catalog_url, s3_endpoint, broker_url):
             "ASSAY_ARTIFACT_S3_ENDPOINT_URL": s3_endpoint, "ASSAY_ARTIFACT_S3_ACCESS_KEY_ID": "testing",
             "ASSAY_ARTIFACT_S3_SECRET_ACCESS_KEY": "testing", "ASSAY_ARTIFACT_S3_CREATE_BUCKET": "true",
             "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000", "ASSAY_LOG_LEVEL": "INFO", "ASSAY_LOG_FORMAT": "json"}
+
+
+# --- services a fault test owns (tests/worker/test_faults.py, test_fault_guards.py, test_api_outage.py) ---
+
+@pytest.fixture
+def private_pg():
+    pg = PrivatePostgres()
+    yield pg
+    pg.close()
+
+
+@pytest.fixture
+def private_redis():
+    redis = PrivateRedis()
+    yield redis
+    redis.close()
+
+
+@pytest.fixture
+def fault_env(private_pg, private_redis):
+    """A cluster's settings on a catalog and a broker this test owns (so it may kill them)."""
+    return {"ASSAY_CATALOG_URL": private_pg.url, "ASSAY_BROKER_URL": private_redis.url,
+            "ASSAY_BROKER_QUEUE": "assay_faults", "ASSAY_BROKER_LEASE_S": "3", "ASSAY_BROKER_REDELIVERY_S": "5",
+            "ASSAY_BROKER_POLL_S": "0.1", "ASSAY_BROKER_RETRY_MIN_BACKOFF_S": "0.2",
+            "ASSAY_BROKER_RETRY_MAX_BACKOFF_S": "2", "ASSAY_BROKER_CLAIM_RETRIES": "60",
+            "ASSAY_BROKER_WRITE_RETRY_S": "60", "ASSAY_BROKER_REQUEUE_AFTER_S": str(_REQUEUE_AFTER_S),
+            "ASSAY_BROKER_QUEUE_EXPIRY_S": "300", "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000",
+            "ASSAY_LOG_LEVEL": "INFO", "ASSAY_LOG_FORMAT": "json"}

@@ -31,7 +31,7 @@ def leases(kernel):
 
 def test_of_two_workers_claiming_one_run_exactly_one_gets_it(leases):
     leases.create("run_a")
-    assert [leases.claim("run_a", w, 10) for w in ("w1", "w2")] == [True, False]
+    assert [leases.claim("run_a", w, 10) is not None for w in ("w1", "w2")] == [True, False]
     assert leases.get("run_a").worker == "w1" and leases.get("run_a").attempts == 1
 
 
@@ -40,13 +40,13 @@ def test_a_lapsed_lease_is_taken_by_one_sweep_and_its_worker_then_cannot_finish(
     assert leases.claim("run_b", "w1", 0.05)
     time.sleep(0.2)
     assert leases.take_lapsed() == [("run_b", "w1")] and leases.take_lapsed() == []
-    assert not leases.renew("run_b", "w1", 10) and not leases.finish("run_b", "w1")
-    assert not leases.claim("run_b", "w2", 10)  # a redelivered message does not run it again
+    assert not leases.renew("run_b", "w1", 10) and leases.finish("run_b", "w1") is None
+    assert leases.claim("run_b", "w2", 10) is None  # a redelivered message does not run it again
 
 
 def test_a_cancel_of_a_queued_run_keeps_workers_from_claiming_it(leases):
     leases.create("run_c")
-    assert leases.request_cancel("run_c") == "queued" and not leases.claim("run_c", "w1", 10)
+    assert leases.request_cancel("run_c") == "queued" and leases.claim("run_c", "w1", 10) is None
     assert leases.end_unclaimed("run_c") and leases.get("run_c").state == "ended"
 
 
