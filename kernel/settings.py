@@ -8,10 +8,10 @@ sandbox is one such section, ``[sandbox]``, read from its ``SANDBOX_*``
 variables. Everywhere the environment beats the file, and the file beats the
 defaults.
 
-A section's class is either an :class:`~assay.kernel.env_settings.EnvSettings`
-(the kernel's own settings and the sections every ``assay ask`` reads: no
-pydantic-settings at start-up) or a pydantic-settings ``BaseSettings``, whose
-own sources are kept and whose table is read by pydantic-settings' TOML source.
+Every settings class, the kernel's and each section's, is a pydantic-settings
+``BaseSettings``: its own sources (keyword arguments, its environment
+variables, whatever it customised) are kept, and its table of the file is
+read by pydantic-settings' TOML source, under them.
 """
 
 from __future__ import annotations
@@ -22,11 +22,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, Field, SecretBytes, SecretStr, ValidationError
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    SettingsError,
+    TomlConfigSettingsSource,
+)
 
-from .env_settings import EnvConfigDict, EnvSettings, field_keys
 from .errors import ConfigError
 
-S = TypeVar("S", bound=BaseModel)
+S = TypeVar("S", bound=BaseSettings)
 
 _URL_PASSWORD = re.compile(r"(?P<head>[a-zA-Z][\w+.-]*://[^:/@\s]*:)(?P<pw>[^@\s]+)(?P<tail>@)")
 
@@ -48,10 +54,10 @@ def _default_home() -> Path:
     return Path(os.environ.get("XDG_DATA_HOME", Path.home() / ".local" / "share")) / "assay"
 
 
-class Settings(EnvSettings):
-    """The kernel's settings. Every field reads ``ASSAY_<FIELD>``."""
+class Settings(BaseSettings):
+    """The kernel's settings. Every field reads ``ASSAY_<FIELD>``, then the ``[kernel]`` table."""
 
-    model_config = EnvConfigDict(env_prefix="ASSAY_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
 
     home: Path = Field(default_factory=_default_home, description="Where artifacts and catalogs live.")
     config: Path | None = Field(default=None, description="A TOML file with [kernel] and per-plugin sections.")
@@ -67,7 +73,7 @@ class Settings(EnvSettings):
         "PostgreSQL; unset, they are SQLite files under ASSAY_HOME."
     )
 
-    _sections: dict[str, BaseModel]
+    _sections: dict[str, BaseSettings]
     _declared: dict[str, str]
     _file_data: dict[str, Any]
 
@@ -77,39 +83,46 @@ class Settings(EnvSettings):
         self._file_data = _read_config_file(self.config)
 
     @classmethod
-    def base_layer(cls, given: dict[str, Any]) -> dict[str, Any]:
-        """Under keyword arguments and ``ASSAY_*`` variables: the ``[kernel]`` table of the file."""
-        path = given.get("config") or os.environ.get("ASSAY_CONFIG")
-        if not path:
-            return {}
-        table = _read_config_file(path).get("kernel")
-        return field_keys(cls, table) if isinstance(table, dict) else {}
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments, then ``ASSAY_*`` variables, then the ``[kernel]`` table of the file."""
+        given = getattr(init_settings, "init_kwargs", {}).get("config")
+        table = _table_source(settings_cls, given or os.environ.get("ASSAY_CONFIG"), "kernel")
+        sources = (init_settings, env_settings, dotenv_settings, file_secret_settings)
+        return (*sources, table) if table is not None else sources
 
     @classmethod
     def from_env(cls, **overrides: Any) -> "Settings":
         """Build settings from the environment, with keyword overrides winning."""
         try:
             return cls(**overrides)
-        except ValidationError as exc:
+        except (ValidationError, SettingsError) as exc:
             raise ConfigError(message=_short_validation_message(exc), hint="Check the ASSAY_* variables.") from None
 
-    def section(self, name: str, model: type[S], **overrides: Any) -> S:
+    def section(self, name: str, model: type[S], /, **overrides: Any) -> S:
         """The plugin section ``name``, read once into ``model``.
 
         Values come from the ``[name]`` table of the config file, overridden by
         the environment variables the model declares (for example with
-        ``env_prefix="ASSAY_SQL_"``). Keyword ``overrides`` beat both; a
-        section built with overrides is a fresh one, neither cached nor shown
-        by ``assay config``.
+        ``env_prefix="ASSAY_SQL_"``). Keyword ``overrides`` (any field, ``name``
+        and ``model`` included) beat both; a section built with overrides is a
+        fresh one, neither cached nor shown by ``assay config``.
         """
         cached = None if overrides else self._sections.get(name)
         if cached is not None:
             if not isinstance(cached, model):
                 raise ConfigError(message=f"settings section {name!r} is claimed by two models")
             return cached
+        table = _table_source(model, self.config, name) if isinstance(self._file_data.get(name), dict) else None
         try:
-            instance = _build_section(model, _section_table(model, self.config, name, self._file_data), overrides)
-        except ValidationError as exc:
+            instance = _build_section(model, table, overrides)
+        except (ValidationError, SettingsError) as exc:
             raise ConfigError(
                 message=f"settings section [{name}]: {_short_validation_message(exc)}",
                 hint=f"Check the variables and the [{name}] table of the config file.",
@@ -136,7 +149,7 @@ class Settings(EnvSettings):
         prefix = env_prefix.upper()
         return any(key.upper().startswith(prefix) for key in os.environ)
 
-    def sections(self) -> dict[str, BaseModel]:
+    def sections(self) -> dict[str, BaseSettings]:
         """Every section asked for so far, by name."""
         return dict(self._sections)
 
@@ -153,7 +166,7 @@ class Settings(EnvSettings):
         return out
 
 
-def _build_section(model: type[S], table: dict[str, Any] | None, overrides: dict[str, Any]) -> S:
+def _build_section(model: type[S], table: TomlConfigSettingsSource | None, overrides: dict[str, Any]) -> S:
     # A plugin's model keeps its own sources (keyword overrides, then its
     # environment variables, ...), whatever it customised; the file's table is
     # the layer under them: it fills only the fields they left unset.
@@ -165,42 +178,33 @@ def _build_section(model: type[S], table: dict[str, Any] | None, overrides: dict
         alias = type(own).model_fields[field_name].alias
         if alias:
             taken.add(alias)
-    rest = {key: value for key, value in table.items() if key not in taken}
+    rest = {key: value for key, value in table().items() if key not in taken}
     if not rest:
         return own
     return model(**{**{k: getattr(own, k) for k in own.model_fields_set}, **rest})
 
 
-def _section_table(model: type[BaseModel], path: Any, name: str, data: dict[str, Any]) -> dict[str, Any] | None:
-    """The ``[name]`` table of the config file for ``model`` (``None`` when there is no file or it
-    has no such table). ``data`` is the whole file, already read: an :class:`EnvSettings` model
-    takes its table from it; a pydantic-settings model gets its table through pydantic-settings'
-    TOML source (aliases and all), as it would on its own."""
-    if not path or not isinstance(data.get(name), dict):
+def _table_source(model: type[BaseSettings], path: Any, name: str) -> TomlConfigSettingsSource | None:
+    """pydantic-settings' TOML source for the ``[name]`` table of the config file, read for ``model``
+    (keys in any case, aliases and all); ``None`` when there is no file or it has no such table."""
+    if not path:
         return None
-    if issubclass(model, EnvSettings):
-        return field_keys(model, data[name])
-    import tomllib
-
-    from pydantic_settings import TomlConfigSettingsSource
-
     try:
-        return TomlConfigSettingsSource(model, toml_file=_existing(path), toml_table_header=(name,))()
+        return _toml_source(model, path, (name,))
     except KeyError:  # the file has no [name] table
         return None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file.") from None
 
 
 def _read_config_file(path: Any) -> dict[str, Any]:
-    """The whole config file (empty without one)."""
-    if not path:
-        return {}
+    """The whole config file (empty without one): which tables it has."""
+    return _toml_source(Settings, path, ()).toml_data if path else {}
+
+
+def _toml_source(model: type[BaseSettings], path: Any, header: tuple[str, ...]) -> TomlConfigSettingsSource:
     import tomllib  # only when there is a file to read
 
     try:
-        with _existing(path).open("rb") as file:
-            return tomllib.load(file)
+        return TomlConfigSettingsSource(model, toml_file=_existing(path), toml_table_header=header)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file.") from None
 
@@ -237,7 +241,9 @@ def _masked(key: str, value: Any) -> Any:
     return value
 
 
-def _short_validation_message(exc: ValidationError) -> str:
+def _short_validation_message(exc: ValidationError | SettingsError) -> str:
+    if isinstance(exc, SettingsError):  # a variable that does not parse as JSON: 'error parsing value for field "x" ...'
+        return str(exc)
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err.get("loc", ())) or "value"

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from pydantic import Field
-from ..env_settings import EnvConfigDict, EnvSettings
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-class AgentSettings(EnvSettings):
+class AgentSettings(BaseSettings):
     """Every bound of one run. Each one, when hit, is reported in the run record."""
 
-    model_config = EnvConfigDict(env_prefix="ASSAY_AGENT_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="ASSAY_AGENT_", extra="ignore")
 
     model: str = Field(default="openai_compatible",
                        description="The model when `assay ask` gets no --model: PROVIDER[:NAME].")

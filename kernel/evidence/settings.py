@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 from pydantic import Field
-from ..env_settings import EnvConfigDict, EnvSettings
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREVIEW_MAX_ROWS = 100
 PREVIEW_MAX_BYTES = 256 * 1024
 DETAILS_MAX_IDS = 12
 
 
-class EvidenceSettings(EnvSettings):
-    model_config = EnvConfigDict(env_prefix="ASSAY_ARTIFACT_", extra="ignore")
+class EvidenceSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ASSAY_ARTIFACT_", extra="ignore")
 
     store: str = Field(default="local", description="The artifact store plugin to use.")
     max_bytes: int = Field(default=1 << 30, ge=1, description="Stop a capture past this many bytes.")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
-from assay.kernel.env_settings import EnvConfigDict, EnvSettings
+from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
-class OpenAISettings(EnvSettings):
-    model_config = EnvConfigDict(env_prefix="ASSAY_OPENAI_", extra="ignore")
+class OpenAISettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ASSAY_OPENAI_", extra="ignore")
 
     base_url: str = Field(default="https://api.openai.com/v1", description="Server root, ending before /chat.")
     api_key: SecretStr | None = Field(default=None, description="Bearer token; omitted when unset.")

@@ -29,7 +29,7 @@ import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, field_serializer, field_validator
-from assay.kernel.env_settings import EnvConfigDict, EnvSettings, NoDecode
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 _NAME_OK = re.compile(r"[^a-z0-9_-]+")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
@@ -75,10 +75,10 @@ class DatasourceConfig(BaseModel):
         return mask_url(url)
 
 
-class SqlSettings(EnvSettings):
+class SqlSettings(BaseSettings):
     """Options of the SQL plugin."""
 
-    model_config = EnvConfigDict(env_prefix="ASSAY_SQL_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix="ASSAY_SQL_", extra="ignore")
 
     databases: Annotated[dict[str, DatasourceConfig], NoDecode] = Field(default_factory=dict)
     default_timeout_s: float = Field(default=30.0, gt=0)
