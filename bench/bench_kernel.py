@@ -3,9 +3,10 @@
 Run: .venv/bin/python bench/bench_kernel.py
 
 1. Start-up, judged figure: in a fresh Python process, the wall time of
-   ``import assay`` (pydantic, pluggy and the kernel's own modules) plus
-   ``Kernel().start()`` discovering, importing and registering every
-   installed plugin. Not counted: the interpreter's own start before the
+   ``import assay`` plus ``Kernel().start()`` discovering, importing and
+   registering every installed plugin: pydantic, pydantic-settings (the
+   kernel's settings are read at start), pluggy and the kernel's own
+   modules included. Not counted: the interpreter's own start before the
    first line, and compiling bytecode (the first process after a change
    compiles it; that process is printed apart). Median of several fresh
    processes. Target: <= 150 ms.
