@@ -82,7 +82,7 @@ def stream_capture(sink: Any, *, resource: Any, sql: str) -> Callable[[Any], Any
     """The consumer ``sql_query`` gives its attempt: it captures the rows while the statement streams them.
 
     Called on the worker thread with the running statement's
-    :class:`~assay.plugins.sql.execution.RowStream`; returns the record.
+    :class:`~assay.plugins.sql.results.RowStream`; returns the record.
     """
 
     def consume(stream: Any) -> Any:

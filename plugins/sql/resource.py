@@ -13,7 +13,8 @@ from assay.kernel.settings import mask_url
 from .engines import BUILTIN_ENGINES
 from .engines.base import EngineLimits
 from .errors import SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_TABLE_NOT_FOUND, SqlError
-from .execution import Attempt, Executor, QueryResult, RowStream, run_cancellable
+from .execution import Attempt, Executor, run_cancellable
+from .results import QueryResult, RowStream
 from .privileges import LoginReport
 from .schema import TableInfo, render_schema
 from .settings import DatasourceConfig, SqlSettings

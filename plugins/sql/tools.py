@@ -31,7 +31,8 @@ from assay import FunctionTool, RunContext, ToolResult
 
 from .capture import capture_failure, stream_capture
 from .errors import ARTIFACT_CAPTURE_FAILED, NOTHING_SENT, SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
-from .execution import QueryResult, run_cancellable
+from .execution import run_cancellable
+from .results import QueryResult
 from .preview import markdown_table
 from .resource import DatabaseResource
 from .settings import SqlSettings

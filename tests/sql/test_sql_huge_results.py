@@ -65,11 +65,11 @@ def test_sqlite_long_value_after_numbers_in_the_same_column_is_refused(request, 
 def test_sqlite_values_are_not_measured_when_its_own_length_limit_is_under_the_cap(request, monkeypatch):
     # SQLITE_LIMIT_LENGTH (1e9 bytes) is under the default cap (1 GiB): no value can be over it, so sql_query
     # skips measuring each one (on SQLite that costs as much as the capture); under a lower cap it measures.
-    import assay.plugins.sql.execution as execution
+    import assay.plugins.sql.results as results
 
     measured = []
-    original = execution.check_value_sizes
-    monkeypatch.setattr(execution, "check_value_sizes", lambda *a: measured.append(a[2]) or original(*a))
+    original = results.check_value_sizes
+    monkeypatch.setattr(results, "check_value_sizes", lambda *a: measured.append(a[2]) or original(*a))
     for cap, expected in ((None, []), ("20000", [20000])):
         if cap:
             monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", cap)
