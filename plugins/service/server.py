@@ -26,14 +26,28 @@ SERVICE_BODY_TOO_LARGE = "SERVICE_BODY_TOO_LARGE"
 access = get_logger("assay.service.access")
 
 
-class BodyLimit:
-    def __init__(self, app: Any, max_bytes: int) -> None:
-        self.app, self.max_bytes = app, max_bytes
+class HttpLayer:
+    """An ASGI layer around ``app`` that acts on HTTP requests (:meth:`http`) and passes anything else on."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        await self.http(scope, receive, send)
+
+    async def http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        raise NotImplementedError
+
+
+class BodyLimit(HttpLayer):
+    def __init__(self, app: Any, max_bytes: int) -> None:
+        super().__init__(app)
+        self.max_bytes = max_bytes
+
+    async def http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         for name, value in scope.get("headers") or []:
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
                 await self._too_large(send)
@@ -78,17 +92,10 @@ SECURITY_HEADERS = [(b"x-frame-options", b"DENY"), (b"content-security-policy", 
                     (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
 
 
-class SecurityHeaders:
+class SecurityHeaders(HttpLayer):
     """Wrap ``app``: add :data:`SECURITY_HEADERS` to every HTTP response start it sends."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-
+    async def http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         async def with_headers(message: dict) -> None:
             if message["type"] == "http.response.start":
                 names = {name.lower() for name, _ in message.get("headers") or []}
@@ -99,18 +106,12 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-class AccessLog:
+class AccessLog(HttpLayer):
     """Wrap ``app``: one structured ``http_request`` event per HTTP request (method, path, status,
     duration, client, token id; never the token itself or the query string). Refused tokens (401) are
     logged at WARNING, every other request at INFO."""
 
-    def __init__(self, app: Any) -> None:
-        self.app = app
-
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
+    async def http(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         started = time.perf_counter()
         status = 0
 
