@@ -289,7 +289,9 @@ async def test_stdio_resources_list_is_capped_newest_first_and_says_how_many_wer
         for n in range(4):
             result = await client.call_tool("sql_query", {"sql": f"SELECT id FROM sales WHERE id < {n + 1}"})
             made.append(result.structured_content["artifacts"][0]["artifact_id"])
-        listed = (await client.list_resources()).resources
+        listing = await client.list_resources()
+    listed = listing.resources
+    assert listing.meta["assay/artifacts"] == 4 and listing.meta["assay/left_out"] == 2
     artifacts = [str(r.uri) for r in listed if str(r.uri).startswith("artifact://")]
     manifest = next(r for r in listed if str(r.uri) == "assay://run/manifest")
     assert artifacts == [f"artifact://{made[3]}", f"artifact://{made[2]}"]
