@@ -111,8 +111,12 @@ class Caller:
     on_end: Any = None  # the SDK session's exit stack (handshake-era HTTP)
 
 
-def identify(ctx: Any) -> Caller:
-    """The conversation of one request, per transport and protocol era (see the module docstring)."""
+def identify(ctx: Any, over_http: bool) -> Caller:
+    """The conversation of one request, per transport and protocol era (see the module docstring).
+
+    Over HTTP a request the transport gave no HTTP request for is a
+    conversation of its own, never the process-wide one of stdio.
+    """
     request = getattr(ctx, "request", None)
     scope = getattr(request, "scope", None) or {}
     owner = scope.get("assay.owner") or "local"
@@ -122,9 +126,9 @@ def identify(ctx: Any) -> Caller:
     if session_id:
         return Caller(f"mcp-session:{session_id}", "of this MCP session", owner, token or "local",
                       on_end=getattr(connection, "exit_stack", None))
-    if request is None:
+    if not over_http:
         return Caller("stdio", "of this process", owner, "stdio", bounded=False)
-    named = request.headers.get(CONVERSATION_HEADER)
+    named = request.headers.get(CONVERSATION_HEADER) if request is not None else None
     if named is None:
         return Caller(None, "of this request", owner, token or "local")
     if not CONVERSATION_ID.fullmatch(named):
@@ -159,6 +163,7 @@ class Conversations:
     """The open conversations of one server, bounded per token and in idle time."""
 
     def __init__(self, kernel: Any, settings: ServiceSettings, tokens: Any = None) -> None:
+        """``tokens`` is the token store of an HTTP server; None: stdio, one client for the process."""
         self.kernel, self.settings, self.tokens = kernel, settings, tokens
         self.open: dict[str, Conversation] = {}
         self.closed: OrderedDict[str, str] = OrderedDict()  # key -> why it was closed
@@ -171,7 +176,7 @@ class Conversations:
         listing or a read has nothing to show) and a tool call gets a run of
         its own, closed when the call ends.
         """
-        caller = identify(ctx)
+        caller = identify(ctx, over_http=self.tokens is not None)
         if caller.key is None and not create:
             yield None
             return
@@ -246,8 +251,9 @@ class Conversations:
 
     async def sweep(self) -> None:
         """Close every conversation idle past the idle time."""
-        for conversation in [c for c in self.open.values() if c.busy == 0 and self._idle(c)]:
-            await self._close(conversation, self._idle_why())
+        for conversation in [c for c in self.open.values() if self._idle(c)]:
+            if conversation.busy == 0 and self._idle(conversation):  # a request may have taken it meanwhile
+                await self._close(conversation, self._idle_why())
 
     @contextlib.asynccontextmanager
     async def sweeping(self, _server: Any = None) -> AsyncIterator[dict[str, Any]]:
