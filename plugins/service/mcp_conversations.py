@@ -201,18 +201,19 @@ class Conversations:
 
     async def _admit(self, caller: Caller) -> Conversation:
         cap = self.settings.mcp_conversations_per_token
-        if caller.bounded:
+        while caller.bounded:  # counted again after each close: other requests run while one awaits
             mine = [c for c in self.open.values() if c.token == caller.token]
-            if len(mine) >= cap:
-                idle = [c for c in mine if c.busy == 0 and not c.once]
-                if not idle:
-                    raise ConversationLimit(cap)
-                oldest = min(idle, key=lambda c: c.last_used)
-                await self._close(oldest, f"because its token opened more than {cap} conversations "
-                                          "(ASSAY_SERVICE_MCP_CONVERSATIONS_PER_TOKEN) and it was the one idle longest")
-                raced = self.open.get(caller.key) if caller.key is not None else None
-                if raced is not None:  # another request of this conversation opened it meanwhile
-                    return raced
+            if len(mine) < cap:
+                break
+            idle = [c for c in mine if c.busy == 0 and not c.once]
+            if not idle:
+                raise ConversationLimit(cap)
+            oldest = min(idle, key=lambda c: c.last_used)
+            await self._close(oldest, f"because its token opened more than {cap} conversations "
+                                      "(ASSAY_SERVICE_MCP_CONVERSATIONS_PER_TOKEN) and it was the one idle longest")
+            raced = self.open.get(caller.key) if caller.key is not None else None
+            if raced is not None:  # another request of this conversation opened it meanwhile
+                return raced
         key = caller.key or f"once:{uuid.uuid4().hex}"
         conversation = self.open[key] = Conversation(self.kernel, caller, key, self.tokens)
         if caller.on_end is not None:

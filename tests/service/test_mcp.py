@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -194,6 +195,12 @@ async def test_http_sessionless_clients_of_one_token_do_not_share_a_variable(mcp
     assert second.is_error and "NameError" in second.content[0].text, second.content
 
 
+async def test_http_a_sessionless_call_naming_no_conversation_has_a_run_closed_when_it_ends(mcp_http):
+    url, token = mcp_http
+    workspace = reported(await run_code(url, token, None, "import os\nREPORT_RESULT = os.getcwd()"))
+    assert os.path.isdir(os.path.dirname(workspace)) and not os.path.exists(workspace)
+
+
 async def test_http_sessionless_clients_of_one_token_do_not_see_each_others_artifacts(mcp_http):
     url, token = mcp_http
     async with Client(http_transport(url, token, None)) as first:
@@ -233,11 +240,14 @@ async def test_http_a_named_conversation_keeps_its_variables_and_artifacts_acros
 
 async def test_http_the_oldest_idle_conversation_past_the_cap_is_closed_and_says_so(mcp_http_with):
     url, token = mcp_http_with(mcp_conversations_per_token=2)
-    for name in ("one", "two", "three"):
+    workspace = reported(await run_code(url, token, "one", "import os\nmine = 'one'\nREPORT_RESULT = os.getcwd()"))
+    for name in ("two", "three"):
         await run_code(url, token, name, f"mine = {name!r}")
+    gone = not os.path.exists(workspace)  # the local sandbox session's directory: removed with its session
     closed = await run_code(url, token, "one", "REPORT_RESULT = mine")
     kept = await run_code(url, token, "three", "REPORT_RESULT = mine")
     afresh = await run_code(url, token, "one", "REPORT_RESULT = 'mine' in dir()")
+    assert os.path.isdir(os.path.dirname(workspace)) and gone
     assert closed.is_error and closed.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_CLOSED"
     assert "2 conversations" in closed.content[0].text
     assert not kept.is_error and reported(kept) == "three"
@@ -270,10 +280,17 @@ async def test_http_an_idle_conversation_is_closed_after_the_idle_time(mcp_http_
 
     url, token = mcp_http_with(mcp_conversation_idle_s=1)
     await run_code(url, token, "sleepy", "mine = 1")
+    await run_code(url, token, "listing", "mine = 2")
     await asyncio.sleep(3)
     closed = await run_code(url, token, "sleepy", "print(mine)")
+    from mcp.shared.exceptions import MCPError
+
+    async with Client(http_transport(url, token, "listing")) as client:
+        with pytest.raises(MCPError) as listed:
+            await client.list_resources()
     assert closed.is_error and closed.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_CLOSED"
     assert "idle" in closed.content[0].text
+    assert "SERVICE_MCP_CONVERSATION_CLOSED" in str(listed.value) and listed.value.error.data["hint"]
 
 
 async def test_http_a_malformed_conversation_id_is_refused(mcp_http):
