@@ -174,14 +174,16 @@ class ArtifactCatalog:
     def list(self, run_id: str | None = None, limit: int | None = None) -> list[ArtifactRecord]:
         return list(self.iter(run_id, limit))
 
-    def iter(self, run_id: str | None = None, limit: int | None = None) -> Iterator[ArtifactRecord]:
+    def iter(self, run_id: str | None = None, limit: int | None = None, *,
+             newest_first: bool = False) -> Iterator[ArtifactRecord]:
         sql = "SELECT record FROM artifacts"
         args: tuple = ()
         if run_id is not None:
             sql += " WHERE run_id = ?"
             args = (run_id,)
         db = self._ready()
-        sql += f" ORDER BY created_at, {_TIEBREAK[db.dialect]}"
+        order = " DESC" if newest_first else ""
+        sql += f" ORDER BY created_at{order}, {_TIEBREAK[db.dialect]}{order}"
         if limit is not None:
             sql += f" LIMIT {int(limit)}"
         for (data,) in db.execute(sql, args):

@@ -1,7 +1,7 @@
 """Who may see what: a caller's runs and artifacts, and artifact ids inside tool arguments.
 
 A service run belongs to an owner (the owner of the token that started it, or
-the MCP session). Artifacts belong to the run that captured them, so an
+the MCP conversation). Artifacts belong to the run that captured them, so an
 artifact is visible only when its run is one of the caller's. Anything else
 answers "not found", the same as an id that does not exist, so nothing leaks
 whether another owner's id is real.

@@ -84,8 +84,11 @@ def mcp_cmd(ctx: click.Context, http: str | None) -> None:
     """Serve assay's tools and artifacts to an MCP host (stdio by default).
 
     Every registered tool is offered with its JSON Schema; a failed call is an
-    isError result carrying the assay code and hint. Artifacts of the session's
-    run are resources artifact://ID. One MCP session is one assay run.
+    isError result carrying the assay code and hint. Artifacts of the
+    conversation's run are resources artifact://ID. One conversation is one
+    assay run: the process (stdio), a handshake's Mcp-Session-Id, or over HTTP
+    without a handshake the client's Assay-Conversation header (without it,
+    each tool call is a run of its own).
     """
     _require("mcp", "mcp")
     from . import mcp_transport

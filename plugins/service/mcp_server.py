@@ -1,14 +1,16 @@
-"""The MCP server: every registered tool, artifacts as resources, one assay run per MCP session.
+"""The MCP server: every registered tool, artifacts as resources, one assay run per conversation.
 
 Built on the official ``mcp`` SDK's low-level :class:`mcp.server.Server`
 (imported only here, when ``assay mcp`` runs). Tools are listed with the JSON
 Schemas of ``kernel.tool_definitions("mcp")`` and called through
 ``kernel.acall_tool``; a failure is a result with ``isError`` whose text
 carries the assay code, message and hint, and whose structured content is
-the whole :class:`~assay.ToolResult` envelope. Artifacts of the session's run
-are resources ``artifact://ID`` (read through the SHA-256 check; a table is
-returned as a bounded selection plus how to select more); a template names
-the selectors; ``assay://run/manifest`` is the run's evidence manifest.
+the whole :class:`~assay.ToolResult` envelope. Artifacts of the conversation's
+run are resources ``artifact://ID`` (read through the SHA-256 check; a table
+is returned as a bounded selection plus how to select more; the listing is
+capped, newest first); a template names the selectors;
+``assay://run/manifest`` is the run's evidence manifest. Which requests make
+one conversation, and how many are kept, is :mod:`.mcp_conversations`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from mcp.server import Server
 from mcp.shared.exceptions import MCPError
 
 from .access import ArtifactOutOfScope, check_arguments
-from .quota import charge_to_owner
+from .mcp_conversations import Conversation, Conversations, NoConversation, SessionNotFound
 from .settings import ServiceSettings
 
 log = get_logger("assay.service.mcp")
@@ -35,53 +37,9 @@ log = get_logger("assay.service.mcp")
 MANIFEST_URI = "assay://run/manifest"
 TEMPLATE = "artifact://{artifact_id}{?rows,field,path}"
 BLOB_MAX = 4 << 20  # a file or chart larger than this is described, not sent
+INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 NOT_FOUND = -32002  # MCP's "resource not found"
-
-
-class McpRun:
-    """One MCP session: its own assay run (sandbox session and evidence scope)."""
-
-    def __init__(self, kernel: Any, owner: str, tokens: Any = None) -> None:
-        self.kernel, self.owner = kernel, owner
-        self.run = kernel.new_run()
-        if tokens is not None:
-            tokens.own(self.run.run_id, owner)
-            charge_to_owner(self.run, kernel, tokens, owner)
-        log.info("mcp_session_started", run_id=self.run.run_id, owner=owner)
-
-    def visible(self, artifact_id: str) -> bool:
-        record = self.kernel.evidence.catalog.get(artifact_id)
-        return record is not None and record.run_id == self.run.run_id
-
-    def close(self) -> None:
-        log.info("mcp_session_closed", run_id=self.run.run_id)
-        self.run.close()
-
-
-def _session_key(ctx: Any) -> str:
-    """What one MCP session is, per transport and protocol era.
-
-    A handshake-era streamable-HTTP client has an ``Mcp-Session-Id``; a
-    2026-era client is stateless (every request is an exchange of its own),
-    so over HTTP its session is its bearer token; over stdio the process
-    serves one client, so the process is the session.
-    """
-    connection = getattr(ctx.session, "_connection", None)
-    session_id = getattr(connection, "session_id", None)
-    if session_id:
-        return f"mcp-session:{session_id}"
-    request = getattr(ctx, "request", None)
-    scope = getattr(request, "scope", None) or {}
-    if scope.get("assay.token_id"):
-        return f"token:{scope['assay.token_id']}"
-    return "stdio"
-
-
-def _owner(ctx: Any) -> str:
-    request = getattr(ctx, "request", None)
-    scope = getattr(request, "scope", None) or {}
-    return scope.get("assay.owner") or "local"
 
 
 def tool_result_to_mcp(result: Any) -> types.CallToolResult:
@@ -94,6 +52,10 @@ def tool_result_to_mcp(result: Any) -> types.CallToolResult:
 
 def _error(exc: AssayError, code: int = INVALID_PARAMS) -> MCPError:
     return MCPError(code, f"{exc.code}: {exc.message}", {"code": exc.code, "message": exc.message, "hint": exc.hint})
+
+
+def _conversation_error(exc: AssayError) -> MCPError:
+    return _error(exc, NOT_FOUND if isinstance(exc, SessionNotFound) else INVALID_REQUEST)
 
 
 def parse_artifact_uri(uri: str) -> tuple[str, dict[str, Any]]:
@@ -116,47 +78,29 @@ def parse_artifact_uri(uri: str) -> tuple[str, dict[str, Any]]:
 
 
 class AssayMcpServer:
-    """Builds the SDK server over one kernel; sessions are created on first use."""
+    """Builds the SDK server over one kernel; conversations are opened on first use."""
 
     def __init__(self, kernel: Any, settings: ServiceSettings | None = None, tokens: Any = None) -> None:
         self.kernel = kernel
         self.settings = settings or ServiceSettings()
         self.tokens = tokens
-        self.sessions: dict[str, McpRun] = {}
+        self.conversations = Conversations(kernel, self.settings, tokens)
         from assay import __version__
 
         self.server: Server[Any] = Server(
             "assay", version=__version__,
             instructions=("assay runs read-only SQL, sandboxed Python and reports over content-addressed "
                           "evidence. Every result is captured as an artifact: read it back as the resource "
-                          "artifact://ID (select rows with ?rows=START:STOP) and cite it by id."),
+                          "artifact://ID (select rows with ?rows=START:STOP) and cite it by id. Over HTTP without "
+                          "a handshake session, send the header Assay-Conversation: ID (the same on every request "
+                          "of one conversation) to keep variables and artifacts between requests; without it "
+                          "each tool call is a run of its own."),
             on_list_tools=self.list_tools, on_call_tool=self.call_tool,
             on_list_resources=self.list_resources, on_list_resource_templates=self.list_templates,
-            on_read_resource=self.read_resource)
-
-    def session(self, ctx: Any) -> McpRun:
-        key, owner = _session_key(ctx), _owner(ctx)
-        found = self.sessions.get(key)
-        if found is not None and found.owner != owner:
-            # another token's holder who learnt the session id gets nothing of it
-            raise MCPError(NOT_FOUND, "SERVICE_SESSION_NOT_FOUND: no such MCP session for this token",
-                           {"code": "SERVICE_SESSION_NOT_FOUND", "hint": "Start a new MCP session."})
-        if found is None:
-            found = self.sessions[key] = McpRun(self.kernel, owner, self.tokens)
-            connection = getattr(ctx.session, "_connection", None)
-            stack = getattr(connection, "exit_stack", None)
-            if key.startswith("mcp-session:") and stack is not None:
-                stack.callback(self._end, key)  # the session ended (DELETE, idle timeout)
-        return found
-
-    def _end(self, key: str) -> None:
-        run = self.sessions.pop(key, None)
-        if run is not None:
-            run.close()
+            on_read_resource=self.read_resource, lifespan=self.conversations.sweeping)
 
     def close(self) -> None:
-        for key in list(self.sessions):
-            self._end(key)
+        self.conversations.close()
 
     # --- tools ------------------------------------------------------------
 
@@ -167,27 +111,48 @@ class AssayMcpServer:
     async def call_tool(self, ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         from assay import ToolResult
 
-        session = self.session(ctx)
         arguments = params.arguments or {}
         try:
-            check_arguments(arguments, session.visible)
-        except ArtifactOutOfScope as exc:
+            async with self.conversations.use(ctx) as conversation:
+                try:
+                    check_arguments(arguments, conversation.visible)
+                except ArtifactOutOfScope as exc:
+                    return tool_result_to_mcp(ToolResult.from_error(exc, tool=params.name))
+                result = await self.kernel.acall_tool(params.name, arguments, run=conversation.run)
+        except SessionNotFound as exc:
+            raise _error(exc, NOT_FOUND) from None
+        except AssayError as exc:  # the conversation was closed, is malformed or over the cap
             return tool_result_to_mcp(ToolResult.from_error(exc, tool=params.name))
-        result = await self.kernel.acall_tool(params.name, arguments, run=session.run)
         return tool_result_to_mcp(result)
 
     # --- resources ------------------------------------------------------------
 
     async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
-        session = self.session(ctx)
+        try:
+            async with self.conversations.use(ctx, create=False) as conversation:
+                if conversation is None:  # a session-less request naming no conversation has nothing to list
+                    return types.ListResourcesResult(resources=[])
+                return self._listing(conversation.run.run_id)
+        except AssayError as exc:
+            raise _conversation_error(exc) from None
+
+    def _listing(self, run_id: str) -> types.ListResourcesResult:
+        """The run's artifacts, newest first, at most ``mcp_resources_listed``; the manifest says what is left out."""
+        catalog, cap = self.kernel.evidence.catalog, self.settings.mcp_resources_listed
+        total = catalog.count(run_id)
+        about = f"The evidence manifest of run {run_id}: all {total} artifacts."
+        if total > cap:
+            about += (f" The newest {cap} are listed; {total - cap} older ones are left out of the list: find them "
+                      "here and read each as artifact://ID.")
         resources = [types.Resource(uri=MANIFEST_URI, name="manifest", mime_type="application/json",
-                                    description=f"The evidence manifest of run {session.run.run_id}.")]
-        for record in self.kernel.evidence.catalog.iter(session.run.run_id):
+                                    description=about)]
+        for record in catalog.iter(run_id, limit=cap, newest_first=True):
             rows = "" if record.row_count is None else f", {record.row_count} rows"
             resources.append(types.Resource(
                 uri=f"artifact://{record.artifact_id}", name=record.artifact_id, size=record.byte_size,
                 mime_type=record.media_type, description=f"{record.kind} {record.status}{rows}: {record.summary()}"))
-        return types.ListResourcesResult(resources=resources)
+        return types.ListResourcesResult(resources=resources, meta={"assay/artifacts": total,
+                                                                    "assay/left_out": max(total - cap, 0)})
 
     async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
         return types.ListResourceTemplatesResult(resource_templates=[types.ResourceTemplate(
@@ -196,15 +161,22 @@ class AssayMcpServer:
                          f"exclusive, at most {self.settings.max_read_rows}), field=COLUMN, path=ROW.COLUMN."))])
 
     async def read_resource(self, ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
-        session = self.session(ctx)
-        uri = str(params.uri)
-        if uri == MANIFEST_URI:
-            manifest = ev.evidence_manifest(self.kernel.evidence.catalog, session.run.run_id)
-            return types.ReadResourceResult(contents=[types.TextResourceContents(
-                uri=uri, mime_type="application/json", text=json.dumps(manifest, default=str))])
         try:
+            async with self.conversations.use(ctx, create=False) as conversation:
+                return self._read(str(params.uri), conversation)
+        except AssayError as exc:
+            raise _conversation_error(exc) from None
+
+    def _read(self, uri: str, conversation: Conversation | None) -> types.ReadResourceResult:
+        try:
+            if conversation is None:
+                raise NoConversation()
+            if uri == MANIFEST_URI:
+                manifest = ev.evidence_manifest(self.kernel.evidence.catalog, conversation.run.run_id)
+                return types.ReadResourceResult(contents=[types.TextResourceContents(
+                    uri=uri, mime_type="application/json", text=json.dumps(manifest, default=str))])
             artifact_id, selectors = parse_artifact_uri(uri)
-            if not session.visible(artifact_id):
+            if not conversation.visible(artifact_id):
                 raise ArtifactOutOfScope(artifact_id)
             return types.ReadResourceResult(contents=[self._artifact(uri, artifact_id, selectors)])
         except ArtifactOutOfScope as exc:

@@ -11,7 +11,7 @@ MCP_PATH = "/mcp"
 
 
 async def serve_stdio(kernel: Any, settings: ServiceSettings) -> None:
-    """One MCP session on this process's stdin/stdout (the host starts one process per session)."""
+    """One MCP conversation on this process's stdin/stdout (the host starts one process per session)."""
     from mcp.server.stdio import stdio_server
 
     from .mcp_server import AssayMcpServer
@@ -32,7 +32,8 @@ def http_app(kernel: Any, settings: ServiceSettings, tokens: Any, host: str = "1
 
     assay = AssayMcpServer(kernel, settings, tokens)
     app = assay.server.streamable_http_app(streamable_http_path=MCP_PATH, host=host,
-                                           max_request_body_size=settings.max_body_bytes)
+                                           max_request_body_size=settings.max_body_bytes,
+                                           session_idle_timeout=settings.mcp_conversation_idle_s)
     return SecurityHeaders(BearerAuth(app, tokens)), assay
 
 

@@ -32,6 +32,14 @@ class ServiceSettings(BaseSettings):
     preview_rows: int = Field(default=50, ge=1, le=1000, description="Rows of an artifact an MCP resource "
                                                                      "read returns (select more with a query).")
     max_read_rows: int = Field(default=1000, ge=1, le=100_000, description="Most rows one artifact read returns.")
+    mcp_conversations_per_token: int = Field(default=16, ge=1, description="MCP conversations (runs, with their "
+                                                                       "sandbox sessions) one token may keep open; "
+                                                                       "a new one closes the one idle longest.")
+    mcp_conversation_idle_s: float = Field(default=1800.0, gt=0, description="Seconds an MCP conversation may stay "
+                                                                            "idle before it is closed with its run "
+                                                                            "and sandbox session.")
+    mcp_resources_listed: int = Field(default=100, ge=1, description="Artifacts an MCP resources/list names, "
+                                                                    "newest first; the manifest names them all.")
     max_tool_calls_per_token: int = Field(default=4, ge=1, description="POST /tools calls one token may have "
                                                                      "going at once (429): a token cannot take "
                                                                      "the whole sandbox pool.")

@@ -264,3 +264,20 @@ def test_a_checkpoint_saved_over_a_newer_one_is_refused_not_overwritten():
         assert (kept.steps, kept.seq) == (1, 2)
     finally:
         kernel.close()
+
+
+@pytest.mark.usefixtures("catalog_backend")
+def test_iter_newest_first_gives_a_runs_records_in_reverse_capture_order_up_to_the_limit():
+    from assay.kernel.evidence import capture_sql_execution
+
+    kernel = make_kernel()
+    try:
+        sink = kernel.new_run(run_id="run_newest").artifacts
+        ids = [capture_sql_execution(sink, columns=["n"], rows=[(n,)], sql=f"select {n}", database="db",
+                                     dialect="sqlite", elapsed_ms=0).artifact_id for n in range(5)]
+        catalog = kernel.evidence.catalog
+        newest = [r.artifact_id for r in catalog.iter("run_newest", limit=3, newest_first=True)]
+        oldest = [r.artifact_id for r in catalog.iter("run_newest", limit=3)]
+    finally:
+        kernel.close()
+    assert newest == ids[:-4:-1] and oldest == ids[:3]
