@@ -69,8 +69,11 @@ class ArtifactSink:
         self.catalog = catalog
         self.run_id = run_id
         self.settings = settings or EvidenceSettings()
+        # read as the run's records are written: through a catalog outage for a run on a worker
         self.quotas: list[Quota] = [Quota("run", self.settings.run_max_bytes,
-                                          lambda: catalog.bytes_of_runs([run_id]), "ASSAY_ARTIFACT_RUN_MAX_BYTES")]
+                                          lambda: catalog.read_through_outage(run_id,
+                                                                              lambda: catalog.bytes_of_runs([run_id])),
+                                          "ASSAY_ARTIFACT_RUN_MAX_BYTES")]
         self._pending = 0
         self._lock = threading.Lock()
 

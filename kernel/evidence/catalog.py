@@ -14,12 +14,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, open_database
 from .records import ArtifactRecord
 from .content_store import ContentStore
 
+T = TypeVar("T")
 _COLUMNS = "artifact_id, run_id, kind, status, created_at, sha256, byte_size, row_count, record"
 _INSERT = f"INSERT INTO artifacts ({_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?)"
 _SCHEMA = {
@@ -93,6 +94,16 @@ class ArtifactCatalog:
             self.fences.pop(run_id, None)
         else:
             self.fences[run_id] = (check, retrying or (lambda fn: fn()))
+
+    def read_through_outage(self, run_id: str, read: Callable[[], T]) -> T:
+        """``read()``, run as ``run_id``'s fence runs its writes (again through a catalog outage, for a run
+        on a worker), or once when the run has no fence."""
+        fence = self.fences.get(run_id)
+        if fence is None:
+            return read()
+        out: list[T] = []
+        fence[1](lambda: out.append(read()))
+        return out[-1]
 
     def _insert(self, rows: list[tuple], run_ids: set[str]) -> Database:
         fences = [self.fences[r] for r in run_ids if r in self.fences]
