@@ -68,6 +68,8 @@ def main() -> int:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "SANDBOX_"))}
     env.update({"ASSAY_HOME": str(tmp / "home"), "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
                 "ASSAY_SERVICE_MODEL": f"scripted:{script}", "ASSAY_SERVICE_MAX_STEPS": str(STEPS + 5),
+                # the bench measures the API's overhead, not its per-token limits
+                "ASSAY_SERVICE_TOOL_CALLS_PER_MINUTE": str(10 * N),
                 "SANDBOX_RUNTIME": "local", "SANDBOX_ALLOW_LOCAL_RUNTIME": "1"})
     os.environ.update({k: v for k, v in env.items() if k.startswith(("ASSAY_", "SANDBOX_"))})
     cli = [sys.executable, "-m", "assay.kernel.cli"]
