@@ -41,19 +41,20 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from assay.kernel.log import get_logger
 from assay.kernel.models import Model
 
 from assay import AssayError, hookimpl
 
 from .errors import MODEL_REQUEST_FAILED, MODEL_TIMEOUT, MODEL_UNREACHABLE
-from .http_client import import_httpx
+from .http_client import import_httpx, tls_context
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from assay.kernel.messages import Message
-    from tenacity import RetryCallState
     from assay.kernel.models import TextSink
+    from tenacity import RetryCallState
 
     from .openai_settings import OpenAISettings
 
@@ -131,8 +132,6 @@ class OpenAICompatibleModel(Model):
         httpx = import_httpx()
 
         if self._tls is None or self._tls[0] != self.settings.base_url:
-            from .http_client import tls_context
-
             self._tls = (self.settings.base_url, tls_context(self.settings.base_url))
         return {"timeout": httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
                 "verify": self._tls[1]}
@@ -244,8 +243,6 @@ class OpenAICompatibleModel(Model):
         assembler.end_of_stream()
 
     def _stop_streaming_with_tools(self, refused: _StreamRefused) -> None:
-        from assay.kernel.log import get_logger
-
         if self.streams_with_tools:  # said once per model: every later request with tools goes unstreamed
             get_logger("assay.models").warning(
                 "model_stream_with_tools_refused", url=self.url, why=refused.why,
@@ -331,8 +328,6 @@ class OpenAICompatibleModel(Model):
         return min(wait, BACKOFF_CAP_S)
 
     def _log_retry(self, state: RetryCallState) -> None:
-        from assay.kernel.log import get_logger
-
         retry = state.outcome.exception()  # type: ignore[union-attr]  # next_action: set before this hook
         get_logger("assay.models").warning(
             "model_request_retry", code=retry.error.code, attempt=state.attempt_number,
