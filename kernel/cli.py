@@ -6,6 +6,7 @@ import asyncio
 import gc
 import json
 import sys
+import traceback
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -218,7 +219,6 @@ def main(argv: list[str] | None = None) -> None:
     except AssayError as exc:
         fail(error_text(exc.code, exc.message, exc.hint))
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, details in the debug log
-        import traceback
 
         get_logger("assay.cli").debug("cli_crashed", error=repr(exc), traceback=traceback.format_exc())
         fail(f"internal error: {type(exc).__name__}: {exc} (set ASSAY_LOG_LEVEL=DEBUG for details)", code=1)

@@ -14,6 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
+from .log import get_logger
+
 if TYPE_CHECKING:
     from .kernel import Kernel
 
@@ -75,8 +77,6 @@ class RunContext:
 
     def close(self) -> None:
         """Close every run-scoped object, newest first. Errors are logged, not raised."""
-        from .log import get_logger
-
         with self._lock:
             closers, self._closers = list(reversed(self._closers)), []
             scoped, self._scoped = self._scoped, {}

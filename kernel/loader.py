@@ -26,6 +26,7 @@ from .errors import (
     PLUGIN_UNKNOWN_HOOK,
     PluginError,
 )
+from .registry import resolve_path
 
 ENTRY_POINT_GROUP = "assay"
 OWN_DISTRIBUTION = "assay"
@@ -141,8 +142,6 @@ def candidate_for_object(obj: Any, name: str | None = None) -> Candidate:
     """A host-supplied plugin: a module, a ``"package.module"`` or ``"package.module:attr"`` path
     (resolved by :func:`~assay.kernel.registry.resolve_path`), or any object with hook functions."""
     if isinstance(obj, str):
-        from .registry import resolve_path
-
         path = obj
         module_name, _, attr = path.partition(":")
         return Candidate(name or (attr or module_name).rsplit(".", 1)[-1], module_name, None, None,

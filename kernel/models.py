@@ -11,6 +11,7 @@ model first answers, so a model plugin's module imports without building them).
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
 TextSink = Callable[[str], None]
@@ -61,8 +62,6 @@ class Model:
 
 
 def _accepts_on_text(function: Callable[..., Any]) -> bool:
-    import inspect
-
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):

@@ -34,6 +34,8 @@ from .errors import (
     AssayError,
     PluginError,
 )
+from .resources import Resource, ResourceType
+from .tools import BaseTool, FunctionTool, check_name
 
 T = TypeVar("T")
 _SIMPLE_NAME = re.compile(r"^[a-z][a-z0-9_-]{0,63}$")
@@ -288,14 +290,10 @@ def _named(attr: str, *required: str) -> Callable[[Any], tuple[str, Any]]:
 def _resource_type(obj: Any) -> tuple[str, Any]:
     if not isinstance(obj, str) or not _SIMPLE_NAME.match(obj):
         raise TypeError(f"resource type must be a lower-case name, got {obj!r}")
-    from .resources import ResourceType
-
     return obj, ResourceType(obj)
 
 
 def _resource(obj: Any) -> tuple[str, Any]:
-    from .resources import Resource
-
     if not isinstance(obj, Resource):
         raise TypeError(f"register_resources takes Resource instances, got {type(obj).__name__}")
     if not obj.name:
@@ -305,8 +303,6 @@ def _resource(obj: Any) -> tuple[str, Any]:
 
 def _as_tool(obj: Any, name: str | None = None) -> Any:
     """``obj`` as a tool: a :class:`~assay.kernel.tools.BaseTool` as is, a function wrapped (named ``name``)."""
-    from .tools import BaseTool, FunctionTool
-
     if isinstance(obj, BaseTool):
         return obj
     if callable(obj):
@@ -331,8 +327,6 @@ def validate(kind: str, item: Any) -> tuple[str, Any]:
     if type(item) is not Lazy:
         return VALIDATORS[kind](item)
     if kind == "tools":
-        from .tools import check_name
-
         check_name(item.name)
     if kind == "resource_types":
         raise TypeError("resource types are registered by name, not lazily")

@@ -31,6 +31,7 @@ from pydantic_settings import (
 )
 
 from .errors import ConfigError
+from .registry import resolve_path
 
 S = TypeVar("S", bound=BaseSettings)
 
@@ -157,8 +158,6 @@ class Settings(BaseSettings):
         """The effective settings, kernel and sections (declared ones too), with secrets masked."""
         for name, path in sorted(self._declared.items()):
             if name not in self._sections:
-                from .registry import resolve_path
-
                 self.section(name, resolve_path(path))
         out: dict[str, Any] = {"kernel": _masked_dump(self)}
         for name, section in sorted(self._sections.items()):

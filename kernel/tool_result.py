@@ -8,6 +8,7 @@ captured, so later steps can cite it instead of copying numbers.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -77,8 +78,6 @@ class ToolResult(BaseModel):
 
 
 def _compact(value: Any) -> str:
-    import json
-
     try:
         return json.dumps(value, default=str, ensure_ascii=False)
     except (TypeError, ValueError):

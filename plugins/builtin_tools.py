@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Annotated
 
 from pydantic import Field
@@ -20,8 +20,6 @@ def current_time(tz_offset_minutes: Annotated[int, Field(ge=UTC_OFFSET_MIN, le=U
     Args:
         tz_offset_minutes: Offset from UTC in minutes, for example 480 for UTC+8 (from -720 to 840).
     """
-    from datetime import timedelta
-
     return datetime.now(timezone(timedelta(minutes=tz_offset_minutes))).isoformat(timespec="seconds")
 
 

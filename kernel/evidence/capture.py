@@ -14,6 +14,7 @@ import os
 import sys
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from itertools import chain, islice
 from dataclasses import dataclass
 from pathlib import Path
@@ -151,8 +152,6 @@ class _Staged:
             return
         self._wait()
         if self._helper is None:
-            from concurrent.futures import ThreadPoolExecutor
-
             self._helper = ThreadPoolExecutor(1, thread_name_prefix="assay-capture-write")
         self._pending = self._helper.submit(self._write_now, data)
 

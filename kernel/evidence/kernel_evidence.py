@@ -16,6 +16,7 @@ from .capture import ArtifactSink
 from .catalog import ArtifactCatalog
 from .content_store import ContentStore
 from .errors import ARTIFACT_STORE_UNAVAILABLE, ARTIFACT_STORE_UNKNOWN, ArtifactError
+from .local_store import LocalContentStore
 from .settings import evidence_settings
 
 if TYPE_CHECKING:
@@ -68,7 +69,6 @@ class KernelEvidence:
         cls = registry.get(name)
         if cls is None and name == DEFAULT_STORE:
             # a kernel started without entry points (or without the local_store plugin) keeps the default
-            from .local_store import LocalContentStore
 
             cls = LocalContentStore
         if cls is None:

@@ -144,8 +144,6 @@ _INLINE_MAX = 8 << 20
 
 def _cached_copy(catalog: ArtifactCatalog, record: ArtifactRecord) -> Path:
     """A verified local copy of remote content, streamed (memory stays flat)."""
-    import os
-
     cache = catalog.store.root / "cache" / record.sha256
     if cache.is_file():
         h = hashlib.sha256()

@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .canonical import dumps
 from ..tool_result import ArtifactRef
 
 URI_PREFIX = "artifact://sha256/"
@@ -138,8 +139,6 @@ class SelectedResult(BaseModel):
 
     def text(self, max_chars: int = 20_000) -> str:
         """A bounded, model-facing rendering."""
-        from .canonical import dumps
-
         head = f"artifact {self.artifact_id} ({self.kind}, {self.status}, sha256 verified)"
         if not self.complete:
             kept = "" if self.total_rows is None else f" {self.total_rows} rows kept"

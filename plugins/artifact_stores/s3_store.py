@@ -15,6 +15,7 @@ is first used.
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import threading
 from collections.abc import Iterator
@@ -150,8 +151,6 @@ class S3ContentStore(ContentStore):
 
     # --- shared records ------------------------------------------------------------
     def put_record(self, artifact_id: str, data: bytes) -> None:
-        import json
-
         run_id = json.loads(data)["run_id"]
         self.client.put_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-id/{artifact_id}.json",
                                Body=data, ContentType="application/json")

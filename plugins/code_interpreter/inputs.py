@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from assay.kernel.evidence import ArtifactIntegrityFailed, ArtifactNotFound, open_verified_content
+from assay.kernel.evidence.readback import resolve_catalog
+
 TABULAR = "application/x-ndjson"
 PYTHON_DOC = "application/vnd.assay.python+json"
 _SAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -56,8 +59,6 @@ def resolve_inputs(source: Any, ids: list[str], workdir: str,
     (:meth:`RunContext.may_read`). An artifact outside it is answered exactly like an id that
     does not exist (``ARTIFACT_NOT_FOUND``), so nothing tells whether another run's id is real.
     """
-    from assay.kernel.evidence import ArtifactIntegrityFailed, ArtifactNotFound, open_verified_content
-    from assay.kernel.evidence.readback import resolve_catalog
 
     out: list[InputArtifact] = []
     seen: set[str] = set()

@@ -13,13 +13,15 @@ import threading
 import time
 from typing import Annotated, Any
 
+from assay.kernel.evidence import ProducedFile, canonical_value, capture_python_execution, dumps, get_record
 from pydantic import Field
 
 from assay import AssayError, RunContext, ToolResult, tool
 from assay.kernel.log import get_logger
 
 from . import errors as E
-from .frame import Frame, raw_before_frame
+from .frame import Frame, Stream, raw_before_frame
+from .inputs import resolve_inputs
 from .render import NO_RESULT, clip, error_text, produced_lines, result_block, shown_name, state_lines, stream_block
 from .session import SESSION_KEY, STATE_KEY, CallOutcome, Notebook
 from .settings import CodeInterpreterSettings
@@ -67,8 +69,6 @@ def code_interpreter(
         workdir = manager.config.workdir
         resolved = []
         if ids:
-            from .inputs import resolve_inputs
-
             resolved = resolve_inputs(run.artifacts if run.artifacts is not None else kernel, ids, workdir,
                                       run.may_read)
         with run.scoped(LOCK_KEY, threading.Lock):
@@ -169,8 +169,6 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
     files, produced, skipped = _collect(notebook, frame, settings, sink.remaining() if sink is not None else None)
     record, file_refs = None, []
     if sink is not None:
-        from assay.kernel.evidence import capture_python_execution, get_record
-
         record = capture_python_execution(
             sink, code=code, result=result_value if result_set else None, result_set=result_set,
             stdout=stdout, stderr=stderr, files=files, status="succeeded" if failure is None else "failed",
@@ -181,7 +179,6 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
             item["artifact_id"] = fid
         file_refs = [get_record(sink, fid).ref() for fid in file_ids]
     artifact_id = record.artifact_id if record else None
-    from assay.kernel.evidence import canonical_value, dumps
 
     canonical = canonical_value(result_value) if result_set else None
     value_text = dumps(canonical) if result_set else ""
@@ -214,7 +211,6 @@ def _incomplete_inputs(run: RunContext, ids: list[str]) -> dict[str, str]:
     """The inputs that are incomplete artifacts, with their notes (empty when every input is whole)."""
     if not ids:
         return {}
-    from assay.kernel.evidence import get_record
 
     source = run.artifacts if run.artifacts is not None else run.kernel
     notes = {aid: get_record(source, aid).incomplete_note() for aid in ids}
@@ -274,8 +270,6 @@ def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterS
 
     ``room``: evidence bytes the run may still capture (its quota); files past it are not fetched.
     """
-    from assay.kernel.evidence import ProducedFile
-
     files, produced, skipped = [], [], []
     if frame is None:
         return files, produced, skipped
@@ -331,6 +325,4 @@ def _body(ex: Any, frame: Frame | None, outcome: CallOutcome, settings: CodeInte
 
 
 def _plain(text: str):
-    from .frame import Stream
-
     return Stream(head=text, total_chars=len(text))

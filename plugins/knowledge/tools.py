@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from assay.kernel.evidence import capture_rows
 from pydantic import Field
 
 from assay import FunctionTool, RunContext, ToolResult
 
+from . import knowledge_settings
 from .errors import ARTIFACT_CAPTURE_FAILED, KNOWLEDGE_BASE_NOT_FOUND, KnowledgeError
 from .index import Hit
 from .resource import KnowledgeBase, SearchResult
@@ -61,8 +63,6 @@ def search_result(results: list[SearchResult], k: int, sink: Any, settings: Know
     warnings = [w for r in results for w in r.warnings]
     record = None
     if sink is not None:
-        from assay.kernel.evidence import capture_rows
-
         provenance = {"query": query, "match": results[0].match, "bases": [r.base for r in results], "k": k,
                       "rankers": sorted({n for r in results for n in r.rankers}), "warnings": warnings}
         try:
@@ -134,6 +134,4 @@ def build_tool(kernel: Any, settings: KnowledgeSettings) -> FunctionTool:
 
 def knowledge_search_tool(kernel: Any) -> FunctionTool:
     """The tool bound to ``kernel`` (registered as ``Lazy(..., factory=True)``)."""
-    from . import knowledge_settings
-
     return build_tool(kernel, knowledge_settings(kernel.settings))

@@ -23,12 +23,9 @@ so an ``https://`` model loads the certificates once, not once per call.
 
 from __future__ import annotations
 
+import ssl
 import sys
 from types import ModuleType
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import ssl
 
 _CLI_MODULE = "httpx._main"
 
@@ -61,8 +58,6 @@ def tls_possible(url: str) -> bool:
 
 def tls_context(url: str) -> ssl.SSLContext:
     """The SSL context for the clients of ``url`` (see the module's docstring)."""
-    import ssl
-
     if tls_possible(url):
         return import_httpx().create_ssl_context()
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, hostname checked, nothing trusted

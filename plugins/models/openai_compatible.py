@@ -13,6 +13,10 @@ Settings (section ``openai``, env ``ASSAY_OPENAI_*``, :mod:`.openai_settings`):
   time (with jitter, capped at 20 s; a server's ``Retry-After`` is honoured
   within that cap); each retry is logged (``model_request_retry``). A read
   timeout is not retried (the model was slow, not gone): ``MODEL_TIMEOUT``.
+  One policy drives the sync and the async request (tenacity's ``Retrying``
+  and ``AsyncRetrying`` from :meth:`OpenAICompatibleModel.retrying`); its
+  waits go through :attr:`~OpenAICompatibleModel.sleep` and
+  :attr:`~OpenAICompatibleModel.asleep`, which a test replaces.
 - **Streaming**: when the caller passes ``on_text`` (and ``stream`` is on), the
   request streams and each text delta goes to ``on_text`` as it arrives;
   tool-call deltas are assembled by index. Once text has been shown, a
@@ -23,7 +27,7 @@ Settings (section ``openai``, env ``ASSAY_OPENAI_*``, :mod:`.openai_settings`):
   tools go unstreamed (:attr:`OpenAICompatibleModel.streams_with_tools`).
 - **Errors**: codes in :mod:`.errors`; the wire rules in :mod:`.openai_wire`.
 
-The client is ``httpx`` (extra ``openai``), imported on first use only, without
+The client is ``httpx`` and the retries ``tenacity`` (extra ``openai``), imported on first use only, without
 its command-line module; an SSL context with the trusted certificates is made
 only where TLS can be used, once per model (:mod:`.http_client`).
 """
@@ -37,16 +41,20 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from assay.kernel.log import get_logger
 from assay.kernel.models import Model
 
 from assay import AssayError, hookimpl
 
 from .errors import MODEL_REQUEST_FAILED, MODEL_TIMEOUT, MODEL_UNREACHABLE
-from .http_client import import_httpx
+from .http_client import import_httpx, tls_context
 
 if TYPE_CHECKING:
+    from collections.abc import Awaitable, Callable
+
     from assay.kernel.messages import Message
     from assay.kernel.models import TextSink
+    from tenacity import RetryCallState
 
     from .openai_settings import OpenAISettings
 
@@ -89,6 +97,8 @@ class OpenAICompatibleModel(Model):
         self._client: Any = None
         self._tls: tuple[str, Any] | None = None  # (base URL, its SSL context): made once, shared by the clients
         self.streams_with_tools = True  # False once the server refused to stream a request with tools
+        self.sleep: Callable[[float], None] = time.sleep  # the retries' waits (a test records them instead)
+        self.asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     @classmethod
     def from_settings(cls, kernel: Any, **options: Any) -> OpenAICompatibleModel:
@@ -122,8 +132,6 @@ class OpenAICompatibleModel(Model):
         httpx = import_httpx()
 
         if self._tls is None or self._tls[0] != self.settings.base_url:
-            from .http_client import tls_context
-
             self._tls = (self.settings.base_url, tls_context(self.settings.base_url))
         return {"timeout": httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
                 "verify": self._tls[1]}
@@ -134,21 +142,22 @@ class OpenAICompatibleModel(Model):
     ) -> Message:
         httpx = import_httpx()
 
-        stream = self._streams(on_text, tools)
-        data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         if self._client is None:
             self._client = httpx.Client(**self._client_options())
-        attempt = 0
-        while True:
-            attempt += 1
-            try:
-                return self._finish(self._attempt(self._client, data, stream, on_text, attempt, bool(tools)))
-            except _Retry as retry:
-                time.sleep(self._next_wait(retry, attempt))
-            except _StreamRefused as refused:
-                self._stop_streaming_with_tools(refused)
-                stream, attempt = False, 0
-                data = json.dumps(self.request_body(messages, tools, stream=False)).encode()
+        stream = self._streams(on_text, tools)
+        try:
+            return self._finish(self._send(self._client, messages, tools, stream, on_text))
+        except _StreamRefused as refused:
+            self._stop_streaming_with_tools(refused)
+            return self._finish(self._send(self._client, messages, tools, False, on_text))
+
+    def _send(self, client: Any, messages: list[Message], tools: list[dict[str, Any]], stream: bool,
+              on_text: Any) -> Any:
+        data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
+        for attempt in self.retrying(asynchronous=False):
+            with attempt:
+                return self._attempt(client, data, stream, on_text, attempt.retry_state.attempt_number, bool(tools))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def _attempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int,
                  tools: bool = False) -> Any:
@@ -180,19 +189,21 @@ class OpenAICompatibleModel(Model):
         httpx = import_httpx()
 
         stream = self._streams(on_text, tools)
-        data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         async with httpx.AsyncClient(**self._client_options()) as client:
-            attempt = 0
-            while True:
-                attempt += 1
-                try:
-                    return self._finish(await self._aattempt(client, data, stream, on_text, attempt, bool(tools)))
-                except _Retry as retry:
-                    await asyncio.sleep(self._next_wait(retry, attempt))
-                except _StreamRefused as refused:
-                    self._stop_streaming_with_tools(refused)
-                    stream, attempt = False, 0
-                    data = json.dumps(self.request_body(messages, tools, stream=False)).encode()
+            try:
+                return self._finish(await self._asend(client, messages, tools, stream, on_text))
+            except _StreamRefused as refused:
+                self._stop_streaming_with_tools(refused)
+                return self._finish(await self._asend(client, messages, tools, False, on_text))
+
+    async def _asend(self, client: Any, messages: list[Message], tools: list[dict[str, Any]], stream: bool,
+                     on_text: Any) -> Any:
+        data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
+        async for attempt in self.retrying(asynchronous=True):
+            with attempt:
+                return await self._aattempt(client, data, stream, on_text, attempt.retry_state.attempt_number,
+                                            bool(tools))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     async def _aattempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int,
                         tools: bool = False) -> Any:
@@ -232,8 +243,6 @@ class OpenAICompatibleModel(Model):
         assembler.end_of_stream()
 
     def _stop_streaming_with_tools(self, refused: _StreamRefused) -> None:
-        from assay.kernel.log import get_logger
-
         if self.streams_with_tools:  # said once per model: every later request with tools goes unstreamed
             get_logger("assay.models").warning(
                 "model_stream_with_tools_refused", url=self.url, why=refused.why,
@@ -298,17 +307,32 @@ class OpenAICompatibleModel(Model):
             raise _Retry(error)
         raise error from None
 
-    def _next_wait(self, retry: _Retry, attempt: int) -> float:
-        from assay.kernel.log import get_logger
+    # -- the retry policy: one, for the sync and the async request -------------------------
+    def retrying(self, *, asynchronous: bool) -> Any:
+        """tenacity's ``Retrying`` (or ``AsyncRetrying``): an attempt that raised :class:`_Retry` is tried
+        again after :meth:`_wait`; any other outcome (an answer, an error not worth retrying, the last
+        attempt's error) ends the loop. Its waits go through :attr:`sleep` (:attr:`asleep`)."""
+        from tenacity import AsyncRetrying, Retrying, retry_if_exception_type, stop_after_attempt
 
-        backoff = self.settings.retry_backoff_s * (2 ** (attempt - 1))
-        wait = retry.wait_s if retry.wait_s is not None else backoff * (0.5 + random.random())
-        wait = min(wait, BACKOFF_CAP_S)
-        get_logger("assay.models").warning(
-            "model_request_retry", code=retry.error.code, attempt=attempt,
-            max_retries=self.settings.max_retries, wait_s=round(wait, 3), error=retry.error.message,
+        options: dict[str, Any] = dict(
+            retry=retry_if_exception_type(_Retry), stop=stop_after_attempt(self.settings.max_retries + 1),
+            wait=self._wait, before_sleep=self._log_retry, reraise=True,
         )
-        return wait
+        return AsyncRetrying(sleep=self.asleep, **options) if asynchronous else Retrying(sleep=self.sleep, **options)
+
+    def _wait(self, state: RetryCallState) -> float:
+        """The server's ``Retry-After``, else ``retry_backoff_s`` doubled each retry with jitter; capped."""
+        retry = state.outcome.exception()  # type: ignore[union-attr]  # a _Retry: nothing else is retried
+        backoff = self.settings.retry_backoff_s * (2 ** (state.attempt_number - 1))
+        wait = retry.wait_s if retry.wait_s is not None else backoff * (0.5 + random.random())
+        return min(wait, BACKOFF_CAP_S)
+
+    def _log_retry(self, state: RetryCallState) -> None:
+        retry = state.outcome.exception()  # type: ignore[union-attr]  # next_action: set before this hook
+        get_logger("assay.models").warning(
+            "model_request_retry", code=retry.error.code, attempt=state.attempt_number,
+            max_retries=self.settings.max_retries, wait_s=round(state.next_action.sleep, 3), error=retry.error.message,
+        )
 
     def close(self) -> None:
         if self._client is not None:

@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC
+from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
+
+from assay.kernel.messages import Message, ToolCall, Usage
 
 from assay import AssayError
 
@@ -28,7 +30,6 @@ from .errors import (
 )
 
 if TYPE_CHECKING:
-    from assay.kernel.messages import Message
     from assay.kernel.models import TextSink
 
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
@@ -186,8 +187,6 @@ class Assembler:
 
     # -- the result -----------------------------------------------------------
     def message(self) -> Message:
-        from assay.kernel.messages import Message, ToolCall, Usage
-
         calls = []
         for number, slot in enumerate(self.calls.values(), start=1):
             calls.append(ToolCall(
@@ -312,8 +311,6 @@ def retry_after_s(value: str | None) -> float | None:
     except ValueError:
         pass
     try:
-        from datetime import datetime
-
         return max(0.0, (parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds())
     except (TypeError, ValueError, IndexError):
         return None

@@ -14,6 +14,7 @@ replayed run is deterministic.
 
 from __future__ import annotations
 
+import json
 import re
 import threading
 from pathlib import Path
@@ -209,8 +210,6 @@ def _describe(recorded: Any, actual: Any) -> str:
 
 
 def _show(value: Any) -> str:
-    import json
-
     text = value if isinstance(value, str) and value == _MISSING else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
 
@@ -58,8 +59,6 @@ class ScriptedModel(Model):
         if callable(step):
             step = step(list(messages))
         if step.get("delay_s"):
-            import time
-
             time.sleep(float(step["delay_s"]))
         return self._message(step)
 

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.kernel.evidence import capture_file, open_verified_content, read_artifact_result
 from assay.kernel.reports import (
     MISSING_MARK,
     ChartBlock,
@@ -32,6 +33,10 @@ from assay.kernel.reports import (
     TableBlock,
     TextBlock,
 )
+from assay.plugins.reports.html import HtmlRenderer
+from assay.plugins.reports.markdown import MarkdownRenderer, table_cell
+from assay.plugins.reports.resolve import _ChartRows
+from assay.plugins.reports.tables import resolve_table
 
 from assay import AssayError
 
@@ -71,8 +76,6 @@ def _code(exc: BaseException) -> str:
 def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = False,
              missing_calculations: list[str] = ()) -> Assembled:
     """The document with its gaps recorded (see the module docstring)."""
-    from assay.kernel.evidence import read_artifact_result
-
     doc = ReportDocument.coerce(doc.model_dump(mode="json"))  # a copy we may change
     gaps: list[Gap] = []
     kept: list[Any] = []
@@ -144,9 +147,6 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = 
 
 def _verify_shown(catalog: Any, block: Any) -> None:
     """Read what an image, chart or table block would show, through the hash check (raises on failure)."""
-    from assay.kernel.evidence import open_verified_content
-    from assay.plugins.reports.resolve import _ChartRows
-    from assay.plugins.reports.tables import resolve_table
 
     if isinstance(block, ImageBlock):
         open_verified_content(catalog, block.artifact_id)
@@ -166,8 +166,6 @@ def render(doc: ReportDocument, catalog: Any, run: Any, *, status: str | None = 
            draft: bool | None = None) -> tuple[bytes, list[dict[str, Any]]]:
     """The Markdown with its provenance table, and the citations (render phase). ``status`` and
     ``draft`` are the pipeline's fields of the document, set here (never by the writer)."""
-    from assay.plugins.reports.markdown import MarkdownRenderer
-
     if status is not None:
         doc.status = status
     if draft is not None:
@@ -182,8 +180,6 @@ def render(doc: ReportDocument, catalog: Any, run: Any, *, status: str | None = 
 
 def provenance_table(citations: list[dict[str, Any]]) -> str:
     """Every value shown, with the artifact, selector and SHA-256 it was read from."""
-    from assay.plugins.reports.markdown import table_cell
-
     lines = ["", "## Provenance", "",
              "| # | block | value | artifact | selector | sha256 |", "|---|---|---|---|---|---|"]
     for n, c in enumerate(citations, 1):
@@ -205,8 +201,6 @@ def provenance_table(citations: list[dict[str, Any]]) -> str:
 def store_report(run: Any, data: bytes, citations: list[dict[str, Any]], doc: ReportDocument, *,
                  status: str, formal: bool, warnings: list[str], unbound: list[str] = ()) -> str:
     """Keep the report as evidence; its id. ``unbound``: the figures its prose states without a citation."""
-    from assay.kernel.evidence import capture_file
-
     provenance = {"title": doc.title, "renderer": "markdown", "missing_mark": MISSING_MARK, "status": status,
                   "formal": formal, "warnings": warnings, "citations": citations,
                   "document": doc.model_dump(mode="json"), "provenance_table": True,
@@ -220,8 +214,6 @@ def store_report(run: Any, data: bytes, citations: list[dict[str, Any]], doc: Re
 
 def _store_html(run: Any, doc: ReportDocument, provenance: dict[str, Any], formal: bool) -> None:
     """The same report as the HTML page people open (`assay report show RUN_ID`), kept beside it."""
-    from assay.kernel.evidence import capture_file
-    from assay.plugins.reports.html import HtmlRenderer
 
     page, _ = HtmlRenderer().render_cited(doc, run.artifacts)
     capture_file(run.artifacts, data=page, name="report.html" if formal else "report.partial.html",

@@ -6,10 +6,10 @@ import json
 import sys
 from typing import Any
 
+import click
+
 
 def add_commands(cli: Any, kernel: Any) -> None:
-    import click
-
     @cli.group("reports")
     def reports() -> None:
         """Verify stored reports; show a run's report state and counters."""

@@ -20,14 +20,18 @@ kind the scenario suite counts (``recovered_by_handback``,
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
+from assay.kernel.evidence import open_verified_content, resolve_catalog
 from assay.kernel.reports import ReportDocument, TextBlock
+from assay.kernel.tool_result import ArtifactRef
 from pydantic import BaseModel, Field
 
 from assay import AssayError, RunContext, ToolResult, tool
 from assay.kernel.log import get_logger
 
+from .assemble import PhaseError, assemble, render, store_report
 from .errors import (
     REPORT_NEEDS_RESULT,
     REPORT_NO_MODEL,
@@ -35,7 +39,12 @@ from .errors import (
     REPORT_SUBAGENT_FAILED,
     REPORT_SUBAGENT_TIMEOUT,
 )
+from .handback import scan_attempts
+from .precheck import needs_result
+from .prose import prose_figures
+from .settings import ReportAgentSettings
 from .state import ReportState, ReportStateStore
+from .subagent import ReportSession
 
 log = get_logger("assay.report_agent")
 MODEL_KEY = "report_agent.model"
@@ -72,8 +81,6 @@ def use_report_model(run: RunContext, model: Any) -> None:
 
 
 def _settings(kernel: Any):
-    from .settings import ReportAgentSettings
-
     return kernel.settings.section("report", ReportAgentSettings)
 
 
@@ -89,11 +96,6 @@ def _model(kernel: Any, run: RunContext, settings: Any) -> Any:
 
 def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
     """Start or resume the run's report; see the module docstring."""
-    from assay.kernel.evidence import resolve_catalog
-
-    from .handback import scan_attempts
-    from .precheck import needs_result
-    from .subagent import ReportSession
 
     kernel = run.kernel
     settings = _settings(kernel)
@@ -156,8 +158,6 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
 def _run_bounded(coro: Any, timeout: float) -> Any:
     """Run ``coro`` within ``timeout`` seconds and return at the deadline even if a model call still hangs in
     its worker thread (``asyncio.run`` would wait for that thread; this executor is not waited for)."""
-    from concurrent.futures import ThreadPoolExecutor
-
     loop = asyncio.new_event_loop()
     executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="report-writer")
     loop.set_default_executor(executor)
@@ -183,8 +183,6 @@ def _ask(request: Any, state: ReportState) -> str:
 
 def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: RunContext) -> ReportOutcome:
     """The sub-agent raised or timed out: render the saved draft deterministically, or fail for good."""
-    from .assemble import PhaseError, assemble, render, store_report
-    from .prose import prose_figures
 
     missing = [r.name for r in state.requests if r.status == "exhausted"]
     try:
@@ -243,8 +241,6 @@ def _outcome(state: ReportState, settings: Any, catalog: Any, message: str, *, s
     status = status or state.status
     report = None
     if state.report_artifact_id and status in ("completed", "partial"):
-        from assay.kernel.evidence import open_verified_content
-
         _, content = open_verified_content(catalog, state.report_artifact_id)
         report = (content if isinstance(content, bytes) else open(content, "rb").read()).decode("utf-8")  # noqa: SIM115
     pending = state.pending()
@@ -278,8 +274,6 @@ def outcome_result(outcome: ReportOutcome) -> ToolResult:
     data = outcome.model_dump(mode="json")
     refs = []
     if outcome.report_artifact_id:
-        from assay.kernel.tool_result import ArtifactRef
-
         refs = [ArtifactRef(artifact_id=outcome.report_artifact_id, kind="report")]
     if outcome.status == "failed":
         return ToolResult.fail(outcome.error_code or REPORT_NOT_RENDERABLE, f"report failed: {outcome.message}",

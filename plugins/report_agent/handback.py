@@ -23,6 +23,7 @@ request is ``exhausted`` and later executions are refused (kept in
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
 from assay.kernel.evidence import open_verified_content, read_artifact_result
@@ -149,7 +150,6 @@ def scan_attempts(state: ReportState, catalog: Any, run_id: str) -> list[str]:
         request = state.requests[-1]  # later executions are refused, and recorded as such
     if request is None:
         return []
-    from datetime import datetime
 
     was = request.status
 

@@ -24,6 +24,7 @@ from assay.kernel.reports import (
     TableBlock,
     TextBlock,
 )
+from assay.plugins.reports.tables import all_rows
 
 from assay import AssayError
 
@@ -162,8 +163,6 @@ def check_order_claim(block: TableBlock | ChartBlock, catalog: Any, heading: str
 
 def _already_ordered(block: TableBlock | ChartBlock, catalog: Any, words: set[str], descending: bool | None) -> bool:
     """Whether the whole artifact's rows are already in the claimed order on a column the claim names."""
-    from assay.plugins.reports.tables import all_rows
-
     record = catalog.get(block.artifact_id)
     if record is None or (record.is_tabular and not record.complete):
         return False  # the kept rows of an incomplete artifact say nothing about the whole order

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from assay.plugins.reports.resolve import resolve_report
+
 from assay import AssayError
 
 from .errors import REPORT_FIGURE_UNBOUND
@@ -24,8 +26,6 @@ FIGURE_CHANCES = 1  # refusals before a document with figures in its prose is ke
 
 def prose_figures(document: Any, reader: Any) -> list[Any]:
     """The figures ``document``'s prose states without a citation (``UnboundFigure`` objects)."""
-    from assay.plugins.reports.resolve import resolve_report
-
     return resolve_report(document, reader).unbound
 
 

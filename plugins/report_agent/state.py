@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from assay.kernel.evidence import resolve_catalog
 from pydantic import BaseModel, Field
 
 from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
@@ -155,8 +156,6 @@ class ReportStateStore:
     @classmethod
     def for_run(cls, run: Any) -> ReportStateStore:
         """The store in the catalog of ``run`` (or of a kernel, a sink, a catalog)."""
-        from assay.kernel.evidence import resolve_catalog
-
         return cls(resolve_catalog(run).db)
 
     def _ready(self) -> Database:

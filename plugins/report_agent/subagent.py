@@ -16,8 +16,10 @@ same error fingerprint ``repeat_limit`` times, or a document already refused).
 from __future__ import annotations
 
 import contextvars
+import json
 from typing import Annotated, Any
 
+from assay.kernel.messages import Message
 from assay.kernel.reports import ReportDocument
 from pydantic import Field
 
@@ -25,7 +27,7 @@ from assay import AssayError, RunContext, ToolResult, tool
 
 from .assemble import PhaseError, assemble, render, store_report
 from .prose import FIGURE_CHANCES, prose_figures, unbound_error
-from .errors import REPORT_BUDGET_SPENT, REPORT_NOT_SUBMITTED, REPORT_TOOL_NOT_ALLOWED
+from .errors import REPORT_BUDGET_SPENT, REPORT_NOT_SUBMITTED, REPORT_NO_PROGRESS, REPORT_TOOL_NOT_ALLOWED
 from .handback import request_calculation
 from .precheck import check_document, check_reserved
 from .state import Failure, ReportState, fingerprint
@@ -103,8 +105,6 @@ class ReportSession:
             self.state.messages.append({"role": "user", "content": "\n".join(notes)})
 
     async def run_loop(self) -> str:
-        from assay.kernel.messages import Message
-
         token = _SESSION.set(self)
         try:
             messages = [Message.model_validate(m) for m in self.state.messages]
@@ -160,8 +160,6 @@ class ReportSession:
         own = request_report_calculation if name == "request_report_calculation" else submit_report
         try:
             if isinstance(arguments, str):
-                import json
-
                 arguments = json.loads(arguments or "{}")
             validated = own.validate_arguments(arguments if isinstance(arguments, dict) else {})
         except (AssayError, ValueError) as exc:
@@ -183,8 +181,6 @@ class ReportSession:
                                            fingerprint=fp, document_fingerprint=doc_fp))
         repeats = sum(1 for f in self.state.failures if f.fingerprint == fp)
         if self.stop is None and (seen_doc or repeats >= self.settings.repeat_limit):
-            from .errors import REPORT_NO_PROGRESS
-
             self.stop = "no_progress"
             why = "the same document again" if seen_doc else f"the same {phase} error {repeats} times"
             self.stop_error = AssayError(REPORT_NO_PROGRESS, f"no progress: {why} ({error.code}: {error.message[:200]})",

@@ -16,6 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.kernel.evidence import get_record, open_verified_content, read_artifact_result, resolve_catalog
+from assay.kernel.reports import ReportDocument
+from assay.plugins.reports.html import HtmlRenderer
+from assay.plugins.reports.markdown import MarkdownRenderer
+from assay.plugins.reports.resolve import resolve_report
+
+from .assemble import PhaseError, render
 from .errors import REPORT_NOT_FOUND, report_error
 
 
@@ -32,16 +39,6 @@ class Verification:
 
 
 def verify_report(reader: Any, report_id: str) -> Verification:
-    from assay.kernel.evidence import (
-        get_record,
-        open_verified_content,
-        read_artifact_result,
-        resolve_catalog,
-    )
-    from assay.kernel.reports import ReportDocument
-
-    from .assemble import PhaseError, render
-
     catalog = resolve_catalog(reader)
     record = catalog.get(report_id)
     if record is None or record.kind != "report" or "document" not in record.provenance:
@@ -83,12 +80,8 @@ def verify_report(reader: Any, report_id: str) -> Verification:
 
             again, _ = render(doc, catalog, _Run())
         elif renderer == "markdown":
-            from assay.plugins.reports.markdown import MarkdownRenderer
-
             again, _ = MarkdownRenderer().render_cited(doc, catalog)
         elif renderer == "html":
-            from assay.plugins.reports.html import HtmlRenderer
-
             again, _ = HtmlRenderer().render_cited(doc, catalog)
         else:
             out.problems.append(f"re-render: no way to re-render a {renderer!r} report here")
@@ -102,8 +95,6 @@ def verify_report(reader: Any, report_id: str) -> Verification:
     if again != stored:
         out.problems.append("re-rendering the document does not give the stored report")
     if record.provenance.get("formal", True):
-        from assay.plugins.reports.resolve import resolve_report
-
         for figure in resolve_report(doc, catalog).unbound:
             out.unbound.append(f"figure {figure.describe()} is not a bound citation: it was not read from the "
                                "evidence (a formal report states every figure as a citation)")

@@ -14,6 +14,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .formats import NAMED
+
 WIDTH, HEIGHT = 620, 260
 MARKS = {"bar": "bar", "line": {"type": "line", "point": True}, "scatter": {"type": "point", "filled": True}}
 
@@ -56,8 +58,6 @@ def chart_spec(chart: Any) -> dict[str, Any]:
 def axis_format(fmt: str | None) -> str | None:
     """The document's format of a column as the chart library's number format (d3's, which reads a Python
     spec such as ``.2%`` or ``$,.0f`` the same way); ``None`` when it has none (``plain``, another currency)."""
-    from .formats import NAMED
-
     spec = NAMED.get(fmt, fmt) if fmt else None
     if not spec or spec[0] in "€£¥":
         return None

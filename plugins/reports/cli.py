@@ -13,6 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import click
+from assay.kernel.evidence import open_verified_content
+
+from assay import AssayError
+
 REPORT_NOT_FOUND = "REPORT_NOT_FOUND"
 FORMATS = ("html", "json", "pdf", "markdown")
 
@@ -26,8 +31,6 @@ def saved_reports(catalog: Any, run_id: str, media_type: str | None = None) -> l
 
 def latest_document(catalog: Any, run_id: str) -> dict[str, Any]:
     """The document of the run's last report (kept in its provenance)."""
-    from assay import AssayError
-
     kept = [r for r in saved_reports(catalog, run_id) if isinstance(r.provenance.get("document"), dict)]
     if not kept:
         raise AssayError(REPORT_NOT_FOUND, f"run {run_id} has no saved report",
@@ -38,10 +41,6 @@ def latest_document(catalog: Any, run_id: str) -> dict[str, Any]:
 
 def export_saved_html(kernel: Any, run_id: str) -> Path:
     """A verified copy of the run's last HTML report at ``$ASSAY_HOME/reports/RUN_ID/report.html``."""
-    from assay.kernel.evidence import open_verified_content
-
-    from assay import AssayError
-
     catalog = kernel.evidence.catalog
     pages = saved_reports(catalog, run_id, "text/html")
     target = Path(kernel.settings.home) / "reports" / _safe(run_id) / "report.html"
@@ -62,8 +61,6 @@ def export_saved_html(kernel: Any, run_id: str) -> Path:
 
 
 def _safe(run_id: str) -> str:
-    from assay import AssayError
-
     if not run_id or not all(c.isalnum() or c in "-_" for c in run_id):
         raise AssayError(REPORT_NOT_FOUND, f"{run_id!r} is not a run id", "Run ids look like run_0123abcd...")
     return run_id
@@ -79,8 +76,6 @@ def browser_available() -> bool:
 
 
 def add_report_commands(cli: Any, kernel: Any) -> None:
-    import click
-
     @cli.group("report")
     def report() -> None:
         """Open a run's saved report, or render it in another format."""

@@ -24,6 +24,15 @@ from typing import Any
 
 from assay.kernel.figures import Figure, find_figures
 
+from .resolve import (
+    ResolvedChart,
+    ResolvedHeading,
+    ResolvedImage,
+    ResolvedNumber,
+    ResolvedTableBlock,
+    ResolvedText,
+)
+
 
 @dataclass(frozen=True)
 class UnboundFigure:
@@ -49,8 +58,6 @@ class UnboundFigure:
 def unbound_figures(report: Any) -> list[UnboundFigure]:
     """The figures of a :class:`~assay.plugins.reports.resolve.ResolvedReport`'s prose that are not
     bound citations, in the order they appear."""
-    from .resolve import ResolvedChart, ResolvedHeading, ResolvedImage, ResolvedNumber, ResolvedTableBlock, ResolvedText
-
     counts = _shown_counts(report.blocks)
     found = _in(report.title, -1, "title", counts)
     for block in report.blocks:
@@ -86,8 +93,6 @@ def _shown_count(figure: Figure, counts: set[Decimal]) -> bool:
 
 def _shown_counts(blocks: list[Any]) -> set[Decimal]:
     """The rows each table or chart of the report shows, and the rows of its whole result."""
-    from .resolve import ResolvedChart, ResolvedTableBlock
-
     counts: set[Decimal] = set()
     for block in blocks:
         if isinstance(block, ResolvedTableBlock):

@@ -19,11 +19,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assay.kernel.evidence import capture_file
 from assay.kernel.evidence.preview import markdown_table
 from assay.kernel.reports import ReportDocument
 
 from assay import RunContext, ToolResult, hookimpl, tool
 
+from .html import HtmlRenderer
 from .resolve import (
     MISSING_MARK,
     MISSING_NOTE,
@@ -169,9 +171,6 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     resolved = resolve_report(document, run.artifacts)
     markdown, citations = format_markdown(resolved).encode("utf-8"), resolved.citations
     unbound = [f.describe() for f in resolved.unbound]
-    from assay.kernel.evidence import capture_file
-
-    from .html import HtmlRenderer
 
     # Every rendered value's artifact id, selector and SHA-256 (and the document itself): the report can
     # be re-verified, or rendered again, later. The HTML page is the saved report (`assay report show`).

@@ -20,6 +20,8 @@ from typing import Any
 
 from assay import AssayError
 
+from .html import HtmlRenderer
+
 REPORT_PDF_NO_CHROMIUM = "REPORT_PDF_NO_CHROMIUM"
 REPORT_PDF_FAILED = "REPORT_PDF_FAILED"
 
@@ -96,8 +98,6 @@ class PdfRenderer:
         return self.render_cited(document, reader)[0]
 
     def render_cited(self, document: Any, reader: Any) -> tuple[bytes, list[dict[str, Any]]]:
-        from .html import HtmlRenderer
-
         if find_chromium() is None:  # fail before any reading: the cause is the machine, not the report
             html_to_pdf(b"")
         page, citations = HtmlRenderer().render_cited(document, reader)

@@ -24,6 +24,14 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.kernel.evidence import (
+    ArtifactIncomplete,
+    ArtifactSink,
+    decode,
+    get_record,
+    open_verified_content,
+    read_artifact_result,
+)
 from assay.kernel.reports import (
     MISSING_MARK,
     ChartBlock,
@@ -39,6 +47,7 @@ from assay.kernel.reports import (
 from assay import AssayError, RunContext
 
 from .formats import check_format, format_value, is_number, plain_text
+from .tables import resolve_table
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
 REPORT_CITATION_OTHER_RUN = "REPORT_CITATION_OTHER_RUN"
@@ -239,8 +248,6 @@ class ResolvedReport:
 
     def image_bytes(self, image: ResolvedImage) -> bytes:
         """The image's exact stored bytes, after a hash check."""
-        from assay.kernel.evidence import open_verified_content
-
         _, content = open_verified_content(self.reader, image.source.artifact_id)
         return content if isinstance(content, bytes) else content.read_bytes()
 
@@ -255,8 +262,6 @@ def resolve_report(document: Any, reader: Any) -> ResolvedReport:
 
 def reader_run(reader: Any) -> str | None:
     """The run a report is written in: a run or a run's sink has one; a kernel or catalog has none."""
-    from assay.kernel.evidence import ArtifactSink
-
     if isinstance(reader, (ArtifactSink, RunContext)):
         return reader.run_id
     return None
@@ -290,7 +295,7 @@ class _Resolver:
                     details={"block": index, "cause": exc.code},
                 ) from exc
         self.out.warnings = [ReportWarning(g.block, g.kind, g.artifact_id, g.field, g.reason) for g in self.doc.gaps]
-        from .figures import unbound_figures
+        from .figures import unbound_figures  # here, not at the top: figures imports this module's blocks
 
         self.out.unbound = unbound_figures(self.out)
         return self.out
@@ -360,8 +365,6 @@ class _Resolver:
         return parts
 
     def value(self, citation: Any, field_name: str) -> Value:
-        from assay.kernel.evidence import decode, read_artifact_result
-
         record = self.citable(citation.artifact_id)
         selected = read_artifact_result(self.reader, citation.artifact_id, {"path": citation.path})
         raw = selected.value
@@ -386,10 +389,6 @@ class _Resolver:
         return Value(text, plain, self.source(record), selector, null=raw is None)
 
     def table(self, block: Any) -> ResolvedTableBlock:
-        from assay.kernel.evidence import decode
-
-        from .tables import resolve_table
-
         record = self.citable(block.artifact_id)
         table = resolve_table(self.reader, block, record)
         rows, nulls = [], 0
@@ -405,10 +404,6 @@ class _Resolver:
                                   complete=record.complete, empty=not rows, null_cells=nulls, formats=formats)
 
     def chart(self, block: Any) -> ResolvedChart:
-        from assay.kernel.evidence import decode
-
-        from .tables import resolve_table
-
         record = self.citable(block.artifact_id)
         rows_of = _ChartRows(block)
         table = resolve_table(self.reader, rows_of, record, max_chars=_CHART_MAX_CHARS)
@@ -456,16 +451,12 @@ class _Resolver:
                 "Re-run the calculation assigning its answer to REPORT_RESULT, then cite that artifact.",
             )
         if not record.complete and not record.is_tabular:
-            from assay.kernel.evidence import ArtifactIncomplete
-
             raise ArtifactIncomplete(artifact_id, f"a {record.kind} artifact whose content was not kept whole",
                                      record.incomplete_note())
         return record
 
     def record(self, artifact_id: str) -> Any:
         if artifact_id not in self.records:
-            from assay.kernel.evidence import get_record
-
             self.records[artifact_id] = get_record(self.reader, artifact_id)
         return self.records[artifact_id]
 

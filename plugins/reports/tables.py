@@ -18,6 +18,14 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay.kernel.evidence import (
+    ArtifactIncomplete,
+    decode,
+    get_record,
+    open_verified_content,
+    read_artifact_result,
+)
+
 from assay import AssayError
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
@@ -69,8 +77,6 @@ def _invalid(message: str, hint: str = "") -> AssayError:
 def resolve_table(reader: Any, block: Any, record: Any | None = None, *, max_chars: int = 20_000) -> ResolvedTable:
     """The rows ``block`` (a :class:`assay.kernel.reports.TableBlock`) shows, read from ``reader``
     (``max_chars``: the budget of the rows read in the artifact's order)."""
-    from assay.kernel.evidence import get_record
-
     record = record if record is not None else get_record(reader, block.artifact_id)
     ordered = bool(block.sort or block.filter)
     if record.is_tabular:
@@ -124,8 +130,6 @@ def _columns(block: Any, columns: list[str]) -> list[str]:
 
 def _head(reader: Any, record: Any, block: Any, max_chars: int = 20_000) -> ResolvedTable:
     """The first rows in the artifact's order: one streaming, verified read (no full scan)."""
-    from assay.kernel.evidence import read_artifact_result
-
     stop = block.max_rows if record.complete else min(block.max_rows, record.row_count or 0)
     selected = read_artifact_result(reader, record.artifact_id, {"rows": [0, stop]}, max_rows=block.max_rows,
                                     max_chars=max_chars)
@@ -140,8 +144,6 @@ def _head(reader: Any, record: Any, block: Any, max_chars: int = 20_000) -> Reso
 
 def _tabular_rows(reader: Any, record: Any):
     """Every row of a tabular artifact, after its SHA-256 was checked (line 0 is the header)."""
-    from assay.kernel.evidence import open_verified_content
-
     _, content = open_verified_content(reader, record.artifact_id)
     if isinstance(content, bytes):
         lines = content.split(b"\n")[1:]
@@ -157,8 +159,6 @@ def _tabular_rows(reader: Any, record: Any):
 
 
 def _python_rows(reader: Any, record: Any, path: Any) -> tuple[list[str], list[list[Any]]]:
-    from assay.kernel.evidence import ArtifactIncomplete, open_verified_content
-
     _, content = open_verified_content(reader, record.artifact_id)
     if isinstance(content, bytes):
         data = content
@@ -238,8 +238,6 @@ def comparable(value: Any) -> Any:
     as a :class:`decimal.Decimal` (a float by its shortest repr, so ``0.1`` equals ``NUMERIC 0.1``);
     other tagged values decoded; text, dates (ISO text) and booleans as they are."""
     if isinstance(value, dict):
-        from assay.kernel.evidence import decode
-
         value = decode(value)
     if isinstance(value, bool):
         return value

@@ -36,6 +36,16 @@ def kernel_engines(kernel: Any) -> list[Any]:
     return [engine for _, engine in kernel.registry("database_engines").items()]
 
 
+def builtin_engines() -> tuple[Any, ...]:
+    """The built-in engines, loaded through the same ``Lazy`` entries the plugin registers (the same
+    objects): what a :class:`DatabaseResource` made without a kernel uses."""
+    return tuple(_engine(name, target).load() for name, target in ENGINES.items())
+
+
+def _engine(name: str, target: str) -> Lazy:
+    return Lazy(f"assay.plugins.sql.engines.{target}", name=name)
+
+
 def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = None, config: Any = None) -> Any:
     """A :class:`DatabaseResource` for ``url`` with the kernel's SQL settings and engines."""
     from .resource import DatabaseResource
@@ -71,7 +81,7 @@ SETTINGS_ENV_PREFIX = "ASSAY_SQL_"
 @hookimpl
 def register_database_engines(register):
     for name, target in ENGINES.items():
-        register(Lazy(f"assay.plugins.sql.engines.{target}", name=name))
+        register(_engine(name, target))
 
 
 @hookimpl

@@ -54,6 +54,7 @@ from .errors import (
     SqlError,
 )
 from .lexical import Unresolvable, mysql_backslash_ambiguity, resolve_postgres_escapes, two_readings
+from .regenerate import regenerate
 
 MAX_SQL_BYTES = 1 << 20  # the default of the max_sql_bytes setting
 _MYSQL = ("mysql", "mariadb")
@@ -181,8 +182,6 @@ def check_read_only(sql: str, dialect: str, *, allow_functions: Iterable[str] = 
 
 
 def _check(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
-    from .regenerate import regenerate
-
     explain = _EXPLAIN.match(sql)
     if explain:
         rest = explain["rest"]

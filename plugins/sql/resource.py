@@ -10,7 +10,7 @@ from assay.kernel.database_engine import DatabaseEngine, DatabasePool
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
-from .engines import BUILTIN_ENGINES
+from . import builtin_engines
 from .engines.base import EngineLimits
 from .errors import SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_TABLE_NOT_FOUND, SqlError
 from .execution import Attempt, Executor, run_cancellable
@@ -22,7 +22,7 @@ from .settings import DatasourceConfig, SqlSettings
 log = get_logger("assay.sql")
 
 
-def find_engine(url: Any, engines: Iterable[DatabaseEngine] = BUILTIN_ENGINES) -> DatabaseEngine:
+def find_engine(url: Any, engines: Iterable[DatabaseEngine]) -> DatabaseEngine:
     """The engine for a parsed URL (its ``drivername``) or a scheme; ``SQL_DATASOURCE_INVALID`` when none."""
     scheme = (url if isinstance(url, str) else url.drivername).lower()
     for engine in engines:
@@ -84,7 +84,7 @@ class DatabaseResource(Resource):
         self.settings = settings or SqlSettings()
         self.config = config or DatasourceConfig(url=url)
         self.description = description or self.config.description
-        engines = tuple(engines or BUILTIN_ENGINES)
+        engines = tuple(engines) if engines else builtin_engines()  # no kernel: the plugin's own engines
         parsed = _parse_own_url(url, engines)  # SQLite's sqlite:///PATH: no SQLAlchemy import
         if parsed is None:
             parsed = _parse_sqlalchemy_url(name, url)

@@ -10,6 +10,8 @@ from decimal import Decimal
 from itertools import chain
 from typing import TYPE_CHECKING, Any
 
+from assay.kernel.evidence import RowBatches
+
 from .engines.base import Streamed
 from .errors import SQL_RESULT_TOO_LARGE, SQL_ROW_TOO_LARGE, SQL_VALUE_TOO_LARGE, SqlError
 from .value_limits import check_row_sizes, check_value_sizes, long_value_columns
@@ -83,8 +85,6 @@ class RowStream:
     @property
     def rows(self) -> Iterable[tuple]:
         """The rows, in the batches the engine produced (a capture takes them whole)."""
-        from assay.kernel.evidence import RowBatches
-
         return RowBatches(self._counted())
 
     def elapsed_ms(self) -> float:

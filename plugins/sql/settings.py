@@ -28,6 +28,7 @@ import os
 import re
 from typing import Annotated, Any
 
+from assay.kernel.settings import mask_url
 from pydantic import BaseModel, Field, field_serializer, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
@@ -70,8 +71,6 @@ class DatasourceConfig(BaseModel):
     @field_serializer("url")
     def _masked_url(self, url: str) -> str:
         # Dumps (``assay config``, logs) never carry the password; connecting reads ``.url``.
-        from assay.kernel.settings import mask_url
-
         return mask_url(url)
 
 
@@ -123,8 +122,6 @@ _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:")
 
 
 def _malformed(part: str, problem: str) -> ValueError:
-    from assay.kernel.settings import mask_url
-
     return ValueError(f"{_VARIABLE}: {mask_url(part)!r} {problem}; {_EXPECTED}")
 
 

@@ -29,6 +29,7 @@ from pydantic import Field
 
 from assay import FunctionTool, RunContext, ToolResult
 
+from . import sql_settings
 from .capture import capture_failure, stream_capture
 from .errors import ARTIFACT_CAPTURE_FAILED, NOTHING_SENT, SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
 from .execution import run_cancellable
@@ -288,8 +289,6 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
 
 def kernel_tool(kernel: Any, name: str) -> FunctionTool:
     """The SQL tool ``name`` bound to ``kernel`` and its SQL settings."""
-    from . import sql_settings
-
     return {t.name: t for t in build_tools(Datasources(kernel, sql_settings(kernel.settings)))}[name]
 
 

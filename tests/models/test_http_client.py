@@ -52,11 +52,11 @@ def test_a_proxy_in_the_environment_makes_an_http_url_get_the_trusted_certificat
 
 
 def test_a_model_makes_its_ssl_context_once_for_all_its_calls(no_proxy_env, monkeypatch):
-    import assay.plugins.models.http_client as http_client
+    import assay.plugins.models.openai_compatible as openai_compatible
 
     made = []
-    real = http_client.tls_context
-    monkeypatch.setattr(http_client, "tls_context", lambda url: made.append(url) or real(url))
+    real = openai_compatible.tls_context
+    monkeypatch.setattr(openai_compatible, "tls_context", lambda url: made.append(url) or real(url))
     replies = [completion("one"), completion("two")]
     with FakeChatServer(replies) as server:
         model = OpenAICompatibleModel(base_url=server.url, model="m", retry_backoff_s=0.0)

@@ -19,8 +19,16 @@ HI = [Message(role="user", content="hi")]
 
 
 def model_for(server: FakeChatServer, **settings) -> OpenAICompatibleModel:
-    settings.setdefault("retry_backoff_s", 0.0)
-    return OpenAICompatibleModel(base_url=server.url, model="local-model", **settings)
+    """The model for ``server``; its retries' waits are recorded in ``model.waits``, never slept."""
+    model = OpenAICompatibleModel(base_url=server.url, model="local-model", **settings)
+    model.waits = []
+    model.sleep = model.waits.append
+
+    async def asleep(seconds: float) -> None:
+        model.waits.append(seconds)
+
+    model.asleep = asleep
+    return model
 
 
 def failure(server: FakeChatServer, **settings) -> AssayError:
@@ -162,6 +170,23 @@ def test_429_then_success_is_retried_and_logged(capsys):
     assert len(retry) == 1 and retry[0]["code"] == "MODEL_RATE_LIMITED" and retry[0]["wait_s"] == 0
 
 
+def test_retry_waits_double_from_retry_backoff_s_with_jitter():
+    with FakeChatServer([error(500, "boom")] * 3 + [completion("ok")]) as server:
+        model = model_for(server, max_retries=3, retry_backoff_s=1.0)
+        assert model.complete(HI, []).content == "ok"
+    assert len(model.waits) == 3
+    for n, wait in enumerate(model.waits):
+        assert 0.5 * 2**n <= wait <= 1.5 * 2**n
+
+
+def test_retry_after_is_honoured_within_the_cap():
+    replies = [error(429, "slow down", Retry_After="7"), error(429, "slow down", Retry_After="600"), completion("ok")]
+    with FakeChatServer(replies) as server:
+        model = model_for(server, max_retries=2)
+        assert model.complete(HI, []).content == "ok"
+    assert model.waits == [7.0, 20.0]
+
+
 def test_rate_limited_past_the_retries_is_model_rate_limited():
     with FakeChatServer([error(429, "slow down")] * 3) as server:
         caught = failure(server, max_retries=2)
@@ -263,8 +288,18 @@ def test_an_error_event_inside_a_stream_is_reported():
 
 async def test_async_retries_like_sync():
     with FakeChatServer([error(502, "bad gateway"), completion("ok")]) as server:
-        reply = await model_for(server).acomplete(HI, [])
+        model = model_for(server, retry_backoff_s=1.0)
+        reply = await model.acomplete(HI, [])
     assert reply.content == "ok" and len(server.requests) == 2
+    assert len(model.waits) == 1 and 0.5 <= model.waits[0] <= 1.5
+
+
+async def test_async_past_the_retries_is_the_last_attempts_error():
+    with FakeChatServer([error(500, "boom")] * 2) as server:
+        with pytest.raises(AssayError) as caught:
+            await model_for(server, max_retries=1).acomplete(HI, [])
+    assert caught.value.code == "MODEL_REQUEST_FAILED" and "after 2 attempts" in caught.value.message
+    assert len(server.requests) == 2
 
 
 async def test_cancelling_an_async_request_stops_it_promptly():

@@ -237,6 +237,8 @@ def test_writer_exception_renders_the_saved_draft_deterministically(run):
 
 def test_a_bug_in_the_fallback_render_fails_the_report_and_is_not_shown_as_a_gap(run, monkeypatch):
     import assay.kernel.evidence as evidence
+    from assay.plugins.report_agent import assemble
+    from assay.plugins.reports import resolve
 
     data = refunds(run)
     draft = {"title": "Refunds", "blocks": [number("Worst", data.artifact_id, [87, "refund_rate"]),
@@ -248,7 +250,8 @@ def test_a_bug_in_the_fallback_render_fails_the_report_and_is_not_shown_as_a_gap
             raise TypeError("a bug, not the evidence")
         return real(catalog, artifact_id, selection, *args, **kwargs)
 
-    monkeypatch.setattr(evidence, "read_artifact_result", read)
+    for module in (assemble, resolve):  # where the fallback's assembly and render read values
+        monkeypatch.setattr(module, "read_artifact_result", read)
     outcome = generate(run, writer(submit(draft), boom))
     assert outcome.status == "failed" and outcome.report is None and not outcome.retryable
     assert outcome.last_render_error == "REPORT_NOT_RENDERABLE: internal error: TypeError: a bug, not the evidence"

@@ -39,8 +39,8 @@ def test_values_from_a_real_database_cannot_inject_markup(shop, run):
          "caption": INJECTED[0]}]})
     for raw in INJECTED[:3]:
         assert raw not in page
-    assert "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt;" in page
-    assert "&quot;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
+    assert "&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;" in page
+    assert "&#34;&gt;&lt;img src=x onerror=alert(1)&gt;" in page
     assert "&lt;/table&gt;&lt;h1&gt;forged&lt;/h1&gt;" in page and "a &amp; b" in page
     assert page.count("<script") == 0 and page.count("<img ") == 1  # the chart only
 
@@ -85,7 +85,7 @@ def test_provenance_on_hover_and_in_the_table_at_the_end(run):
     page = html(run, {"title": "t", "blocks": [
         {"type": "number", "label": "North", "artifact_id": record.artifact_id, "path": [0, "revenue"],
          "format": ",.2f"}]})
-    hover = f'title="artifact {record.artifact_id} · selector {{&quot;path&quot;: [0, &quot;revenue&quot;]}} · ' \
+    hover = f'title="artifact {record.artifact_id} · selector {{&#34;path&#34;: [0, &#34;revenue&#34;]}} · ' \
             f'sha256 {record.sha256[:12]} · exact: 1234.5">1,234.50</span>'
     assert hover in page
     provenance = page.split('id="provenance"')[1]

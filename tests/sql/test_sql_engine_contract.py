@@ -10,7 +10,8 @@ import pytest
 
 from assay import Kernel
 from assay.kernel.database_engine import DatabaseEngine, DatabasePool
-from assay.plugins.sql.engines import BUILTIN_ENGINES, Pool
+from assay.plugins.sql import builtin_engines
+from assay.plugins.sql.engines import Pool
 from assay.plugins.sql.errors import SQL_READ_ONLY_REQUIRED, SqlError
 from assay.plugins.sql.resource import DatabaseResource
 
@@ -18,10 +19,10 @@ SQL_PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "sql"
 
 
 def test_every_builtin_engine_satisfies_the_kernel_contract():
-    for engine in BUILTIN_ENGINES:
+    for engine in builtin_engines():
         assert isinstance(engine, DatabaseEngine), engine
     missing = {engine.name: [m for m in dir(DatabaseEngine) if not m.startswith("_") and not hasattr(engine, m)]
-               for engine in BUILTIN_ENGINES}
+               for engine in builtin_engines()}
     assert missing == {"sqlite": [], "postgresql": [], "mysql": [], "duckdb": []}
 
 
@@ -35,7 +36,7 @@ def test_the_plugin_registers_each_engine_from_its_own_module():
         "sqlite": "assay.plugins.sql.engines.sqlite", "postgresql": "assay.plugins.sql.engines.postgres",
         "mysql": "assay.plugins.sql.engines.mysql", "duckdb": "assay.plugins.sql.engines.duckdb",
     }
-    assert set(registered.values()) == set(BUILTIN_ENGINES)  # the same objects, not copies
+    assert set(registered.values()) == set(builtin_engines())  # the same objects, not copies
 
 
 def test_make_pool_returns_a_typed_pool_and_pins_nothing_on_sqlalchemy(engine, db):
@@ -104,7 +105,7 @@ def test_a_datasource_uses_the_kernels_registered_engines_only():
     # the engines come from the registry alone (the lazy registration), never also from a built-in list
     from assay import hookimpl
     from assay.plugins.sql import kernel_engines
-    from assay.plugins.sql.engines import SQLITE
+    from assay.plugins.sql.engines.sqlite import SQLITE
 
     class OnlySqlite:
         __name__ = "only_sqlite"
