@@ -1,5 +1,5 @@
-"""The endpoints the page needs beyond the run API: a whole artifact as CSV or Parquet, a report's
-verification, and the page's own static files (``/static/...``, open like the page itself).
+"""The endpoints the page needs beyond the run API: a whole artifact as CSV or Parquet, what an
+artifact is, whether a run has a report and its verification, and the page's own static files (``/static/...``, open like the page itself).
 
 Added to the API app by :func:`add_web_routes` (``server.build``); every lookup is scoped to the
 token's (or the session's) owner like the rest of the API and answers 404 otherwise.
@@ -58,6 +58,35 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
         media = "text/csv; charset=utf-8" if format == "csv" else "application/vnd.apache.parquet"
         return Response(data, media_type=media,
                         headers={"Content-Disposition": f'attachment; filename="{artifact_id}.{format}"'})
+
+    @app.get("/artifacts/{artifact_id}/meta", responses=NOT_FOUND, tags=["artifacts"])
+    async def meta(artifact_id: str, request: Request) -> Any:
+        """What the page needs to show an artifact: kind, status, media type, rows and columns."""
+        def read() -> Any:
+            if not visible_artifact(kernel, tokens, who(request), artifact_id):
+                return None
+            return kernel.evidence.catalog.get(artifact_id)
+
+        record = await asyncio.to_thread(read)
+        if record is None:
+            return _error(404, "SERVICE_ARTIFACT_NOT_FOUND", f"no artifact {artifact_id!r}",
+                          "Use an artifact id one of your runs returned.")
+        return {"artifact_id": record.artifact_id, "kind": record.kind, "status": record.status,
+                "media_type": record.media_type, "row_count": record.row_count, "columns": record.columns,
+                "tabular": record.is_tabular, "byte_size": record.byte_size}
+
+    @app.get("/runs/{run_id}/report/info", responses=NOT_FOUND, tags=["reports"])
+    async def report_info(run_id: str, request: Request) -> Any:
+        """Whether the run has a report (so the page asks for one only when there is one)."""
+        def read() -> Any:
+            if tokens.owner_of(run_id) != who(request):
+                return None
+            return any(r.kind == "report" and r.status == "succeeded" for r in kernel.evidence.catalog.iter(run_id))
+
+        found = await asyncio.to_thread(read)
+        if found is None:
+            return _error(404, "SERVICE_RUN_NOT_FOUND", f"no run {run_id!r}", "List your runs with GET /runs.")
+        return {"run_id": run_id, "has_report": found}
 
     @app.get("/runs/{run_id}/report/verify", responses=NOT_FOUND, tags=["reports"])
     async def verify(run_id: str, request: Request) -> Any:

@@ -53,8 +53,9 @@ def draw_chart(run: RunContext) -> ToolResult:
 
 @pytest.fixture
 def workspace(tmp_path, monkeypatch):
-    """``(url, alice's token, gate)``: the app in this process; the model waits at its answer until
-    ``gate`` is set (a test sets it at once, or after a reload to see a run in progress reattach)."""
+    """``(url, alice's token, gate, script)``: the app in this process; the model waits at its answer until
+    ``gate`` is set (a test sets it at once, or after a reload to see a run in progress reattach).
+    ``script`` is the model's script, which a test may change before it asks."""
     import uvicorn
     from assay.plugins.models.scripted import ScriptedModel
     from assay.plugins.service.server import build
@@ -69,12 +70,13 @@ def workspace(tmp_path, monkeypatch):
         gate.wait(120)
         return {"text": ANSWER}
 
+    script = [{"tool": "sql_query", "arguments": {"sql": ALL_SALES}}, {"tool": "draw_chart"}, report, answer]
+
     class Streaming(ScriptedModel):
         model_id = "web_workspace"
 
         def __init__(self, **_: object) -> None:
-            super().__init__([{"tool": "sql_query", "arguments": {"sql": ALL_SALES}}, {"tool": "draw_chart"},
-                              report, answer])
+            super().__init__(list(script))
 
         def complete(self, messages, tools, *, on_text=None):
             reply = super().complete(messages, tools, on_text=on_text)
@@ -107,7 +109,7 @@ def workspace(tmp_path, monkeypatch):
     deadline = time.monotonic() + 60
     while not server.started and time.monotonic() < deadline:
         time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}", alice, gate
+    yield f"http://127.0.0.1:{port}", alice, gate, script
     gate.set()
     server.should_exit = True
     thread.join(timeout=60)
@@ -176,7 +178,7 @@ def shoot(page, name):
 
 
 def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
-    url, token, gate = workspace
+    url, token, gate, _ = workspace
     context = chromium.new_context(viewport={"width": 1280, "height": 1000}, accept_downloads=True)
     page, problems = watched(context, url)
     sign_in(page, url, token)
@@ -198,6 +200,10 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
     chart = page.locator("#steps figure.chart img")
     chart.wait_for()
     assert chart.evaluate("i => i.complete && i.naturalWidth") == 320
+    with context.expect_page() as opened:  # the chart opens on its own in a new tab
+        chart.click()
+    assert opened.value.url.startswith("blob:" + url)
+    opened.value.close()
     # the model is still at its answer: the thinking indicator says so; a reload reattaches to the run
     page.wait_for_selector("#thinking:not([hidden])")
     run_id = page.inner_text("#run-id")
@@ -236,6 +242,9 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
     page.wait_for_selector("#verify-result.ok")
     assert page.inner_text("#verify-result").startswith("verified:")
     assert page.get_attribute("#report-open", "href").startswith("blob:")
+    with page.expect_download(timeout=120_000) as pdf:
+        page.click("#report-pdf")
+    assert Path(pdf.value.path()).read_bytes().startswith(b"%PDF-")
 
     # history: newest first, searchable, with its badge; a run reopens with steps, answer and report
     page.reload()
@@ -251,7 +260,7 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
 
 
 def test_the_workspace_at_375_px_keeps_to_the_screen_and_passes_axe(workspace, chromium):
-    url, token, gate = workspace
+    url, token, gate, _ = workspace
     gate.set()
     context = chromium.new_context(viewport={"width": 375, "height": 800}, is_mobile=True)
     page, problems = watched(context, url)
@@ -270,7 +279,7 @@ def test_the_workspace_at_375_px_keeps_to_the_screen_and_passes_axe(workspace, c
 
 
 def test_escape_cancels_the_running_run(workspace, chromium):
-    url, token, gate = workspace  # the gate stays shut: the run waits at its answer until cancelled
+    url, token, gate, _ = workspace  # the gate stays shut: the run waits at its answer until cancelled
     page, problems = watched(chromium.new_context(), url)
     sign_in(page, url, token)
     page.fill("#question", "Which region sold the most?")
@@ -283,11 +292,27 @@ def test_escape_cancels_the_running_run(workspace, chromium):
 
 
 def test_signing_out_ends_the_session(workspace, chromium):
-    url, token, _ = workspace
+    url, token, _, _ = workspace
     page, problems = watched(chromium.new_context(), url)
     sign_in(page, url, token)
     page.click("#signout-button")
     page.wait_for_selector("#signin:not([hidden])")
     page.reload()
     page.wait_for_selector("#signin:not([hidden])")  # the cookie no longer signs in
+    assert problems == [], "\n".join(problems)
+
+
+def test_a_failed_step_shows_its_code_message_and_hint(workspace, chromium):
+    url, token, gate, script = workspace
+    gate.set()
+    script[:] = [{"tool": "sql_query", "arguments": {"sql": "SELECT nothing FROM nowhere"}}, {"text": "No answer."}]
+    page, problems = watched(chromium.new_context(), url)
+    sign_in(page, url, token)
+    page.fill("#question", "Which region sold the most?")
+    page.click("#ask-button")
+    problem = page.locator("#steps li.failed .problem")
+    problem.wait_for()
+    code = problem.locator("strong").inner_text()
+    assert code.startswith("SQL_") and "Hint: " in problem.inner_text()
+    assert page.locator("#steps li.failed .kind").inner_text() == "sql_query failed: " + code
     assert problems == [], "\n".join(problems)

@@ -238,10 +238,12 @@ async function finish(runId) {
 }
 
 async function showReport(runId) {
+  const base = "/runs/" + encodeURIComponent(runId) + "/report";
   let html;
   try {
-    html = await (await api("/runs/" + encodeURIComponent(runId) + "/report?format=html", { quiet: true })).text();
-  } catch (e) { return; } // this run has no report
+    if (!(await (await api(base + "/info", { quiet: true })).json()).has_report) return;
+    html = await (await api(base + "?format=html", { quiet: true })).text();
+  } catch (e) { return; } // no report to show
   // a blob: URL, not srcdoc: the report's own #citation links then move within the report
   if (reportUrl) URL.revokeObjectURL(reportUrl);
   reportUrl = URL.createObjectURL(new Blob([html], { type: "text/html" }));

@@ -90,24 +90,18 @@ export class StepList {
   }
 
   async fill(box, id, call) {
-    if (call.tool === "render_report" || call.tool === "generate_report") return;
     const path = "/artifacts/" + encodeURIComponent(id);
-    const answer = await this.api(path + "?rows=0:" + PREVIEW_ROWS, { quiet: true }).catch(() => null);
-    if (answer) {
-      const selected = await answer.json();
-      if (Array.isArray(selected.rows) && selected.columns && selected.columns.length) {
-        box.append(dataTable(id, selected), el("div", { class: "actions" },
-          this.button("Download CSV", path + "/download?format=csv", id + ".csv"),
-          this.button("Download Parquet", path + "/download?format=parquet", id + ".parquet")));
-        return;
-      }
-    }
-    const whole = await this.api(path, { quiet: true });
-    const type = whole.headers.get("Content-Type") || "";
-    if (type.startsWith("image/")) {
-      const url = URL.createObjectURL(await whole.blob());
-      box.append(el("figure", { class: "chart" }, el("img", { src: url, alt: "chart " + id }),
-        el("figcaption", { class: "muted", text: "chart " + id })));
+    const meta = await (await this.api(path + "/meta", { quiet: true })).json();
+    if (meta.status !== "succeeded" || meta.kind === "report") return;
+    if (meta.tabular && meta.columns.length) {
+      const selected = await (await this.api(path + "?rows=0:" + PREVIEW_ROWS, { quiet: true })).json();
+      box.append(dataTable(id, selected), el("div", { class: "actions" },
+        this.button("Download CSV", path + "/download?format=csv", id + ".csv"),
+        this.button("Download Parquet", path + "/download?format=parquet", id + ".parquet")));
+    } else if (meta.media_type.startsWith("image/")) {
+      const url = URL.createObjectURL(await (await this.api(path, { quiet: true })).blob());
+      box.append(el("figure", { class: "chart" }, el("a", { href: url, target: "_blank", rel: "noopener" },
+        el("img", { src: url, alt: "chart " + id })), el("figcaption", { class: "muted", text: "chart " + id })));
     }
   }
 
