@@ -40,7 +40,11 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
             return _error(404, "SERVICE_ROUTE_NOT_FOUND", f"no static file {name!r}", "")
         return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"})
 
-    @app.get("/artifacts/{artifact_id}/download", responses=NOT_FOUND, tags=["artifacts"])
+    @app.get("/artifacts/{artifact_id}/download", tags=["artifacts"], response_class=Response,
+             responses={**NOT_FOUND, 200: {"description": "The whole artifact.",
+                                           "content": {"text/csv": {}, "application/vnd.apache.parquet": {}}},
+                        400: {"model": ErrorBody, "description": "Not a tabular or Python artifact."},
+                        409: {"model": ErrorBody, "description": "Its content is missing or altered."}})
     async def download(artifact_id: str, request: Request,
                        format: str = Query("csv", pattern="^(csv|parquet)$")) -> Any:
         """The whole artifact (every row kept, not a preview) as CSV or Parquet, hash-verified first."""
