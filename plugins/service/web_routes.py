@@ -41,9 +41,11 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
         return FileResponse(path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"})
 
     @app.get("/artifacts/{artifact_id}/download", tags=["artifacts"], response_class=Response,
-             responses={**NOT_FOUND, 200: {"description": "The whole artifact.",
+             responses={200: {"description": "The whole artifact.",
                                            "content": {"text/csv": {}, "application/vnd.apache.parquet": {}}},
                         400: {"model": ErrorBody, "description": "Not a tabular or Python artifact."},
+                        404: {"model": ErrorBody, "description": "Not found (or not the token owner's); "
+                                                                 "Parquet without pyarrow on the server."},
                         409: {"model": ErrorBody, "description": "Its content is missing or altered."}})
     async def download(artifact_id: str, request: Request,
                        format: str = Query("csv", pattern="^(csv|parquet)$")) -> Any:
@@ -53,6 +55,12 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
                           "Use an artifact id one of your runs returned.")
         from assay.kernel import evidence as ev
 
+        if format == "parquet":
+            try:
+                import pyarrow  # noqa: F401 - the analysis extra, not the serve one
+            except ImportError:
+                return _error(404, "SERVICE_DEPENDENCY_MISSING", "Parquet needs pyarrow, which this server lacks",
+                              "Download CSV, or install 'assay[analysis]' on the server.")
         try:
             data = await asyncio.to_thread(_csv if format == "csv" else _parquet, kernel.evidence.catalog,
                                            artifact_id)
