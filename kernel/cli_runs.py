@@ -15,7 +15,7 @@ def _kernel(ctx: click.Context) -> Any:
 
 @click.group("runs")
 def runs_group() -> None:
-    """List, show and export agent runs (kept under ASSAY_HOME as they go)."""
+    """List, show, export and prune agent runs (kept under ASSAY_HOME as they go)."""
 
 
 @runs_group.command("ls")
@@ -169,3 +169,42 @@ def export_cmd(ctx: click.Context, run_id: str, output: str | None) -> None:
     report = export_run(_kernel(ctx), run_id, output or f"{run_id}.zip")
     click.echo(f"wrote {report.path}: run {run_id}, {report.artifacts} artifact(s)", err=True)
     sys.stdout.flush()
+
+
+@runs_group.command("prune")
+@click.option("--older-than", "days", type=click.FloatRange(min=0), default=None,
+              help="Days to keep runs for [default: ASSAY_RUN_RETENTION_DAYS].")
+@click.option("--apply", is_flag=True, help="Remove them; without it nothing is removed (a dry run).")
+@click.option("--json", "as_json", is_flag=True, help="What was (or would be) removed, as one JSON object.")
+@click.pass_context
+def prune_cmd(ctx: click.Context, days: float | None, apply: bool, as_json: bool) -> None:
+    """Remove runs older than the retention: agent runs, and tool calls' and MCP conversations' runs.
+
+    A dry run unless --apply: it lists what would go. A run goes with its events and
+    artifact records, then the content no record refers to any more; an artifact that a
+    kept run cites (a newer report's source) is kept. A run still running is never pruned.
+    """
+    from .runs.retention import prune, retention_days
+
+    kernel = _kernel(ctx)
+    report = prune(kernel.runs, kernel.evidence.catalog, retention_days(days, kernel.settings), apply=apply)
+    if as_json:
+        click.echo(json.dumps({"applied": report.applied, "cutoff": report.cutoff, "agent_runs": report.agent_runs,
+                               "evidence_runs": report.evidence_runs, "artifacts_removed": report.artifacts_removed,
+                               "artifacts_kept_cited": report.artifacts_kept_cited,
+                               "content_removed": report.content_removed}))
+        return
+    from .runs.records import iso
+
+    verb = "removed" if report.applied else "would remove"
+    click.echo(f"runs started before {iso(report.cutoff)}: {verb} {len(report.agent_runs)} agent run(s), "
+               f"{len(report.evidence_runs)} tool-call/MCP run(s), {report.artifacts_removed} artifact record(s)"
+               + (f", {report.content_removed} content file(s)" if report.applied else ""))
+    for run_id in report.agent_runs:
+        click.echo(f"  agent run {run_id}")
+    for run_id in report.evidence_runs:
+        click.echo(f"  evidence run {run_id}")
+    for artifact_id, by in report.artifacts_kept_cited.items():
+        click.echo(f"  kept {artifact_id}: cited by {', '.join(by)}")
+    if not report.applied and (report.agent_runs or report.evidence_runs):
+        click.echo("(dry run: pass --apply to remove them)")

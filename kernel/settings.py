@@ -74,6 +74,11 @@ class Settings(BaseSettings):
         "PostgreSQL; unset, they are SQLite files under ASSAY_HOME."
     )
 
+    run_retention_days: float | None = Field(
+        default=None, ge=0, description="Days `assay runs prune` keeps runs for (it removes nothing without "
+        "--apply); unset, runs are kept until pruned with --older-than."
+    )
+
     _sections: dict[str, BaseSettings]
     _declared: dict[str, str]
     _file_data: dict[str, Any]

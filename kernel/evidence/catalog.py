@@ -223,6 +223,21 @@ class ArtifactCatalog:
         return self._ready().execute("SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (sha256,)).fetchone() \
             is not None
 
+    def run_ages(self) -> dict[str, str]:
+        """Every run with records, and its newest record's ``created_at`` (ISO 8601, UTC)."""
+        rows = self._ready().execute("SELECT run_id, MAX(created_at) FROM artifacts GROUP BY run_id").fetchall()
+        return {run_id: newest for run_id, newest in rows}
+
+    def delete_records(self, records: list[ArtifactRecord]) -> None:
+        """Remove these records (here and from a shared store); their content is left to
+        :func:`~.maintenance.collect_garbage`, which keeps content any other record refers to."""
+        db = self._ready()
+        ids = [(r.artifact_id,) for r in records]
+        if ids:
+            db.retry(lambda: db.executemany("DELETE FROM artifacts WHERE artifact_id = ?", ids))
+        for record in records:
+            self.store.delete_record(record.artifact_id, record.run_id)
+
     def referenced_hashes(self) -> set[str]:
         return {h for (h,) in self._ready().execute("SELECT DISTINCT sha256 FROM artifacts").fetchall()}
 

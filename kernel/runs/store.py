@@ -91,6 +91,14 @@ class RunStore(ABC):
     def events(self, run_id: str) -> Iterator[RunEvent]:
         """The run's events, in order."""
 
+    def ended_before(self, cutoff: float) -> list[RunRecord]:
+        """Runs started before ``cutoff`` (epoch seconds) that are not ``running`` (retention's candidates)."""
+        raise NotImplementedError
+
+    def delete(self, run_ids: list[str]) -> int:
+        """Remove these runs' records and events; returns how many records were removed."""
+        raise NotImplementedError
+
     def forget(self, run_id: str) -> None:
         """Drop what this store remembers of the run's writes (its next event number is read again)."""
 
@@ -169,6 +177,28 @@ class SQLRunStore(RunStore):
             "SELECT seq, kind, step, at, data FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
         for seq, kind, step, at, data in rows:
             yield RunEvent(run_id=run_id, seq=seq, kind=kind, step=step, at=at, data=json.loads(data))
+
+    def ended_before(self, cutoff: float) -> list[RunRecord]:
+        rows = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE started_at < ? "
+                                     "ORDER BY started_at", (cutoff,)).fetchall()
+        return [r for r in map(_record, rows) if r.shown_status != "running"]
+
+    def delete(self, run_ids: list[str]) -> int:
+        db = self._ready()
+        removed = 0
+        for start in range(0, len(run_ids), 500):
+            chunk = tuple(run_ids[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+
+            def drop() -> int:
+                with db.transaction() as tx:
+                    tx.execute(f"DELETE FROM run_events WHERE run_id IN ({marks})", chunk)
+                    return tx.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", chunk).rowcount
+
+            removed += db.retry(drop)
+        for run_id in run_ids:
+            self._seq.pop(run_id, None)
+        return removed
 
     def forget(self, run_id: str) -> None:
         self._seq.pop(run_id, None)

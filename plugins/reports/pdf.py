@@ -6,14 +6,15 @@ installs it), never a browser download. ``ASSAY_CHROMIUM`` names another
 binary. Without one the render fails with ``REPORT_PDF_NO_CHROMIUM``; a
 Chromium that fails or produces no PDF gives ``REPORT_PDF_FAILED``. The page
 has no script and no network access (the HTML's Content-Security-Policy),
-and Chromium runs with a fresh profile that is removed afterwards.
+and Chromium runs with a fresh profile that is removed when it is closed.
+One browser is kept across renders (:mod:`.browser`): starting Chromium is
+most of a cold render's time.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -43,17 +44,21 @@ def find_chromium() -> str | None:
     return None
 
 
-def chromium_args(binary: str, profile: str) -> list[str]:
-    """The command line: the flags above, a fresh profile, and ``--no-sandbox`` only as root (where
-    Chromium refuses to start without it; the page it loads has no script and no network)."""
-    args = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}"]
+def chromium_args(binary: str) -> list[str]:
+    """The command line: the flags above and ``--no-sandbox`` only as root (where Chromium refuses to
+    start without it; the pages it loads have no script and no network). :mod:`.browser` adds a fresh
+    profile and the DevTools pipe."""
+    args = [binary, *CHROMIUM_FLAGS]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         args.append("--no-sandbox")
     return args
 
 
 def html_to_pdf(page: bytes, *, timeout: float = PDF_TIMEOUT_S) -> bytes:
-    """Print an HTML page to PDF with headless Chromium."""
+    """Print an HTML page to PDF in the process's headless Chromium (:mod:`.browser`: one browser kept
+    across renders, started again if it died; each render in a fresh context and page)."""
+    from . import browser as chromium
+
     binary = find_chromium()
     if binary is None:
         where = os.environ.get("ASSAY_CHROMIUM") or "PATH (" + ", ".join(CHROMIUM_NAMES) + ")"
@@ -61,24 +66,24 @@ def html_to_pdf(page: bytes, *, timeout: float = PDF_TIMEOUT_S) -> bytes:
                          "Install Debian's chromium package (scripts/setup-system.sh does), or set "
                          "ASSAY_CHROMIUM to a Chromium binary; --format html gives the same report without it.")
     with tempfile.TemporaryDirectory(prefix="assay-pdf-") as tmp:
-        source, target = Path(tmp) / "report.html", Path(tmp) / "report.pdf"
+        source = Path(tmp) / "report.html"
         source.write_bytes(page)
-        args = chromium_args(binary, str(Path(tmp) / "profile"))
-        args += ["--no-pdf-header-footer", f"--print-to-pdf={target}", source.as_uri()]
-        try:
-            done = subprocess.run(args, check=False, capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                                  env=_environment(tmp))
-        except subprocess.TimeoutExpired:
-            raise AssayError(REPORT_PDF_FAILED, f"Chromium did not finish the PDF within {timeout:.0f} s",
-                             "Try again on a less busy machine, or use --format html.") from None
-        except OSError as exc:
-            raise AssayError(REPORT_PDF_FAILED, f"Chromium could not start: {exc}",
-                             "Check ASSAY_CHROMIUM / the chromium package.") from None
-        data = target.read_bytes() if target.is_file() else b""
+        for attempt in (1, 2):  # a browser that died since the last render is started again once
+            browser = chromium.shared(chromium_args(binary), _environment)
+            try:
+                data = browser.print_pdf(source.as_uri(), timeout=timeout)
+                break
+            except chromium.BrowserGone:
+                if attempt == 2:
+                    raise AssayError(REPORT_PDF_FAILED, "Chromium ended while printing the PDF: "
+                                     + browser.stderr_tail(), "Render --format html to check the page.") from None
+            except TimeoutError:
+                chromium.discard(browser)  # a stuck page: the next render starts a new browser
+                raise AssayError(REPORT_PDF_FAILED, f"Chromium did not finish the PDF within {timeout:.0f} s",
+                                 "Try again on a less busy machine, or use --format html.") from None
         if not data.startswith(b"%PDF-"):
-            tail = done.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
-            raise AssayError(REPORT_PDF_FAILED, f"Chromium exited {done.returncode} without a PDF: "
-                             + " | ".join(tail)[:400], "Run the same with --format html to check the page.")
+            raise AssayError(REPORT_PDF_FAILED, "Chromium printed something that is not a PDF",
+                             "Run the same with --format html to check the page.")
         return data
 
 

@@ -94,6 +94,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         finally:
             await manager.drain(settings.drain_s)
             report_pool.shutdown(wait=False, cancel_futures=True)
+            await asyncio.to_thread(_close_pdf_browser)  # the Chromium the report pool kept, if it started one
             if manager.remote is not None:
                 manager.remote.close()
             await asyncio.to_thread(kernel.close)  # sandbox containers, pools, catalogs
@@ -531,6 +532,14 @@ def _artifact(kernel: Any, artifact_id: str, selectors: dict[str, Any], settings
     if isinstance(content, Path):  # streamed from the store's file, verified above: memory stays flat
         return FileResponse(content, media_type=record.media_type, headers=headers)
     return Response(content, media_type=record.media_type, headers=headers)
+
+
+def _close_pdf_browser() -> None:
+    import sys
+
+    browser = sys.modules.get("assay.plugins.reports.browser")  # imported only if a PDF was rendered
+    if browser is not None:
+        browser.close_shared()
 
 
 def _version() -> str:

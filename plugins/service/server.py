@@ -4,7 +4,8 @@ The outermost layer logs each request (``http_request``: method, path,
 status, duration, client, token id); the next adds the security headers (no framing by other sites,
 no content sniffing) to every answer; the next limits the request body (413 past
 ``max_body_bytes``, by ``Content-Length`` and while reading), then
-:class:`~.auth.BearerAuth` checks the token, then the FastAPI app answers. On SIGTERM
+:class:`~.web_session.SessionAuth` lets the page's session cookie in (and answers ``/session``),
+then :class:`~.auth.BearerAuth` checks the token, then the FastAPI app answers. On SIGTERM
 uvicorn stops accepting connections and waits up to ``drain_s`` for open
 ones (an SSE stream ends with its run); the app's shutdown then gives running
 runs what is left of ``drain_s``, cancels the rest (their SQL is cancelled,
@@ -135,8 +136,14 @@ def build(kernel: Any, settings: ServiceSettings, tokens: Any) -> tuple[Any, Any
     """(the guarded ASGI app, the FastAPI app inside it)."""
     from .api import PUBLIC, create_app
 
+    from .web_session import SessionAuth, SessionStore
+
+    from .web_routes import add_web_routes
+
     api = create_app(kernel, settings, tokens)
-    return AccessLog(SecurityHeaders(BodyLimit(BearerAuth(api, tokens, public=PUBLIC), settings.max_body_bytes))), api
+    add_web_routes(api, kernel, tokens)
+    guarded = SessionAuth(BearerAuth(api, tokens, public=PUBLIC), tokens, SessionStore(settings.session_ttl_s))
+    return AccessLog(SecurityHeaders(BodyLimit(guarded, settings.max_body_bytes))), api
 
 
 def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: int) -> None:

@@ -49,6 +49,8 @@ class ServiceSettings(BaseSettings):
                                                              "apart from the ones tool calls run in.")
     max_reports_per_token: int = Field(default=2, ge=1, description="Report renders one token may have going "
                                                                     "at once (429).")
+    session_ttl_s: float = Field(default=12 * 3600.0, gt=0, description="Life of the page's sign-in session "
+                                 "(a cookie for a token, POST /session); kept in the server's memory.")
     max_streams_per_token: int = Field(default=8, ge=1, description="Event streams one token may hold open (429).")
     header_timeout_s: float = Field(default=10.0, gt=0, description="Time a connection has to send a request's "
                                                                     "headers, from its start or its previous "

@@ -44,10 +44,11 @@ def chromium(tmp_path):
 
 
 def ask_on_page(page, url: str, token: str) -> None:
-    """Open the page, give the token, choose the datasource and ask."""
+    """Open the page, sign in with the token, choose the datasource and ask."""
     page.goto(url + "/")
+    page.wait_for_selector("#signin:not([hidden])")
     page.fill("#token", token)
-    page.dispatch_event("#token", "change")
+    page.click("#signin-button")
     page.wait_for_selector("#datasource option[value='sales']", state="attached")
     page.fill("#question", "Which region sold the most?")
     page.click("#ask-button")
@@ -62,7 +63,7 @@ def test_the_page_asks_streams_the_steps_and_shows_the_report(page_server, chrom
     page.wait_for_selector("#steps li[data-kind='tool_finished']")
     page.wait_for_selector("#report-box:not([hidden])", timeout=60_000)
     steps = page.inner_text("#steps")
-    assert "calling sql_query" in steps and "sql_query done" in steps and "render_report done" in steps
+    assert "sql_query done" in steps and "render_report done" in steps and "FROM sales" in steps
     assert "finished: answered" in steps
     assert page.inner_text("#answer") == "West sold the most: 5,490."
     report = page.frame_locator("#report")
@@ -79,7 +80,7 @@ def test_the_page_asks_streams_the_steps_and_shows_the_report(page_server, chrom
         page.click("#export-button")
     assert export.value.suggested_filename.endswith(".zip")
     assert all(r.startswith((url, "blob:", "data:")) for r in requests), requests  # nothing from elsewhere
-    # ASSAY_SCREENSHOT=path keeps a picture of the page (docs/service-page.png was made so)
+    # ASSAY_SCREENSHOT=path keeps a picture of the page (docs/img/ holds those of tests/service/test_workspace.py)
     import os
 
     page.screenshot(path=os.environ.get("ASSAY_SCREENSHOT") or str(tmp_path / "page.png"), full_page=True)

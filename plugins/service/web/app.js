@@ -1,165 +1,229 @@
-// The assay page: ask a question, watch the steps stream, read the report, download evidence.
-// Plain JavaScript, no build step, nothing loaded from elsewhere. The token stays in this tab
-// (sessionStorage) and goes out only as the Authorization header of this server's API.
+// The assay page: sign in once, ask, watch the steps, read the answer and the report, come back to
+// any run from the history. Plain JavaScript modules, no build step, nothing loaded from elsewhere.
+// Signed in by an HttpOnly session cookie (POST /session): no script here ever holds the token.
 "use strict";
 
-const $ = (id) => document.getElementById(id);
-let current = null; // {runId, controller}
+import { el, markdown } from "/static/render.js";
+import { StepList } from "/static/steps.js";
 
-function token() { return $("token").value.trim(); }
-function headers(extra) { return Object.assign({ Authorization: "Bearer " + token() }, extra || {}); }
+const $ = (id) => document.getElementById(id);
+let current = null; // {runId, controller, live}
+let runs = [];
+let reportUrl = null;
+
+// --- the API ----------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, body, retry) {
+    super((body.code || status) + ": " + (body.message || "request failed") + (body.hint ? " (" + body.hint + ")" : "") +
+      (retry ? " - retry in " + retry + " s" : ""));
+    this.status = status;
+    this.code = body.code;
+  }
+}
+
+async function api(path, options) {
+  const opts = Object.assign({ credentials: "same-origin" }, options || {});
+  delete opts.quiet;
+  const response = await fetch(path, opts);
+  if (!response.ok) {
+    let body = {};
+    try { body = await response.json(); } catch (e) { /* not JSON */ }
+    if (response.status === 401 && !(options && options.quiet)) showSignIn();
+    throw new ApiError(response.status, body, response.headers.get("Retry-After"));
+  }
+  return response;
+}
+
+const postJson = (path, body, method) => api(path, { method: method || "POST", body: JSON.stringify(body || {}),
+  headers: { "Content-Type": "application/json" } });
 
 function showError(text) {
   $("error").textContent = text;
   $("error").hidden = !text;
 }
 
-async function api(path, options) {
-  const response = await fetch(path, Object.assign({}, options, { headers: headers(options && options.headers) }));
-  if (!response.ok) {
-    let body = {};
-    try { body = await response.json(); } catch (e) { /* not JSON */ }
-    const retry = response.headers.get("Retry-After");
-    throw new Error((body.code || response.status) + ": " + (body.message || response.statusText) +
-      (body.hint ? " (" + body.hint + ")" : "") + (retry ? " - retry in " + retry + " s" : ""));
-  }
-  return response;
-}
-
-async function loadOptions() {
-  if (!token()) return;
-  try {
-    const options = await (await api("/options")).json();
-    const select = $("datasource");
-    select.replaceChildren(...options.datasources.map((d) => {
-      const option = document.createElement("option");
-      option.value = d.name;
-      option.textContent = d.description ? d.name + " - " + d.description : d.name;
-      return option;
-    }));
-    showError("");
-  } catch (e) { showError(e.message); }
-}
-
-function artifactLink(id) {
-  const a = document.createElement("a");
-  a.href = "#";
-  a.className = "artifact";
-  a.textContent = id;
-  a.title = "download " + id;
-  a.addEventListener("click", async (event) => {
-    event.preventDefault();
-    await download("/artifacts/" + encodeURIComponent(id), id);
-  });
-  return a;
-}
-
 async function download(path, name) {
   try {
-    const blob = await (await api(path)).blob();
-    const url = URL.createObjectURL(blob);
-    const a = document.createElement("a");
-    a.href = url;
-    a.download = name;
-    document.body.appendChild(a);
+    const url = URL.createObjectURL(await (await api(path)).blob());
+    const a = el("a", { href: url, download: name });
+    document.body.append(a);
     a.click();
     a.remove();
     setTimeout(() => URL.revokeObjectURL(url), 10000);
   } catch (e) { showError(e.message); }
 }
 
-function addStep(event) {
-  const d = event.data || {};
-  const li = document.createElement("li");
-  li.dataset.kind = event.kind;
-  const kind = document.createElement("span");
-  kind.className = "kind";
-  if (event.kind === "tool_started") {
-    kind.textContent = "calling " + d.tool;
-    li.append(kind);
-    const pre = document.createElement("pre");
-    pre.textContent = JSON.stringify(d.arguments, null, 1);
-    li.append(pre);
-  } else if (event.kind === "tool_finished") {
-    kind.textContent = d.tool + (d.success ? " done" : " failed: " + d.error_code);
-    if (!d.success) li.classList.add("failed");
-    li.append(kind);
-    if (d.row_count !== null && d.row_count !== undefined) li.append(" (" + d.row_count + " rows)");
-    if (d.preview) {
-      const pre = document.createElement("pre");
-      pre.textContent = d.preview;
-      li.append(pre);
-    }
-    (d.artifact_ids || []).forEach((id) => li.append(artifactLink(id)));
-  } else if (event.kind === "limit") {
-    kind.textContent = "limit reached: " + d.limit;
-    li.append(kind);
-  } else if (event.kind === "run_finished") {
-    const s = d.summary || {};
-    kind.textContent = "finished: " + s.status;
-    li.append(kind);
-    if (s.status_reason) li.append(" - " + s.status_reason);
-  } else if (event.kind === "figure_check") {
-    if (!d.correction_asked) return;
-    kind.textContent = "figure check: not found in the evidence: " +
-      [...new Set((d.unsupported || []).map((f) => f.text))].join("; ");
-    li.classList.add("failed");
-    li.append(kind, " - the model is asked to correct or cite them");
-  } else {
-    return;
-  }
-  $("steps").append(li);
+const steps = new StepList($("steps"), $("thinking"), api, download);
+
+// --- signing in -------------------------------------------------------------------------------
+
+function showSignIn() {
+  $("workspace").hidden = true;
+  $("signin").hidden = false;
+  $("who").hidden = $("signout-button").hidden = true;
+  $("token").focus();
 }
 
-async function streamEvents(runId, controller) {
-  const response = await api("/runs/" + runId + "/events", { signal: controller.signal });
+async function signedIn(owner) {
+  $("signin").hidden = true;
+  $("workspace").hidden = false;
+  $("who").textContent = owner;
+  $("who").hidden = $("signout-button").hidden = false;
+  await Promise.all([loadOptions(), loadHistory()]);
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("run");
+  if (wanted) openRun(wanted);
+}
+
+$("signin-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  $("signin-error").hidden = true;
+  try {
+    const session = await (await postJson("/session", { token: $("token").value.trim() })).json();
+    $("token").value = "";
+    await signedIn(session.owner);
+  } catch (e) {
+    $("signin-error").textContent = e.message;
+    $("signin-error").hidden = false;
+  }
+});
+
+$("signout-button").addEventListener("click", async () => {
+  try { await api("/session", { method: "DELETE" }); } catch (e) { /* signed out either way */ }
+  history.replaceState(null, "", location.pathname);
+  showSignIn();
+});
+
+// --- options and history ----------------------------------------------------------------------
+
+async function loadOptions() {
+  try {
+    const options = await (await api("/options")).json();
+    $("datasource").replaceChildren(...options.datasources.map((d) =>
+      el("option", { value: d.name, text: d.description ? d.name + " - " + d.description : d.name })));
+  } catch (e) { showError(e.message); }
+}
+
+async function loadHistory() {
+  try {
+    runs = (await (await api("/runs?limit=200")).json()).runs;
+    drawHistory();
+  } catch (e) { showError(e.message); }
+}
+
+function drawHistory() {
+  const term = $("history-search").value.trim().toLowerCase();
+  const shown = runs.filter((r) => !term || (r.question || "").toLowerCase().includes(term));
+  $("history-list").replaceChildren(...shown.map((r) => {
+    const when = r.started_at ? new Date(r.started_at * 1000).toLocaleString() : "";
+    const button = el("button", { type: "button", "data-run": r.run_id, "aria-current": current && current.runId === r.run_id ? "true" : null },
+      el("span", { class: "q", text: r.question || r.run_id }),
+      el("span", { class: "meta" }, el("span", { class: "badge " + r.status, text: r.status.replace(/_/g, " ") }), when));
+    button.addEventListener("click", () => openRun(r.run_id));
+    return el("li", {}, button);
+  }));
+  $("history-empty").hidden = shown.length > 0;
+}
+
+$("history-search").addEventListener("input", drawHistory);
+
+// --- a run: asked, reopened or reattached -----------------------------------------------------
+
+function resetRun(runId, question) {
+  if (current && current.controller) current.controller.abort();
+  current = { runId, controller: new AbortController(), answer: "" };
+  steps.clear();
+  $("run").hidden = false;
+  $("run-question").textContent = question || "";
+  $("run-id").textContent = runId;
+  $("answer").replaceChildren();
+  $("answer-box").hidden = true;
+  $("unsupported").hidden = true;
+  $("report-box").hidden = true;
+  $("verify-result").textContent = "";
+  $("export-button").disabled = true;
+  history.replaceState(null, "", "#run=" + encodeURIComponent(runId));
+  drawHistory();
+}
+
+async function openRun(runId) {
+  showError("");
+  try {
+    const run = await (await api("/runs/" + encodeURIComponent(runId))).json();
+    resetRun(runId, run.question);
+    await follow(run);
+  } catch (e) { if (!(e.name === "AbortError")) showError(e.message); }
+}
+
+async function follow(run) {
+  const going = run.status === "queued" || run.status === "running";
+  $("status").textContent = run.status;
+  $("ask-button").disabled = going;
+  $("cancel-button").disabled = !going;
+  const mine = current;
+  await streamEvents(run.run_id, mine);
+  if (current === mine) await finish(run.run_id);
+}
+
+async function streamEvents(runId, mine) {
+  const response = await api("/runs/" + encodeURIComponent(runId) + "/events", { signal: mine.controller.signal });
   const reader = response.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
   for (;;) {
     const { value, done } = await reader.read();
-    if (done) break;
+    if (done) return;
     buffer += decoder.decode(value, { stream: true });
     let cut;
     while ((cut = buffer.indexOf("\n\n")) >= 0) {
       const frame = buffer.slice(0, cut);
       buffer = buffer.slice(cut + 2);
-      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
       const kind = (frame.split("\n").find((l) => l.startsWith("event: ")) || "").slice(7);
+      const data = frame.split("\n").filter((l) => l.startsWith("data: ")).map((l) => l.slice(6)).join("\n");
       if (kind === "end") return;
-      if (data) addStep(JSON.parse(data));
+      if (!data || current !== mine) continue;
+      const event = JSON.parse(data);
+      if (kind === "error") { showError(event.code + ": " + event.message); return; }
+      if (event.kind === "text") streamAnswer(event.data.delta || "");
+      if (event.kind === "model_request") mine.answer = "";  // a new turn: what streams next is its text
+      steps.add(event);
     }
   }
 }
 
+function streamAnswer(delta) {
+  current.answer += delta;
+  $("answer").replaceChildren(markdown(current.answer));
+  $("answer-box").hidden = false;
+}
+
 function showAnswer(run) {
-  // the answer as text, each figure not found in the evidence marked (never as HTML: textContent only)
+  // Markdown; an answer with figures not found in the evidence is shown as text with them marked
   const box = $("answer");
-  box.replaceChildren();
   const text = run.answer || run.status_reason || "";
   const figures = (run.answer && run.unsupported_figures) || [];
-  let at = 0;
-  figures.slice().sort((a, b) => a.start - b.start).forEach((f) => {
-    if (f.start < at || f.end > text.length) return;
-    box.append(text.slice(at, f.start));
-    const mark = document.createElement("mark");
-    mark.className = "unsupported";
-    mark.title = "not found in the evidence";
-    mark.textContent = text.slice(f.start, f.end);
-    box.append(mark);
-    at = f.end;
-  });
-  box.append(text.slice(at));
-  const note = $("unsupported");
+  if (!figures.length) {
+    box.replaceChildren(markdown(text));
+  } else {
+    box.replaceChildren();
+    let at = 0;
+    figures.slice().sort((a, b) => a.start - b.start).forEach((f) => {
+      if (f.start < at || f.end > text.length) return;
+      box.append(text.slice(at, f.start), el("mark", { class: "unsupported", title: "not found in the evidence",
+        text: text.slice(f.start, f.end) }));
+      at = f.end;
+    });
+    box.append(text.slice(at));
+  }
   const listed = [...new Set(figures.map((f) => f.text))];
   const unbound = run.report_unbound_figures || [];
-  note.textContent = [listed.length ? "not found in the evidence: " + listed.join("; ") : "",
+  $("unsupported").textContent = [listed.length ? "not found in the evidence: " + listed.join("; ") : "",
     unbound.length ? "report figures not bound to evidence: " + unbound.join("; ") : ""].filter(Boolean).join(" · ");
-  note.hidden = !listed.length && !unbound.length;
+  $("unsupported").hidden = !listed.length && !unbound.length;
 }
 
 async function finish(runId) {
-  const run = await (await api("/runs/" + runId)).json();
+  const run = await (await api("/runs/" + encodeURIComponent(runId))).json();
   $("status").textContent = run.status;
   $("status").className = run.status === "answered_unverified" ? "unverified" : "";
   showAnswer(run);
@@ -167,54 +231,74 @@ async function finish(runId) {
   $("export-button").disabled = false;
   $("cancel-button").disabled = true;
   $("ask-button").disabled = false;
+  $("thinking").hidden = true;
+  const known = runs.find((r) => r.run_id === runId);
+  if (known) { known.status = run.status; drawHistory(); }
+  await showReport(runId);
+}
+
+async function showReport(runId) {
+  const base = "/runs/" + encodeURIComponent(runId) + "/report";
+  let html;
   try {
-    const html = await (await api("/runs/" + runId + "/report?format=html")).text();
-    $("report").srcdoc = html;
-    $("report-box").hidden = false;
-  } catch (e) {
-    try {
-      const md = await (await api("/runs/" + runId + "/report?format=md")).text();
-      const pre = document.createElement("pre");
-      pre.textContent = md;
-      $("report").srcdoc = "<pre style='white-space:pre-wrap'>" + pre.innerHTML + "</pre>";
-      $("report-box").hidden = false;
-    } catch (e2) { /* this run has no report */ }
-  }
+    if (!(await (await api(base + "/info", { quiet: true })).json()).has_report) return;
+    html = await (await api(base + "?format=html", { quiet: true })).text();
+  } catch (e) { return; } // no report to show
+  // a blob: URL, not srcdoc: the report's own #citation links then move within the report
+  if (reportUrl) URL.revokeObjectURL(reportUrl);
+  reportUrl = URL.createObjectURL(new Blob([html], { type: "text/html" }));
+  $("report").src = reportUrl;
+  $("report-open").href = reportUrl;
+  $("report-box").hidden = false;
 }
 
 async function ask() {
+  const question = $("question").value.trim();
+  if (!question || $("ask-button").disabled) return;
   showError("");
-  sessionStorage.setItem("assay-token", token());
-  const body = { question: $("question").value, datasource: $("datasource").value || null };
-  $("steps").replaceChildren();
-  $("answer-box").hidden = true;
-  $("report-box").hidden = true;
-  $("export-button").disabled = true;
   try {
-    const run = await (await api("/runs", { method: "POST", body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json" } })).json();
-    current = { runId: run.run_id, controller: new AbortController() };
-    $("run").hidden = false;
-    $("run-id").textContent = run.run_id;
-    $("status").textContent = "running";
-    $("ask-button").disabled = true;
-    $("cancel-button").disabled = false;
-    await streamEvents(run.run_id, current.controller);
-    await finish(run.run_id);
+    const run = await (await postJson("/runs", { question, datasource: $("datasource").value || null })).json();
+    runs.unshift(run);
+    resetRun(run.run_id, question);
+    await follow(run);
   } catch (e) {
-    showError(e.message);
+    if (e.name !== "AbortError") showError(e.message);
     $("ask-button").disabled = false;
   }
 }
 
+async function cancel() {
+  if (!current || $("cancel-button").disabled) return;
+  try { await api("/runs/" + encodeURIComponent(current.runId), { method: "DELETE" }); } catch (e) { showError(e.message); }
+}
+
 $("ask-button").addEventListener("click", ask);
-$("cancel-button").addEventListener("click", async () => {
-  if (!current) return;
-  try { await api("/runs/" + current.runId, { method: "DELETE" }); } catch (e) { showError(e.message); }
+$("cancel-button").addEventListener("click", cancel);
+$("question").addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); ask(); }
 });
+document.addEventListener("keydown", (event) => { if (event.key === "Escape") cancel(); });
 $("export-button").addEventListener("click", () => {
-  if (current) download("/runs/" + current.runId + "/export", current.runId + ".zip");
+  if (current) download("/runs/" + encodeURIComponent(current.runId) + "/export", current.runId + ".zip");
 });
-$("token").addEventListener("change", loadOptions);
-$("token").value = sessionStorage.getItem("assay-token") || "";
-loadOptions();
+$("report-pdf").addEventListener("click", () => {
+  if (current) download("/runs/" + encodeURIComponent(current.runId) + "/report?format=pdf", current.runId + ".pdf");
+});
+$("report-verify").addEventListener("click", async () => {
+  const out = $("verify-result");
+  out.textContent = "verifying…";
+  out.className = "";
+  try {
+    const found = await (await api("/runs/" + encodeURIComponent(current.runId) + "/report/verify")).json();
+    out.textContent = found.ok ? `verified: ${found.checked} citation(s) re-read, the report re-renders the same`
+      : "not verified: " + [...found.problems, ...found.unbound.map((f) => "unbound figure " + f)].join("; ");
+    out.className = found.ok ? "ok" : "bad";
+  } catch (e) { out.textContent = e.message; out.className = "bad"; }
+});
+window.addEventListener("hashchange", () => {
+  const wanted = new URLSearchParams(location.hash.slice(1)).get("run");
+  if (wanted && (!current || current.runId !== wanted)) openRun(wanted);
+});
+
+api("/session", { quiet: true }).then((r) => r.json()).then((s) => s.signed_in ? signedIn(s.owner) : showSignIn())
+  .catch(showSignIn);
