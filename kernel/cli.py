@@ -6,7 +6,7 @@ import asyncio
 import gc
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -152,7 +152,7 @@ def _add_runs_commands() -> None:
 
 _add_runs_commands()  # `assay ask` comes from the ask_cli plugin (it opens --db URLs through the SQL plugin)
 
-def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
+def _table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
     widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     for row in rows:
