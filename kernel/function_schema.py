@@ -57,7 +57,7 @@ def is_async_callable(func: Callable[..., Any]) -> bool:
         func = func.func
     if inspect.iscoroutinefunction(func):
         return True
-    call = getattr(func, "__call__", None)
+    call = getattr(func, "__call__", None)  # noqa: B004 - the bound __call__ itself, to inspect
     return not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from assay import hookimpl
 from assay.kernel.models import Model
@@ -29,7 +29,7 @@ from assay.kernel.models import Model
 if TYPE_CHECKING:
     from assay.kernel.messages import Message
 
-Step = Union[dict[str, Any], Callable[[list["Message"]], dict[str, Any]]]
+Step = dict[str, Any] | Callable[[list["Message"]], dict[str, Any]]
 
 
 class ScriptedModel(Model):
