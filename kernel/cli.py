@@ -6,7 +6,7 @@ import asyncio
 import gc
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -64,7 +64,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"health": kernel.health(), "plugins": [i.to_dict() for i in infos]}, indent=2))
         return
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             i.name,
             i.distribution or "-",
@@ -152,7 +152,7 @@ def _add_runs_commands() -> None:
 
 _add_runs_commands()  # `assay ask` comes from the ask_cli plugin (it opens --db URLs through the SQL plugin)
 
-def _table(headers: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> None:
+def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
     click.echo("  ".join(h.ljust(w) for h, w in zip(headers, widths)).rstrip())
     for row in rows:
