@@ -83,7 +83,7 @@ def main() -> None:
         for what in ("capture", "event"):
             for procs in (1, args.procs):
                 row = []
-                for name, extra in backends.items():
+                for extra in backends.values():
                     home = tempfile.mkdtemp(prefix="assay-bench-")
                     env = {"ASSAY_HOME": home, **extra}
                     row.append(rate(env, what, args.n, procs))

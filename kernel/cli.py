@@ -65,7 +65,7 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"health": kernel.health(), "plugins": [i.to_dict() for i in infos]}, indent=2))
         return
-    rows = [
+    rows: list[tuple[str, ...]] = [
         (
             i.name,
             i.distribution or "-",

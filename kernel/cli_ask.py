@@ -232,7 +232,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
 
         if as_json and quiet:
             raise click.UsageError("--json and --quiet exclude each other")
-        kernel = ctx.find_object(dict)["kernel"]
+        kernel = (ctx.find_object(dict) or {})["kernel"]
         settings = agent_settings(kernel)
         if max_steps is not None:
             settings = settings.model_copy(update={"max_steps": max_steps})

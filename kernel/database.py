@@ -36,10 +36,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import AssayError
 from .settings import mask_url
+
+if TYPE_CHECKING:
+    from .database_pg import PostgresDatabase
 
 SQLITE = "sqlite"
 POSTGRESQL = "postgresql"
@@ -207,7 +210,7 @@ def _retry_locked(fn: Callable[[], T], attempts: int = 50) -> T:
 
 # --- choosing the backend ----------------------------------------------------------
 
-_shared: dict[str, Database] = {}
+_shared: dict[str, PostgresDatabase] = {}
 _shared_lock = threading.Lock()
 
 

@@ -88,7 +88,8 @@ class PostgresDatabase(Database):
             raise self._unavailable(exc) from None
         self._local.conn, self._local.pid = conn, os.getpid()
         with self._all_lock:
-            kept, ended = [], []
+            kept: list[tuple[int, threading.Thread, Any]] = []
+            ended: list[tuple[int, threading.Thread, Any]] = []
             for entry in self._all:
                 pid, thread, c = entry
                 if c.closed:

@@ -57,7 +57,7 @@ def is_async_callable(func: Callable[..., Any]) -> bool:
         func = func.func
     if inspect.iscoroutinefunction(func):
         return True
-    call = getattr(func, "__call__", None)
+    call = getattr(func, "__call__", None)  # noqa: B004 - the bound __call__ itself, to inspect
     return not inspect.isfunction(func) and inspect.iscoroutinefunction(call)
 
 
@@ -127,7 +127,7 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
         if not _accepts_plain_string(annotation):
             json_decodable.add(name)
 
-    model = create_model(  # type: ignore[call-overload]
+    model = create_model(
         f"{_name_of(target)}_arguments",
         __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
         **fields,

@@ -177,7 +177,7 @@ class Kernel:
                 cause=exc,
             )
 
-    def _fail_plugin(self, plugin: str, error: PluginError, cause: BaseException | None = None,
+    def _fail_plugin(self, plugin: str, error: AssayError, cause: BaseException | None = None,
                      tombstone: AssayError | None = None) -> None:
         """Roll back everything ``plugin`` registered and record why.
 
@@ -206,7 +206,7 @@ class Kernel:
             PLUGIN_LOAD_FAILED, f"plugin {plugin!r}: {error.message}", error.hint, details=error.details)
         self._fail_plugin(plugin, failure, error.__cause__ or error, tombstone=failure)
 
-    def _record_failure(self, info: PluginInfo, error: PluginError, cause: BaseException | None = None) -> None:
+    def _record_failure(self, info: PluginInfo, error: AssayError, cause: BaseException | None = None) -> None:
         info.status = "failed"
         info.error = {"code": error.code, "message": error.message, "hint": error.hint}
         self._infos[info.name] = info

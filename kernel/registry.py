@@ -24,7 +24,7 @@ import re
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar, cast
 
 from .errors import (
     PLUGIN_LOAD_FAILED,
@@ -217,11 +217,11 @@ class Registry(Generic[T]):
         with self._lock:
             current = self._entries.get(entry.name)
             if current is None:  # another thread failed it meanwhile
-                return self.get(entry.name)
+                return cast(T, self.get(entry.name))  # raises the failure recorded
             if type(current.obj) is not Lazy:
                 return current.obj
             try:
-                value = self.load_lazy(current.obj)
+                value = self.load_lazy(cast(Lazy, current.obj))
             except PluginError as exc:
                 exc.message = f"plugin {current.plugin!r}: {exc.message}"
                 exc.args = (f"{exc.code}: {exc.message}",)

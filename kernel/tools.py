@@ -114,7 +114,7 @@ class FunctionTool(BaseTool):
     def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
         target = unwrap(func)
         self.func = func
-        self.name = check_name(name or getattr(target, "__name__", ""))
+        self.name = check_name(name or str(getattr(target, "__name__", "")))
         check_function(func, description)
         self._description = description
         self._is_async = is_async_callable(func)
@@ -236,7 +236,7 @@ class JsonSchemaTool(BaseTool):
 
     async def ainvoke(self, validated: dict[str, Any], run: RunContext | None) -> Any:
         if self._is_async:
-            return await self.handler(validated, run)  # type: ignore[misc]
+            return await self.handler(validated, run)
         return await asyncio.to_thread(self.handler, validated, run)
 
 

@@ -59,6 +59,22 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(assay.kernel.testing, "assay")
 
 
+# pytest-xdist (`pytest -n 2 --dist loadgroup`): session fixtures start once per worker, so the tests
+# that start the private container engines (a podman service, a dockerd with the image loaded) and
+# the ones that load the local model each go to one worker instead of starting them twice.
+ENGINE_FIXTURES = frozenset({"podman_api_socket", "docker_engine_socket", "engine_managers", "shared_sessions",
+                             "engine_cli", "endpoint_socket", "podman_kernel", "docker_kernel", "gvisor_kernel",
+                             "container_kernel", "engine_kernel"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if ENGINE_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("engines"))
+        elif item.nodeid.startswith("tests/models/"):
+            item.add_marker(pytest.mark.xdist_group("models"))
+
+
 @pytest.fixture(autouse=True)
 def _isolated_assay_env(assay_env, monkeypatch):
     """Every test gets its own ASSAY_HOME and no inherited plugin controls

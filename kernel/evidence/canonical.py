@@ -90,6 +90,7 @@ def _fallback(o: Any) -> Any:
         return _datetime(dt.datetime.fromisoformat(o.isoformat()))
     if isinstance(o, dt.date):
         return o.isoformat()
+    fn: Any  # the converter of the matching type
     for base, fn in ((decimal.Decimal, _decimal), (dt.time, dt.time.isoformat),
                      (dt.timedelta, _duration), (uuid.UUID, str)):
         if isinstance(o, base):
@@ -440,7 +441,7 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
             return True
     except TypeError:
         pass
-    zones = set(map(getattr, col, repeat("tzinfo"), repeat(None)))
+    zones: set[Any] = set(map(getattr, col, repeat("tzinfo"), repeat(None)))
     zones.discard(None)
     if not zones:
         return True
@@ -452,7 +453,7 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
         if zoneinfo is None or type(tz) is not zoneinfo.ZoneInfo:
             return False  # pytz, dateutil, custom zones: orjson may ask them differently
         fixed = False
-    offsets = set(map(dt.timezone.utcoffset, zones, repeat(None))) if fixed else \
+    offsets: set[Any] = set(map(dt.timezone.utcoffset, zones, repeat(None))) if fixed else \
         set(map(dt.datetime.utcoffset, filter(None, col)))
     offsets.discard(None)
     return all(off.seconds % 60 == 0 and not off.microseconds for off in offsets)

@@ -51,7 +51,7 @@ class ContentStore(ABC):
 
     def clean_staging(self, older_than_s: float = 3600.0) -> list[Path]:
         """Remove staging files of dead processes, or older than ``older_than_s``."""
-        removed = []
+        removed: list[Path] = []
         if not self.staging_dir.exists():
             return removed
         now = time.time()

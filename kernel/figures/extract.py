@@ -31,6 +31,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from typing import Any
 
 SCALES = {"k": 1_000, "K": 1_000, "thousand": 1_000, "M": 1_000_000, "MM": 1_000_000, "mn": 1_000_000,
           "million": 1_000_000, "B": 1_000_000_000, "bn": 1_000_000_000, "billion": 1_000_000_000,
@@ -97,8 +98,8 @@ class Figure:
         if self.percent:
             ranges.append((low / 100, high / 100, False))
         out = []
-        for lo, hi, percent_only in ranges:
-            lo, hi = float(lo), float(hi)
+        for low_d, high_d, percent_only in ranges:
+            lo, hi = float(low_d), float(high_d)
             pad = max(abs(lo), abs(hi)) * 1e-9  # float rounding at the edges (0.07155 is 0.0715499...)
             lo, hi = lo - pad, hi + pad
             out.append((-hi, -lo, percent_only) if self.negative else (lo, hi, percent_only))
@@ -191,7 +192,7 @@ def _share_range_unit(text: str, found: list[Figure], figure: Figure) -> Figure:
     return figure
 
 
-def _replace(figure: Figure, **changes: object) -> Figure:
+def _replace(figure: Figure, **changes: Any) -> Figure:
     from dataclasses import replace
 
     return replace(figure, **changes)

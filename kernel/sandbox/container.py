@@ -81,6 +81,8 @@ _KILL_ALL = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OS
 class ContainerSession(RuntimeSession):
     """A long-lived hardened container; each execution is a fresh process in it."""
 
+    spec: ContainerSpec
+
     def __init__(self, runtime: str, spec: ContainerSpec, container_id: str, *, host_grace: float = 5.0) -> None:
         self.runtime = runtime
         self.host_grace = host_grace

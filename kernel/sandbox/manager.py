@@ -13,6 +13,7 @@ left by dead processes. Everything is removed at exit and on SIGTERM/SIGINT.
 from __future__ import annotations
 
 import atexit
+import builtins
 import threading
 import time
 import uuid
@@ -292,7 +293,7 @@ class SandboxManager:
             rec.last_used = time.time()
         return line
 
-    def open_channel(self, session_id: str, program: str, args: list[str]) -> Any:
+    def open_channel(self, session_id: str, program: str, args: builtins.list[str]) -> Any:
         """An attached exec of ``program`` (assay's own Python) as the keeper's uid; see channel.py."""
         rec = self._get(session_id)
 
@@ -341,7 +342,7 @@ class SandboxManager:
             rec.last_used = time.time()
         return data
 
-    def list_files(self, session_id: str, path: str = "") -> list[FileInfo]:
+    def list_files(self, session_id: str, path: str = "") -> builtins.list[FileInfo]:
         rec = self._get(session_id)
         full = sandbox_path(self.config.workdir, path or self.config.workdir, allow_root=True)
         with self._locked(rec):
@@ -359,7 +360,7 @@ class SandboxManager:
 
     # --- reaping and clean-up ----------------------------------------------------------
 
-    def reap_expired(self, now: float | None = None) -> list[str]:
+    def reap_expired(self, now: float | None = None) -> builtins.list[str]:
         """Close sessions past their idle TTL or maximum lifetime; returns their ids."""
         now = time.time() if now is None else now
         expired = []
@@ -496,7 +497,7 @@ class SandboxManager:
         def ts(t: float) -> datetime:
             return datetime.fromtimestamp(t, tz=timezone.utc)
 
-        state = rec.state if not rec.closed else "closed"
+        state: Any = rec.state if not rec.closed else "closed"  # SessionStatus validates it
         if not rec.closed and not rec.runtime.alive() and state == "idle":
             state = "broken"
         return SessionStatus(

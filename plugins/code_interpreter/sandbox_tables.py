@@ -158,7 +158,7 @@ def _fast_table(pd, data: bytes, columns: list):
         frame = pd.read_csv(
             io.BytesIO(body), header=None, names=columns, quotechar='"', doublequote=False,
             na_values=["null"], keep_default_na=False, true_values=["true"], false_values=["false"],
-            dtype={c: object for c in text_cols}, engine="c", low_memory=False,
+            dtype=dict.fromkeys(text_cols, object), engine="c", low_memory=False,
         )
     except Exception:  # noqa: BLE001 - the exact path decides
         return None

@@ -122,6 +122,6 @@ def add_commands(cli: click.Group) -> None:
                 if state.error:
                     line += f"  ({state.error_code}: {state.error})"
                 click.echo(line)
-            for file, code, message in report.failed:
+            for file, code, _message in report.failed:
                 if code == "KNOWLEDGE_BASE_NOT_FOUND":
                     click.echo(f"  missing  {file}")

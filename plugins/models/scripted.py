@@ -22,7 +22,7 @@ import json
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from assay import hookimpl
 from assay.kernel.models import Model
@@ -30,7 +30,7 @@ from assay.kernel.models import Model
 if TYPE_CHECKING:
     from assay.kernel.messages import Message
 
-Step = Union[dict[str, Any], Callable[[list["Message"]], dict[str, Any]]]
+Step = dict[str, Any] | Callable[[list["Message"]], dict[str, Any]]
 
 
 class ScriptedModel(Model):

@@ -69,13 +69,11 @@ def test_the_last_report_status_folds_into_the_run_status(agent_kernel, report, 
 def test_parallel_calls_of_concurrent_tools_run_at_once_with_results_in_the_models_order(agent_kernel):
     calls = [{"tool": "slow_parallel", "arguments": {"label": "first", "seconds": 0.6}},
              {"tool": "slow_parallel", "arguments": {"label": "second", "seconds": 0.1}}]
-    started = time.monotonic()
     transcript, _, _ = ask(agent_kernel(db=False), [{"tools": calls}, {"text": "done"}])
-    elapsed = time.monotonic() - started
-    assert elapsed < 1.2, elapsed  # 0.6 s, not 0.7 s + overhead run one after the other... with room for load
     assert [c.call_id for c in transcript.calls] == ["call_1", "call_2"]  # the model's order, not finishing order
     first, second = transcript.messages[3], transcript.messages[4]
     assert first.content.startswith('"first') and second.content.startswith('"second')
+    # the second call, started after the first in the model's order, finished first: they ran at once
     assert float(second.content.split(" at ")[1].rstrip('"')) < float(first.content.split(" at ")[1].rstrip('"'))
 
 

@@ -163,7 +163,7 @@ def test_the_start_up_sections_defaults_hold_and_variables_naming_no_field_are_i
     model = START_UP[name]
     others = {field.upper() for other in START_UP.values() for field in other.model_fields} - {
         field.upper() for field in model.model_fields}
-    set_variables(monkeypatch, name, {"NOT_A_FIELD": "1", **{field: "nope" for field in others}})
+    set_variables(monkeypatch, name, {"NOT_A_FIELD": "1", **dict.fromkeys(others, "nope")})
     monkeypatch.delenv("ASSAY_HOME")
     settings = read(name)
     defaults = {field: info.get_default(call_default_factory=True) for field, info in model.model_fields.items()}

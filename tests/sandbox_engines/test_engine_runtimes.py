@@ -41,7 +41,9 @@ def _cli(target, request) -> list[str]:
 
 
 def _labelled_containers(cli: list[str]) -> set[str]:
-    done = subprocess.run([*cli, "ps", "-a", "-q", "--no-trunc", "--filter", "label=assay.sandbox=1"],
+    """The sandbox containers this test process owns (not a parallel worker's, nor another suite's)."""
+    done = subprocess.run([*cli, "ps", "-a", "-q", "--no-trunc", "--filter", "label=assay.sandbox=1",
+                           "--filter", f"label=assay.sandbox.owner-pid={os.getpid()}"],
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return set(done.stdout.split())

@@ -156,36 +156,61 @@ def test_password_never_appears_in_prompts_errors_or_logs(kernel, capsys):
         assert "hunter2" not in text
 
 
-async def test_concurrent_queries_do_not_block_the_event_loop(request, kernel):
+def _count_statements(monkeypatch, hold=None):
+    """Wrap every statement the executor runs: the most that were in flight at once, and an optional hold."""
+    from assay.plugins.sql.execution import Executor
+
+    real, lock, seen = Executor._statement, threading.Lock(), {"now": 0, "most": 0}
+
+    def counted(self, *args, **kwargs):
+        with lock:
+            seen["now"] += 1
+            seen["most"] = max(seen["most"], seen["now"])
+        try:
+            if hold is not None:
+                hold()
+            return real(self, *args, **kwargs)
+        finally:
+            with lock:
+                seen["now"] -= 1
+
+    monkeypatch.setattr(Executor, "_statement", counted)
+    return seen
+
+
+async def test_concurrent_queries_do_not_block_the_event_loop(request, kernel, monkeypatch):
     attach(kernel, "postgresql", request, pool_size=3)
-    ticks = 0
+    loop_turned = threading.Event()
+    # each statement waits, holding its pooled connection, until the three are in flight at once and the
+    # event loop has run a task meanwhile: a blocked loop or a smaller pool never releases them
+    seen = _count_statements(monkeypatch, hold=lambda: loop_turned.wait(60))
 
-    async def ticker():
-        nonlocal ticks
-        while True:
+    async def watch():
+        for _ in range(6000):
+            if seen["now"] == 3:
+                loop_turned.set()
+                return True
             await asyncio.sleep(0.01)
-            ticks += 1
+        return False
 
-    tick_task = asyncio.create_task(ticker())
-    started = time.monotonic()
+    watcher = asyncio.create_task(watch())
     results = await asyncio.gather(*[
-        kernel.acall_tool("sql_query", {"sql": "SELECT pg_sleep(0.5), count(*) FROM orders"}) for _ in range(3)
+        kernel.acall_tool("sql_query", {"sql": "SELECT count(*) FROM orders"}) for _ in range(3)
     ])
-    elapsed = time.monotonic() - started
-    tick_task.cancel()
+    loop_turned.set()
     assert all(r.success for r in results), [r.message for r in results]
-    assert elapsed < 1.4  # three ran at once on three pooled connections
-    assert ticks >= 20  # the loop kept turning while they ran (10 ms ticks)
+    assert await watcher  # three ran at once on three pooled connections, and the loop kept turning
+    assert seen["most"] == 3
 
 
-async def test_pool_limit_queues_calls_beyond_the_pool_size(request, kernel):
+async def test_pool_limit_queues_calls_beyond_the_pool_size(request, kernel, monkeypatch):
     attach(kernel, "postgresql", request, pool_size=1)
-    started = time.monotonic()
+    seen = _count_statements(monkeypatch)
     results = await asyncio.gather(*[
         kernel.acall_tool("sql_query", {"sql": "SELECT pg_sleep(0.3)"}) for _ in range(3)
     ])
     assert all(r.success for r in results)
-    assert time.monotonic() - started >= 0.85  # one connection: they ran one after another
+    assert seen["most"] == 1  # one connection: they ran one after another
 
 
 async def test_pool_exhausted_beyond_the_wait_is_sql_datasource_busy(request, kernel):
