@@ -23,7 +23,7 @@ from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 from ..schema import ColumnInfo, ForeignKey, TableInfo
 from ..errors import SQL_VALUE_TOO_LARGE, SqlError
 from ..value_limits import VALUE_HINT
-from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream
+from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream, listing_digest
 from .file_pool import ConnectionPool, FileURL, parse_file_url
 
 DENY = sqlite3.SQLITE_DENY
@@ -154,6 +154,12 @@ class SqliteEngine(SqlEngine):
                 )
             )
         return tables
+
+    def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
+        """``schema_version`` (bumped by every schema change) and a digest of ``sqlite_master``."""
+        version = fetch("SELECT schema_version FROM pragma_schema_version()", ())[0][0]
+        listing = fetch("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name", ())
+        return f"sqlite:{version}:{listing_digest(listing)}"
 
 
 SQLITE = SqliteEngine()
