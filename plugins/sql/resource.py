@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
@@ -108,6 +109,7 @@ class DatabaseResource(Resource):
         # The schema index: a file under ASSAY_HOME/schema/ (``home``), or memory without one.
         self.schema_index = SchemaIndex(index_path(Path(home), name, self.url) if home else None)
         self.index_state = ""  # fresh | rebuilt | memory | unavailable: CODE: message (see schema_index_state)
+        self._sample_deadline = 0.0
         self.last_layout: SchemaLayout | None = None  # what the last prompt held (assay prompt --json)
         # What the login may do, known once the pool opened (None: not yet, or an engine without logins).
         self.login: LoginReport | None = None
@@ -299,6 +301,8 @@ class DatabaseResource(Resource):
         except (sqlite3.Error, OSError):
             return table
         if values is None:
+            if time.monotonic() > self._sample_deadline:
+                return table  # this prompt spent its time on samples: read for the next one
             values = read_samples(self, table)
             try:
                 self.schema_index.store_samples(table.name, values)
@@ -336,6 +340,7 @@ class DatabaseResource(Resource):
                                             note=f"schema unavailable: {exc.code}")
             return f"{header}\n(schema unavailable: {exc.code}: {exc.message})"[:limit]
         question = (budget.question or "").strip()
+        self._sample_deadline = time.monotonic() + self.settings.sample_prompt_s
         if question and not self.index_state.startswith("unavailable"):
             by_name = {t.name: t for t in tables}
             ranked = rank_tables(self.schema_index.search(question, limit=60), by_name, question)

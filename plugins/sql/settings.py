@@ -119,6 +119,8 @@ class SqlSettings(BaseSettings):
     sample_scan_rows: int = Field(default=10_000, ge=100, description="Rows of a table read to find a column's "
                                   "distinct values (a bounded query under the datasource's guard and limits).")
     sample_timeout_s: float = Field(default=2.0, gt=0, description="Time limit of one sample-values query.")
+    sample_prompt_s: float = Field(default=3.0, ge=0, description="Time one prompt may spend reading sample values; "
+                                   "tables not reached are shown without them (and read for the next prompt).")
     sample_secret_words: list[str] = Field(
         default_factory=lambda: list(SECRET_WORDS),
         description="A column whose name holds one of these words never has its values read or shown.")

@@ -277,8 +277,6 @@ def ddl(dialect: str, width: int = 0) -> list[str]:
 
 def sqlite_warehouse(path: Path, width: int = 0) -> Path:
     conn = sqlite3.connect(path)
-    with conn:
-        for statement in ddl("sqlite", width):
-            conn.execute(statement)
+    conn.executescript("BEGIN;\n" + ";\n".join(ddl("sqlite", width)) + ";\nCOMMIT;")  # one transaction
     conn.close()
     return path
