@@ -22,7 +22,7 @@ from .results import QueryResult, RowStream
 from .privileges import LoginReport
 from .schema import TableInfo, render_schema
 from .schema_index import SchemaIndex, index_path
-from .schema_rank import SchemaLayout, TableChoice, layout_schema, rank_tables
+from .schema_rank import SchemaLayout, TableChoice, foreign_key_neighbours, layout_schema, rank_tables
 from .settings import DatasourceConfig, SqlSettings
 
 log = get_logger("assay.sql")
@@ -110,6 +110,8 @@ class DatabaseResource(Resource):
         self.schema_index = SchemaIndex(index_path(Path(home), name, self.url) if home else None)
         self.index_state = ""  # fresh | rebuilt | memory | unavailable: CODE: message (see schema_index_state)
         self._sample_deadline = 0.0
+        self._blocks: dict[str, str] = {}  # a table's block in the prompt, its sample values read
+        self._links: dict[str, set[str]] | None = None  # foreign-key neighbours
         self.last_layout: SchemaLayout | None = None  # what the last prompt held (assay prompt --json)
         # What the login may do, known once the pool opened (None: not yet, or an engine without logins).
         self.login: LoginReport | None = None
@@ -254,6 +256,7 @@ class DatabaseResource(Resource):
         """
         if self._schema is None or refresh:
             self._schema = self._load_schema(refresh)
+            self._blocks, self._links = {}, None
         return self._schema
 
     def _load_schema(self, refresh: bool) -> list[TableInfo]:
@@ -288,6 +291,26 @@ class DatabaseResource(Resource):
             raise SqlError(SQL_SCHEMA_INDEX_FAILED, f"datasource {self.name!r}: {self.index_state}",
                            "Use pattern= on list_tables, or check that ASSAY_HOME is writable.")
         return [tables[name] for name, _ in self.schema_index.search(text, limit) if name in tables]
+
+    def _block(self, table: TableInfo) -> str:
+        """``table`` rendered for the prompt with its sample values (kept once they are known)."""
+        text = self._blocks.get(table.name)
+        if text is None:
+            sampled = self._sampled(table)
+            text = sampled.render()
+            if sampled is not table or not self._sampling_pending(table):
+                self._blocks[table.name] = text
+        return text
+
+    def _sampling_pending(self, table: TableInfo) -> bool:
+        """Whether ``table``'s samples are still to be read (a prompt ran out of time for them)."""
+        enabled = self.config.sample_values if self.config.sample_values is not None else self.settings.sample_values
+        if not enabled:
+            return False
+        try:
+            return self.schema_index.samples(table.name) is None
+        except (sqlite3.Error, OSError):
+            return False
 
     def _sampled(self, table: TableInfo) -> TableInfo:
         """``table`` with its low-cardinality text columns' values (cached in the index), when allowed."""
@@ -343,9 +366,11 @@ class DatabaseResource(Resource):
         self._sample_deadline = time.monotonic() + self.settings.sample_prompt_s
         if question and not self.index_state.startswith("unavailable"):
             by_name = {t.name: t for t in tables}
-            ranked = rank_tables(self.schema_index.search(question, limit=60), by_name, question)
+            if self._links is None:
+                self._links = foreign_key_neighbours(by_name)
+            ranked = rank_tables(self.schema_index.search(question, limit=60), by_name, question, self._links)
             layout = layout_schema(header, tables, ranked, limit, datasource=self.name, question=question,
-                                   block=lambda t: self._sampled(t).render(), index_state=self.index_state)
+                                   block=self._block, index_state=self.index_state)
             self.last_layout = layout
             return layout.text
         fallback = ""

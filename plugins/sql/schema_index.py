@@ -1,8 +1,9 @@
 """The schema index of one datasource: SQLite FTS5 over its tables, kept under ``ASSAY_HOME/schema/``.
 
-One file per datasource (its name and a digest of its URL). ``tables`` holds
-each table as the engine described it (JSON of :class:`.schema.TableInfo`,
-comments included); ``tables_fts`` indexes, per table, the words of its name
+One file per datasource (its name and a digest of its URL). ``meta.schema``
+holds the tables as the engine described them (a JSON array of
+:class:`.schema.TableInfo`, comments included), ``tables`` their names;
+``tables_fts`` indexes, per table, the words of its name
 (split on ``_``, ``.``, ``-`` and case: ``customerOrderItems`` reads
 ``customer order items``), the words of its columns' names, and its notes (the
 database's comments on the table and its columns, and the knowledge base's
@@ -29,9 +30,12 @@ import threading
 import time
 from pathlib import Path
 
+from pydantic import TypeAdapter
+
 from .schema import TableInfo
 
 INDEX_VERSION = 1
+_TABLES = TypeAdapter(list[TableInfo])
 MAX_QUERY_TERMS = 32
 # bm25() weights of the columns name, columns, notes: a word of the table's own name counts most.
 WEIGHTS = (10.0, 2.0, 3.0)
@@ -47,7 +51,7 @@ you your top many much list find tell between over under during since
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS tables (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE, info TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS tables (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS samples (
     table_name TEXT NOT NULL, column_name TEXT NOT NULL, vals TEXT NOT NULL, read_at REAL NOT NULL,
     PRIMARY KEY (table_name, column_name));
@@ -123,10 +127,10 @@ class SchemaIndex:
         return row[0] if row else None
 
     def load_tables(self) -> list[TableInfo]:
-        """The tables as indexed, in the engine's order."""
+        """The tables as indexed, in the engine's order (one JSON array: the fastest to validate)."""
         with self._lock:
-            rows = self._connection().execute("SELECT info FROM tables ORDER BY id").fetchall()
-        return [TableInfo.model_validate_json(info) for (info,) in rows]
+            row = self._connection().execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+        return _TABLES.validate_json(row[0]) if row else []
 
     def rebuild(self, tables: list[TableInfo], fingerprint: str | None,
                 notes: dict[str, list[str]] | None = None) -> None:
@@ -138,10 +142,11 @@ class SchemaIndex:
                 conn.execute("DELETE FROM tables")
                 conn.execute("DELETE FROM tables_fts")
                 conn.execute("DELETE FROM samples")
-                conn.executemany("INSERT INTO tables (id, name, info) VALUES (?, ?, ?)",
-                                 [(i, t.name, t.model_dump_json()) for i, t in enumerate(tables, 1)])
+                conn.executemany("INSERT INTO tables (id, name) VALUES (?, ?)",
+                                 [(i, t.name) for i, t in enumerate(tables, 1)])
                 conn.executemany("INSERT INTO tables_fts (rowid, name, columns, notes) VALUES (?, ?, ?, ?)",
                                  [(i, *_fts_row(t, notes.get(t.name, []))) for i, t in enumerate(tables, 1)])
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (_TABLES.dump_json(tables).decode(),))
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint or "",))
                 conn.execute("INSERT OR REPLACE INTO meta VALUES ('built_at', ?)", (str(time.time()),))
 

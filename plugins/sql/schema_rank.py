@@ -25,7 +25,8 @@ NOISE_WORDS = frozenset({"stg", "staging", "tmp", "temp", "backup", "bak", "arch
 NOISE_SHARE = 0.5
 HOP_FROM = 6  # the best hits whose foreign-key neighbours join the ranking
 HOP_SHARE = 0.6  # a neighbour ranks at this share of the hit it joins
-NOTE_ROOM = 240  # kept free for the closing note
+NOTE_ROOM = 240
+MIN_BLOCK = 60  # no table's block is shorter (its summary line and a column)  # kept free for the closing note
 LIST_SHARE = 0.15  # of the budget, kept for the compact list of the other tables (when there are any)
 
 
@@ -63,10 +64,10 @@ class SchemaLayout:
         return data
 
 
-def rank_tables(hits: list[tuple[str, float]], tables: dict[str, TableInfo], question: str = "") -> list[Ranked]:
+def rank_tables(hits: list[tuple[str, float]], tables: dict[str, TableInfo], question: str = "",
+                neighbours: dict[str, set[str]] | None = None) -> list[Ranked]:
     """The BM25 ``hits`` (name, score), copies of tables (``stg_``, ``_history``, ...) lowered unless the
     question names them, then one hop along foreign keys from the best: a neighbour ranks below its hit."""
-    lower = {name.lower(): name for name in tables}
     asked = set(question_terms(question)) if question else set()
     scores: dict[str, Ranked] = {}
     for name, score in hits:
@@ -78,7 +79,8 @@ def rank_tables(hits: list[tuple[str, float]], tables: dict[str, TableInfo], que
         scores[name] = Ranked(name, score, f"matches the question (bm25 {score:.2f}"
                               + (f", lowered as a copy: {', '.join(sorted(noise))})" if noise else ")"))
     best = sorted(scores.values(), key=lambda r: -r.score)[:HOP_FROM]
-    neighbours = _neighbours(tables, lower)
+    if neighbours is None:
+        neighbours = foreign_key_neighbours(tables)
     for name, score in [(r.name, r.score) for r in best]:
         for other in sorted(neighbours.get(name, ())):
             hop = score * HOP_SHARE
@@ -87,7 +89,9 @@ def rank_tables(hits: list[tuple[str, float]], tables: dict[str, TableInfo], que
     return sorted(scores.values(), key=lambda r: -r.score)
 
 
-def _neighbours(tables: dict[str, TableInfo], lower: dict[str, str]) -> dict[str, set[str]]:
+def foreign_key_neighbours(tables: dict[str, TableInfo]) -> dict[str, set[str]]:
+    """Each table's foreign-key neighbours, both ways (the tables it points at, and those pointing at it)."""
+    lower = {name.lower(): name for name in tables}
     links: dict[str, set[str]] = {}
     for table in tables.values():
         for fk in table.foreign_keys:
@@ -117,6 +121,8 @@ def layout_schema(header: str, tables: list[TableInfo], ranked: list[Ranked], ma
     parts = [header]
     full: set[str] = set()
     for choice in ranked:
+        if full_limit - used < MIN_BLOCK:
+            break  # no table fits in what is left
         text = render(by_name[choice.name])
         if used + len(text) + 1 > full_limit:
             continue  # too large for what is left: a smaller table further down may still fit
@@ -125,7 +131,8 @@ def layout_schema(header: str, tables: list[TableInfo], ranked: list[Ranked], ma
         full.add(choice.name)
         layout.shown.append(TableChoice(choice.name, choice.why))
     rank_order = [r.name for r in ranked if r.name not in full]
-    rest = rank_order + [t.name for t in tables if t.name not in full and t.name not in set(rank_order)]
+    in_rank = set(rank_order)
+    rest = rank_order + [t.name for t in tables if t.name not in full and t.name not in in_rank]
     if rest:
         lead = "Other tables (columns not shown; call describe_table): "
         used += len(lead) + 1

@@ -85,8 +85,8 @@ def test_recall_on_the_sqlite_warehouse_is_at_least_95_percent(warehouse, tmp_pa
 def test_recall_on_the_postgresql_warehouse_with_comments_is_at_least_95_percent(pg_warehouse, tmp_path):
     require(pg_warehouse is not None, "PostgreSQL at 127.0.0.1:5432")
     url = f"{PG_BASE}?options=-csearch_path%3D{pg_warehouse}"
-    resource = DatabaseResource("wh", url, config=DatasourceConfig(url=url, allow_privileged=True,
-                                                                  sample_values=False), home=tmp_path)
+    resource = DatabaseResource("wh", url, config=DatasourceConfig(
+        url=url, allow_privileged=True, schemas=[pg_warehouse], sample_values=False), home=tmp_path)
     try:
         assert resource.table("sales_returns").comment.startswith("Returned order lines")
         hits, misses = recall(resource)
