@@ -211,3 +211,107 @@ def test_comments_render_beside_the_table_and_column():
     table = TableInfo(name="t", comment="one row per order",
                       columns=[ColumnInfo(name="c", type="TEXT", comment="status", samples=["a", "b"])])
     assert table.render() == "t (rows unknown, 1 columns)  -- one row per order\n  c TEXT  -- status; values: 'a', 'b'"
+
+
+# --- the database's own comments, and the fingerprint, per engine ------------------------------
+
+COMMENTED = {
+    "duckdb": ["CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR)",
+               "COMMENT ON TABLE orders IS 'one row per order'", "COMMENT ON COLUMN orders.status IS 'lifecycle'"],
+    "postgresql": ["CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status TEXT)",
+                   "COMMENT ON TABLE orders IS 'one row per order'", "COMMENT ON COLUMN orders.status IS 'lifecycle'"],
+    "mariadb": ["CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR(20) COMMENT 'lifecycle') "
+                "COMMENT='one row per order'"],
+}
+RECOMMENT = {"duckdb": "COMMENT ON TABLE orders IS 'one row per sales order'",
+             "postgresql": "COMMENT ON TABLE orders IS 'one row per sales order'",
+             "mariadb": "ALTER TABLE orders COMMENT='one row per sales order'"}
+
+
+@pytest.fixture(params=["duckdb", "postgresql", "mariadb"])
+def commented(request, tmp_path):
+    """(url, config, run(sql)) of a one-table database with comments on the engine."""
+    from tests.sql.conftest import mariadb_admin, mariadb_available
+
+    engine = request.param
+    if engine == "duckdb":
+        import duckdb
+
+        path = tmp_path / "c.duckdb"
+
+        def run(sql: str) -> None:
+            with duckdb.connect(str(path)) as conn:
+                conn.execute(sql)
+
+        for sql in COMMENTED[engine]:
+            run(sql)
+        yield f"duckdb:///{path}", {}, run
+        return
+    name = f"assay_i37_{uuid.uuid4().hex[:10]}"
+    if engine == "postgresql":
+        require(pg_available(), "PostgreSQL at 127.0.0.1:5432")
+
+        def run(sql: str) -> None:
+            with pg_admin() as conn:
+                conn.execute(f'SET search_path = "{name}"')
+                conn.execute(sql)
+
+        with pg_admin() as conn:
+            conn.execute(f'CREATE SCHEMA "{name}"')
+        try:
+            for sql in COMMENTED[engine]:
+                run(sql)
+            yield (f"{PG_BASE}?options=-csearch_path%3D{name}", {"allow_privileged": True, "schemas": [name]}, run)
+        finally:
+            with pg_admin() as conn:
+                conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
+        return
+    require(mariadb_available(), "MariaDB at 127.0.0.1:3306")
+
+    def run(sql: str) -> None:
+        conn = mariadb_admin(name)
+        try:
+            conn.cursor().execute(sql)
+        finally:
+            conn.close()
+
+    admin = mariadb_admin()
+    admin.cursor().execute(f"CREATE DATABASE `{name}`")
+    admin.close()
+    try:
+        for sql in COMMENTED[engine]:
+            run(sql)
+        yield f"mariadb://root@127.0.0.1:3306/{name}", {"allow_privileged": True}, run
+    finally:
+        admin = mariadb_admin()
+        admin.cursor().execute(f"DROP DATABASE IF EXISTS `{name}`")
+        admin.close()
+
+
+def test_database_comments_are_read_and_a_changed_comment_rebuilds_the_index(commented, tmp_path, request):
+    url, config, run = commented
+    engine = request.node.callspec.params["commented"]
+
+    def open_it() -> DatabaseResource:
+        return DatabaseResource("c", url, config=DatasourceConfig(url=url, **config), home=tmp_path)
+
+    first = open_it()
+    try:
+        orders = first.table("orders")
+        assert orders.comment == "one row per order"
+        assert {c.name: c.comment for c in orders.columns}["status"] == "lifecycle"
+        assert [t.name for t in first.search_tables("lifecycle")] == ["orders"]
+    finally:
+        first.close()
+    same = open_it()
+    try:
+        same.tables()
+        assert same.index_state == "fresh", engine
+    finally:
+        same.close()
+    run(RECOMMENT[engine])
+    changed = open_it()
+    try:
+        assert changed.table("orders").comment == "one row per sales order" and changed.index_state == "rebuilt"
+    finally:
+        changed.close()
