@@ -22,6 +22,7 @@ double-quoted, into the FTS5 MATCH text.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -62,7 +63,12 @@ INSERT OR IGNORE INTO meta VALUES ('version', '{INDEX_VERSION}');
 
 def split_name(name: str) -> list[str]:
     """A schema name's words: ``fact_SalesDaily`` -> ``['fact', 'sales', 'daily']``."""
-    return [w.lower() for part in re.split(r"[\W_]+", name) for w in _PARTS.findall(part)]
+    return list(_split(name))
+
+
+@functools.lru_cache(maxsize=65_536)
+def _split(name: str) -> tuple[str, ...]:
+    return tuple(w.lower() for part in re.split(r"[\W_]+", name) for w in _PARTS.findall(part))
 
 
 def question_terms(question: str) -> list[str]:
