@@ -22,13 +22,16 @@ def system_prompt_for(kernel: Any, question: str, databases: list[str], allow_pr
     """The main agent's system prompt for ``question`` and the resources it describes (as ``assay ask``)."""
     from assay.kernel.agent.loop import agent_settings
     from assay.kernel.agent.prompt import build_system_prompt
-    from assay.kernel.ask import _resources, attach_databases
+    from assay.kernel.ask import attach_databases
 
     from . import attach_url
 
     chosen = attach_databases(kernel, databases, allow_privileged=allow_privileged,
                               open_url=lambda k, url, allow: attach_url(k, url, allow))
-    resources = _resources(kernel, chosen) if databases else list(kernel.resources.values())
+    if databases:  # as assay ask: the chosen databases, then every resource that is not a database
+        resources = chosen + [r for r in kernel.resources.values() if r.type != "database" and r not in chosen]
+    else:
+        resources = list(kernel.resources.values())
     return build_system_prompt(kernel, resources, agent_settings(kernel), question), resources
 
 
