@@ -35,9 +35,14 @@ BUILTIN_RESOURCE_TYPES = (ResourceType.DATABASE, ResourceType.KNOWLEDGE, Resourc
 
 @dataclass(frozen=True)
 class PromptBudget:
-    """How much a resource may say about itself in the system prompt."""
+    """How much a resource may say about itself in the system prompt, and the question it is for.
+
+    ``question`` (None: a tool host, MCP) lets a resource choose what to say for it: a database
+    shows the tables the question needs.
+    """
 
     max_chars: int = 8_000
+    question: str | None = None
 
 
 class Resource:
@@ -105,7 +110,8 @@ def build_resource_prompt(
             parts.append(f"[{resource.type}:{resource.name}] (description omitted: prompt budget exhausted)")
             continue
         share = remaining // (len(resources) - index)
-        text = resource.get_prompt(PromptBudget(max_chars=max(1, share - len(resource.name) - 16)))
+        text = resource.get_prompt(PromptBudget(max_chars=max(1, share - len(resource.name) - 16),
+                                                question=budget.question))
         block = f"[{resource.type}:{resource.name}]\n{text}".rstrip()
         parts.append(block)
         remaining -= len(block) + 2  # and the blank line joining it

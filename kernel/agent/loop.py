@@ -124,7 +124,7 @@ class AgentRun:
 
     async def _loop(self) -> Transcript:
         t, s = self.transcript, self.settings
-        system = build_system_prompt(self.kernel, self.resources, s)
+        system = build_system_prompt(self.kernel, self.resources, s, t.question)
         definitions = self.kernel.tool_definitions("openai", names=sorted(self.allowed) if self.allowed is not None
                                                    else None)
         self.add(Message(role="system", content=system))

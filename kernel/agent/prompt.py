@@ -41,8 +41,10 @@ def needs_evidence(resources: Iterable[Resource]) -> bool:
     return False
 
 
-def build_system_prompt(kernel: Kernel, resources: list[Resource], settings: AgentSettings) -> str:
-    budget = PromptBudget(max_chars=int(settings.prompt_tokens * settings.chars_per_token))
+def build_system_prompt(kernel: Kernel, resources: list[Resource], settings: AgentSettings,
+                        question: str | None = None) -> str:
+    """The main agent's system prompt; ``question`` lets each resource describe what the question needs."""
+    budget = PromptBudget(max_chars=int(settings.prompt_tokens * settings.chars_per_token), question=question)
     described = kernel.system_prompt(resources, budget) if resources else ""
     parts = [PREAMBLE, EVIDENCE_RULES]
     if described:

@@ -50,9 +50,11 @@ def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = 
     """A :class:`DatabaseResource` for ``url`` with the kernel's SQL settings and engines."""
     from .resource import DatabaseResource
 
-    sql = sql_settings(settings or kernel.settings) if (settings or kernel) else None
+    source = settings or (kernel.settings if kernel is not None else None)
+    sql = sql_settings(source) if source is not None else None
     engines = kernel_engines(kernel) if kernel is not None else None
-    return DatabaseResource(name, url, settings=sql, config=config, engines=engines)
+    home = getattr(source, "home", None)  # the schema index lives under ASSAY_HOME/schema/
+    return DatabaseResource(name, url, settings=sql, config=config, engines=engines, home=home)
 
 
 def attach_url(kernel: Any, url: str, allow_privileged: bool = False) -> Any:

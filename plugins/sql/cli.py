@@ -1,4 +1,4 @@
-"""``assay sql --db URL "SELECT ..."`` and ``assay db schema --db URL``."""
+"""``assay sql --db URL "SELECT ..."``, ``assay db schema --db URL`` and ``assay prompt`` (:mod:`.cli_prompt`)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,10 @@ ALLOW_PRIVILEGED_HELP = ("Accept a --db login that can reach server files, other
 
 
 def add_commands(cli: click.Group) -> None:
+    from .cli_prompt import add_prompt_command
+
+    add_prompt_command(cli)
+
     @cli.command("sql")
     @click.argument("sql")
     @click.option("--db", "db_url", help="Database URL (password is never printed).")

@@ -169,6 +169,17 @@ class Executor:
 
         return self.engine.introspect(catalog_rows, schemas)
 
+    def fingerprint(self, schemas: list[str] | None) -> str | None:
+        """The engine's schema fingerprint, read with its own catalog queries on the same path."""
+        read = getattr(self.engine, "schema_fingerprint", None)
+        if read is None:
+            return None
+
+        def catalog_rows(sql: str, params: Any) -> list[tuple]:
+            return self._run(sql, Attempt(timeout_s=CATALOG_TIMEOUT_S), params).rows
+
+        return read(catalog_rows, schemas)
+
     def _run(self, sql: str, attempt: Attempt, params: Any) -> QueryResult:
         pool = self.pool  # opened here, on the caller's thread: an unreachable datasource fails before a worker
         # A daemon thread per statement: a statement that never stops must not keep the process alive.

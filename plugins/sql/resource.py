@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import sqlite3
 import threading
+import time
+from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from assay import PromptBudget, Resource, ResourceType
@@ -12,11 +15,14 @@ from assay.kernel.settings import mask_url
 
 from . import builtin_engines
 from .engines.base import EngineLimits
-from .errors import SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_TABLE_NOT_FOUND, SqlError
+from .errors import (SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_SCHEMA_INDEX_FAILED, SQL_TABLE_NOT_FOUND,
+                     SqlError)
 from .execution import Attempt, Executor, run_cancellable
 from .results import QueryResult, RowStream
 from .privileges import LoginReport
 from .schema import TableInfo, render_schema
+from .schema_index import SchemaIndex, index_path
+from .schema_rank import SchemaLayout, TableChoice, foreign_key_neighbours, layout_schema, rank_tables
 from .settings import DatasourceConfig, SqlSettings
 
 log = get_logger("assay.sql")
@@ -44,6 +50,10 @@ def _parse_own_url(url: str, engines: tuple[DatabaseEngine, ...]) -> Any:
             parse = getattr(engine, "parse_url", None)
             return parse(url) if parse is not None else None
     return None
+
+
+def _unavailable(code: str, message: str) -> str:
+    return f"unavailable: {code}: {message}"
 
 
 def _parse_sqlalchemy_url(name: str, url: str) -> Any:
@@ -79,6 +89,7 @@ class DatabaseResource(Resource):
         config: DatasourceConfig | None = None,
         engines: Iterable[DatabaseEngine] | None = None,
         description: str = "",
+        home: Path | str | None = None,
     ) -> None:
         self.name = name
         self.settings = settings or SqlSettings()
@@ -95,6 +106,13 @@ class DatabaseResource(Resource):
         self._executor: Executor | None = None
         self._lock = threading.Lock()
         self._schema: list[TableInfo] | None = None
+        # The schema index: a file under ASSAY_HOME/schema/ (``home``), or memory without one.
+        self.schema_index = SchemaIndex(index_path(Path(home), name, self.url) if home else None)
+        self.index_state = ""  # fresh | rebuilt | memory | unavailable: CODE: message (see schema_index_state)
+        self._sample_deadline = 0.0
+        self._blocks: dict[str, str] = {}  # a table's block in the prompt, its sample values read
+        self._links: dict[str, set[str]] | None = None  # foreign-key neighbours
+        self.last_layout: SchemaLayout | None = None  # what the last prompt held (assay prompt --json)
         # What the login may do, known once the pool opened (None: not yet, or an engine without logins).
         self.login: LoginReport | None = None
 
@@ -230,10 +248,90 @@ class DatabaseResource(Resource):
     # --- schema -----------------------------------------------------------
 
     def tables(self, refresh: bool = False) -> list[TableInfo]:
-        """Every table and view with columns, keys and row estimates (cached)."""
+        """Every table and view with columns, keys, comments and row estimates.
+
+        Read from the schema index when the engine's schema fingerprint matches the one it was built for,
+        else introspected and the index rebuilt; kept in memory after. An index that cannot be read or
+        written leaves ``index_state`` saying why (the prompt then falls back to the catalog order).
+        """
         if self._schema is None or refresh:
-            self._schema = self.executor().introspect(self.config.schemas)
+            self._schema = self._load_schema(refresh)
+            self._blocks, self._links = {}, None
         return self._schema
+
+    def _load_schema(self, refresh: bool) -> list[TableInfo]:
+        executor = self.executor()
+        try:
+            fingerprint = executor.fingerprint(self.config.schemas)
+        except SqlError as exc:
+            if exc.code.startswith("SQL_DATASOURCE"):  # unavailable, busy, privileged: as before
+                raise
+            fingerprint, self.index_state = None, _unavailable(exc.code, f"the schema fingerprint failed: {exc.message}")
+        try:
+            if fingerprint and not refresh and self.schema_index.fingerprint() == fingerprint:
+                tables = self.schema_index.load_tables()
+                self.index_state = "fresh"
+                return tables
+        except (sqlite3.Error, OSError, ValueError) as exc:
+            self.index_state = _unavailable(SQL_SCHEMA_INDEX_FAILED, f"cannot read the schema index: {exc}")
+        tables = executor.introspect(self.config.schemas)
+        if self.index_state.startswith("unavailable"):
+            return tables
+        try:
+            self.schema_index.rebuild(tables, fingerprint)
+            self.index_state = "rebuilt" if self.schema_index.path is not None else "memory"
+        except (sqlite3.Error, OSError) as exc:
+            self.index_state = _unavailable(SQL_SCHEMA_INDEX_FAILED, f"cannot write the schema index: {exc}")
+        return tables
+
+    def search_tables(self, text: str, limit: int = 20) -> list[TableInfo]:
+        """The tables ``text`` matches best (BM25 over the schema index), best first."""
+        tables = {t.name: t for t in self.tables()}
+        if self.index_state.startswith("unavailable"):
+            raise SqlError(SQL_SCHEMA_INDEX_FAILED, f"datasource {self.name!r}: {self.index_state}",
+                           "Use pattern= on list_tables, or check that ASSAY_HOME is writable.")
+        return [tables[name] for name, _ in self.schema_index.search(text, limit) if name in tables]
+
+    def _block(self, table: TableInfo) -> str:
+        """``table`` rendered for the prompt with its sample values (kept once they are known)."""
+        text = self._blocks.get(table.name)
+        if text is None:
+            sampled = self._sampled(table)
+            text = sampled.render()
+            if sampled is not table or not self._sampling_pending(table):
+                self._blocks[table.name] = text
+        return text
+
+    def _sampling_pending(self, table: TableInfo) -> bool:
+        """Whether ``table``'s samples are still to be read (a prompt ran out of time for them)."""
+        enabled = self.config.sample_values if self.config.sample_values is not None else self.settings.sample_values
+        if not enabled:
+            return False
+        try:
+            return self.schema_index.samples(table.name) is None
+        except (sqlite3.Error, OSError):
+            return False
+
+    def _sampled(self, table: TableInfo) -> TableInfo:
+        """``table`` with its low-cardinality text columns' values (cached in the index), when allowed."""
+        from .schema_samples import read_samples, with_samples
+
+        enabled = self.config.sample_values if self.config.sample_values is not None else self.settings.sample_values
+        if not enabled:
+            return table
+        try:
+            values = self.schema_index.samples(table.name)
+        except (sqlite3.Error, OSError):
+            return table
+        if values is None:
+            if time.monotonic() > self._sample_deadline:
+                return table  # this prompt spent its time on samples: read for the next one
+            values = read_samples(self, table)
+            try:
+                self.schema_index.store_samples(table.name, values)
+            except (sqlite3.Error, OSError):
+                pass  # shown this time, read again next time
+        return with_samples(table, values)
 
     def table(self, name: str) -> TableInfo:
         wanted = name.strip().strip('"`[]').lower()
@@ -252,20 +350,46 @@ class DatabaseResource(Resource):
         )
 
     def get_prompt(self, budget: PromptBudget | None = None) -> str:
-        limit = min((budget or PromptBudget()).max_chars, self.settings.schema_prompt_chars)
+        """The schema within ``budget``: for its question, the tables it needs in full (ranked over the schema
+        index) and the others named; without one, as many tables as fit in catalog order."""
+        budget = budget or PromptBudget()
+        limit = min(budget.max_chars, self.settings.schema_prompt_chars)
         header = f"{self.dialect} database {self.name!r}" + (f": {self.description}" if self.description else "")
         header += "\nQuery it with sql_query (one read-only SELECT). Tables:"
         try:
             tables = self.tables()
         except SqlError as exc:
+            self.last_layout = SchemaLayout(self.name, budget.question, "catalog", index=self.index_state,
+                                            note=f"schema unavailable: {exc.code}")
             return f"{header}\n(schema unavailable: {exc.code}: {exc.message})"[:limit]
-        return render_schema(header, tables, limit)
+        question = (budget.question or "").strip()
+        self._sample_deadline = time.monotonic() + self.settings.sample_prompt_s
+        if question and not self.index_state.startswith("unavailable"):
+            by_name = {t.name: t for t in tables}
+            if self._links is None:
+                self._links = foreign_key_neighbours(by_name)
+            ranked = rank_tables(self.schema_index.search(question, limit=60), by_name, question, self._links)
+            layout = layout_schema(header, tables, ranked, limit, datasource=self.name, question=question,
+                                   block=self._block, index_state=self.index_state)
+            self.last_layout = layout
+            return layout.text
+        fallback = ""
+        if question:  # the index is unusable: today's order, and the prompt says so
+            fallback = f"\n(schema index {self.index_state}; tables in catalog order, not chosen for the question)"
+        names: dict = {}
+        text = render_schema(header + fallback, tables, limit, out=names)
+        self.last_layout = SchemaLayout(
+            self.name, budget.question, "catalog", total=len(tables), index=self.index_state,
+            shown=[TableChoice(n, "fits the budget (catalog order, smallest first)") for n in names.get("shown", [])],
+            listed=names.get("listed", []), left_out=names.get("left_out", []), note=fallback.strip(), text=text)
+        return text
 
     def close(self) -> None:
         with self._lock:
             executor, self._executor = self._executor, None
         if executor is not None:
             executor.close()
+        self.schema_index.close()
 
     def __repr__(self) -> str:
         return f"<DatabaseResource {self.name} {self.url}>"

@@ -32,6 +32,9 @@ from assay.kernel.settings import mask_url
 from pydantic import BaseModel, Field, field_serializer, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+# Column-name words that suggest a secret or personal identifier: their values are never sampled.
+SECRET_WORDS = ("password", "passwd", "pwd", "pass", "token", "secret", "key", "ssn", "salt", "hash", "credential",
+                "auth", "otp", "pin", "cvv", "iban", "card", "api", "session", "email", "phone", "tax", "license")
 _NAME_OK = re.compile(r"[^a-z0-9_-]+")
 _FUNCTION_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*)?$")
 
@@ -55,6 +58,10 @@ class DatasourceConfig(BaseModel):
         description="Your own read-only functions the read-only check may let through, beside the dialect's "
         "allow-list: 'name' or 'schema.name', as the server stores the name (lower case unless created quoted).",
     )
+
+    sample_values: bool | None = Field(
+        default=None, description="Read and show a low-cardinality text column's distinct values in the prompt "
+        "(None: the [sql] setting sample_values; false turns them off for this datasource).")
 
     @field_validator("allow_functions")
     @classmethod
@@ -103,6 +110,19 @@ class SqlSettings(BaseSettings):
     pg_temp_file_limit_mb: int = Field(default=2048, ge=0, description="PostgreSQL temp_file_limit set for each "
                                        "statement where the login may set it (0: none); assay db doctor advises "
                                        "ALTER ROLE ... SET temp_file_limit where it may not.")
+
+    sample_values: bool = Field(default=True, description="Show the distinct values of low-cardinality text "
+                                "columns of the tables a prompt shows in full (a datasource may turn them off).")
+    sample_values_max: int = Field(default=12, ge=1, le=100, description="A text column with more distinct "
+                                   "values than this (in the rows read) gets none shown.")
+    sample_scan_rows: int = Field(default=10_000, ge=100, description="Rows of a table read to find a column's "
+                                  "distinct values (a bounded query under the datasource's guard and limits).")
+    sample_timeout_s: float = Field(default=2.0, gt=0, description="Time limit of one sample-values query.")
+    sample_prompt_s: float = Field(default=3.0, ge=0, description="Time one prompt may spend reading sample values; "
+                                   "tables not reached are shown without them (and read for the next prompt).")
+    sample_secret_words: list[str] = Field(
+        default_factory=lambda: list(SECRET_WORDS),
+        description="A column whose name holds one of these words never has its values read or shown.")
 
     @field_validator("databases", mode="before")
     @classmethod

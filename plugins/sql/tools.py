@@ -31,7 +31,8 @@ from assay import FunctionTool, RunContext, ToolResult
 
 from . import sql_settings
 from .capture import capture_failure, stream_capture
-from .errors import ARTIFACT_CAPTURE_FAILED, NOTHING_SENT, SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED, SqlError
+from .errors import (ARTIFACT_CAPTURE_FAILED, NOTHING_SENT, SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED,
+                     SQL_TABLE_NOT_FOUND, SqlError)
 from .execution import run_cancellable
 from .results import QueryResult
 from .preview import markdown_table
@@ -240,42 +241,61 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
     def list_tables(
         datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
         pattern: Annotated[str | None, Field(description="Only tables whose name contains this text.")] = None,
+        search: Annotated[str | None, Field(description="Words to look for in table and column names, comments "
+                                            "and definitions; the best matches come first (at most 20).")] = None,
         run: RunContext | None = None,
     ) -> ToolResult:
         """List the tables and views of a datasource with row estimates and column counts."""
         try:
             resource = sources.resolve(datasource, run)
             tables = resource.tables()
+            found = resource.search_tables(search) if search else tables
         except SqlError as exc:
             return ToolResult.from_error(exc)
-        chosen = [t for t in tables if not pattern or pattern.lower() in t.name.lower()]
-        lines = [t.summary_line() for t in chosen[:1000]]
+        chosen = [t for t in found if not pattern or pattern.lower() in t.name.lower()]
+        lines = [t.summary_line() + (f"  -- {t.comment}" if search and t.comment else "") for t in chosen[:1000]]
         more = f"\n... and {len(chosen) - 1000} more; narrow with pattern=" if len(chosen) > 1000 else ""
         head = f"{len(chosen)} of {len(tables)} tables in {resource.name} ({resource.dialect})"
+        if search:
+            head += f" matching {search!r}, best first" + ("" if chosen else " (none: try other words)")
         data = [{"name": t.name, "kind": t.kind, "row_estimate": t.row_estimate, "columns": len(t.columns)} for t in chosen]
         return ToolResult.ok(data, content=head + ":\n" + "\n".join(lines) + more + privileged_note(resource),
                              metadata={"privileged_login": resource.privileged_login})
 
     def describe_table(
-        table: Annotated[str, Field(description="Table or view name, as list_tables shows it.")],
+        table: Annotated[str | None, Field(description="Table or view name, as list_tables shows it.")] = None,
         datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
+        search: Annotated[str | None, Field(description="Instead of a name: describe the (at most 3) tables "
+                                            "these words match best.")] = None,
         run: RunContext | None = None,
     ) -> ToolResult:
-        """Describe one table: columns, types, primary and foreign keys, row estimate."""
+        """Describe one table: columns, types, comments, primary and foreign keys, row estimate."""
         try:
             resource = sources.resolve(datasource, run)
-            info = resource.table(table)
+            if table:
+                infos = [resource.table(table)]
+            elif search:
+                infos = resource.search_tables(search, limit=3)
+            else:
+                raise SqlError(SQL_TABLE_NOT_FOUND, "describe_table needs table= or search=",
+                               "Pass a table name from list_tables, or search= words.")
         except SqlError as exc:
             return ToolResult.from_error(exc)
-        return ToolResult.ok(info.model_dump(), content=info.render() + privileged_note(resource),
+        if not infos:
+            return ToolResult.from_error(SqlError(
+                SQL_TABLE_NOT_FOUND, f"no table of {resource.name!r} matches {search!r}",
+                "Try other words, or call list_tables."))
+        data = infos[0].model_dump() if table else [i.model_dump() for i in infos]
+        return ToolResult.ok(data, content="\n\n".join(i.render() for i in infos) + privileged_note(resource),
                              metadata={"privileged_login": resource.privileged_login})
 
-    async def alist_tables(datasource: str | None = None, pattern: str | None = None,
+    async def alist_tables(datasource: str | None = None, pattern: str | None = None, search: str | None = None,
                            run: RunContext | None = None) -> ToolResult:
-        return await asyncio.to_thread(list_tables, datasource, pattern, run)
+        return await asyncio.to_thread(list_tables, datasource, pattern, search, run)
 
-    async def adescribe_table(table: str, datasource: str | None = None, run: RunContext | None = None) -> ToolResult:
-        return await asyncio.to_thread(describe_table, table, datasource, run)
+    async def adescribe_table(table: str | None = None, datasource: str | None = None, search: str | None = None,
+                              run: RunContext | None = None) -> ToolResult:
+        return await asyncio.to_thread(describe_table, table, datasource, search, run)
 
     return [SqlTool(sql_query, asql_query), SqlTool(list_tables, alist_tables), SqlTool(describe_table, adescribe_table)]
 

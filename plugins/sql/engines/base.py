@@ -238,6 +238,11 @@ class SqlEngine:
     def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
         raise NotImplementedError
 
+    def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str | None:
+        """A cheap text that changes when the schema :meth:`introspect` reads changes (tables, columns,
+        types, keys, comments); None: the engine has none (the schema index is then rebuilt per process)."""
+        return None
+
 
 def python_type(rows: list[tuple], index: int) -> str:
     """A column's type named from its first non-NULL value (drivers that describe no types)."""
@@ -260,3 +265,29 @@ def group_tables(rows: list[tuple]) -> dict[str, TableInfo]:
             table = tables[name] = TableInfo(name=name, kind=kind, row_estimate=est)
         table.columns.append(ColumnInfo(name=col, type=str(typ or ""), nullable=bool(nullable), primary_key=bool(is_pk)))
     return tables
+
+
+def apply_comments(tables: dict[str, TableInfo], rows: list[tuple]) -> None:
+    """Catalog rows of (table, column or None/'' for the table, comment) -> the tables' comments."""
+    for name, column, comment in rows:
+        table = tables.get(name)
+        if table is None or not comment:
+            continue
+        if not column:
+            table.comment = str(comment).strip()
+            continue
+        for col in table.columns:
+            if col.name == column:
+                col.comment = str(comment).strip()
+
+
+def listing_digest(*listings: list[tuple]) -> str:
+    """A digest of catalog rows (an engine whose catalog keeps no change counter hashes its listing)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for rows in listings:
+        for row in rows:
+            digest.update(repr(tuple(row)).encode())
+        digest.update(b"\x00")
+    return digest.hexdigest()

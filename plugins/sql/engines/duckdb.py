@@ -24,7 +24,8 @@ from assay.kernel.database_engine import CatalogFetch
 
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import bounds_filter, from_engine
-from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream, group_tables, queue_pool
+from .base import (EngineLimits, Pool, SqlEngine, Streamed, apply_comments, cursor_stream, group_tables,
+                   listing_digest, queue_pool)
 
 LOCKED_CONFIG = {
     "enable_external_access": False,
@@ -141,7 +142,35 @@ class DuckdbEngine(SqlEngine):
             key = table if schema == "main" else f"{schema}.{table}"
             if key in tables:
                 tables[key].foreign_keys.append(ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols or [])))
+        apply_comments(tables, fetch(self._COMMENTS, []))
         return list(tables.values())
+
+    _NAME = "CASE WHEN schema_name = 'main' THEN table_name ELSE schema_name || '.' || table_name END"
+    _COMMENTS = (
+        f"SELECT {_NAME}, NULL, comment FROM duckdb_tables() WHERE database_name = current_database() "
+        "AND comment IS NOT NULL UNION ALL "
+        f"SELECT {_NAME.replace('table_name', 'view_name')}, NULL, comment FROM duckdb_views() "
+        "WHERE database_name = current_database() "
+        "AND NOT internal AND comment IS NOT NULL UNION ALL "
+        f"SELECT {_NAME}, column_name, comment FROM duckdb_columns() WHERE database_name = current_database() "
+        "AND NOT internal AND comment IS NOT NULL"
+    )
+
+    def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
+        """A digest of the catalog listing: columns, comments and constraints."""
+        columns = fetch(
+            "SELECT schema_name, table_name, column_name, data_type, is_nullable, comment FROM duckdb_columns() "
+            "WHERE database_name = current_database() AND NOT internal ORDER BY schema_name, table_name, column_index",
+            [],
+        )
+        comments = fetch(self._COMMENTS + " ORDER BY 1, 2", [])
+        keys = fetch(
+            "SELECT schema_name, table_name, constraint_type, constraint_column_names::VARCHAR, "
+            "referenced_table, referenced_column_names::VARCHAR FROM duckdb_constraints() "
+            "WHERE database_name = current_database() ORDER BY ALL",
+            [],
+        )
+        return "duckdb:" + listing_digest(columns, comments, keys)
 
 
 DUCKDB = DuckdbEngine()

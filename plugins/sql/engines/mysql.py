@@ -36,7 +36,7 @@ from assay.kernel.log import get_logger
 from ..errors import SQL_VALUE_TOO_LARGE, SqlError
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import VALUE_HINT
-from .base import EngineLimits, Pool, SqlEngine, Streamed, group_tables, server_pool
+from .base import EngineLimits, Pool, SqlEngine, Streamed, apply_comments, group_tables, listing_digest, server_pool
 
 log = get_logger("assay.sql")
 TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
@@ -212,7 +212,34 @@ class MysqlEngine(SqlEngine):
                     tables[table].foreign_keys.append(fk)
             fk.columns.append(col)
             fk.ref_columns.append(ref_col)
+        apply_comments(tables, fetch(
+            "SELECT table_name, '', table_comment FROM information_schema.tables WHERE table_schema = DATABASE() "
+            "AND table_type <> 'VIEW' AND table_comment <> '' UNION ALL "
+            "SELECT table_name, column_name, column_comment FROM information_schema.columns "
+            "WHERE table_schema = DATABASE() AND column_comment <> ''",
+            None,
+        ))
         return list(tables.values())
+
+    def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
+        """A digest of the ``information_schema`` listing (MariaDB keeps no catalog change counter)."""
+        columns = fetch(
+            "SELECT table_name, column_name, column_type, is_nullable, column_key, column_comment "
+            "FROM information_schema.columns WHERE table_schema = DATABASE() ORDER BY table_name, ordinal_position",
+            None,
+        )
+        tables = fetch(
+            "SELECT table_name, table_type, table_comment, create_time FROM information_schema.tables "
+            "WHERE table_schema = DATABASE() ORDER BY table_name",
+            None,
+        )
+        keys = fetch(
+            "SELECT table_name, constraint_name, column_name, referenced_table_name, referenced_column_name "
+            "FROM information_schema.key_column_usage WHERE table_schema = DATABASE() "
+            "ORDER BY table_name, constraint_name, ordinal_position",
+            None,
+        )
+        return "mysql:" + listing_digest(columns, tables, keys)
 
 
 MYSQL = MysqlEngine()

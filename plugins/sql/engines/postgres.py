@@ -41,7 +41,8 @@ from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import bounds_filter, from_engine
-from .base import EngineLimits, Pool, SqlEngine, StreamColumn, Streamed, group_tables, server_pool
+from .base import (EngineLimits, Pool, SqlEngine, StreamColumn, Streamed, apply_comments, group_tables,
+                   server_pool)
 
 SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema', 'pg_toast')"
 NUMERIC = 1700
@@ -287,7 +288,39 @@ class PostgresEngine(SqlEngine):
         for table, ref, cols, ref_cols in fks:
             if table in tables:
                 tables[table].foreign_keys.append(ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols)))
+        apply_comments(tables, fetch(  # COMMENT ON TABLE / COLUMN
+            f"SELECT {_QUALIFIED}, a.attname, d.description FROM pg_description d "
+            "JOIN pg_class c ON c.oid = d.objoid AND d.classoid = 'pg_class'::regclass "
+            "JOIN pg_namespace n ON n.oid = c.relnamespace "
+            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid AND d.objsubid > 0 "
+            f"WHERE {where}",
+            params,
+        ))
         return list(tables.values())
+
+    def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
+        """A digest of the catalog rows' versions (``xmin``): relations, columns, constraints, comments."""
+        where = "n.nspname = ANY(%s)" if schemas else f"n.nspname NOT IN {SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg_%%'"
+        params = (schemas,) * 4 if schemas else ()
+        rels = f"pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace AND {where}"
+        (digest,) = fetch(
+            "SELECT md5(coalesce(string_agg(x, ',' ORDER BY x), '') || array_to_string(current_schemas(false), ',')) "
+            "FROM ("
+            f"  SELECT 'c' || c.oid || ':' || c.xmin || ':' || n.nspname || '.' || c.relname AS x FROM {rels} "
+            "   WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') "
+            f"  UNION ALL SELECT 'a' || a.attrelid || ':' || a.attnum || ':' || a.xmin FROM pg_attribute a "
+            f"   JOIN {rels} ON c.oid = a.attrelid WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f') AND a.attnum > 0 "
+            f"  UNION ALL SELECT 'k' || k.oid || ':' || k.xmin FROM pg_constraint k JOIN {rels} ON c.oid = k.conrelid "
+            f"  UNION ALL SELECT 'd' || d.objoid || ':' || d.objsubid || ':' || d.xmin FROM pg_description d "
+            f"   JOIN {rels} ON c.oid = d.objoid AND d.classoid = 'pg_class'::regclass"
+            ") s",
+            params,
+        )[0]
+        return f"postgresql:{digest}"
+
+
+# A relation's name as the prompt shows it: bare on the search path, schema-qualified elsewhere.
+_QUALIFIED = "CASE WHEN n.nspname = ANY(current_schemas(false)) THEN c.relname ELSE n.nspname || '.' || c.relname END"
 
 
 POSTGRESQL = PostgresEngine()

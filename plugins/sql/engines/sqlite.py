@@ -23,7 +23,7 @@ from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 from ..schema import ColumnInfo, ForeignKey, TableInfo
 from ..errors import SQL_VALUE_TOO_LARGE, SqlError
 from ..value_limits import VALUE_HINT
-from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream
+from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream, listing_digest
 from .file_pool import ConnectionPool, FileURL, parse_file_url
 
 DENY = sqlite3.SQLITE_DENY
@@ -124,36 +124,44 @@ class SqliteEngine(SqlEngine):
         return streamed
 
     def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
+        """Three catalog queries whatever the number of tables (``pragma_table_info`` joined to the listing)."""
         objects = fetch(
             "SELECT name, type FROM sqlite_master WHERE type IN ('table', 'view') "
             "AND name NOT LIKE 'sqlite_%' ORDER BY name",
             (),
         )
+        columns: dict[str, list[ColumnInfo]] = {name: [] for name, _ in objects}
+        for table, c, t, nn, pk in fetch(
+            "SELECT m.name, p.name, p.type, p.\"notnull\", p.pk FROM sqlite_master m, pragma_table_info(m.name) p "
+            "WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, p.cid",
+            (),
+        ):
+            columns[table].append(ColumnInfo(name=c, type=t or "", nullable=not nn, primary_key=bool(pk)))
+        fks: dict[str, dict[int, ForeignKey]] = {}
+        for table, fk_id, ref, col_from, col_to in fetch(
+            "SELECT m.name, f.id, f.\"table\", f.\"from\", f.\"to\" FROM sqlite_master m, pragma_foreign_key_list(m.name) f "
+            "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, f.id, f.seq",
+            (),
+        ):
+            fk = fks.setdefault(table, {}).setdefault(fk_id, ForeignKey(columns=[], ref_table=ref, ref_columns=[]))
+            fk.columns.append(col_from)
+            if col_to:
+                fk.ref_columns.append(col_to)
         tables = []
         for name, kind in objects:
-            cols = fetch("SELECT name, type, \"notnull\", pk FROM pragma_table_info(?)", (name,))
-            fks: dict[int, ForeignKey] = {}
-            for fk_id, _seq, ref, col_from, col_to in fetch(
-                "SELECT id, seq, \"table\", \"from\", \"to\" FROM pragma_foreign_key_list(?) ORDER BY id, seq", (name,)
-            ):
-                fk = fks.setdefault(fk_id, ForeignKey(columns=[], ref_table=ref, ref_columns=[]))
-                fk.columns.append(col_from)
-                if col_to:
-                    fk.ref_columns.append(col_to)
             estimate = None
             if kind == "table" and len(objects) <= 200:
                 quoted = '"' + name.replace('"', '""') + '"'
                 estimate = fetch(f"SELECT count(*) FROM {quoted}", ())[0][0]
-            tables.append(
-                TableInfo(
-                    name=name,
-                    kind=kind,
-                    row_estimate=estimate,
-                    columns=[ColumnInfo(name=c, type=t or "", nullable=not nn, primary_key=bool(pk)) for c, t, nn, pk in cols],
-                    foreign_keys=list(fks.values()),
-                )
-            )
+            tables.append(TableInfo(name=name, kind=kind, row_estimate=estimate, columns=columns.get(name, []),
+                                    foreign_keys=list(fks.get(name, {}).values())))
         return tables
+
+    def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
+        """``schema_version`` (bumped by every schema change) and a digest of ``sqlite_master``."""
+        version = fetch("SELECT schema_version FROM pragma_schema_version()", ())[0][0]
+        listing = fetch("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name", ())
+        return f"sqlite:{version}:{listing_digest(listing)}"
 
 
 SQLITE = SqliteEngine()
