@@ -37,6 +37,7 @@ from .access import owner_scope
 from .limits import SERVICE_BUSY, SERVICE_RATE_LIMITED, Refused, per_minute_wait
 from .quota import charge_to_owner
 from .settings import ServiceSettings
+from .sse import run_event
 
 log = get_logger("assay.service.runs")
 
@@ -201,8 +202,7 @@ class RunManager:
         loop = asyncio.get_running_loop()
 
         def observe(event: AgentEvent) -> None:
-            item = {"kind": event.kind, "run_id": event.run_id, "step": event.step, "at": event.at,
-                    "data": event.data}
+            item = run_event(event.kind, event.run_id, event.step, event.at, event.data)
             try:
                 running = asyncio.get_running_loop() is loop
             except RuntimeError:
