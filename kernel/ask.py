@@ -111,9 +111,10 @@ def refused(run_id: str, question: str, model: str, error: AssayError | None, ob
     time spent resolving the model and the databases counts), else now; ``reason``: the status reason
     (else "refused before the model was asked: CODE")."""
     started = time.time() if started_at is None else started_at
+    if reason is None:
+        reason = "refused before the model was asked" + (f": {error.code}" if error is not None else "")
     why = None if error is None else RunError(code=error.code, message=error.message, hint=error.hint)
-    transcript = Transcript(run_id=run_id, question=question, model=model, status=status,
-                            status_reason=reason or f"refused before the model was asked: {why.code if why else ''}",
+    transcript = Transcript(run_id=run_id, question=question, model=model, status=status, status_reason=reason,
                             error=why, started_at=started, ended_at=max(time.time(), started))
     for kind, data in (("run_started", {"question": question, "model": model}),
                        ("run_finished", {"summary": transcript.summary()})):
