@@ -1,12 +1,19 @@
-"""One question answered by the main agent: the code path of ``assay ask`` and of ``make demo``.
+"""One question answered by the main agent: the one code path of ``assay ask``, ``POST /runs`` and ``assay worker``.
 
 :func:`aask` resolves the model (``PROVIDER[:NAME]``), attaches the databases
 (a configured datasource's name, or a URL the caller's ``open_url``
 attaches: the SQL plugin's for `assay ask --db URL`) and checks that they
-connect, then runs the agent on a new run recorded in the runs store. Input
-that cannot work (an empty question, an unknown model, a database that does
-not connect) never reaches the model: the run is recorded with status
-``invalid_input`` and the error's code, message and hint.
+connect, picks the resources, then runs the agent on the run. Input that
+cannot work (an empty question, an unknown model, a database that does not
+connect) never reaches the model: the run is recorded with status
+``invalid_input`` and the error's code, message and hint. A cancel before the
+model was asked records the run ``cancelled`` too.
+
+What differs between the three callers is a parameter, never a copy: the CLI
+records on a new run and may record a cassette (``AskOptions.record``); the
+service passes a run scoped to its owner, its clamped settings and its
+watchers; a worker passes the run under the id the API recorded and its
+lease-fenced recorder.
 """
 
 from __future__ import annotations
@@ -32,19 +39,20 @@ ModelRecorder = Callable[["Model", str], "Model"]
 
 if TYPE_CHECKING:
     from .agent.settings import AgentSettings
+    from .context import RunContext
     from .kernel import Kernel
     from .models import Model
 
 
 @dataclass
 class AskOptions:
-    """What ``assay ask`` was given."""
+    """One question to answer: what ``assay ask``, ``POST /runs`` or a worker's message was given."""
 
     question: str
     databases: list[str] = field(default_factory=list)  # URLs or configured datasource names
     model: str | None = None  # PROVIDER[:NAME]; None: the agent settings' model
     allow_privileged: bool = False
-    settings: AgentSettings | None = None
+    settings: AgentSettings | None = None  # None: the kernel's agent section (the service's are clamped)
     open_url: UrlOpener | None = None  # attaches a database URL (the SQL plugin's)
     record: str | None = None  # a cassette path: every model exchange is written there
     record_model: ModelRecorder | None = None  # wraps the model to record it (the models plugin's)
@@ -96,15 +104,18 @@ def attach_databases(kernel: Kernel, databases: Iterable[str], *, open_url: UrlO
     return chosen
 
 
-def refused(run_id: str, question: str, model: str, error: AssayError, observers: Iterable[AgentObserver],
-            status: RunStatus = RunStatus.INVALID_INPUT, *, started_at: float | None = None) -> Transcript:
+def refused(run_id: str, question: str, model: str, error: AssayError | None, observers: Iterable[AgentObserver],
+            status: RunStatus = RunStatus.INVALID_INPUT, *, started_at: float | None = None,
+            reason: str | None = None) -> Transcript:
     """A run that never reached the model, recorded like any other; ``started_at``: when it began (the
-    time spent resolving the model and the databases counts), else now."""
+    time spent resolving the model and the databases counts), else now; ``reason``: the status reason
+    (else "refused before the model was asked: CODE")."""
     started = time.time() if started_at is None else started_at
-    transcript = Transcript(run_id=run_id, question=question, model=model, status=status,
-                            status_reason=f"refused before the model was asked: {error.code}",
-                            error=RunError(code=error.code, message=error.message, hint=error.hint),
-                            started_at=started, ended_at=max(time.time(), started))
+    if reason is None:
+        reason = "refused before the model was asked" + (f": {error.code}" if error is not None else "")
+    why = None if error is None else RunError(code=error.code, message=error.message, hint=error.hint)
+    transcript = Transcript(run_id=run_id, question=question, model=model, status=status, status_reason=reason,
+                            error=why, started_at=started, ended_at=max(time.time(), started))
     for kind, data in (("run_started", {"question": question, "model": model}),
                        ("run_finished", {"summary": transcript.summary()})):
         event = AgentEvent(kind, run_id, 0, data)  # type: ignore[arg-type]
@@ -113,13 +124,20 @@ def refused(run_id: str, question: str, model: str, error: AssayError, observers
     return transcript
 
 
-async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = None,
+async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = None, run: RunContext | None = None,
                observers: Iterable[AgentObserver] = (), record_run: bool = True) -> Transcript:
-    """Answer ``options.question`` with the main agent; the run is kept in ``kernel.runs``.
+    """Answer ``options.question`` with the main agent: the one way a question is run (the CLI, the
+    service and the workers call this).
 
-    ``model`` (an instance) wins over ``options.model``. Cancelling the task
-    cancels the running tool calls, records ``cancelled``, closes the run
-    (its sandbox session) and re-raises.
+    ``model`` (an instance) wins over ``options.model``. ``run``: the run to
+    answer on (the service's, scoped to its owner; a worker's, under the id the
+    API recorded), the caller's to close; None: a new run, closed here.
+    ``record_run``: a :class:`~assay.kernel.runs.RunRecorder` of ``kernel.runs``
+    sees every event before ``observers`` (False: the caller records, as the
+    service and the workers do). The databases are attached on a thread, off
+    the event loop. Cancelling the task cancels the running tool calls,
+    records ``cancelled`` (also before the model was asked), closes a run made
+    here (its sandbox session) and re-raises.
     """
     from .agent.loop import agent_settings
     from .runs import RunRecorder
@@ -129,7 +147,9 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
     watchers: list[AgentObserver] = [RunRecorder(kernel.runs)] if record_run else []
     watchers += list(observers)
     started = time.time()
-    run = kernel.new_run()
+    own_run = run is None
+    if run is None:
+        run = kernel.new_run()
     recording: Any = None
     try:
         label = model_label(model) if model is not None else spec
@@ -146,15 +166,20 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
                     raise AssayError(MODEL_CONFIG_INVALID, "recording model exchanges is not available here",
                                      "The models plugin (assay.plugins.models.cassette) records them.")
                 model = recording = options.record_model(model, options.record)
-            databases = attach_databases(kernel, options.databases, open_url=options.open_url,
-                                         allow_privileged=options.allow_privileged)
+            databases = await asyncio.to_thread(attach_databases, kernel, options.databases,
+                                                open_url=options.open_url, allow_privileged=options.allow_privileged)
         except AssayError as exc:
             return refused(run.run_id, options.question, label, exc, watchers, started_at=started)
+        except asyncio.CancelledError:  # e.g. DELETE /runs/ID while a database connects: ended, not left running
+            refused(run.run_id, options.question, label, None, watchers, RunStatus.CANCELLED, started_at=started,
+                    reason="cancelled before the model was asked")
+            raise
         resources = _resources(kernel, databases) if options.databases else None
         return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
                                 observers=watchers, model_name=label)
     finally:
-        run.close()  # the sandbox session and what else the run opened, also after a cancellation
+        if own_run:
+            run.close()  # the sandbox session and what else the run opened, also after a cancellation
         if recording is not None and callable(getattr(recording, "close", None)):
             recording.close()
 

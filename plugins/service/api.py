@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import json
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -44,6 +43,7 @@ from .auth import OUTAGES
 from .limits import InFlight, Refused, ToolCallLimits
 from .runner import RunManager, RunRequest
 from .settings import ServiceSettings
+from .sse import END, KEEPALIVE, KEEPALIVE_S, event_frame, frame, run_event
 from .tool_calls import call_in_own_run, visible_artifact
 
 SERVICE_RUN_NOT_FOUND = "SERVICE_RUN_NOT_FOUND"
@@ -55,7 +55,6 @@ SERVICE_METHOD_NOT_ALLOWED = "SERVICE_METHOD_NOT_ALLOWED"
 SERVICE_ROUTE_NOT_FOUND = "SERVICE_ROUTE_NOT_FOUND"
 WEB = Path(__file__).with_name("web")
 PUBLIC = ("/health", "/", "/app.js", "/app.css", "/favicon.ico")
-KEEPALIVE_S = 15.0
 
 AUTH = {401: {"model": ErrorBody, "description": "No bearer token, or not a valid one."}}
 NOT_FOUND = {404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}}
@@ -328,8 +327,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 history, queue = mgr().watch(run_id)
                 if queue is None:
                     history = await asyncio.to_thread(lambda: [
-                        {"kind": e.kind, "run_id": run_id, "step": e.step, "at": e.at, "data": e.data}
-                        for e in kernel.runs.events(run_id)])
+                        run_event(e.kind, run_id, e.step, e.at, e.data) for e in kernel.runs.events(run_id)])
                 stream = _sse(mgr(), run_id, history, queue)
         except BaseException:  # e.g. the catalog did not answer: nothing was streamed, the slot is free again
             release()
@@ -410,28 +408,24 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
 async def _sse(manager: RunManager, run_id: str, history: list[dict[str, Any]], queue: asyncio.Queue | None):
     seq = 0
-
-    def frame(item: dict[str, Any]) -> str:
-        nonlocal seq
-        seq += 1
-        return f"id: {seq}\nevent: {item['kind']}\ndata: {json.dumps(item, default=str)}\n\n"
-
     try:
         for item in history:
-            yield frame(item)
+            seq += 1
+            yield event_frame(seq, item)
         if queue is None:
-            yield "event: end\ndata: {}\n\n"
+            yield END
             return
         while True:
             try:
                 item = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
             except TimeoutError:
-                yield ": keep-alive\n\n"
+                yield KEEPALIVE
                 continue
             if item is None:
-                yield "event: end\ndata: {}\n\n"
+                yield END
                 return
-            yield frame(item)
+            seq += 1
+            yield event_frame(seq, item)
     finally:
         if queue is not None:
             manager.unwatch(run_id, queue)
@@ -441,13 +435,13 @@ async def _while_token_active(stream: Any, tokens: Any, token_id: str):
     """``stream``'s frames while its token stays valid: the token is checked before each frame is sent,
     and a revoked one ends the stream with an ``error`` event naming the code."""
     try:
-        async for frame in stream:
+        async for chunk in stream:
             if not await asyncio.to_thread(tokens.active, token_id):
                 body = {"code": "SERVICE_AUTH_INVALID", "message": "the bearer token was revoked",
                         "hint": "Make a new one with `assay tokens create`."}
-                yield f"event: error\ndata: {json.dumps(body)}\n\n"
+                yield frame("error", body)
                 return
-            yield frame
+            yield chunk
     finally:
         await stream.aclose()
 

@@ -1,7 +1,8 @@
 """The service's runs: started in the background, streamed to watchers, cancelled, drained.
 
-Each ``POST /runs`` becomes an asyncio task running the main agent
-(:func:`assay.kernel.agent.arun_agent`) on a fresh run, recorded in the runs
+Each ``POST /runs`` becomes an asyncio task answering the question
+(:func:`assay.kernel.ask.aask`, as ``assay ask`` and the workers do) on a
+fresh run scoped to its owner, recorded in the runs
 store as it goes (:class:`assay.kernel.runs.RunRecorder`) and fanned out to
 the SSE watchers of that run. Admission is bounded: runs per token going at
 once (queued or running), runs the server holds at once, questions per
@@ -25,9 +26,9 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.kernel.agent import AgentEvent, AgentSettings, arun_agent
+from assay.kernel.agent import AgentEvent, AgentSettings
 from assay.kernel.agent.loop import agent_settings
-from assay.kernel.ask import attach_databases, refused, resolve_model
+from assay.kernel.ask import AskOptions, aask, refused
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
@@ -36,6 +37,7 @@ from .access import owner_scope
 from .limits import SERVICE_BUSY, SERVICE_RATE_LIMITED, Refused, per_minute_wait
 from .quota import charge_to_owner
 from .settings import ServiceSettings
+from .sse import run_event
 
 log = get_logger("assay.service.runs")
 
@@ -200,8 +202,7 @@ class RunManager:
         loop = asyncio.get_running_loop()
 
         def observe(event: AgentEvent) -> None:
-            item = {"kind": event.kind, "run_id": event.run_id, "step": event.step, "at": event.at,
-                    "data": event.data}
+            item = run_event(event.kind, event.run_id, event.step, event.at, event.data)
             try:
                 running = asyncio.get_running_loop() is loop
             except RuntimeError:
@@ -216,19 +217,10 @@ class RunManager:
             recorder.begin(run.run_id, request.question, spec)
             async with self._slots:
                 live.state = "running"
-                try:
-                    model = resolve_model(self.kernel, spec)
-                    databases = [request.datasource] if request.datasource else []
-                    chosen = await asyncio.to_thread(attach_databases, self.kernel, databases)
-                except AssayError as exc:
-                    refused(run.run_id, request.question, spec, exc, observers)
-                    return
-                resources = None
-                if request.datasource:
-                    others = [r for r in self.kernel.resources.values() if r.type != "database"]
-                    resources = chosen + others
-                await arun_agent(self.kernel, model, run, request.question, resources=resources,
-                                 settings=self._agent_settings(request), observers=observers, model_name=spec)
+                options = AskOptions(question=request.question, model=spec,
+                                     databases=[request.datasource] if request.datasource else [],
+                                     settings=self._agent_settings(request))
+                await aask(self.kernel, options, run=run, observers=observers, record_run=False)
         except asyncio.CancelledError:
             if live.state == "queued":  # cancelled before it ran: still recorded, with its status
                 refused(run.run_id, request.question, spec, AssayError("SERVICE_RUN_CANCELLED", "cancelled while "

@@ -12,7 +12,6 @@ run that the workers' reconciler enqueues again (:meth:`Executor.reconcile`).
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -21,6 +20,7 @@ from assay.kernel.database import open_database
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecord, store_path
+from assay.plugins.service.sse import END, KEEPALIVE, KEEPALIVE_S, event_frame, run_event
 
 from .broker import Broker, broker_settings, check_shared_catalog
 from .faults import fault_point
@@ -30,7 +30,6 @@ from .recording import record_ended
 
 log = get_logger("assay.worker.dispatch")
 ENDED_STATUSES_WAIT_S = 30.0  # how long DELETE /runs/ID waits for a worker to record the cancel
-KEEPALIVE_S = 15.0
 
 
 def open_leases(kernel_settings: Any) -> LeaseStore:
@@ -116,21 +115,20 @@ class RemoteRuns:
             events = await asyncio.to_thread(self._after, run_id, sent)
             for seq, kind, step, at, data in events:
                 sent = seq
-                item = {"kind": kind, "run_id": run_id, "step": step, "at": at, "data": data}
-                yield f"id: {seq}\nevent: {kind}\ndata: {json.dumps(item, default=str)}\n\n"
+                yield event_frame(seq, run_event(kind, run_id, step, at, data))
                 if kind == "run_finished":
-                    yield "event: end\ndata: {}\n\n"
+                    yield END
                     return
             if events:
                 quiet = time.monotonic()
             else:
                 record = await asyncio.to_thread(self.kernel.runs.get, run_id)
                 if record is None or record.status not in ("queued", "running") or time.monotonic() > deadline:
-                    yield "event: end\ndata: {}\n\n"
+                    yield END
                     return
                 if time.monotonic() - quiet >= KEEPALIVE_S:
                     quiet = time.monotonic()
-                    yield ": keep-alive\n\n"
+                    yield KEEPALIVE
             await asyncio.sleep(self.settings.poll_s)
 
     def queued_s(self, run_id: str) -> float | None:

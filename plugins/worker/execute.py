@@ -31,9 +31,8 @@ import uuid
 from collections import deque
 from typing import Any
 
-from assay.kernel.agent import arun_agent
 from assay.kernel.agent.loop import agent_settings
-from assay.kernel.ask import attach_databases, refused, resolve_model
+from assay.kernel.ask import AskOptions, aask, refused
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.runs import RunRecorder
@@ -152,24 +151,14 @@ class Executor:
                       lambda write: guarded.retrying(write, time.monotonic() + self.settings.write_retry_s))
         run = kernel.new_run(run_id=run_id)
         loop = asyncio.get_running_loop()
-        agent: asyncio.Future = loop.create_future()
         stop = threading.Event()
         try:
-            try:
-                model = resolve_model(kernel, message.model)
-                databases = [message.datasource] if message.datasource else []
-                chosen = await asyncio.to_thread(attach_databases, kernel, databases)
-            except AssayError as exc:
-                refused(run_id, message.question, message.model, exc, [guarded])
-                return
-            resources = None
-            if message.datasource:
-                resources = chosen + [r for r in kernel.resources.values() if r.type != "database"]
             settings = agent_settings(kernel).model_copy(update={"max_wall_s": message.max_wall_s,
                                                                  "max_steps": message.max_steps})
-            agent = asyncio.ensure_future(arun_agent(kernel, model, run, message.question, resources=resources,
-                                                     settings=settings, observers=[guarded],
-                                                     model_name=message.model))
+            options = AskOptions(question=message.question, model=message.model, settings=settings,
+                                 databases=[message.datasource] if message.datasource else [])
+            # the guard renews the lease and looks for a cancel from here on, while the databases connect too
+            agent = asyncio.ensure_future(aask(kernel, options, run=run, observers=[guarded], record_run=False))
             with self._lock:
                 self.running[run_id] = (loop, agent)
             threading.Thread(target=self._guard, args=(run_id, loop, agent, guarded, stop), daemon=True,
