@@ -75,7 +75,7 @@ def measure(label: str, url: str, config: dict) -> None:
     runs = []
     for _ in range(5):
         for q, _ in QUESTIONS:
-            runs.append(timed(lambda: later.get_prompt(PromptBudget(max_chars=BUDGET, question=q))))
+            runs.append(timed(lambda q=q: later.get_prompt(PromptBudget(max_chars=BUDGET, question=q))))
     plain = [timed(lambda: later.get_prompt(PromptBudget(max_chars=BUDGET))) for _ in range(50)]
     p50, p95 = statistics.median(runs), statistics.quantiles(runs, n=20)[18]
     print(f"  3. warm prompt for a question      p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms  (target <= 20 ms), "

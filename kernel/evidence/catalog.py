@@ -226,7 +226,7 @@ class ArtifactCatalog:
     def run_ages(self) -> dict[str, str]:
         """Every run with records, and its newest record's ``created_at`` (ISO 8601, UTC)."""
         rows = self._ready().execute("SELECT run_id, MAX(created_at) FROM artifacts GROUP BY run_id").fetchall()
-        return {run_id: newest for run_id, newest in rows}
+        return dict(rows)
 
     def delete_records(self, records: list[ArtifactRecord]) -> None:
         """Remove these records (here and from a shared store); their content is left to

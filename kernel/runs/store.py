@@ -190,7 +190,7 @@ class SQLRunStore(RunStore):
             chunk = tuple(run_ids[start:start + 500])
             marks = ",".join("?" * len(chunk))
 
-            def drop() -> int:
+            def drop(marks: str = marks, chunk: tuple[str, ...] = chunk) -> int:
                 with db.transaction() as tx:
                     tx.execute(f"DELETE FROM run_events WHERE run_id IN ({marks})", chunk)
                     return tx.execute(f"DELETE FROM runs WHERE run_id IN ({marks})", chunk).rowcount
