@@ -153,7 +153,14 @@ def sniff_text(path: Path, fmt: str, ext: str, compression: str | None, *, max_c
         raise FileError(FILE_LINE_TOO_LONG, f"{path.name}: the first line is longer than {len(sample):,} bytes",
                         "A CSV header that long is not a table; check the file.")
     if not sniffed.whole_file_sampled:
-        text = text[: text.rfind("\n") + 1]  # drop the line the sample cut
+        cut = text.rfind("\n") + 1
+        if text.count("\n") < 2:  # the sample holds no whole data row: how long is the line it cut?
+            start = len(sample[: sample.rfind(b"\n") + 1])
+            length = _line_length(path, start, max_line_bytes)
+            if length > max_line_bytes:
+                raise FileError(FILE_LINE_TOO_LONG, f"{path.name}: a line of more than {max_line_bytes:,} bytes",
+                                "Raise [files] max_line_bytes, or fix the file.")
+        text = text[:cut]  # drop the line the sample cut
     longest = max((len(line) for line in text.splitlines()), default=0)
     if longest * (2 if sniffed.encoding == "utf-16" else 1) > max_line_bytes:
         raise FileError(FILE_LINE_TOO_LONG, f"{path.name}: a line of {longest:,} characters (the limit is "
@@ -174,6 +181,22 @@ def sniff_text(path: Path, fmt: str, ext: str, compression: str | None, *, max_c
         raise FileError(FILE_NO_ROWS, f"{path.name}: a header and no rows", "Register a file with data rows.")
     sniffed.columns = rows[0]
     return sniffed
+
+
+def _line_length(path: Path, start: int, limit: int) -> int:
+    """The length of the line starting at ``start``, reading at most ``limit + 1`` bytes of it."""
+    read = 0
+    with open(path, "rb") as fh:
+        fh.seek(start)
+        while read <= limit:
+            block = fh.read(min(1 << 20, limit + 1 - read))
+            if not block:
+                return read
+            newline = block.find(b"\n")
+            if newline >= 0:
+                return read + newline
+            read += len(block)
+    return read
 
 
 def _rows(path: Path, text: str, delimiter: str, *, complete: bool) -> list[list[str]]:
