@@ -176,6 +176,11 @@ def _register(con: Any, spec: FileSpec, limits: Limits) -> list[TableSource]:
         con.execute(f"DROP VIEW IF EXISTS {_ident(spec.name)}")
         raise duckdb_file_error(spec.paths[0], first.format, exc) from None
     columns = [{"name": row[0], "type": row[1]} for row in described]
+    if first.format == CSV and first.delimiter:
+        # The sniffed types frozen into the view: a statement binds it without sniffing the file again.
+        frozen = read_sql(first, read_paths, limits, columns=columns) if first.encoding != "cp1252" else \
+            read_sql(replace(first, encoding="utf-8"), read_paths, limits, columns=columns)
+        con.execute(f"CREATE OR REPLACE VIEW {_ident(spec.name)} AS SELECT * FROM {frozen}")
     if len(columns) > limits.max_columns:
         con.execute(f"DROP VIEW {_ident(spec.name)}")
         raise FileError(FILE_TOO_WIDE, f"{spec.paths[0].name}: {len(columns):,} columns (the limit is "
@@ -197,11 +202,15 @@ def _transcoded(path: Path, directory: Path, index: int) -> Path:
     return out
 
 
-def read_sql(sniffed: Sniffed, paths: list[str], limits: Limits) -> str:
-    """The DuckDB table function that reads these files in place."""
+def read_sql(sniffed: Sniffed, paths: list[str], limits: Limits, columns: list[dict[str, str]] | None = None) -> str:
+    """The DuckDB table function that reads these files in place (``columns``: with these names and types,
+    not sniffed again)."""
     files = "[" + ", ".join(_literal(p) for p in paths) + "]"
     if sniffed.format == CSV:
         opts = ["header = true", "strict_mode = true", f"max_line_size = {limits.max_line_bytes}"]
+        if columns:
+            spec = ", ".join(f"{_literal(c['name'])}: {_literal(c['type'])}" for c in columns)
+            opts += ["auto_detect = false", f"columns = {{{spec}}}"]
         if sniffed.delimiter:
             opts += [f"delim = {_literal(sniffed.delimiter)}", "quote = '\"'", "escape = '\"'"]
         if sniffed.encoding and sniffed.encoding != "utf-8":
