@@ -22,7 +22,7 @@ from assay.plugins.sql.resource import DatabaseResource
 from assay.plugins.sql.schema import TableInfo
 from assay.plugins.sql.settings import DatasourceConfig, SqlSettings
 
-from .catalog import FileFacts, Limits, Manifest, TableSource, build
+from .catalog import FileFacts, Limits, TableSource, build
 from .engine import FILES, SCHEME
 from .errors import FILE_CHANGED, FILE_MISSING, FileError
 from .sources import FileSpec
