@@ -32,11 +32,21 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
         _, manifest = build([FileSpec(table, (path.resolve(),))], kernel.settings.home, limits)
         return [t.name for t in manifest.tables]
 
+    from assay.plugins.service.api_models import ErrorBody
+
+    def body(text: str) -> dict[str, Any]:
+        return {"model": ErrorBody, "description": text}
+
+    auth = {401: body("No bearer token, or not a valid one.")}
+    missing = {404: body("No such file (or not the token owner's).")}
+    bad = {400: body("A file assay cannot register (FILE_* code), or a name that is not a plain file name."),
+           413: body("Over the upload size limit (FILE_TOO_LARGE).")}
+
     def refused(exc: FileError) -> Any:
         status = 404 if exc.code == FILE_NOT_FOUND else 413 if exc.code == FILE_TOO_LARGE else 400
         return error(status, exc.code, exc.message, exc.hint)
 
-    @app.post("/files", status_code=201, tags=["files"])
+    @app.post("/files", status_code=201, responses={**auth, **bad}, tags=["files"])
     async def upload_file(request: Request, file: UploadFile = File(...)) -> Any:
         """Upload a data file (CSV/TSV, Parquet, JSON/NDJSON, Excel); it is checked and registered as a table."""
         declared = int(request.headers.get("content-length") or 0)
@@ -57,12 +67,12 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
             await file.close()
         return upload.public()
 
-    @app.get("/files", tags=["files"])
+    @app.get("/files", responses=auth, tags=["files"])
     async def list_files(request: Request) -> Any:
         """Your uploaded files, oldest first."""
         return {"files": [u.public() for u in await asyncio.to_thread(store.list, owner(request))]}
 
-    @app.delete("/files/{file_id}", tags=["files"])
+    @app.delete("/files/{file_id}", responses={**auth, **missing}, tags=["files"])
     async def delete_file(file_id: str, request: Request) -> Any:
         """Delete one of your files."""
         try:
