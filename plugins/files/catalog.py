@@ -165,10 +165,12 @@ def _register(con: Any, spec: FileSpec, limits: Limits) -> list[TableSource]:
         copies = Path(str(_COPIES.get())) / spec.name
         copies.mkdir(parents=True, exist_ok=True)
         read_paths = [str(_transcoded(p, copies, i)) for i, p in enumerate(spec.paths)]
-    source = read_sql(replace(first, encoding="utf-8") if first.encoding == "cp1252" else first, read_paths, limits)
+    source = read_sql(replace(first, encoding="utf-8") if first.encoding == "cp1252" else first, read_paths, limits,
+                      sniff=True)
     try:
         con.execute(f"CREATE VIEW {_ident(spec.name)} AS SELECT * FROM {source}")
-        con.execute(f"SELECT * FROM {_ident(spec.name)} LIMIT 2048").fetchall()  # the sample parses
+        if first.format != CSV or not first.delimiter:  # a CSV's sample was checked row by row already
+            con.execute(f"SELECT * FROM {_ident(spec.name)} LIMIT 2048").fetchall()  # the sample parses
         described = con.execute(f"DESCRIBE {_ident(spec.name)}").fetchall()
     except FileError:
         raise
@@ -202,12 +204,15 @@ def _transcoded(path: Path, directory: Path, index: int) -> Path:
     return out
 
 
-def read_sql(sniffed: Sniffed, paths: list[str], limits: Limits, columns: list[dict[str, str]] | None = None) -> str:
+def read_sql(sniffed: Sniffed, paths: list[str], limits: Limits, columns: list[dict[str, str]] | None = None,
+             sniff: bool = False) -> str:
     """The DuckDB table function that reads these files in place (``columns``: with these names and types,
-    not sniffed again)."""
+    not sniffed again; ``sniff``: DuckDB's type sniffer reads one small buffer, not its default 32 MiB)."""
     files = "[" + ", ".join(_literal(p) for p in paths) + "]"
     if sniffed.format == CSV:
         opts = ["header = true", "strict_mode = true", f"max_line_size = {limits.max_line_bytes}"]
+        if sniff and not sniffed.compression:
+            opts.append(f"buffer_size = {max(4 << 20, 2 * limits.max_line_bytes)}")
         if columns:
             spec = ", ".join(f"{_literal(c['name'])}: {_literal(c['type'])}" for c in columns)
             opts += ["auto_detect = false", f"columns = {{{spec}}}"]
