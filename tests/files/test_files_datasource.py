@@ -164,3 +164,26 @@ def test_excel_is_loaded_once_into_a_duckdb_file_under_assay_home(kernel, files_
     second = attach_files(kernel, [str(files_dir / "sales.xlsx")])
     assert first.directory == second.directory and first.directory.is_relative_to(assay_home)
     assert (first.directory / "data.duckdb").stat().st_size > 0
+
+
+def test_zstd_csv_is_read_as_duckdb_reads_it(kernel, files_dir):
+    import duckdb
+
+    target = files_dir / "z.csv.zst"
+    duckdb.connect().execute(f"COPY (SELECT range AS n FROM range(7)) TO '{target}' (HEADER, COMPRESSION zstd)")
+    attach_files(kernel, [str(target)])
+    assert kernel.resources["files"].query("SELECT sum(n) FROM z").rows == [(21,)]
+
+
+def test_a_workbook_gives_values_never_formulas(kernel, files_dir):
+    import xlsxwriter
+
+    path = files_dir / "calc.xlsx"
+    book = xlsxwriter.Workbook(str(path))
+    sheet = book.add_worksheet("calc")
+    sheet.write_row(0, 0, ["a", "b", "total"])
+    sheet.write_row(1, 0, [2, 3])
+    sheet.write_formula(1, 2, "=A2+B2", None, 5)
+    book.close()
+    attach_files(kernel, [str(path)])
+    assert kernel.resources["files"].query("SELECT total FROM calc").rows == [(5.0,)]
