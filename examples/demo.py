@@ -19,7 +19,10 @@
    (``needs_analysis``); the main agent computes it into ``REPORT_RESULT``
    and calls ``generate_report`` again, which completes the report, citing
    the glossary's definition beside the numbers;
-5. prints the previews the model saw, the artifact ids, and where the
+5. asks one question of a shipped CSV file (``examples/retail/region_targets.csv``)
+   and of the database together (:mod:`examples.demo_files`), the file's
+   source artifact named in the provenance of the query over it;
+6. prints the previews the model saw, the artifact ids, and where the
    evidence lives.
 """
 
@@ -318,10 +321,15 @@ def main() -> int:
             say(result.for_model())
         failed = [r for r in transcript.tool_results if not r.success]
         report_path = saved_report(kernel, transcript.run_id)
+
+        banner("5. a file, asked like a database (`assay ask --file`)")
+        from examples.demo_files import ask_file_and_database
+
+        file_ok = ask_file_and_database(kernel, say, StepPrinter, print_result)
     finally:
         kernel.close()
 
-    banner("5. evidence")
+    banner("6. evidence")
     run_id = transcript.run_id
     say(f"run: {run_id} (status {transcript.status})")
     say(f"artifacts captured: {', '.join(transcript.artifact_ids) or 'none'}")
@@ -337,6 +345,9 @@ def main() -> int:
     if reports:
         say(f"             .venv/bin/assay reports verify {reports[-1]}   # re-reads every cited number")
         say(f"             .venv/bin/assay reports status {run_id}    # hand-backs, budgets, counters")
+    if not file_ok:
+        say("demo FAILED: the question of the CSV file and the database was not answered from traced evidence")
+        return 1
     if failed or str(transcript.status) != "answered":
         say(f"demo FAILED: status {transcript.status}, {len(failed)} tool call(s) did not succeed")
         return 1

@@ -56,6 +56,8 @@ class AskOptions:
     open_url: UrlOpener | None = None  # attaches a database URL (the SQL plugin's)
     record: str | None = None  # a cassette path: every model exchange is written there
     record_model: ModelRecorder | None = None  # wraps the model to record it (the models plugin's)
+    files: list[str] = field(default_factory=list)  # `--file` paths, globs, directories or name=path
+    open_files: Callable[[Any, list[str]], Any] | None = None  # attaches them as one datasource (the files plugin's)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str | None]:
@@ -168,13 +170,15 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
                 model = recording = options.record_model(model, options.record)
             databases = await asyncio.to_thread(attach_databases, kernel, options.databases,
                                                 open_url=options.open_url, allow_privileged=options.allow_privileged)
+            if options.files:
+                databases.append(await asyncio.to_thread(attach_files, kernel, run, options))
         except AssayError as exc:
             return refused(run.run_id, options.question, label, exc, watchers, started_at=started)
         except asyncio.CancelledError:  # e.g. DELETE /runs/ID while a database connects: ended, not left running
             refused(run.run_id, options.question, label, None, watchers, RunStatus.CANCELLED, started_at=started,
                     reason="cancelled before the model was asked")
             raise
-        resources = _resources(kernel, databases) if options.databases else None
+        resources = _resources(kernel, databases) if options.databases or options.files else None
         return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
                                 observers=watchers, model_name=label)
     finally:
@@ -194,6 +198,18 @@ def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
 
 def _label(spec: str, model: Model) -> str:
     return spec if parse_model_spec(spec)[1] else model_label(model)
+
+
+def attach_files(kernel: Kernel, run: Any, options: AskOptions) -> Resource:
+    """``--file``: one datasource over the files, and their ``source`` artifacts captured in this run."""
+    if options.open_files is None:
+        raise AssayError("FILE_READER_MISSING", "nothing here opens files as data",
+                         "Install the files plugin: pip install 'assay[files]'.")
+    resource = options.open_files(kernel, options.files)
+    sources = getattr(resource, "source_artifacts", None)
+    if sources is not None:
+        sources(getattr(run, "artifacts", None))
+    return resource
 
 
 def _resources(kernel: Kernel, databases: list[Resource]) -> list[Resource]:

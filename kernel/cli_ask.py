@@ -202,14 +202,18 @@ def _error_line(transcript: Transcript) -> None:
         click.echo(f"error: {error_text(e.code, e.message, e.hint)}", err=True)
 
 
-def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None) -> click.Command:
-    """The ``ask`` command; ``open_url`` attaches a ``--db URL`` and ``record_model`` serves ``--record``
-    (the ``ask_cli`` plugin passes the SQL plugin's and the models plugin's)."""
+def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None,
+                     open_files: Any = None) -> click.Command:
+    """The ``ask`` command; ``open_url`` attaches a ``--db URL``, ``record_model`` serves ``--record`` and
+    ``open_files`` attaches ``--file`` (the ``ask_cli`` plugin passes the SQL, models and files plugins')."""
 
     @click.command("ask", epilog=EXIT_HELP + SIGNAL_HELP)
     @click.argument("question")
     @click.option("--db", "databases", multiple=True,
                   help="A database URL or a configured datasource name (repeatable; default: every configured one).")
+    @click.option("--file", "files", multiple=True,
+                  help="A CSV/TSV, Parquet, JSON/NDJSON or Excel file as a table; NAME=PATH names it; a directory "
+                       "or glob adds each file (repeatable; docs/files.md).")
     @click.option("--model", "model_spec", default=None,
                   help="PROVIDER[:NAME], e.g. openai_compatible:gpt-4o-mini (default: ASSAY_AGENT_MODEL).")
     @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable run record.")
@@ -221,8 +225,8 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
     @click.option("--allow-privileged", is_flag=True,
                   help="Accept a --db login that can reach server files, other sessions or server settings.")
     @click.pass_context
-    def ask_cmd(ctx: click.Context, question: str, databases: tuple[str, ...], model_spec: str | None,
-                as_json: bool, quiet: bool, max_steps: int | None, record: str | None,
+    def ask_cmd(ctx: click.Context, question: str, databases: tuple[str, ...], files: tuple[str, ...],
+                model_spec: str | None, as_json: bool, quiet: bool, max_steps: int | None, record: str | None,
                 allow_privileged: bool) -> None:
         """Ask QUESTION of your data; the agent answers from evidence, step by step."""
         from .agent.loop import agent_settings
@@ -240,7 +244,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
         printer = StepPrinter() if mode == "steps" else None
         options = AskOptions(question=question, databases=list(databases), model=model_spec,
                              allow_privileged=allow_privileged, settings=settings, open_url=open_url,
-                             record=record, record_model=record_model)
+                             record=record, record_model=record_model, files=list(files), open_files=open_files)
         try:
             transcript = ask(kernel, options, observers=[printer] if printer else [])
         except KeyboardInterrupt:

@@ -1,8 +1,8 @@
 """The ``ask_cli`` plugin: ``assay ask``, the main agent on the command line.
 
 The command itself is the kernel's (:mod:`assay.kernel.cli_ask`); this
-plugin gives it the SQL plugin's way to attach a ``--db URL`` and the
-models plugin's recorder for ``--record``, which the kernel cannot import. ``assay runs`` is the kernel's own.
+plugin gives it the SQL plugin's way to attach a ``--db URL``, the files
+plugin's for ``--file`` and the models plugin's recorder for ``--record``, which the kernel cannot import. ``assay runs`` is the kernel's own.
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ def record_model(model, path: str):
     return RecordingModel(model, path)
 
 
+def open_files(kernel, patterns: list[str]):
+    from assay.plugins.files import attach_files
+
+    return attach_files(kernel, patterns)
+
+
 @hookimpl
 def register_commands(cli):
     from assay.kernel.cli_ask import make_ask_command
 
-    cli.add_command(make_ask_command(open_url, record_model))
+    cli.add_command(make_ask_command(open_url, record_model, open_files))

@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "docs" / "error-codes.md"
 CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 SOURCES = {"kernel", "evidence", "sandbox", "sql", "code_interpreter", "reports", "models", "knowledge",
-           "service", "worker"}
+           "service", "worker", "files"}
 # A code that is also the name of a setting: SANDBOX_TIMEOUT is the sandbox's time limit
 # (environment variable) and the code of a sandbox file operation that overran.
 CODES_THAT_ARE_ALSO_SETTINGS = {"SANDBOX_TIMEOUT"}

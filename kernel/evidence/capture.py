@@ -369,9 +369,12 @@ def capture_sql_execution(
     status: Literal["succeeded", "failed"] = "succeeded",
     error: str | None = None, column_types: Sequence[str] | None = None,
     decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str] | None = None,
-    count_rest: bool = False, submitted_sql: str | None = None,
+    count_rest: bool = False, submitted_sql: str | None = None, sources: Sequence[str] = (),
 ) -> ArtifactRecord | None:
     """Keep a SQL result as evidence; ``None`` when the run captures nothing.
+
+    ``sources`` (optional): ids of the ``source`` artifacts of the files the
+    datasource reads (a files datasource): the provenance names them.
 
     ``sql`` is the SQL that ran; ``submitted_sql`` (optional) the text as it was
     submitted, when the two differ (the SQL plugin runs SQL written from the
@@ -394,6 +397,8 @@ def capture_sql_execution(
                 "error": error}
         if submitted_sql is not None and submitted_sql != sql:
             prov["submitted_sql"] = submitted_sql
+        if sources:
+            prov["sources"] = list(sources)
         return prov
 
     return _guarded("sql", lambda: capture_rows(

@@ -128,9 +128,15 @@ def export(catalog: ArtifactCatalog, artifact_id: str, fmt: str, out: IO[bytes])
         return n
 
 
+# A spreadsheet opening the export must run no formula: text cells starting like one get a leading quote.
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
 def _csv_cell(value: Any) -> Any:
     if value is None:
         return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
     if isinstance(value, (dict, list)):
         return dumps(value)
     if isinstance(value, bytes):

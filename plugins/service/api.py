@@ -197,6 +197,13 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     async def favicon() -> Response:
         return Response(status_code=204)  # no icon; a browser's automatic request is not an auth failure
 
+    try:  # POST/GET/DELETE /files when the files plugin is installed (docs/files.md)
+        from assay.plugins.files.routes import add_file_routes
+    except ImportError:
+        pass
+    else:
+        add_file_routes(app, kernel, owner, error)
+
     # --- runs --------------------------------------------------------------------
 
     @app.get("/options", response_model=Options, responses=AUTH, tags=["runs"])

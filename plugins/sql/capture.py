@@ -55,6 +55,9 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
     if submitted_sql is not None and submitted_sql != sql:
         extra["submitted_sql"] = submitted_sql
     try:
+        sources = getattr(resource, "source_artifacts", None)  # a files datasource: its files' source artifacts
+        if sources is not None:
+            extra["sources"] = sources(sink)
         return _capture_fn()(
             sink,
             columns=columns,
@@ -82,8 +85,15 @@ def stream_capture(sink: Any, *, resource: Any, sql: str) -> Callable[[Any], Any
     """The consumer ``sql_query`` gives its attempt: it captures the rows while the statement streams them.
 
     Called on the worker thread with the running statement's
-    :class:`~assay.plugins.sql.results.RowStream`; returns the record.
+    :class:`~assay.plugins.sql.results.RowStream`; returns the record. A files datasource's source
+    artifacts (the files hashed once) are captured here, before the statement's time limit starts.
     """
+    sources = getattr(resource, "source_artifacts", None)
+    if sources is not None:
+        try:
+            sources(sink)
+        except Exception:  # noqa: BLE001 - reported by the capture itself (or by the file check first)
+            pass
 
     def consume(stream: Any) -> Any:
         return capture(sink, resource=resource, sql=stream.sql or sql, columns=stream.columns, rows=stream.rows,

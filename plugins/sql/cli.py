@@ -48,12 +48,20 @@ def add_commands(cli: click.Group) -> None:
     @click.option("--timeout", "timeout_s", type=float, help="Time limit in seconds (never above the maximum).")
     @click.option("--json", "as_json", is_flag=True, help="Print the result envelope as JSON.")
     @click.option("--allow-privileged", is_flag=True, help=ALLOW_PRIVILEGED_HELP)
+    @click.option("--file", "files", multiple=True,
+                  help="A data file as a table (NAME=PATH names it; repeatable; docs/files.md).")
     @click.pass_context
     def sql_cmd(ctx: click.Context, sql: str, db_url: str | None, datasource: str | None,
-                timeout_s: float | None, as_json: bool, allow_privileged: bool) -> None:
+                timeout_s: float | None, as_json: bool, allow_privileged: bool, files: tuple[str, ...]) -> None:
         """Run one read-only SQL query and print the preview and the artifact id."""
         kernel = cli_kernel(ctx)
         name = _choose(kernel, db_url, datasource, allow_privileged)
+        if files:
+            if db_url:
+                raise click.UsageError("--file and --db each name the datasource: give one of them")
+            from assay.plugins.files import attach_files
+
+            name = attach_files(kernel, list(files)).name
         run = kernel.new_run()
         try:
             args: dict[str, Any] = {"sql": sql}

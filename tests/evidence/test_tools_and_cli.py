@@ -132,6 +132,18 @@ def test_cli_export_csv_and_jsonl(cli, kernel, tmp_path):
     assert out.read_bytes() == sink.store.local_path(record.sha256).read_bytes()
 
 
+def test_cli_export_csv_neutralises_formulas(cli, kernel, tmp_path):
+    sink = kernel.new_run().artifacts
+    cells = ["=1+1", "+SUM(A1)", "-2+3", "@cmd", "plain", "\t=x"]
+    record = capture_sql_execution(sink, columns=["v", "n"], rows=[(c, -1) for c in cells],
+                                   sql="q", database="d", dialect="sqlite", elapsed_ms=0)
+    out = tmp_path / "o.csv"
+    cli("export", record.artifact_id, "--format", "csv", "-o", str(out))
+    rows = list(csv.reader(io.StringIO(out.read_text())))[1:]
+    assert [r[0] for r in rows] == ["'=1+1", "'+SUM(A1)", "'-2+3", "'@cmd", "plain", "'\t=x"]
+    assert {r[1] for r in rows} == {"-1"}  # numbers stay numbers
+
+
 def test_cli_gc_removes_only_unreferenced_content(cli, kernel):
     sink = kernel.new_run().artifacts
     kept = _sql(sink)

@@ -1,0 +1,175 @@
+"""Files as a datasource: a :class:`DatabaseResource` whose tables are registered files.
+
+Every statement first checks that no file changed since it was registered (size and mtime; the SHA-256
+when they differ): a changed file is ``FILE_CHANGED``, a missing one ``FILE_MISSING``, never silently
+re-read. In a run that keeps evidence, the first query captures one ``source`` artifact per file (name,
+size, SHA-256 of the bytes, format, schema per table), and every query artifact names them in its
+provenance (``sources``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import weakref
+from pathlib import Path
+from typing import Any, Iterable
+
+from assay.kernel.database_engine import DatabaseEngine
+from assay.plugins.sql.errors import SqlError
+from assay.plugins.sql.resource import DatabaseResource
+from assay.plugins.sql.schema import TableInfo
+from assay.plugins.sql.settings import DatasourceConfig, SqlSettings
+
+from .catalog import FileFacts, Limits, TableSource, build
+from .engine import FILES, SCHEME
+from .errors import FILE_CHANGED, FILE_MISSING, FileError
+from .sources import FileSpec
+
+SOURCE_MEDIA_TYPE = "application/json"
+
+
+def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while block := fh.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class FilesResource(DatabaseResource):
+    """Registered files as read-only tables of one embedded DuckDB database owned by assay."""
+
+    def __init__(self, name: str, specs: list[FileSpec], *, home: Path, limits: Limits | None = None,
+                 settings: SqlSettings | None = None, engines: Iterable[DatabaseEngine] | None = None,
+                 description: str = "") -> None:
+        self.directory, self.manifest = build(specs, Path(home), limits or Limits())
+        url = f"{SCHEME}:///{self.directory / 'data.duckdb'}"
+        engines = [FILES, *[e for e in (engines or ()) if getattr(e, "name", "") != FILES.name]]
+        super().__init__(name, url, settings=settings, config=DatasourceConfig(url=url, description=description),
+                         engines=engines, description=description or "registered files, one table each")
+        self._sources: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+        self._facts_lock = threading.Lock()
+        self._counts: dict[str, int] = {}
+
+    # --- the files behind the tables ---------------------------------------
+
+    @property
+    def files(self) -> list[FileFacts]:
+        seen: dict[str, FileFacts] = {}
+        for table in self.manifest.tables:
+            for facts in table.files:
+                seen.setdefault(facts.path, facts)
+        return list(seen.values())
+
+    def check_unchanged(self) -> None:
+        """Raise ``FILE_MISSING`` / ``FILE_CHANGED`` if a file is gone or its bytes changed."""
+        for facts in self.files:
+            try:
+                st = Path(facts.path).stat()
+            except OSError:
+                raise FileError(FILE_MISSING, f"{Path(facts.path).name} is gone (registered from {facts.path})",
+                                "Register the file again if it moved.", details={"path": facts.path}) from None
+            if st.st_size == facts.size and st.st_mtime_ns == facts.mtime_ns:
+                continue
+            if st.st_size == facts.size and facts.sha256 is not None and sha256_of(facts.path) == facts.sha256:
+                facts.mtime_ns = st.st_mtime_ns  # touched, same bytes
+                continue
+            raise FileError(FILE_CHANGED, f"{Path(facts.path).name} changed after it was registered "
+                            f"(size {facts.size:,} -> {st.st_size:,} bytes)",
+                            "Register the file again to query its new content; answers from the old content "
+                            "keep citing the old bytes.", details={"path": facts.path})
+
+    def _hash_files(self) -> None:
+        """Each file's SHA-256, computed once and kept in the manifest (the next process reuses it)."""
+        with self._facts_lock:
+            missing = [f for f in self.files if f.sha256 is None]
+            if not missing:
+                return
+            for facts in missing:
+                facts.sha256 = sha256_of(facts.path)
+            self.check_unchanged()  # what was hashed is what was registered
+            try:
+                (self.directory / "manifest.json").write_text(self.manifest.to_json())
+            except OSError:
+                pass  # a read-only home: computed again next time
+
+    def source_document(self, facts: FileFacts) -> dict[str, Any]:
+        tables = [t for t in self.manifest.tables if any(f.path == facts.path for f in t.files)]
+        first: TableSource = tables[0]
+        return {"name": Path(facts.path).name, "path": facts.path, "size": facts.size, "sha256": facts.sha256,
+                "format": first.format, "datasource": self.name,
+                "tables": {t.name: {"columns": t.columns, **({"sheet": t.sheet} if t.sheet else {}),
+                                    **({"encoding": t.encoding} if t.encoding else {}),
+                                    **({"renamed_columns": t.renamed} if t.renamed else {})} for t in tables}}
+
+    def source_artifacts(self, sink: Any) -> list[str]:
+        """The ``source`` artifacts of this run (captured on first use): their ids."""
+        if sink is None:
+            return []
+        try:
+            return self._sources[sink]
+        except (KeyError, TypeError):
+            pass
+        from assay.kernel.evidence.capture import capture_file
+
+        self._hash_files()
+        ids = []
+        for facts in self.files:
+            doc = self.source_document(facts)
+            record = capture_file(sink, data=json.dumps(doc, indent=1).encode(), name=doc["name"] + ".source.json",
+                                  media_type=SOURCE_MEDIA_TYPE, kind="source",
+                                  provenance={k: doc[k] for k in ("name", "size", "sha256", "format", "datasource")})
+            if record is not None:
+                ids.append(record.artifact_id)
+        try:
+            self._sources[sink] = ids
+        except TypeError:
+            pass
+        return ids
+
+    # --- statements ---------------------------------------------------------
+
+    def query(self, sql: str, *, timeout_s: float | None = None, attempt: Any = None) -> Any:
+        self.check_unchanged()
+        try:
+            return super().query(sql, timeout_s=timeout_s, attempt=attempt)
+        except SqlError as exc:
+            if isinstance(exc, FileError):
+                raise
+            for facts in self.files:  # a file deleted while the statement read it
+                if not Path(facts.path).exists():
+                    raise FileError(FILE_MISSING, f"{Path(facts.path).name} disappeared while it was read",
+                                    "Register the file again if it moved.", details={"path": facts.path}) from None
+            raise
+
+    def tables(self, refresh: bool = False) -> list[TableInfo]:
+        tables = super().tables(refresh)
+        kinds = {t.name: t for t in self.manifest.tables}
+        for info in tables:
+            source = kinds.get(info.name)
+            if source is not None and source.format in ("parquet", "excel") and info.name not in self._counts:
+                self._counts[info.name] = self.row_count(info.name)
+            if info.name in self._counts:
+                info.row_estimate = self._counts[info.name]
+        return tables
+
+    def table(self, name: str) -> TableInfo:
+        info = super().table(name)
+        if info.name not in self._counts:  # a CSV or JSON file is counted when it is described, not before
+            self._counts[info.name] = self.row_count(info.name)
+        info.row_estimate = self._counts[info.name]
+        return info
+
+    def row_count(self, table: str) -> int:
+        result = self.query(f'SELECT count(*) FROM "{table}"')
+        return int(result.rows[0][0])
+
+    def get_prompt(self, budget: Any = None) -> str:
+        text = super().get_prompt(budget)
+        return text.replace(f"duckdb database {self.name!r}",
+                            f"files datasource {self.name!r} (DuckDB SQL; each file is a table)", 1)
+
+    def __repr__(self) -> str:
+        return f"<FilesResource {self.name} {len(self.manifest.tables)} tables>"

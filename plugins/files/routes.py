@@ -1,0 +1,82 @@
+"""The service's ``/files`` endpoints: upload (multipart, streamed to disk), list and delete, per owner.
+
+Added to the service's app by :func:`add_file_routes`; every route needs the bearer token like the rest
+of the API, and ``owner(request)`` is the token's owner. Another owner's file id answers 404 like an
+unknown id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Callable
+
+from fastapi import File, Request, UploadFile  # this module is imported by the service only
+
+from .errors import FILE_NOT_FOUND, FILE_TOO_LARGE, FileError
+
+CHUNK = 1 << 20
+
+
+def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: Callable[..., Any]) -> None:
+    from . import files_settings
+    from .catalog import Limits, build
+    from .sources import FileSpec
+    from .uploads import UploadStore
+
+    fs = files_settings(kernel.settings)
+    store = UploadStore(kernel.settings.home, max_bytes=fs.max_upload_bytes)
+    limits = Limits(max_columns=fs.max_columns, max_line_bytes=fs.max_line_bytes,
+                    max_excel_expanded_bytes=fs.max_excel_expanded_bytes)
+
+    def register(path: Any, table: str) -> list[str]:
+        _, manifest = build([FileSpec(table, (path.resolve(),))], kernel.settings.home, limits)
+        return [t.name for t in manifest.tables]
+
+    from assay.plugins.service.api_models import ErrorBody
+
+    def body(text: str) -> dict[str, Any]:
+        return {"model": ErrorBody, "description": text}
+
+    auth = {401: body("No bearer token, or not a valid one.")}
+    missing = {404: body("No such file (or not the token owner's).")}
+    bad = {400: body("A file assay cannot register (FILE_* code), or a name that is not a plain file name."),
+           413: body("Over the upload size limit (FILE_TOO_LARGE).")}
+
+    def refused(exc: FileError) -> Any:
+        status = 404 if exc.code == FILE_NOT_FOUND else 413 if exc.code == FILE_TOO_LARGE else 400
+        return error(status, exc.code, exc.message, exc.hint)
+
+    @app.post("/files", status_code=201, responses={**auth, **bad}, tags=["files"])
+    async def upload_file(request: Request, file: UploadFile = File(...)) -> Any:
+        """Upload a data file (CSV/TSV, Parquet, JSON/NDJSON, Excel); it is checked and registered as a table."""
+        declared = int(request.headers.get("content-length") or 0)
+        if declared > fs.max_upload_bytes + CHUNK:  # refused before the body is read
+            return error(413, FILE_TOO_LARGE, f"the upload declares {declared:,} bytes (the limit is "
+                         f"{fs.max_upload_bytes:,})", "Upload a smaller file.")
+
+        async def chunks():
+            while block := await file.read(CHUNK):
+                yield block
+
+        try:
+            upload = await store.save(owner(request), file.filename or "", chunks(),
+                                      lambda p, t: register(p, t))
+        except FileError as exc:
+            return refused(exc)
+        finally:
+            await file.close()
+        return upload.public()
+
+    @app.get("/files", responses=auth, tags=["files"])
+    async def list_files(request: Request) -> Any:
+        """Your uploaded files, oldest first."""
+        return {"files": [u.public() for u in await asyncio.to_thread(store.list, owner(request))]}
+
+    @app.delete("/files/{file_id}", responses={**auth, **missing}, tags=["files"])
+    async def delete_file(file_id: str, request: Request) -> Any:
+        """Delete one of your files."""
+        try:
+            return (await asyncio.to_thread(store.delete, owner(request), file_id)).public()
+        except FileError as exc:
+            return refused(exc)
+
