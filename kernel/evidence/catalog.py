@@ -12,7 +12,7 @@ record is written once: never lost, never duplicated.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -228,7 +228,7 @@ class ArtifactCatalog:
         rows = self._ready().execute("SELECT run_id, MAX(created_at) FROM artifacts GROUP BY run_id").fetchall()
         return dict(rows)
 
-    def delete_records(self, records: list[ArtifactRecord]) -> None:
+    def delete_records(self, records: Sequence[ArtifactRecord]) -> None:
         """Remove these records (here and from a shared store); their content is left to
         :func:`~.maintenance.collect_garbage`, which keeps content any other record refers to."""
         db = self._ready()

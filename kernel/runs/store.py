@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -91,11 +91,11 @@ class RunStore(ABC):
     def events(self, run_id: str) -> Iterator[RunEvent]:
         """The run's events, in order."""
 
-    def ended_before(self, cutoff: float) -> list[RunRecord]:
+    def ended_before(self, cutoff: float) -> Sequence[RunRecord]:
         """Runs started before ``cutoff`` (epoch seconds) that are not ``running`` (retention's candidates)."""
         raise NotImplementedError
 
-    def delete(self, run_ids: list[str]) -> int:
+    def delete(self, run_ids: Sequence[str]) -> int:
         """Remove these runs' records and events; returns how many records were removed."""
         raise NotImplementedError
 
@@ -178,12 +178,12 @@ class SQLRunStore(RunStore):
         for seq, kind, step, at, data in rows:
             yield RunEvent(run_id=run_id, seq=seq, kind=kind, step=step, at=at, data=json.loads(data))
 
-    def ended_before(self, cutoff: float) -> list[RunRecord]:
+    def ended_before(self, cutoff: float) -> Sequence[RunRecord]:
         rows = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE started_at < ? "
                                      "ORDER BY started_at", (cutoff,)).fetchall()
         return [r for r in map(_record, rows) if r.shown_status != "running"]
 
-    def delete(self, run_ids: list[str]) -> int:
+    def delete(self, run_ids: Sequence[str]) -> int:
         db = self._ready()
         removed = 0
         for start in range(0, len(run_ids), 500):
