@@ -8,7 +8,7 @@ unknown id.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from typing import Annotated, Any, Callable
 
 from fastapi import File, Request, UploadFile  # this module is imported by the service only
 
@@ -47,7 +47,7 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
         return error(status, exc.code, exc.message, exc.hint)
 
     @app.post("/files", status_code=201, responses={**auth, **bad}, tags=["files"])
-    async def upload_file(request: Request, file: UploadFile = File(...)) -> Any:
+    async def upload_file(request: Request, file: Annotated[UploadFile, File()]) -> Any:
         """Upload a data file (CSV/TSV, Parquet, JSON/NDJSON, Excel); it is checked and registered as a table."""
         declared = int(request.headers.get("content-length") or 0)
         if declared > fs.max_upload_bytes + CHUNK:  # refused before the body is read

@@ -17,7 +17,7 @@ def refused(kernel, assay_home: Path, *patterns: str) -> str:
     with pytest.raises(Exception) as info:
         attach_files(kernel, list(patterns))
     assert set(kernel.resources) == before  # nothing registered
-    leftovers = [p for p in (assay_home / "files").glob("*")] if (assay_home / "files").exists() else []
+    leftovers = list((assay_home / "files").glob("*")) if (assay_home / "files").exists() else []
     assert leftovers == []  # no directory, no staging, no copies
     return info.value.code
 
