@@ -28,7 +28,7 @@ def _work(env: dict[str, str], what: str, n: int, tag: str, barrier) -> None:
     os.environ.update(env)
     from assay import Kernel, Settings
     from assay.kernel.evidence import capture_sql_execution
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
 
     kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local"],
                     settings=Settings.from_env())

@@ -146,7 +146,7 @@ def config_cmd(ctx: click.Context) -> None:
     click.echo(json.dumps(kernel.settings.masked(), indent=2, default=str))
 
 def _add_runs_commands() -> None:
-    from .cli_runs import runs_group
+    from assay.plugins.runs.cli import runs_group
 
     cli.add_command(runs_group)
 

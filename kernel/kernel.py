@@ -39,8 +39,8 @@ from .tools import ArgumentsInvalid, BaseTool
 
 if TYPE_CHECKING:
     from .evidence.kernel_evidence import KernelEvidence
-    from .runs.store import RunStore
-    from .sandbox.manager import SandboxManager
+    from assay.plugins.runs.store import RunStore
+    from assay.plugins.sandbox.manager import SandboxManager
 
 log = get_logger("assay.kernel")
 
@@ -372,7 +372,7 @@ class Kernel:
         if manager is None or manager.closed:
             with self._lock:
                 if self._sandbox is None or self._sandbox.closed:
-                    from .sandbox.manager import SandboxManager
+                    from assay.plugins.sandbox.manager import SandboxManager
 
                     self._sandbox = SandboxManager.for_kernel(self)
                 manager = self._sandbox
@@ -385,7 +385,7 @@ class Kernel:
         if runs is None:
             with self._lock:
                 if self._runs is None:
-                    from .runs import open_store
+                    from assay.plugins.runs import open_store
 
                     self._runs = open_store(self.settings)
                 runs = self._runs

@@ -31,12 +31,12 @@ import uuid
 from collections import deque
 from typing import Any
 
-from assay.kernel.agent import arun_agent
-from assay.kernel.agent.loop import agent_settings
-from assay.kernel.ask import attach_databases, refused, resolve_model
+from assay.plugins.agent import arun_agent
+from assay.plugins.agent.loop import agent_settings
+from assay.plugins.agent.ask import attach_databases, refused, resolve_model
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
-from assay.kernel.runs import RunRecorder
+from assay.plugins.runs import RunRecorder
 from pydantic import ValidationError
 
 from .leases import ENDED, QUEUED, RUNNING, LeaseLost, LeaseStore
@@ -317,6 +317,6 @@ def _message(stored: str) -> RunMessage | None:
 
 
 def _status(name: str) -> Any:
-    from assay.kernel.agent import RunStatus
+    from assay.plugins.agent import RunStatus
 
     return RunStatus(name)

@@ -7,7 +7,7 @@ import asyncio
 import time
 
 import pytest
-from assay.kernel.ask import AskOptions, aask
+from assay.plugins.agent.ask import AskOptions, aask
 from assay.plugins.models.scripted import ScriptedModel
 
 

@@ -101,7 +101,7 @@ def test_a_catalog_written_by_a_newer_assay_is_refused(pg_catalog_url, monkeypat
 def test_a_connection_the_server_dropped_is_replaced_once(pg_catalog_url, monkeypatch):
     import psycopg
 
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", pg_catalog_url)
     kernel = make_kernel()
@@ -167,7 +167,7 @@ def _write(which: str, i: int, env: dict[str, str], barrier, queue) -> None:
                    for n in range(PER_PROC)]
             queue.put((i, ids))
         elif which == "runs":
-            from assay.kernel.runs import RunRecord
+            from assay.plugins.runs import RunRecord
 
             kernel.runs.start(RunRecord(run_id=f"run_p{i}", question=f"q{i}", started_at=float(i)))
             for n in range(PER_PROC):

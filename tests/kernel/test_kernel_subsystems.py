@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from assay.kernel.evidence import ArtifactError
-from assay.kernel.sandbox import ProbeResult, SandboxRuntime
+from assay.plugins.sandbox import ProbeResult, SandboxRuntime
 
 from assay import Kernel, hookimpl
 from tests.conftest import imported_by
@@ -129,7 +129,7 @@ def test_close_closes_the_sandbox_and_the_next_use_makes_a_new_one(quiet_kernel)
 
 def test_closing_a_kernel_that_never_used_them_imports_neither():
     code = "import assay; k = assay.Kernel(load_entrypoints=False); k.start(); k.close()"
-    assert imported_by(code, ["assay.kernel.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]) == []
+    assert imported_by(code, ["assay.plugins.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]) == []
 
 
 # --- contracts ----------------------------------------------------------------------------

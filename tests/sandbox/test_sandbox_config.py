@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.kernel.sandbox import SANDBOX_CONFIG_INVALID, SandboxConfig, SandboxError, parse_size
+from assay.plugins.sandbox import SANDBOX_CONFIG_INVALID, SandboxConfig, SandboxError, parse_size
 
 
 def test_defaults_are_the_seeds(monkeypatch):

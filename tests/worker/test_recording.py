@@ -23,8 +23,8 @@ def kernel(private_pg, monkeypatch):
 
 
 def test_events_the_catalog_could_not_take_before_the_end_are_named_in_the_final_summary(kernel, private_pg):
-    from assay.kernel.agent import AgentEvent
-    from assay.kernel.runs import RunRecord, RunRecorder
+    from assay.plugins.agent import AgentEvent
+    from assay.plugins.runs import RunRecord, RunRecorder
     from assay.plugins.worker.dispatch import open_leases
     from assay.plugins.worker.recording import FencedRecorder
 

@@ -16,12 +16,12 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AssayError
-from ..log import get_logger
-from ..messages import Message, ToolCall, Usage
-from ..models import Model
-from ..resources import Resource
-from ..tool_result import ToolResult
+from assay.kernel.errors import AssayError
+from assay.kernel.log import get_logger
+from assay.kernel.messages import Message, ToolCall, Usage
+from assay.kernel.models import Model
+from assay.kernel.resources import Resource
+from assay.kernel.tool_result import ToolResult
 from .compaction import ToolMessageInfo, compact, message_chars, tokens_for
 from .dispatch import run_tool_calls
 from .prompt import build_system_prompt
@@ -31,9 +31,9 @@ from .status import RunStatus, answer_status, model_error_status
 from .transcript import AgentEvent, AgentObserver, Compaction, RunError, ToolCallRecord, Transcript
 
 if TYPE_CHECKING:
-    from ..context import RunContext
+    from assay.kernel.context import RunContext
     from ..figures import FigureCheck
-    from ..kernel import Kernel
+    from assay.kernel.kernel import Kernel
 
 log = get_logger("assay.agent")
 

@@ -11,7 +11,7 @@ a CPU quota (never a cpuset); a pids limit; all capabilities dropped;
 no-new-privileges; a read-only root filesystem; size-limited tmpfs for the
 working directory and ``/tmp``; a file-size ulimit; non-root users; an init
 process; no host mounts; only allow-listed environment variables;
-assay's own seccomp profile (:mod:`assay.kernel.sandbox.seccomp`); gVisor (``runsc``) only when asked for.
+assay's own seccomp profile (:mod:`assay.plugins.sandbox.seccomp`); gVisor (``runsc``) only when asked for.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import gvisor, uids
+from . import gvisor
+from assay.kernel.sandbox import uids
 from . import seccomp as seccomp_profile
-from .config import SandboxConfig
+from assay.kernel.sandbox.config import SandboxConfig
 from .labels import UID_BLOCK
 from .launcher import HELPER_PATH
-from .uids import UidBlock
-from .errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, SandboxError
+from assay.kernel.sandbox.uids import UidBlock
+from assay.kernel.sandbox.errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, SandboxError
 
 CPU_PERIOD_US = 100_000
 NPROC_BACKSTOP = 1024

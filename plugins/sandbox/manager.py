@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, Iterator, Mapping
 from assay.kernel import exit_signals
 from assay.kernel.log import get_logger
 
-from .config import SandboxConfig
-from . import uids
-from .errors import (
+from assay.kernel.sandbox.config import SandboxConfig
+from assay.kernel.sandbox import uids
+from assay.kernel.sandbox.errors import (
     SANDBOX_FILE_TOO_LARGE,
     SANDBOX_OVERRIDE_REFUSED,
     SANDBOX_SESSION_CLOSED,
@@ -38,9 +38,9 @@ from .errors import (
 )
 from .labels import owner_labels
 from .paths import sandbox_path
-from .results import ExecutionResult, FileInfo, ProbeResult, SessionStatus
-from .runtime import ExecRequest, RuntimeSession, SandboxRuntime
-from .selection import LOCAL_WARNING, select_runtime
+from assay.kernel.sandbox.results import ExecutionResult, FileInfo, ProbeResult, SessionStatus
+from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession, SandboxRuntime
+from assay.kernel.sandbox.selection import LOCAL_WARNING, select_runtime
 from .spec import build_spec, check_overrides, normalize_language
 
 if TYPE_CHECKING:
@@ -284,7 +284,7 @@ class SandboxManager:
         return bool(getattr(self._get(session_id).runtime, "supports_resident", False))
 
     def start_resident(self, session_id: str, program: str, *, ready_timeout_s: float | None = None) -> str:
-        """Start the session's resident process (see :mod:`assay.kernel.sandbox.resident`); its ready line."""
+        """Start the session's resident process (see :mod:`assay.plugins.sandbox.resident`); its ready line."""
         rec = self._get(session_id)
         wait = self.config.timeout if ready_timeout_s is None else min(float(ready_timeout_s), self.config.timeout)
         with self._locked(rec):

@@ -62,7 +62,7 @@ def kernel_probe(runtime: Any, oci_runtime: str = "runsc") -> tuple[bool, str]:
     the host's; ``(False, why)`` otherwise (never raises).
     """
     from .labels import owner_labels
-    from .runtime import ExecRequest
+    from assay.kernel.sandbox.runtime import ExecRequest
     from .spec import build_spec
 
     config = runtime.config.model_copy(update={"oci_runtime": oci_runtime, "timeout": 30})

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..messages import Message
+from assay.kernel.messages import Message
 
 STUB_PREFIX = "[compacted]"
 _MESSAGE_OVERHEAD = 4  # role and separators, in tokens

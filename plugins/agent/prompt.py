@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from ..resources import PromptBudget, Resource, ResourceType
+from assay.kernel.resources import PromptBudget, Resource, ResourceType
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
+    from assay.kernel.kernel import Kernel
     from .settings import AgentSettings
 
 PREAMBLE = "You are a data-analysis agent. You answer questions about the user's data by calling tools."

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .results import ExecutionResult, FileInfo, SessionStatus
+from assay.kernel.sandbox.results import ExecutionResult, FileInfo, SessionStatus
 
 if TYPE_CHECKING:
     from .manager import SandboxManager
@@ -48,7 +48,7 @@ class SandboxSession:
         """Start ``program`` (Python) as the session's one long-lived process; the line it reports when ready.
 
         It runs in the same container under its own uid, outside the per-call kill
-        (see :mod:`assay.kernel.sandbox.resident`), until :meth:`stop_resident` or the session ends.
+        (see :mod:`assay.plugins.sandbox.resident`), until :meth:`stop_resident` or the session ends.
         """
         return self._manager.start_resident(self.id, program, ready_timeout_s=ready_timeout_s)
 
@@ -67,7 +67,7 @@ class SandboxSession:
     def open_channel(self, program: str, args: list[str] | None = None) -> Any:
         """An exec of ``program`` (assay's own Python, never the user's code) that stays open with stdin attached.
 
-        Returns a :class:`~assay.kernel.sandbox.channel.Channel`; raises ``SANDBOX_EXEC_FAILED``
+        Returns a :class:`~assay.plugins.sandbox.channel.Channel`; raises ``SANDBOX_EXEC_FAILED``
         where the runtime has none (nerdctl, local).
         """
         return self._manager.open_channel(self.id, program, list(args or []))

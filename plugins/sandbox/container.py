@@ -6,7 +6,7 @@ An engine (podman, docker, nerdctl) implements :meth:`ContainerSession._exec`
 and :meth:`ContainerSession._remove`. Everything else lives here, once:
 
 * the code runs under the in-container launcher (its own kill timer and
-  output caps, see :mod:`assay.kernel.sandbox.launcher`);
+  output caps, see :mod:`assay.plugins.sandbox.launcher`);
 * the host caps stdout/stderr again while reading, and keeps its own
   deadline (timeout + ``SANDBOX_HOST_GRACE``): past it the container's
   processes are killed and the container restarted, so a launcher the code
@@ -38,7 +38,7 @@ from typing import Any
 
 from assay.kernel.log import get_logger
 
-from .errors import (
+from assay.kernel.sandbox.errors import (
     SANDBOX_EXEC_FAILED,
     SANDBOX_FILE_NOT_FOUND,
     SANDBOX_FILE_TOO_LARGE,
@@ -52,8 +52,8 @@ from .launcher import (
 from . import gvisor, oom
 from .channel import Channel
 from .resident import kill_all_argv, starter_argv
-from .results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
-from .runtime import ExecRequest, RuntimeSession
+from assay.kernel.sandbox.results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
+from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession
 from .spec import LANGUAGES, ContainerSpec, normalize_language
 from .stream import ExecStream, Pump
 

@@ -13,8 +13,8 @@ from typing import Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..messages import Message, Usage
-from ..tool_result import ToolResult
+from assay.kernel.messages import Message, Usage
+from assay.kernel.tool_result import ToolResult
 from .status import RunStatus
 
 EventKind = Literal[

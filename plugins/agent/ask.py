@@ -17,11 +17,11 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .agent.loop import AGENT_QUESTION_EMPTY, arun_agent, model_label
-from .agent.status import RunStatus
-from .agent.transcript import AgentEvent, AgentObserver, RunError, Transcript
-from .errors import AssayError
-from .resources import Resource, ResourceType
+from .loop import AGENT_QUESTION_EMPTY, arun_agent, model_label
+from .status import RunStatus
+from .transcript import AgentEvent, AgentObserver, RunError, Transcript
+from assay.kernel.errors import AssayError
+from assay.kernel.resources import Resource, ResourceType
 
 MODEL_CONFIG_INVALID = "MODEL_CONFIG_INVALID"
 
@@ -31,9 +31,9 @@ ModelRecorder = Callable[["Model", str], "Model"]
 """(model, cassette path) -> the model, recording every exchange to the cassette."""
 
 if TYPE_CHECKING:
-    from .agent.settings import AgentSettings
-    from .kernel import Kernel
-    from .models import Model
+    from .settings import AgentSettings
+    from assay.kernel.kernel import Kernel
+    from assay.kernel.models import Model
 
 
 @dataclass
@@ -121,8 +121,8 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
     cancels the running tool calls, records ``cancelled``, closes the run
     (its sandbox session) and re-raises.
     """
-    from .agent.loop import agent_settings
-    from .runs import RunRecorder
+    from .loop import agent_settings
+    from assay.plugins.runs import RunRecorder
 
     settings = options.settings or agent_settings(kernel)
     spec = options.model or settings.model
@@ -162,7 +162,7 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
 def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
     """Synchronous :func:`aask`. SIGTERM cancels it as Ctrl-C does (the running tool calls are cancelled,
     the run is recorded ``cancelled``), then raises :class:`assay.kernel.exit_signals.Terminated`."""
-    from .exit_signals import cancel_on_sigterm
+    from assay.kernel.exit_signals import cancel_on_sigterm
 
     return asyncio.run(cancel_on_sigterm(aask(kernel, options, **kwargs)))
 

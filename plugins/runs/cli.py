@@ -28,7 +28,7 @@ def ls_cmd(ctx: click.Context, limit: int, status: str | None, as_json: bool) ->
 
     A run whose process ended without finishing it shows as ``interrupted``.
     """
-    from .runs.records import iso
+    from .records import iso
 
     for record in _kernel(ctx).runs.list(limit=limit, status=status):
         if as_json:
@@ -49,8 +49,8 @@ def ls_cmd(ctx: click.Context, limit: int, status: str | None, as_json: bool) ->
 @click.pass_context
 def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None:
     """The transcript of RUN_ID: every message, tool call, result preview, artifact, token use and time."""
-    from .errors import AssayError
-    from .runs.records import iso
+    from assay.kernel.errors import AssayError
+    from .records import iso
 
     store = _kernel(ctx).runs
     record = store.get(run_id)
@@ -65,7 +65,7 @@ def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None
                f"ended {iso(record.ended_at)}")
     click.echo(f"question: {record.question}")
     click.echo(f"status: {record.shown_status}" + (f" ({record.shown_reason})" if record.shown_reason else ""))
-    from .cli_ask import unsupported_line
+    from assay.plugins.agent.cli_ask import unsupported_line
 
     if unsupported_line(record.summary.get("figures")):
         click.echo(unsupported_line(record.summary.get("figures")))
@@ -117,7 +117,7 @@ def _event_lines(event: Any, full: bool, artifact: Any = None) -> list[str]:
             lines.append(f"[{event.step}] tokens {usage.get('prompt_tokens', 0):,}+{usage.get('completion_tokens', 0):,}")
         return lines
     if kind == "tool_finished":
-        from .cli_ask import outcome_line
+        from assay.plugins.agent.cli_ask import outcome_line
 
         meta = d.get("metadata") or {}
         report = f" · report {meta['report_status']}: {meta.get('report_counters', '')}" if meta.get("report_status") else ""
@@ -136,7 +136,7 @@ def _event_lines(event: Any, full: bool, artifact: Any = None) -> list[str]:
     if kind == "limit":
         return [f"[{event.step}] limit reached: {d.get('limit')} = {d.get('value')}"]
     if kind == "figure_check":
-        from .cli_ask import unsupported_line
+        from assay.plugins.agent.cli_ask import unsupported_line
 
         found = unsupported_line(d) or f"every figure found in the evidence ({d.get('checked', 0)} checked)"
         asked = "; the model was asked to correct or cite them" if d.get("correction_asked") else ""
@@ -164,7 +164,7 @@ def _indent(text: str) -> str:
 @click.pass_context
 def export_cmd(ctx: click.Context, run_id: str, output: str | None) -> None:
     """Write RUN_ID as a zip: transcript, artifacts and a manifest (check it with `assay artifacts verify ZIP`)."""
-    from .runs.export import export_run
+    from .export import export_run
 
     report = export_run(_kernel(ctx), run_id, output or f"{run_id}.zip")
     click.echo(f"wrote {report.path}: run {run_id}, {report.artifacts} artifact(s)", err=True)

@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
+from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
 from .records import RunEvent, RunRecord
 
 SCHEMA_VERSION = 1

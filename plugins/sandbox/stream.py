@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 from typing import Iterator
 
-from .results import OutputCapture
+from assay.kernel.sandbox.results import OutputCapture
 
 __all__ = ["ExecStream", "FLOOD_SLACK", "Pump", "flood_limit"]
 

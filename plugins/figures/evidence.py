@@ -39,8 +39,8 @@ from typing import Any
 
 import orjson
 
-from ..evidence.capture import PYTHON_DOC, TABULAR
-from ..evidence.errors import ArtifactFileMissing, ArtifactIntegrityFailed
+from assay.kernel.evidence.capture import PYTHON_DOC, TABULAR
+from assay.kernel.evidence.errors import ArtifactFileMissing, ArtifactIntegrityFailed
 from .extract import Figure, find_figures
 
 TEXT_FIGURES = frozenset({"knowledge"})  # kinds whose text is the operator's, so figures written in it count

@@ -27,7 +27,7 @@ on stderr; the host accepts a trailer only with that nonce and only when the
 engine's own exit status for the exec matches the trailer's exit code.
 
 The host never trusts the launcher alone: it caps both streams again while
-reading and keeps its own deadline (see :mod:`assay.kernel.sandbox.container`).
+reading and keeps its own deadline (see :mod:`assay.plugins.sandbox.container`).
 """
 
 from __future__ import annotations

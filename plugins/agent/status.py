@@ -3,7 +3,7 @@
 ``answered`` needs the last answer to follow at least one successful
 evidence-producing call (a result carrying a succeeded artifact), unless the
 run needs no evidence (no database attached), and every figure the answer
-states to be a value of the run's evidence (:mod:`assay.kernel.figures`): an
+states to be a value of the run's evidence (:mod:`assay.plugins.figures`): an
 answer with a figure not found there is ``answered_unverified``. A run whose
 every evidence attempt failed cannot be ``answered``. The last
 ``generate_report`` result's ``metadata["report_status"]`` folds in: the
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from ..figures import FigureCheck
-    from ..tool_result import ToolResult
+    from assay.kernel.tool_result import ToolResult
 
 
 class RunStatus(str, Enum):

@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AssayError
-from ..log import get_logger
+from assay.kernel.errors import AssayError
+from assay.kernel.log import get_logger
 from .extract import Figure, find_figures
 
 log = get_logger("assay.figures")
@@ -77,7 +77,7 @@ def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
     out = out if out is not None else FigureCheck()
     if not figures or catalog is None:
         return set()
-    from ..evidence import verify
+    from assay.kernel.evidence import verify
     from .evidence import artifact_numbers, readable
 
     ranges = _Ranges(figures)

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..processes import pid_alive
+from assay.kernel.processes import pid_alive
 
 
 def iso(ts: float | None) -> str:

@@ -21,8 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
-from .errors import SANDBOX_EXEC_FAILED, SandboxError
-from .results import OutputCapture
+from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SandboxError
+from assay.kernel.sandbox.results import OutputCapture
 
 
 class ChannelBroken(SandboxError):

@@ -24,7 +24,7 @@ import io
 import tarfile
 from typing import Any
 
-from .errors import SANDBOX_EXEC_FAILED, SandboxError
+from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SandboxError
 
 PUT_DEADLINE_S = 30.0
 _DONE = b"ASSAY-PUT-"

@@ -4,7 +4,7 @@ One concept per module: :mod:`.loop` (the loop and :func:`arun_agent`),
 :mod:`.prompt` (system prompt and evidence rules), :mod:`.compaction` (the
 run's token budget), :mod:`.dispatch` (one turn's tool calls),
 :mod:`.status` (final statuses and exit codes; the answer's figures are checked by
-:mod:`assay.kernel.figures`), :mod:`.transcript` (what a
+:mod:`assay.plugins.figures`), :mod:`.transcript` (what a
 run did, and its events), :mod:`.settings` (limits).
 """
 

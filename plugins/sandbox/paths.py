@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
-from .errors import SANDBOX_PATH_INVALID, SandboxError
+from assay.kernel.sandbox.errors import SANDBOX_PATH_INVALID, SandboxError
 
 
 def sandbox_path(workdir: str, path: str, *, allow_root: bool = False) -> str:

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AssayError
+from assay.kernel.errors import AssayError
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
+    from assay.kernel.kernel import Kernel
 
 BUNDLE_FORMAT = "assay-run-export/1"
 RUN_NOT_FOUND = "RUN_NOT_FOUND"
@@ -49,7 +49,7 @@ def export_run(kernel: Kernel, run_id: str, path: Path | str) -> ExportReport:
     raises ``RUN_EXPORT_FAILED`` (a bundle never carries evidence that does
     not hash to its record).
     """
-    from ..evidence.readback import verify
+    from assay.kernel.evidence.readback import verify
 
     record = kernel.runs.get(run_id)
     if record is None:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .cli import error_text
+from assay.kernel.cli import error_text
 
 if TYPE_CHECKING:
-    from .agent.transcript import AgentEvent, Transcript
+    from .transcript import AgentEvent, Transcript
     from .ask import ModelRecorder, UrlOpener
 
 EXIT_HELP = ("Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
@@ -225,10 +225,10 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
                 as_json: bool, quiet: bool, max_steps: int | None, record: str | None,
                 allow_privileged: bool) -> None:
         """Ask QUESTION of your data; the agent answers from evidence, step by step."""
-        from .agent.loop import agent_settings
-        from .agent.status import EXIT_CODES, RunStatus
+        from .loop import agent_settings
+        from .status import EXIT_CODES, RunStatus
         from .ask import AskOptions, ask
-        from .exit_signals import Terminated, die_of
+        from assay.kernel.exit_signals import Terminated, die_of
 
         if as_json and quiet:
             raise click.UsageError("--json and --quiet exclude each other")

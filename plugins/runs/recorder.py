@@ -17,7 +17,7 @@ NOT_STORED = frozenset({"text"})  # streamed deltas: the assistant message that 
 
 
 class RunRecorder:
-    """Call it with each :class:`~assay.kernel.agent.transcript.AgentEvent` of one run."""
+    """Call it with each :class:`~assay.plugins.agent.transcript.AgentEvent` of one run."""
 
     def __init__(self, store: RunStore) -> None:
         self.store = store

@@ -17,13 +17,13 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from ..errors import TOOL_NOT_FOUND
-from ..messages import ToolCall
-from ..tool_result import ToolResult
+from assay.kernel.errors import TOOL_NOT_FOUND
+from assay.kernel.messages import ToolCall
+from assay.kernel.tool_result import ToolResult
 
 if TYPE_CHECKING:
-    from ..context import RunContext
-    from ..kernel import Kernel
+    from assay.kernel.context import RunContext
+    from assay.kernel.kernel import Kernel
 
 AGENT_TOOL_CALLS_LIMIT = "AGENT_TOOL_CALLS_LIMIT"
 AGENT_TOOL_CALL_CANCELLED = "AGENT_TOOL_CALL_CANCELLED"

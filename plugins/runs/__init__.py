@@ -15,7 +15,7 @@ from .records import RunEvent, RunRecord
 from .store import RunStore, SQLiteRunStore, SQLRunStore
 
 if TYPE_CHECKING:
-    from ..settings import Settings
+    from assay.kernel.settings import Settings
 
 __all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLRunStore", "SQLiteRunStore", "open_store", "store_path"]
 
@@ -26,7 +26,7 @@ def store_path(settings: Settings) -> Path:
 
 def open_store(settings: Settings) -> RunStore:
     """The runs store of these settings: a SQLite file under ASSAY_HOME, or ``ASSAY_CATALOG_URL``'s database."""
-    from ..database import catalog_url, open_database
+    from assay.kernel.database import catalog_url, open_database
 
     if not catalog_url(settings):
         return SQLiteRunStore(store_path(settings))
