@@ -1,8 +1,11 @@
 """The ``ask_cli`` plugin: ``assay ask``, the main agent on the command line.
 
-The command itself is the kernel's (:mod:`assay.plugins.agent.cli_ask`); this
-plugin gives it the SQL plugin's way to attach a ``--db URL`` and the
-models plugin's recorder for ``--record``, which the kernel cannot import. ``assay runs`` is the kernel's own.
+The agent and the command are :mod:`assay.plugins.agent` (the loop, ``ask``,
+:mod:`assay.plugins.agent.cli_ask`); this module stays thin so start-up
+imports none of them. It gives the command the SQL plugin's way to attach a
+``--db URL`` and the models plugin's recorder for ``--record``, and declares
+the agent's ``[agent]`` settings section for ``assay config``. ``assay runs``
+is the runs plugin's (:mod:`assay.plugins.runs_plugin`).
 """
 
 from __future__ import annotations
@@ -20,6 +23,11 @@ def record_model(model, path: str):
     from assay.plugins.models.cassette import RecordingModel
 
     return RecordingModel(model, path)
+
+
+@hookimpl
+def register_resources(settings):
+    settings.declare_section("agent", "assay.plugins.agent.settings:AgentSettings")  # for `assay config`
 
 
 @hookimpl

@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 from .config import SandboxConfig
 from .results import ExecutionResult, FileInfo, ProbeResult
-from assay.plugins.sandbox.spec import ContainerSpec
 
 
 @dataclass
@@ -49,8 +48,9 @@ class RuntimeSession(ABC):
 
     #: Identifier of the underlying container (or directory), for status and tests.
     id: str
-    #: The spec the sandbox was created from (None for the local runtime).
-    spec: ContainerSpec | None
+    #: The spec the sandbox was created from (None for the local runtime): the sandbox plugin's
+    #: hardened ``ContainerSpec`` (:mod:`assay.plugins.sandbox.spec`), which the kernel never imports.
+    spec: Any
 
     @abstractmethod
     def execute(self, request: ExecRequest) -> ExecutionResult:
@@ -139,8 +139,8 @@ class SandboxRuntime(ABC):
         return self.probe()
 
     @abstractmethod
-    def create_session(self, spec: ContainerSpec) -> RuntimeSession:
-        """Create and start one hardened sandbox from ``spec`` (already checked).
+    def create_session(self, spec: Any) -> RuntimeSession:
+        """Create and start one hardened sandbox from ``spec`` (a ``ContainerSpec``, already checked).
 
         Raises ``SandboxError`` (``SANDBOX_IMAGE_MISSING``,
         ``SANDBOX_START_FAILED``) on failure, leaving nothing behind.

@@ -32,7 +32,7 @@ ModelRecorder = Callable[["Model", str], "Model"]
 
 if TYPE_CHECKING:
     from .settings import AgentSettings
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI as Kernel
     from assay.kernel.models import Model
 
 

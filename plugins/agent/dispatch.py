@@ -23,7 +23,7 @@ from assay.kernel.tool_result import ToolResult
 
 if TYPE_CHECKING:
     from assay.kernel.context import RunContext
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI as Kernel
 
 AGENT_TOOL_CALLS_LIMIT = "AGENT_TOOL_CALLS_LIMIT"
 AGENT_TOOL_CALL_CANCELLED = "AGENT_TOOL_CALL_CANCELLED"

@@ -33,7 +33,7 @@ from .transcript import AgentEvent, AgentObserver, Compaction, RunError, ToolCal
 if TYPE_CHECKING:
     from assay.kernel.context import RunContext
     from ..figures import FigureCheck
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI as Kernel
 
 log = get_logger("assay.agent")
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from assay.kernel.resources import PromptBudget, Resource, ResourceType
 
 if TYPE_CHECKING:
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI as Kernel
     from .settings import AgentSettings
 
 PREAMBLE = "You are a data-analysis agent. You answer questions about the user's data by calling tools."

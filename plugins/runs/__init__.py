@@ -8,7 +8,7 @@ is kept), :mod:`.recorder` (the agent observer that writes a run),
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .recorder import RunRecorder
 from .records import RunEvent, RunRecord
@@ -17,7 +17,7 @@ from .store import RunStore, SQLiteRunStore, SQLRunStore
 if TYPE_CHECKING:
     from assay.kernel.settings import Settings
 
-__all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLRunStore", "SQLiteRunStore", "open_store", "store_path"]
+__all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLRunStore", "SQLiteRunStore", "open_store", "store_for_kernel", "store_path"]
 
 
 def store_path(settings: Settings) -> Path:
@@ -31,3 +31,8 @@ def open_store(settings: Settings) -> RunStore:
     if not catalog_url(settings):
         return SQLiteRunStore(store_path(settings))
     return SQLRunStore(open_database(settings, store_path(settings), owner="runs"))
+
+
+def store_for_kernel(kernel: Any) -> RunStore:
+    """``kernel.runs``: the runs store of the kernel's settings (the ``runs`` plugin's subsystem)."""
+    return open_store(kernel.settings)

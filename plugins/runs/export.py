@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from assay.kernel.errors import AssayError
 
 if TYPE_CHECKING:
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI as Kernel
 
 BUNDLE_FORMAT = "assay-run-export/1"
 RUN_NOT_FOUND = "RUN_NOT_FOUND"

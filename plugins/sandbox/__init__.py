@@ -1,10 +1,13 @@
-"""The sandbox: hardened, fail-closed execution of untrusted code.
+"""The sandbox plugin: hardened, fail-closed execution of untrusted code.
 
 Layers (as in the seed design):
 
-* control - :class:`SandboxManager`: sessions, locks, TTLs, reaper, clean-up;
+* control - :class:`SandboxManager`: sessions, locks, TTLs, reaper, clean-up
+  (``kernel.sandbox``, the subsystem :mod:`assay.plugins.sandbox_plugin` registers);
 * execution - :class:`SandboxRuntime` plugins (``sandbox_runtimes/``) and
-  their sessions, built on the hardened :class:`ContainerSpec`;
+  their sessions, built on the hardened :class:`ContainerSpec`; the
+  runtimes' contract and the fail-closed selection are the kernel's
+  (:mod:`assay.kernel.sandbox`), re-exported here;
 * display - :class:`ExecutionResult`, the same for every runtime;
 * user - :class:`SandboxSession`, from ``kernel.sandbox.open_session()``.
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from assay import Settings
+from assay import Kernel, Settings
 from assay.kernel.database import (
     CATALOG_SCHEMA_NEWER,
     CATALOG_UNAVAILABLE,
@@ -25,7 +25,15 @@ from assay.kernel.database import (
     open_database,
 )
 from tests.conftest import imported_by
-from tests.evidence.conftest import make_kernel
+from tests.evidence.conftest import EVIDENCE_PLUGINS
+
+
+
+def make_kernel(**settings_overrides) -> Kernel:
+    """The evidence tests' kernel, with the runs plugin (``kernel.runs``)."""
+    return Kernel(load_entrypoints=False, plugins=[*EVIDENCE_PLUGINS, "assay.plugins.runs_plugin"],
+                  settings=Settings.from_env(**settings_overrides))
+
 
 PROCS, PER_PROC = 4, 40
 
@@ -43,7 +51,7 @@ def test_without_a_url_every_store_is_a_sqlite_file_under_assay_home(assay_env):
 
 
 def test_kernel_start_up_imports_no_postgresql_driver():
-    code = ("from assay import Kernel\nk = Kernel(load_entrypoints=False, plugins=[]); k.start()\n"
+    code = ("from assay import Kernel\nk = Kernel(load_entrypoints=False, plugins=['assay.plugins.runs_plugin']); k.start()\n"
             "k.runs.list(); import assay.kernel.evidence as e; e.ArtifactCatalog")
     assert imported_by(code, ["psycopg", "sqlalchemy", "assay.kernel.database_pg"]) == []
 

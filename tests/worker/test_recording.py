@@ -16,7 +16,7 @@ def kernel(private_pg, monkeypatch):
     from assay import Kernel, Settings
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", private_pg.url)
-    k = Kernel(load_entrypoints=False, plugins=[], settings=Settings.from_env())
+    k = Kernel(load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env())
     k.start()
     yield k
     k.close()
