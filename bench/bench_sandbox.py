@@ -38,7 +38,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
 from assay.plugins.sandbox import build_spec  # noqa: E402
-from assay.plugins.sandbox import uids  # noqa: E402
+from assay.kernel.sandbox import uids  # noqa: E402
 from assay.plugins.sandbox.labels import owner_labels  # noqa: E402
 from tests.sandbox_engines.engines import TEST_IMAGE, manager_for  # noqa: E402
 from tests.sandbox_engines.docker_daemon import docker_daemon, dockerd_binary, runsc_binary  # noqa: E402

@@ -4,7 +4,7 @@
 locks, TTLs, the reaper, clean-up) is made on first use on the kernel's
 registered runtimes, closed by ``kernel.close()`` and made again on the next
 use. The runtimes' contract and the fail-closed selection stay in the kernel
-(:mod:`assay.kernel.sandbox`); this module only names the manager, so
+(:mod:`assay.kernel.sandbox.selection`); this module only names the manager, so
 start-up imports none of it.
 """
 

@@ -7,7 +7,7 @@ Layers (as in the seed design):
 * execution - :class:`SandboxRuntime` plugins (``sandbox_runtimes/``) and
   their sessions, built on the hardened :class:`ContainerSpec`; the
   runtimes' contract and the fail-closed selection are the kernel's
-  (:mod:`assay.kernel.sandbox`), re-exported here;
+  (:mod:`assay.kernel.sandbox.runtime`, :mod:`assay.kernel.sandbox.selection`), re-exported here;
 * display - :class:`ExecutionResult`, the same for every runtime;
 * user - :class:`SandboxSession`, from ``kernel.sandbox.open_session()``.
 

@@ -130,7 +130,7 @@ def test_paths_inside_the_workdir_are_normalised():
 
 
 def test_a_spec_runs_as_its_uid_blocks_users_and_says_so_in_a_label():
-    from assay.plugins.sandbox import uids
+    from assay.kernel.sandbox import uids
     from assay.plugins.sandbox.labels import UID_BLOCK
 
     config = SandboxConfig.from_env()
@@ -142,7 +142,7 @@ def test_a_spec_runs_as_its_uid_blocks_users_and_says_so_in_a_label():
 
 
 def test_picked_blocks_lie_in_the_range_on_a_block_boundary():
-    from assay.plugins.sandbox import uids
+    from assay.kernel.sandbox import uids
 
     for _ in range(200):
         block = uids.pick("100000-100039")

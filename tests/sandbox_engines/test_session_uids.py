@@ -14,7 +14,7 @@ import subprocess
 
 import pytest
 
-from assay.plugins.sandbox import uids
+from assay.kernel.sandbox import uids
 from assay.plugins.sandbox.labels import UID_BLOCK
 
 ENGINES = ["podman", "docker@podman", "nerdctl"]
