@@ -155,7 +155,7 @@ def counter_plugin() -> types.ModuleType:
     return plugin
 
 
-def test_a_registered_subsystem_is_made_once_on_first_use_and_reached_as_an_attribute(make_assay_kernel):
+def test_register_subsystems_gives_an_object_made_once_on_first_use_reached_as_an_attribute(make_assay_kernel):
     kernel = make_assay_kernel(counter_plugin())
     seen = same_from_threads(lambda: kernel.counter)
     assert all(c is seen[0] for c in seen) and seen[0].kernel is kernel
