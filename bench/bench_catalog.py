@@ -30,7 +30,7 @@ def _work(env: dict[str, str], what: str, n: int, tag: str, barrier) -> None:
     from assay.kernel.evidence import capture_sql_execution
     from assay.plugins.runs import RunRecord
 
-    kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local"],
+    kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local", "assay.plugins.runs_plugin"],
                     settings=Settings.from_env())
     run = kernel.new_run(run_id=f"run_{tag}")
     kernel.runs.start(RunRecord(run_id=run.run_id, question="bench", started_at=time.time()))
