@@ -3,8 +3,8 @@
 The public surface, curated: what host applications and plugin authors
 import. Everything else lives in the subpackages:
 
-* :mod:`assay.kernel` - hook specs, registries, tools, evidence, sandbox;
-* :mod:`assay.plugins` - the built-in plugins (SQL, code interpreter, ...);
+* :mod:`assay.kernel` - hook specs, registries, tools, evidence, the sandbox runtimes' contract;
+* :mod:`assay.plugins` - the built-in plugins (SQL, code interpreter, the agent, runs, the sandbox, ...);
 * :mod:`assay.sandbox_runtimes` - the docker, podman, nerdctl and local runtimes.
 
 >>> from assay import Kernel, tool, hookimpl

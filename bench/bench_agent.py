@@ -151,7 +151,7 @@ class TimedModel:
 
 
 def per_step(home: Path, db: Path) -> None:
-    from assay.kernel.ask import AskOptions, aask
+    from assay.plugins.agent.ask import AskOptions, aask
 
     from assay import Kernel
 
@@ -160,7 +160,7 @@ def per_step(home: Path, db: Path) -> None:
     kernel = Kernel()
     try:
         model = TimedModel(kernel.model("openai_compatible", model="fake"))
-        from assay.kernel.agent import AgentSettings
+        from assay.plugins.agent import AgentSettings
 
         settings = AgentSettings(max_steps=STEPS + 1)
         from assay.plugins.ask_cli import open_url

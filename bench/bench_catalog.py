@@ -28,9 +28,9 @@ def _work(env: dict[str, str], what: str, n: int, tag: str, barrier) -> None:
     os.environ.update(env)
     from assay import Kernel, Settings
     from assay.kernel.evidence import capture_sql_execution
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
 
-    kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local"],
+    kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local", "assay.plugins.runs_plugin"],
                     settings=Settings.from_env())
     run = kernel.new_run(run_id=f"run_{tag}")
     kernel.runs.start(RunRecord(run_id=run.run_id, question="bench", started_at=time.time()))

@@ -37,8 +37,9 @@ import uuid
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from assay.kernel.sandbox import build_spec, uids  # noqa: E402
-from assay.kernel.sandbox.labels import owner_labels  # noqa: E402
+from assay.plugins.sandbox import build_spec  # noqa: E402
+from assay.kernel.sandbox import uids  # noqa: E402
+from assay.plugins.sandbox.labels import owner_labels  # noqa: E402
 from tests.sandbox_engines.engines import TEST_IMAGE, manager_for  # noqa: E402
 from tests.sandbox_engines.docker_daemon import docker_daemon, dockerd_binary, runsc_binary  # noqa: E402
 from tests.sandbox_engines.podman_service import image_present, podman_service, podman_usable  # noqa: E402

@@ -117,7 +117,7 @@ def prefer_local_image() -> None:
 
 def choose_sandbox() -> str:
     """Probe the configured sandbox; opt into the local runtime explicitly if none works."""
-    from assay.kernel.sandbox import SandboxError
+    from assay.plugins.sandbox import SandboxError
 
     from assay import Kernel
 
@@ -288,8 +288,8 @@ def main() -> int:
     say(f"execution time limit: {os.environ['SANDBOX_TIMEOUT']} s (SANDBOX_TIMEOUT)")
     say(f"sandbox: {choose_sandbox()}")
 
-    from assay.kernel.ask import AskOptions, ask
-    from assay.kernel.cli_ask import StepPrinter, print_result
+    from assay.plugins.agent.ask import AskOptions, ask
+    from assay.plugins.agent.cli_ask import StepPrinter, print_result
     from assay.plugins.models.scripted import ScriptedModel
 
     from assay import Kernel

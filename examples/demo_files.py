@@ -46,7 +46,7 @@ def script_steps() -> list:
 
 def ask_file_and_database(kernel, say, printer_cls, print_result) -> bool:
     """Ask :data:`QUESTION`; True when it was answered from evidence with the file's source traced."""
-    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.agent.ask import AskOptions, ask
     from assay.plugins.ask_cli import open_files
     from assay.plugins.models.scripted import ScriptedModel
 

@@ -146,12 +146,7 @@ def config_cmd(ctx: click.Context) -> None:
     kernel.start()
     click.echo(json.dumps(kernel.settings.masked(), indent=2, default=str))
 
-def _add_runs_commands() -> None:
-    from .cli_runs import runs_group
-
-    cli.add_command(runs_group)
-
-_add_runs_commands()  # `assay ask` comes from the ask_cli plugin (it opens --db URLs through the SQL plugin)
+# `assay ask` comes from the ask_cli plugin, `assay runs` from the runs plugin
 
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar
 from .log import get_logger
 
 if TYPE_CHECKING:
-    from .kernel import Kernel
+    from .protocols import KernelAPI
 
 T = TypeVar("T")
 
@@ -30,7 +30,7 @@ def new_run_id() -> str:
 class RunContext:
     """One run of an agent: id, evidence sink and run-scoped state."""
 
-    kernel: "Kernel | None" = None
+    kernel: "KernelAPI | None" = None
     run_id: str = field(default_factory=new_run_id)
     artifacts: Any = None  # kernel.evidence.ArtifactSink, or None when nothing is captured
     model: Any = None  # the run's kernel.models.Model, for tools that start a sub-agent (None outside an agent run)

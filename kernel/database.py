@@ -1,7 +1,7 @@
 """The catalog database: the one seam between assay's stores and SQLite or PostgreSQL.
 
 The artifact catalog (:mod:`assay.kernel.evidence.catalog`), the runs store
-(:mod:`assay.kernel.runs.store`) and report checkpoints
+(:mod:`assay.plugins.runs.store`) and report checkpoints
 (:mod:`assay.plugins.report_agent.state`) write their rows through a
 :class:`Database`. By default each is an embedded SQLite file under
 ``ASSAY_HOME`` (WAL, one connection per thread and process, exactly as

@@ -97,6 +97,18 @@ def register_artifact_stores(register, settings, kernel):
 
 
 @hookspec
+def register_subsystems(register, settings, kernel):
+    """Add subsystems: objects one per kernel, made on first use and closed with it.
+
+    ``register(subsystem)`` takes an :class:`assay.kernel.subsystems.Subsystem`:
+    a unique ``name`` and a ``factory`` (a callable taking the kernel, or its
+    ``"package.module:attr"`` path, imported on first use). The kernel reaches
+    it as ``kernel.<name>`` or ``kernel.subsystem(name)`` (``kernel.runs``,
+    ``kernel.sandbox``) and closes it in ``kernel.close()``.
+    """
+
+
+@hookspec
 def register_report_renderers(register, settings, kernel):
     """Add renderers that turn a report document citing artifacts into output.
 

@@ -2,10 +2,12 @@
 
 A :class:`Kernel` owns everything it loads; several kernels can live in one
 process without sharing state. Start-up is lazy and idempotent: the first
-access to a registry loads the plugins. Its subsystems are attributes made on
-first use and closed by :meth:`Kernel.close`: ``kernel.evidence`` (the
-artifact store's catalog and run sinks) and ``kernel.sandbox`` (the sandbox
-manager); neither is imported until then.
+access to a registry loads the plugins. Its subsystems are made on first use
+and closed by :meth:`Kernel.close`: ``kernel.evidence`` (the artifact store's
+catalog and run sinks, the kernel's own) and those plugins register with
+``register_subsystems``, reached as ``kernel.<name>`` (``kernel.runs``, the
+runs plugin's store; ``kernel.sandbox``, the sandbox plugin's manager). None
+is imported until then, and the kernel imports no plugin.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from .context import RunContext
 from .errors import (
     PLUGIN_LOAD_FAILED,
     PLUGIN_REGISTER_FAILED,
+    SUBSYSTEM_NOT_FOUND,
     TOOL_ARGUMENTS_INVALID,
     TOOL_ASYNC_ONLY,
     TOOL_EXECUTION_FAILED,
@@ -35,12 +38,11 @@ from .registry import REGISTER_HOOKS, VALIDATORS, Lazy, Registry, validate
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
 from .tool_result import ToolResult
 from .settings import Settings
+from .subsystems import is_closed
 from .tools import ArgumentsInvalid, BaseTool
 
 if TYPE_CHECKING:
     from .evidence.kernel_evidence import KernelEvidence
-    from .runs.store import RunStore
-    from .sandbox.manager import SandboxManager
 
 log = get_logger("assay.kernel")
 
@@ -70,8 +72,7 @@ class Kernel:
         self._started = False
         self._loading_thread: int | None = None  # the thread running the register hooks, while it does
         self._evidence: KernelEvidence | None = None  # made on first use (kernel.evidence)
-        self._sandbox: SandboxManager | None = None  # made on first use (kernel.sandbox)
-        self._runs: RunStore | None = None  # made on first use (kernel.runs)
+        self._subsystems: dict[str, Any] = {}  # plugins' subsystems, made on first use (kernel.<name>)
         # Now, while this is (normally) the main thread: the sandbox is often first used from
         # a worker thread, where a SIGTERM handler can no longer be installed.
         exit_signals.install()
@@ -365,31 +366,37 @@ class Kernel:
                 evidence = self._evidence
         return evidence
 
-    @property
-    def sandbox(self) -> SandboxManager:
-        """The kernel's sandbox manager, on its registered runtimes (made again after a close)."""
-        manager = self._sandbox
-        if manager is None or manager.closed:
+    def subsystem(self, name: str) -> Any:
+        """The subsystem ``name`` a plugin registered (``register_subsystems``), made on first use.
+
+        Made again when it reports itself ``closed``; raises ``SUBSYSTEM_NOT_FOUND`` when no loaded
+        plugin provides it. ``kernel.<name>`` is the same.
+        """
+        obj = self._subsystems.get(name)
+        if obj is None or is_closed(obj):
+            registry = self.registry("subsystems")
             with self._lock:
-                if self._sandbox is None or self._sandbox.closed:
-                    from .sandbox.manager import SandboxManager
+                obj = self._subsystems.get(name)
+                if obj is None or is_closed(obj):
+                    provider = registry.get(name)
+                    if provider is None:
+                        known = ", ".join(sorted(registry)) or "none"
+                        raise AssayError(
+                            SUBSYSTEM_NOT_FOUND, f"no plugin provides the subsystem {name!r}",
+                            f"Load the plugin that provides it (`assay plugins`); provided here: {known}.")
+                    obj = self._subsystems[name] = provider.make(self)
+        return obj
 
-                    self._sandbox = SandboxManager.for_kernel(self)
-                manager = self._sandbox
-        return manager
-
-    @property
-    def runs(self) -> RunStore:
-        """The runs store: every agent run's record and transcript (SQLite under ASSAY_HOME, or ASSAY_CATALOG_URL's database)."""
-        runs = self._runs
-        if runs is None:
-            with self._lock:
-                if self._runs is None:
-                    from .runs import open_store
-
-                    self._runs = open_store(self.settings)
-                runs = self._runs
-        return runs
+    def __getattr__(self, name: str) -> Any:
+        """``kernel.runs``, ``kernel.sandbox``, ...: a subsystem a plugin registered (see :meth:`subsystem`)."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return self.subsystem(name)
+        except AssayError as exc:
+            if exc.code != SUBSYSTEM_NOT_FOUND:
+                raise
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} ({exc.message})") from None
 
     # --- runs and tool calls ---------------------------------------------
 
@@ -493,9 +500,9 @@ class Kernel:
         return result
 
     def close(self) -> None:
-        """Release what plugins opened (connection pools), the sandbox and the evidence catalog.
+        """Release what plugins opened (connection pools), their subsystems and the evidence catalog.
 
-        The kernel stays usable: ``kernel.sandbox`` and ``kernel.evidence`` are made again on next use.
+        The kernel stays usable: ``kernel.evidence`` and the subsystems are made again on next use.
         """
         resources = self._registries["resources"]
         for name in list(resources):
@@ -509,13 +516,15 @@ class Kernel:
                 except Exception as exc:  # noqa: BLE001
                     log.warning("resource_close_failed", resource=resource.name, error=repr(exc))
         with self._lock:
-            sandbox, self._sandbox = self._sandbox, None
+            subsystems, self._subsystems = self._subsystems, {}
             evidence, self._evidence = self._evidence, None
-            runs, self._runs = self._runs, None
-        if runs is not None:
-            runs.close()
-        if sandbox is not None:
-            sandbox.close()
+        for name, obj in reversed(subsystems.items()):  # the last made first
+            closer = getattr(obj, "close", None)
+            if callable(closer):
+                try:
+                    closer()
+                except Exception as exc:  # noqa: BLE001 - closing must reach every subsystem
+                    log.warning("subsystem_close_failed", subsystem=name, error=repr(exc))
         if evidence is not None:
             evidence.close()
 

@@ -358,6 +358,7 @@ VALIDATORS: dict[str, Callable[[Any], tuple[str, Any]]] = {
     "report_renderers": _named("name", "media_type", "render"),
     "models": _named("model_id"),
     "knowledge_retrievers": _named("name", "retrieve"),
+    "subsystems": _named("name", "make"),
 }
 
 # Hook name -> registry kind, in the order the kernel calls them.
@@ -365,6 +366,7 @@ REGISTER_HOOKS: dict[str, str] = {
     "register_resource_types": "resource_types",
     "register_database_engines": "database_engines",
     "register_artifact_stores": "artifact_stores",
+    "register_subsystems": "subsystems",
     "register_sandbox_runtimes": "sandbox_runtimes",
     "register_models": "models",
     "register_report_renderers": "report_renderers",

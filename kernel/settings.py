@@ -47,8 +47,7 @@ def mask_url(text: str) -> str:
 
 
 # Sections the kernel itself owns: shown by ``assay config`` even before use.
-KERNEL_SECTIONS = {"sandbox": "assay.kernel.sandbox.config:SandboxConfig",
-                   "agent": "assay.kernel.agent.settings:AgentSettings"}
+KERNEL_SECTIONS = {"sandbox": "assay.kernel.sandbox.config:SandboxConfig"}
 
 
 def _default_home() -> Path:

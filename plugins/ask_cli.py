@@ -1,8 +1,12 @@
 """The ``ask_cli`` plugin: ``assay ask``, the main agent on the command line.
 
-The command itself is the kernel's (:mod:`assay.kernel.cli_ask`); this
-plugin gives it the SQL plugin's way to attach a ``--db URL``, the files
-plugin's for ``--file`` and the models plugin's recorder for ``--record``, which the kernel cannot import. ``assay runs`` is the kernel's own.
+The agent and the command are :mod:`assay.plugins.agent` (the loop, ``ask``,
+:mod:`assay.plugins.agent.cli_ask`); this module stays thin so start-up
+imports none of them. It gives the command the SQL plugin's way to attach a
+``--db URL``, the files plugin's for ``--file`` and the models plugin's
+recorder for ``--record``, and declares the agent's ``[agent]`` settings
+section for ``assay config``. ``assay runs`` is the runs plugin's
+(:mod:`assay.plugins.runs_plugin`).
 """
 
 from __future__ import annotations
@@ -29,7 +33,12 @@ def open_files(kernel, patterns: list[str]):
 
 
 @hookimpl
+def register_resources(settings):
+    settings.declare_section("agent", "assay.plugins.agent.settings:AgentSettings")  # for `assay config`
+
+
+@hookimpl
 def register_commands(cli):
-    from assay.kernel.cli_ask import make_ask_command
+    from assay.plugins.agent.cli_ask import make_ask_command
 
     cli.add_command(make_ask_command(open_url, record_model, open_files))

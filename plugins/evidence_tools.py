@@ -117,7 +117,7 @@ def register_commands(cli, kernel):
         from assay.kernel.evidence.maintenance import verify_all
 
         if bundle is not None:
-            from assay.kernel.runs.export import verify_bundle
+            from assay.plugins.runs.export import verify_bundle
 
             checked = verify_bundle(bundle)
             for problem in checked.problems:

@@ -35,7 +35,7 @@ def sandbox_group() -> None:
 @click.pass_context
 def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     """Which runtime would be used, its version, OCI runtime, cgroups, image and enforced limits."""
-    from assay.kernel.sandbox import SandboxConfig, SandboxError, seccomp, select_runtime
+    from assay.plugins.sandbox import SandboxConfig, SandboxError, seccomp, select_runtime
 
     kernel = _kernel(ctx)
     config = SandboxConfig.from_settings(kernel.settings)
@@ -111,7 +111,7 @@ def build_image_cmd(args: tuple[str, ...]) -> None:
 def run_cmd(ctx: click.Context, runtime_name: str | None, timeout_s: float | None, language: str,
             as_json: bool, code: tuple[str, ...]) -> None:
     """Run CODE (after --; '-' reads stdin) in a fresh sandbox and print the result."""
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
     source = sys.stdin.read() if code == ("-",) else " ".join(code)
     kernel = _kernel(ctx)

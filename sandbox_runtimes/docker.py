@@ -29,7 +29,7 @@ import time
 from typing import Any, Iterator
 
 from assay.kernel.log import get_logger
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     ContainerSession,
     ContainerSpec,
     ExecStream,
@@ -39,11 +39,11 @@ from assay.kernel.sandbox import (
     SandboxRuntime,
 )
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
-from assay.kernel.sandbox import gvisor
-from assay.kernel.sandbox import seccomp as seccomp_profile
-from assay.kernel.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
-from assay.kernel.sandbox.spec import verify_inspect
-from assay.kernel.sandbox.upload import put_by_exec
+from assay.plugins.sandbox import gvisor
+from assay.plugins.sandbox import seccomp as seccomp_profile
+from assay.plugins.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
+from assay.plugins.sandbox.spec import verify_inspect
+from assay.plugins.sandbox.upload import put_by_exec
 
 log = get_logger("assay.sandbox.docker")
 

@@ -38,7 +38,7 @@ import time
 from typing import Any
 
 from assay.kernel.log import get_logger
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     LOCAL_WARNING,
     SANDBOX_EXEC_FAILED,
     SANDBOX_FILE_NOT_FOUND,
@@ -55,7 +55,7 @@ from assay.kernel.sandbox import (
     SandboxError,
     SandboxRuntime,
 )
-from assay.kernel.sandbox.spec import normalize_language
+from assay.plugins.sandbox.spec import normalize_language
 
 log = get_logger("assay.sandbox.local")
 

@@ -33,7 +33,7 @@ import threading
 from typing import Any, Iterator
 
 from assay.kernel.log import get_logger
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     ContainerSession,
     ContainerSpec,
     ExecStream,
@@ -43,8 +43,8 @@ from assay.kernel.sandbox import (
     SandboxRuntime,
 )
 from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
-from assay.kernel.sandbox import seccomp as seccomp_profile
-from assay.kernel.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
+from assay.plugins.sandbox import seccomp as seccomp_profile
+from assay.plugins.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
 
 log = get_logger("assay.sandbox.nerdctl")
 

@@ -3,7 +3,7 @@
 Each runtime plugin (``docker``, ``podman``, ``nerdctl``, ``local``) registers
 its runtime class as a :class:`assay.Lazy` (name, ``module:Class`` path and
 the ``isolated`` flag the kernel reads before importing); the runtime module,
-:mod:`assay.kernel.sandbox` and the engine SDKs load when a sandbox is first used.
+:mod:`assay.plugins.sandbox` and the engine SDKs load when a sandbox is first used.
 ``sandbox_cli`` adds ``assay sandbox`` (click and :mod:`assay.sandbox_runtimes.cli`
 load only when the command line is built). These are the only hook
 implementations of the sandbox plugins: the runtime modules and ``cli`` hold

@@ -15,7 +15,7 @@ keeps two ``conmon`` processes per execution on the host for 300 s.
 The container is created from the hardened spec by posting a libpod
 SpecGenerator directly (podman-py's ``containers.create`` cannot express
 nosuid/nodev tmpfs options); execution, timeouts and files come from
-:class:`assay.kernel.sandbox.ContainerSession`.
+:class:`assay.plugins.sandbox.ContainerSession`.
 
 An OCI runtime other than the default (``SANDBOX_OCI_RUNTIME=runsc``):
 podman 4's API ignores the SpecGenerator's ``oci_runtime`` (the container
@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from assay.kernel.log import get_logger
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     SANDBOX_IMAGE_MISSING,
     SANDBOX_RUNTIME_DIR_UNSAFE,
     SANDBOX_START_FAILED,
@@ -49,12 +49,12 @@ from assay.kernel.sandbox import (
     SandboxError,
     SandboxRuntime,
 )
-from assay.kernel.sandbox import gvisor
-from assay.kernel.sandbox import labels as sandbox_labels
-from assay.kernel.sandbox import seccomp as seccomp_profile
-from assay.kernel.sandbox.channel import hijack
-from assay.kernel.sandbox.spec import verify_inspect
-from assay.kernel.sandbox.upload import put_by_exec
+from assay.plugins.sandbox import gvisor
+from assay.plugins.sandbox import labels as sandbox_labels
+from assay.plugins.sandbox import seccomp as seccomp_profile
+from assay.plugins.sandbox.channel import hijack
+from assay.plugins.sandbox.spec import verify_inspect
+from assay.plugins.sandbox.upload import put_by_exec
 
 from . import podman_service
 from .podman_service import pings as _pings

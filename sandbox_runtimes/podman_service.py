@@ -40,7 +40,7 @@ import time
 from pathlib import Path
 
 from assay.kernel.log import get_logger
-from assay.kernel.sandbox import SANDBOX_RUNTIME_DIR_UNSAFE, SANDBOX_START_FAILED, SandboxError
+from assay.plugins.sandbox import SANDBOX_RUNTIME_DIR_UNSAFE, SANDBOX_START_FAILED, SandboxError
 
 from . import podman_conf
 

@@ -20,7 +20,7 @@ from .local_store import LocalContentStore
 from .settings import evidence_settings
 
 if TYPE_CHECKING:
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI
 
 NO_STORE = "none"  # ASSAY_ARTIFACT_STORE=none: nothing is captured
 DEFAULT_STORE = "local"
@@ -29,7 +29,7 @@ DEFAULT_STORE = "local"
 class KernelEvidence:
     """One kernel's evidence store: its catalog and the sinks its runs capture into."""
 
-    def __init__(self, kernel: "Kernel") -> None:
+    def __init__(self, kernel: "KernelAPI") -> None:
         self._kernel = kernel
         self._catalog: ArtifactCatalog | None = None
         self._lock = threading.Lock()

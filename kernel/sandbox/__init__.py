@@ -1,91 +1,35 @@
-"""The sandbox: hardened, fail-closed execution of untrusted code.
+"""The sandbox contract the kernel keeps: what a runtime plugin implements, and fail-closed selection.
 
-Layers (as in the seed design):
+* :mod:`.runtime` - :class:`SandboxRuntime` and :class:`RuntimeSession`, which
+  ``register_sandbox_runtimes`` plugins (``sandbox_runtimes/``) implement;
+* :mod:`.selection` - :func:`select_runtime`: the runtime to use, or a refusal;
+* :mod:`.config` (the ``[sandbox]`` settings), :mod:`.results` (what every
+  runtime returns), :mod:`.errors` (the ``SANDBOX_*`` codes), :mod:`.uids`.
 
-* control - :class:`SandboxManager`: sessions, locks, TTLs, reaper, clean-up;
-* execution - :class:`SandboxRuntime` plugins (``sandbox_runtimes/``) and
-  their sessions, built on the hardened :class:`ContainerSpec`;
-* display - :class:`ExecutionResult`, the same for every runtime;
-* user - :class:`SandboxSession`, from ``kernel.sandbox.open_session()``.
-
-Importing this package loads all of it (see below for why that is cheap
-enough); engines' SDKs load inside the runtime plugins.
+The sandbox itself - manager, sessions, the hardened container spec, the
+launcher, seccomp - is the ``sandbox`` plugin (:mod:`assay.plugins.sandbox`),
+which re-exports these names too.
 """
 
-# Every submodule is imported here, eagerly. Measured (bench machine, after
-# ``import assay``): the whole package ~33 ms, against ~27 ms for the manager
-# alone, which any use of a sandbox loads anyway. Kernel start-up imports none
-# of it: the runtime plugins register by path (``Lazy``), and the engines'
-# SDKs load inside the runtimes.
 from .config import SandboxConfig, parse_size
-from .container import ContainerSession, ExecStream
-from .errors import (
-    SANDBOX_CONFIG_INVALID,
-    SANDBOX_EXEC_FAILED,
-    SANDBOX_FILE_NOT_FOUND,
-    SANDBOX_FILE_TOO_LARGE,
-    SANDBOX_IMAGE_MISSING,
-    SANDBOX_LANGUAGE_UNSUPPORTED,
-    SANDBOX_LOCAL_NOT_ALLOWED,
-    SANDBOX_OVERRIDE_REFUSED,
-    SANDBOX_PATH_INVALID,
-    SANDBOX_RUNTIME_DIR_UNSAFE,
-    SANDBOX_RUNTIME_UNAVAILABLE,
-    SANDBOX_SESSION_CLOSED,
-    SANDBOX_SESSION_LIMIT,
-    SANDBOX_SESSION_NOT_FOUND,
-    SANDBOX_START_FAILED,
-    SANDBOX_TIMEOUT,
-    SANDBOX_UNKNOWN_RUNTIME,
-    SandboxError,
-)
-from .manager import SandboxManager, close_all
+from .errors import SandboxError
 from .results import ExecutionResult, FileInfo, OutputCapture, ProbeResult, ProducedFile, SessionStatus
 from .runtime import ExecRequest, RuntimeSession, SandboxRuntime
 from .selection import LOCAL_WARNING, select_runtime
-from .session import SandboxSession
-from .spec import ContainerSpec, TmpfsMount, Ulimit, build_spec, check_overrides
 
 __all__ = [
-    "ContainerSession",
-    "ContainerSpec",
+    "LOCAL_WARNING",
     "ExecRequest",
-    "ExecStream",
     "ExecutionResult",
     "FileInfo",
-    "LOCAL_WARNING",
     "OutputCapture",
     "ProbeResult",
     "ProducedFile",
     "RuntimeSession",
-    "SANDBOX_CONFIG_INVALID",
-    "SANDBOX_EXEC_FAILED",
-    "SANDBOX_FILE_NOT_FOUND",
-    "SANDBOX_FILE_TOO_LARGE",
-    "SANDBOX_IMAGE_MISSING",
-    "SANDBOX_LANGUAGE_UNSUPPORTED",
-    "SANDBOX_LOCAL_NOT_ALLOWED",
-    "SANDBOX_OVERRIDE_REFUSED",
-    "SANDBOX_PATH_INVALID",
-    "SANDBOX_RUNTIME_DIR_UNSAFE",
-    "SANDBOX_RUNTIME_UNAVAILABLE",
-    "SANDBOX_SESSION_CLOSED",
-    "SANDBOX_SESSION_LIMIT",
-    "SANDBOX_SESSION_NOT_FOUND",
-    "SANDBOX_START_FAILED",
-    "SANDBOX_TIMEOUT",
-    "SANDBOX_UNKNOWN_RUNTIME",
     "SandboxConfig",
     "SandboxError",
-    "SandboxManager",
     "SandboxRuntime",
-    "SandboxSession",
     "SessionStatus",
-    "TmpfsMount",
-    "Ulimit",
-    "build_spec",
-    "check_overrides",
-    "close_all",
     "parse_size",
     "select_runtime",
 ]

@@ -6,7 +6,7 @@ A runtime plugin registers a :class:`SandboxRuntime` subclass through the
 a daemon ping or a version call over the socket or CLI, never ``which``),
 and then :meth:`SandboxRuntime.create_session` once per sandbox session.
 
-Container runtimes should subclass :class:`assay.kernel.sandbox.container.ContainerSession`
+Container runtimes should subclass :class:`assay.plugins.sandbox.container.ContainerSession`
 for their sessions: it implements execution, timeouts, output caps and file
 transfer on top of four small primitives (exec with streamed output, put a
 tar archive, hard reset, destroy), so every engine behaves the same.
@@ -20,7 +20,6 @@ from typing import Any, ClassVar
 
 from .config import SandboxConfig
 from .results import ExecutionResult, FileInfo, ProbeResult
-from .spec import ContainerSpec
 
 
 @dataclass
@@ -49,8 +48,9 @@ class RuntimeSession(ABC):
 
     #: Identifier of the underlying container (or directory), for status and tests.
     id: str
-    #: The spec the sandbox was created from (None for the local runtime).
-    spec: ContainerSpec | None
+    #: The spec the sandbox was created from (None for the local runtime): the sandbox plugin's
+    #: hardened ``ContainerSpec`` (:mod:`assay.plugins.sandbox.spec`), which the kernel never imports.
+    spec: Any
 
     @abstractmethod
     def execute(self, request: ExecRequest) -> ExecutionResult:
@@ -83,7 +83,7 @@ class RuntimeSession(ABC):
     def start_resident(self, program: str, env: dict[str, str], ready_timeout_s: float) -> str:
         """Start ``program`` (Python) as the session's long-lived resident process; its ready line.
 
-        See :mod:`assay.kernel.sandbox.resident`. Runtimes without it raise.
+        See :mod:`assay.plugins.sandbox.resident`. Runtimes without it raise.
         """
         from .errors import SANDBOX_EXEC_FAILED, SandboxError
 
@@ -94,7 +94,7 @@ class RuntimeSession(ABC):
         return True
 
     def open_channel(self, program: str, args: list[str], on_use: Any = None) -> Any:
-        """A :class:`~assay.kernel.sandbox.channel.Channel` to ``program`` (optional; see channel.py)."""
+        """A :class:`~assay.plugins.sandbox.channel.Channel` to ``program`` (optional; see channel.py)."""
         from .errors import SANDBOX_EXEC_FAILED, SandboxError
 
         raise SandboxError(SANDBOX_EXEC_FAILED, "this runtime has no channels")
@@ -139,8 +139,8 @@ class SandboxRuntime(ABC):
         return self.probe()
 
     @abstractmethod
-    def create_session(self, spec: ContainerSpec) -> RuntimeSession:
-        """Create and start one hardened sandbox from ``spec`` (already checked).
+    def create_session(self, spec: Any) -> RuntimeSession:
+        """Create and start one hardened sandbox from ``spec`` (a ``ContainerSpec``, already checked).
 
         Raises ``SandboxError`` (``SANDBOX_IMAGE_MISSING``,
         ``SANDBOX_START_FAILED``) on failure, leaving nothing behind.

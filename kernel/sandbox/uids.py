@@ -10,7 +10,7 @@ other session fail (and signal through the quota: a covert channel).
 So every session gets a *uid block* of :data:`BLOCK` consecutive uids from
 ``SANDBOX_UID_RANGE``: its keeper, its code and its resident process run as
 the block's first three uids (gid = uid). A block is picked at random and
-recorded as a container label (:data:`assay.kernel.sandbox.labels.UID_BLOCK`).
+recorded as a container label (:data:`assay.plugins.sandbox.labels.UID_BLOCK`).
 Whether it is free is asked of the engine itself, after the container exists
 (:meth:`SandboxRuntime.uid_block_holders`): a container that finds another
 holder of its block is removed and the next pick tried. Two creators of one

@@ -55,7 +55,7 @@ CLIENT_GRACE_S = 4.0
 RESTARTED_WARNING = ("the notebook process did not answer and was restarted; the next call restores the "
                      "variables of the last finished call's snapshot")
 # When the notebook process could not be killed (e.g. its processes hold every pid), the sandbox is
-# hard-reset instead (kernel/sandbox/container.py: stop_resident): then the snapshot is gone too.
+# hard-reset instead (plugins/sandbox/container.py: stop_resident): then the snapshot is gone too.
 RESET_WARNING = ("the notebook process did not answer and could not be stopped, so the sandbox was reset (restarted): "
                  "its variables and files are gone, and the next call starts empty")
 NOT_STOPPED_WARNING = ("the notebook process did not answer and could not be stopped, and the sandbox did not run "
@@ -159,7 +159,7 @@ class Notebook:
     # --- the notebook holder (see sandbox_holder.py) ------------------------------------
 
     def _open_channel(self) -> None:
-        from assay.kernel.sandbox import SandboxError
+        from assay.plugins.sandbox import SandboxError
 
         try:
             self.channel = self.session.open_channel(RELAY_PROGRAM, [f"{self.workdir.rstrip('/')}/{HOLDER_SOCKET}"])
@@ -175,7 +175,7 @@ class Notebook:
         given to the relay alone (never to the holder, so never to the cell): a cell that writes
         a report line of its own on the channel cannot end the exchange.
         """
-        from assay.kernel.sandbox import ExecutionResult, SandboxError
+        from assay.plugins.sandbox import ExecutionResult, SandboxError
 
         mark = (HOLDER_MARK + secrets.token_hex(16)).encode("ascii")
         body = json.dumps(request, ensure_ascii=True, separators=(",", ":")).encode("ascii")
@@ -211,7 +211,7 @@ class Notebook:
 
     def _sandbox_was_reset(self) -> bool:
         """Whether the sandbox's working directory was reset (the runner is gone): a restart."""
-        from assay.kernel.sandbox import SandboxError
+        from assay.plugins.sandbox import SandboxError
 
         try:
             self.session.list_files(f"{self.workdir.rstrip('/')}/{RUNNER_DIR}")
@@ -223,7 +223,7 @@ class Notebook:
                            default_timeout_s: float) -> CallOutcome:
         limit = float(timeout_s if timeout_s is not None else default_timeout_s)
         if not 0 < limit <= default_timeout_s:  # the ceiling run_code applies (the channel bypasses it)
-            from assay.kernel.sandbox import SANDBOX_OVERRIDE_REFUSED, SandboxError
+            from assay.plugins.sandbox import SANDBOX_OVERRIDE_REFUSED, SandboxError
 
             raise SandboxError(
                 SANDBOX_OVERRIDE_REFUSED, f"timeout {timeout_s!r} s is outside (0, {default_timeout_s}] s",
@@ -295,7 +295,7 @@ class Notebook:
             line = self.session.start_resident(program)
         info, problem = load_json(line[len("ready "):]) if line.startswith("ready ") else (None, line[:300])
         if not isinstance(info, dict):
-            from assay.kernel.sandbox import SANDBOX_EXEC_FAILED, SandboxError
+            from assay.plugins.sandbox import SANDBOX_EXEC_FAILED, SandboxError
 
             raise SandboxError(SANDBOX_EXEC_FAILED, f"the notebook process did not start: {problem or line[:300]}")
         self.holder_up = True
@@ -383,7 +383,7 @@ class _NotDelivered(Exception):
 def _holder_program(clients: tuple[int, ...], anchor: str, workdir: str) -> str:
     """The resident's program: load the runner and the holder, serve cells until killed.
 
-    It runs isolated (``python3 -I -S``, see :mod:`assay.kernel.sandbox.resident`): nothing
+    It runs isolated (``python3 -I -S``, see :mod:`assay.plugins.sandbox.resident`): nothing
     from the working directory, ``/tmp`` or the environment runs as it starts. Its path is
     set here: the standard library, the image's site-packages (their ``.pth`` files, no
     ``sitecustomize``/``usercustomize``), and the working directory *last*, so that a cell's

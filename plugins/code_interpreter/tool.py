@@ -62,7 +62,7 @@ def code_interpreter(
     if kernel is None:
         return ToolResult.fail(E.SANDBOX_UNAVAILABLE, "this run has no kernel, so it has no sandbox",
                                E.UNAVAILABLE_HINT)
-    from assay.kernel.sandbox import SandboxError
+    from assay.plugins.sandbox import SandboxError
 
     try:
         manager = kernel.sandbox

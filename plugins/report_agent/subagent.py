@@ -7,7 +7,7 @@ Its tools are the three evidence readers the kernel registers
 ``submit_report`` (a :class:`~assay.kernel.reports.ReportDocument`, checked by
 phase: precheck, assembly, render). It cannot run SQL or Python.
 
-The loop is its own, not :func:`assay.kernel.agent.arun_agent`: it resumes a
+The loop is its own, not :func:`assay.plugins.agent.arun_agent`: it resumes a
 checkpointed history, stops the moment the report is handed back or accepted,
 checkpoints after every step, and stops early when a failure repeats (the
 same error fingerprint ``repeat_limit`` times, or a document already refused).

@@ -5,7 +5,7 @@ block, a number block, a table or a chart), read from the evidence. A figure
 *written* in the prose instead (a text block's literal text, a heading, the
 title, a number block's label, a table, chart or image caption) was read
 from nowhere: it is flagged. The figure rules are the answer check's
-(:mod:`assay.kernel.figures.extract`: years, dates, ids, list markers are not
+(:mod:`assay.plugins.figures.extract`: years, dates, ids, list markers are not
 figures), plus one of the report's own: a count that a table or chart of the
 same report shows ("the 10 highest stores" over 10 rows shown, or over a
 result of 10 rows) is the rendered table's own figure.
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from assay.kernel.figures import Figure, find_figures
+from assay.plugins.figures import Figure, find_figures
 
 from .resolve import (
     ResolvedChart,

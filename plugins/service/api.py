@@ -502,7 +502,7 @@ def _report(kernel: Any, run_id: str, fmt: str) -> Response:
 def _export(kernel: Any, run_id: str) -> Response:
     import tempfile
 
-    from assay.kernel.runs.export import export_run
+    from assay.plugins.runs.export import export_run
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / f"{run_id}.zip"

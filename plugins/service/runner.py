@@ -1,9 +1,9 @@
 """The service's runs: started in the background, streamed to watchers, cancelled, drained.
 
 Each ``POST /runs`` becomes an asyncio task answering the question
-(:func:`assay.kernel.ask.aask`, as ``assay ask`` and the workers do) on a
+(:func:`assay.plugins.agent.ask.aask`, as ``assay ask`` and the workers do) on a
 fresh run scoped to its owner, recorded in the runs
-store as it goes (:class:`assay.kernel.runs.RunRecorder`) and fanned out to
+store as it goes (:class:`assay.plugins.runs.RunRecorder`) and fanned out to
 the SSE watchers of that run. Admission is bounded: runs per token going at
 once (queued or running), runs the server holds at once, questions per
 token per minute; past a bound the answer is 429 with ``Retry-After``. At
@@ -26,12 +26,12 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.kernel.agent import AgentEvent, AgentSettings
-from assay.kernel.agent.loop import agent_settings
-from assay.kernel.ask import AskOptions, aask, refused
+from assay.plugins.agent import AgentEvent, AgentSettings
+from assay.plugins.agent.loop import agent_settings
+from assay.plugins.agent.ask import AskOptions, aask, refused
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
-from assay.kernel.runs import RunRecorder
+from assay.plugins.runs import RunRecorder
 
 from .access import owner_scope
 from .limits import SERVICE_BUSY, SERVICE_RATE_LIMITED, Refused, per_minute_wait
@@ -304,12 +304,12 @@ def _remote_runs(kernel: Any) -> Any:
 
 
 def _cancelled() -> Any:
-    from assay.kernel.agent import RunStatus
+    from assay.plugins.agent import RunStatus
 
     return RunStatus.CANCELLED
 
 
 def _failed() -> Any:
-    from assay.kernel.agent import RunStatus
+    from assay.plugins.agent import RunStatus
 
     return RunStatus.FAILED

@@ -20,9 +20,9 @@ from assay.kernel.cli import error_text
 def system_prompt_for(kernel: Any, question: str, databases: list[str], allow_privileged: bool = False
                       ) -> tuple[str, list[Any]]:
     """The main agent's system prompt for ``question`` and the resources it describes (as ``assay ask``)."""
-    from assay.kernel.agent.loop import agent_settings
-    from assay.kernel.agent.prompt import build_system_prompt
-    from assay.kernel.ask import attach_databases
+    from assay.plugins.agent.loop import agent_settings
+    from assay.plugins.agent.prompt import build_system_prompt
+    from assay.plugins.agent.ask import attach_databases
 
     from . import attach_url
 

@@ -19,7 +19,7 @@ from typing import Any
 from assay.kernel.database import open_database
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
-from assay.kernel.runs import RunRecord, store_path
+from assay.plugins.runs import RunRecord, store_path
 from assay.plugins.service.sse import END, KEEPALIVE, KEEPALIVE_S, event_frame, run_event
 
 from .broker import Broker, broker_settings, check_shared_catalog

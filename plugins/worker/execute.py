@@ -31,11 +31,11 @@ import uuid
 from collections import deque
 from typing import Any
 
-from assay.kernel.agent.loop import agent_settings
-from assay.kernel.ask import AskOptions, aask, refused
+from assay.plugins.agent.loop import agent_settings
+from assay.plugins.agent.ask import AskOptions, aask, refused
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
-from assay.kernel.runs import RunRecorder
+from assay.plugins.runs import RunRecorder
 from pydantic import ValidationError
 
 from .leases import ENDED, QUEUED, RUNNING, LeaseLost, LeaseStore
@@ -306,6 +306,6 @@ def _message(stored: str) -> RunMessage | None:
 
 
 def _status(name: str) -> Any:
-    from assay.kernel.agent import RunStatus
+    from assay.plugins.agent import RunStatus
 
     return RunStatus(name)

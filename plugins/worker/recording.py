@@ -28,8 +28,8 @@ from typing import Any
 
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
-from assay.kernel.runs import RunRecorder
-from assay.kernel.runs.recorder import NOT_STORED
+from assay.plugins.runs import RunRecorder
+from assay.plugins.runs.recorder import NOT_STORED
 
 from .faults import fault_point
 from .leases import LeaseLost, LeaseStore

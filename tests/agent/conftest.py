@@ -82,8 +82,8 @@ def shop_db(tmp_path) -> Path:
 
 @pytest.fixture
 def agent_kernel(make_assay_kernel, monkeypatch, shop_db):
-    """``agent_kernel(db=True)``: SQL plugin (with the shop database when ``db``), scripted model, test tools."""
-    from assay.plugins import evidence_tools, sql
+    """``agent_kernel(db=True)``: SQL plugin (with the shop database when ``db``), scripted model, runs, test tools."""
+    from assay.plugins import evidence_tools, runs_plugin, sql
     from assay.plugins.models import scripted
 
     def make(db: bool = True, **settings):
@@ -91,7 +91,7 @@ def agent_kernel(make_assay_kernel, monkeypatch, shop_db):
             monkeypatch.setenv("ASSAY_SQL_DATABASES", f"shop=sqlite:///{shop_db}")
         else:
             monkeypatch.delenv("ASSAY_SQL_DATABASES", raising=False)
-        return make_assay_kernel(sql, scripted, evidence_tools, AgentTestTools(), **settings).start()
+        return make_assay_kernel(sql, scripted, evidence_tools, runs_plugin, AgentTestTools(), **settings).start()
 
     return make
 

@@ -6,7 +6,7 @@ import asyncio
 import time
 
 import pytest
-from assay.kernel.agent import RunStatus, arun_agent, run_agent
+from assay.plugins.agent import RunStatus, arun_agent, run_agent
 from assay.plugins.models.scripted import ScriptedModel
 
 from assay import AssayError
@@ -93,7 +93,7 @@ def test_calls_past_the_per_turn_limit_are_answered_not_run_and_reported(agent_k
 
 
 def _settings(**values):
-    from assay.kernel.agent import AgentSettings
+    from assay.plugins.agent import AgentSettings
 
     return AgentSettings(**values)
 

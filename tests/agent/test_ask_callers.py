@@ -1,5 +1,5 @@
 """One way to run a question: ``assay ask``, the service's runs and a worker's runs all go through
-:func:`assay.kernel.ask.aask`, so what it does is the same for the three callers (each test runs once
+:func:`assay.plugins.agent.ask.aask`, so what it does is the same for the three callers (each test runs once
 per caller). The service and the workers had copies of it that had drifted: a blank question made
 the model and connected the databases before it was refused, and a cancel while a database connected
 was not seen (the service left the run ``running``; a worker saw it only once the model was asked)."""
@@ -70,7 +70,7 @@ async def _released_once_ended(kernel, database: ConnectingDatabase, run_id: str
 
 
 def _via_cli(kernel, question, model, datasource, database):
-    from assay.kernel.ask import AskOptions, aask, ask
+    from assay.plugins.agent.ask import AskOptions, aask, ask
 
     options = AskOptions(question=question, model=model, databases=[datasource] if datasource else [])
     if database is None:
@@ -109,7 +109,7 @@ def _via_service(kernel, question, model, datasource, database):
 
 
 def _via_worker(kernel, question, model, datasource, database):
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
     from assay.plugins.worker.dispatch import open_leases
     from assay.plugins.worker.execute import Executor
     from assay.plugins.worker.messages import RunMessage

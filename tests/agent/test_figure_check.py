@@ -15,7 +15,7 @@ import uuid
 from decimal import Decimal
 
 import pytest
-from assay.kernel.agent import RunStatus, run_agent
+from assay.plugins.agent import RunStatus, run_agent
 from assay.plugins.models.scripted import ScriptedModel
 
 from tests.conftest import require, run_assay

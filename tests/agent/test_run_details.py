@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 
-from assay.kernel.agent.prompt import EVIDENCE_RULES
+from assay.plugins.agent.prompt import EVIDENCE_RULES
 from assay.kernel.evidence.records import new_artifact_id
 
 from tests.conftest import run_assay
@@ -25,7 +25,7 @@ def test_quiet_says_why_when_a_run_ends_without_an_answer(tmp_path):
 
 
 def test_a_run_refused_before_the_model_has_no_negative_elapsed_time(make_assay_kernel):
-    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.agent.ask import AskOptions, ask
 
     transcript = ask(make_assay_kernel(load_entrypoints=True), AskOptions(question="how many?", model="nosuch"))
     assert transcript.status == "invalid_input" and transcript.error.code == "MODEL_NOT_FOUND"

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from assay.kernel.agent import run_agent
-from assay.kernel.runs import RunRecorder
+from assay.plugins.agent import run_agent
+from assay.plugins.runs import RunRecorder
 from assay.plugins.models.scripted import ScriptedModel
 
 pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
@@ -40,10 +40,10 @@ def test_a_finished_run_keeps_every_message_call_result_artifact_and_status(agen
 
 
 def test_runs_are_listed_newest_first_and_filtered_by_status(tmp_path):
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
 
     from assay import Settings
-    from assay.kernel.runs import open_store
+    from assay.plugins.runs import open_store
 
     store = open_store(Settings.from_env(home=tmp_path))  # SQLite under tmp_path, or ASSAY_CATALOG_URL's
     for i, status in enumerate(["answered", "failed", "answered"]):
@@ -58,8 +58,8 @@ def test_a_killed_process_leaves_a_readable_transcript_shown_as_interrupted(agen
     code = textwrap.dedent(f"""
         import asyncio, sys
         from assay import Kernel, tool, hookimpl
-        from assay.kernel.agent import run_agent
-        from assay.kernel.runs import RunRecorder
+        from assay.plugins.agent import run_agent
+        from assay.plugins.runs import RunRecorder
         from assay.plugins.models.scripted import ScriptedModel
 
         @tool

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from assay.kernel.ask import AskOptions, ask
-from assay.kernel.cli_ask import StepPrinter, summarize_arguments
+from assay.plugins.agent.ask import AskOptions, ask
+from assay.plugins.agent.cli_ask import StepPrinter, summarize_arguments
 from assay.kernel.messages import Message, ToolCall
 
 
@@ -45,7 +45,7 @@ def test_argument_summaries_fit_one_line():
 
 
 def test_the_last_report_is_shown_after_the_answer_and_in_the_run_record(agent_kernel, capsys):
-    from assay.kernel.cli_ask import print_result
+    from assay.plugins.agent.cli_ask import print_result
     from assay.plugins.models.scripted import ScriptedModel
 
     model = ScriptedModel([{"tool": "sql_query", "arguments": {"sql": "SELECT * FROM sales"}},

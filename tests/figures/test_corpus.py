@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from assay.kernel.figures import check_figures
+from assay.plugins.figures import check_figures
 
 from tests.figures.corpus import capture, corpus
 

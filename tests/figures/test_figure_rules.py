@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 from assay.kernel.evidence import capture_python_execution, capture_sql_execution
-from assay.kernel.figures import check_figures, find_figures
+from assay.plugins.figures import check_figures, find_figures
 
 
 def texts(text: str) -> list[str]:

@@ -22,7 +22,7 @@ def test_the_demo_asks_the_shipped_csv_and_the_database_together(make_assay_kern
     monkeypatch.syspath_prepend(str(ROOT))
     sys.modules.pop("examples.demo_files", None)
     from examples.demo_files import ask_file_and_database
-    from assay.kernel.cli_ask import StepPrinter, print_result
+    from assay.plugins.agent.cli_ask import StepPrinter, print_result
 
     kernel = make_assay_kernel(load_entrypoints=True).start()
     said: list[str] = []

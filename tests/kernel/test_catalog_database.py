@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from assay import Settings
+from assay import Kernel, Settings
 from assay.kernel.database import (
     CATALOG_SCHEMA_NEWER,
     CATALOG_UNAVAILABLE,
@@ -25,7 +25,15 @@ from assay.kernel.database import (
     open_database,
 )
 from tests.conftest import imported_by
-from tests.evidence.conftest import make_kernel
+from tests.evidence.conftest import EVIDENCE_PLUGINS
+
+
+
+def make_kernel(**settings_overrides) -> Kernel:
+    """The evidence tests' kernel, with the runs plugin (``kernel.runs``)."""
+    return Kernel(load_entrypoints=False, plugins=[*EVIDENCE_PLUGINS, "assay.plugins.runs_plugin"],
+                  settings=Settings.from_env(**settings_overrides))
+
 
 PROCS, PER_PROC = 4, 40
 
@@ -43,7 +51,7 @@ def test_without_a_url_every_store_is_a_sqlite_file_under_assay_home(assay_env):
 
 
 def test_kernel_start_up_imports_no_postgresql_driver():
-    code = ("from assay import Kernel\nk = Kernel(load_entrypoints=False, plugins=[]); k.start()\n"
+    code = ("from assay import Kernel\nk = Kernel(load_entrypoints=False, plugins=['assay.plugins.runs_plugin']); k.start()\n"
             "k.runs.list(); import assay.kernel.evidence as e; e.ArtifactCatalog")
     assert imported_by(code, ["psycopg", "sqlalchemy", "assay.kernel.database_pg"]) == []
 
@@ -101,7 +109,7 @@ def test_a_catalog_written_by_a_newer_assay_is_refused(pg_catalog_url, monkeypat
 def test_a_connection_the_server_dropped_is_replaced_once(pg_catalog_url, monkeypatch):
     import psycopg
 
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", pg_catalog_url)
     kernel = make_kernel()
@@ -167,7 +175,7 @@ def _write(which: str, i: int, env: dict[str, str], barrier, queue) -> None:
                    for n in range(PER_PROC)]
             queue.put((i, ids))
         elif which == "runs":
-            from assay.kernel.runs import RunRecord
+            from assay.plugins.runs import RunRecord
 
             kernel.runs.start(RunRecord(run_id=f"run_p{i}", question=f"q{i}", started_at=float(i)))
             for n in range(PER_PROC):

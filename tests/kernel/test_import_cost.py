@@ -12,7 +12,7 @@ HEAVY = ["docker", "podman", "sqlalchemy", "pyarrow", "pandas", "matplotlib"]
 
 
 def test_import_assay_imports_no_heavy_library():
-    assert imported_by("import assay, assay.kernel.cli, assay.kernel.agent, assay.kernel.models", HEAVY) == []
+    assert imported_by("import assay, assay.kernel.cli, assay.plugins.agent, assay.kernel.models", HEAVY) == []
 
 
 def test_starting_the_kernel_with_every_builtin_plugin_imports_no_heavy_library():

@@ -1,4 +1,4 @@
-"""The kernel owns its evidence and sandbox: attributes made on first use, closed by close()."""
+"""The kernel owns its evidence, and the subsystems plugins register (the sandbox): made on first use, closed by close()."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from assay.kernel.evidence import ArtifactError
-from assay.kernel.sandbox import ProbeResult, SandboxRuntime
+from assay.plugins.sandbox import ProbeResult, SandboxRuntime
 
 from assay import Kernel, hookimpl
 from tests.conftest import imported_by
@@ -101,7 +101,7 @@ def quiet_kernel(make_assay_kernel):
     def make() -> Kernel:
         plugin = types.ModuleType("quiet_rt")
         plugin.register_sandbox_runtimes = hookimpl(lambda register: register(QuietRuntime))
-        return make_assay_kernel(plugin)
+        return make_assay_kernel(plugin, "assay.plugins.sandbox_plugin")
 
     return make
 
@@ -129,7 +129,67 @@ def test_close_closes_the_sandbox_and_the_next_use_makes_a_new_one(quiet_kernel)
 
 def test_closing_a_kernel_that_never_used_them_imports_neither():
     code = "import assay; k = assay.Kernel(load_entrypoints=False); k.start(); k.close()"
-    assert imported_by(code, ["assay.kernel.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]) == []
+    assert imported_by(code, ["assay.plugins.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]) == []
+
+
+# --- subsystems plugins register ---------------------------------------------------------
+
+class Counter:
+    """A subsystem: counts the kernels it was made for, remembers being closed."""
+
+    made: list[Counter] = []
+
+    def __init__(self, kernel) -> None:
+        self.kernel, self.closed = kernel, False
+        Counter.made.append(self)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+def counter_plugin() -> types.ModuleType:
+    from assay.kernel.subsystems import Subsystem
+
+    plugin = types.ModuleType("counter_plugin")
+    plugin.register_subsystems = hookimpl(lambda register: register(Subsystem("counter", Counter)))
+    return plugin
+
+
+def test_register_subsystems_gives_an_object_made_once_on_first_use_reached_as_an_attribute(make_assay_kernel):
+    kernel = make_assay_kernel(counter_plugin())
+    seen = same_from_threads(lambda: kernel.counter)
+    assert all(c is seen[0] for c in seen) and seen[0].kernel is kernel
+    assert kernel.subsystem("counter") is seen[0]
+    assert make_assay_kernel(counter_plugin()).counter is not seen[0]  # kernels share nothing
+
+
+def test_close_closes_a_registered_subsystem_and_the_next_use_makes_it_again(make_assay_kernel):
+    kernel = make_assay_kernel(counter_plugin())
+    first = kernel.counter
+    kernel.close()
+    assert first.closed and kernel.counter is not first
+
+
+def test_a_subsystem_no_plugin_provides_is_an_attribute_error_and_a_coded_error(make_assay_kernel):
+    from assay import AssayError
+
+    kernel = make_assay_kernel()
+    with pytest.raises(AttributeError, match="no plugin provides the subsystem 'runs'"):
+        kernel.runs
+    with pytest.raises(AssayError) as err:
+        kernel.subsystem("runs")
+    assert err.value.code == "SUBSYSTEM_NOT_FOUND"
+    assert not hasattr(kernel, "sandbox")
+
+
+def test_the_runs_and_sandbox_plugins_provide_kernel_runs_and_kernel_sandbox(make_assay_kernel):
+    from assay.plugins.runs import RunStore
+    from assay.plugins.sandbox import SandboxManager
+
+    kernel = make_assay_kernel("assay.plugins.runs_plugin", "assay.plugins.sandbox_plugin")
+    assert isinstance(kernel.runs, RunStore) and isinstance(kernel.sandbox, SandboxManager)
+    assert kernel.provenance("subsystems", "runs") == "runs_plugin"
+    kernel.close()
 
 
 # --- contracts ----------------------------------------------------------------------------

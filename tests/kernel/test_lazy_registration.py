@@ -223,7 +223,7 @@ def test_settings_provided_sees_the_environment_and_the_config_file(tmp_path, mo
 
 # What the built-in plugins keep out of start-up: they register descriptors, these load on first use.
 DEFERRED = [
-    "click", "assay.kernel.sandbox", "assay.kernel.evidence.catalog", "assay.kernel.evidence.capture", "assay.kernel.evidence.records",
+    "click", "assay.plugins.sandbox", "assay.kernel.evidence.catalog", "assay.kernel.evidence.capture", "assay.kernel.evidence.records",
     "assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.podman", "assay.sandbox_runtimes.nerdctl", "assay.sandbox_runtimes.local",
     "assay.sandbox_runtimes.cli", "assay.plugins.sql.engines", "assay.plugins.sql.engines.base",
     "assay.plugins.sql.engines.sqlite", "assay.plugins.sql.engines.postgres", "assay.plugins.sql.engines.mysql",

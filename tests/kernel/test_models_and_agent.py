@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from assay import AssayError, Resource, hookimpl, tool
-from assay.kernel.agent import arun_agent, run_agent
+from assay.plugins.agent import arun_agent, run_agent
 from assay.kernel.messages import Message
 from assay.plugins.models.openai_compatible import OpenAICompatibleModel
 from assay.plugins.models.scripted import ScriptedModel

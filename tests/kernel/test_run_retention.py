@@ -8,8 +8,8 @@ import time
 import pytest
 from assay.kernel.cli import build_cli
 from assay.kernel.evidence import capture_python_execution, capture_sql_execution
-from assay.kernel.runs.records import RunRecord
-from assay.kernel.runs.retention import prune
+from assay.plugins.runs.records import RunRecord
+from assay.plugins.runs.retention import prune
 from click.testing import CliRunner
 
 from assay import AssayError, Kernel
@@ -89,7 +89,7 @@ def test_runs_prune_is_dry_by_default_and_applies_with_apply(history, monkeypatc
 
 
 def test_prune_without_a_retention_fails_with_runs_retention_unset(monkeypatch):
-    from assay.kernel.runs.retention import retention_days
+    from assay.plugins.runs.retention import retention_days
 
     from assay import Settings
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import pytest
-from assay.kernel.agent.settings import AgentSettings
+from assay.plugins.agent.settings import AgentSettings
 from assay.kernel.evidence.settings import EvidenceSettings
 from assay.plugins.models.llm_settings import LLMSettings
 from assay.plugins.models.openai_settings import OpenAISettings

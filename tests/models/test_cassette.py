@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from assay.kernel.agent import arun_agent
+from assay.plugins.agent import arun_agent
 from assay.kernel.messages import Message
 from assay.plugins.models import replay as replay_plugin
 from assay.plugins.models.cassette import RecordingModel, read_cassette

@@ -83,8 +83,8 @@ def test_a_turn_with_tools_that_the_server_will_not_stream_is_asked_again_unstre
 
 def test_assay_ask_takes_its_first_real_turn_with_the_documented_local_setup(llama_server, retail_kernel,
                                                                             monkeypatch):
-    from assay.kernel.agent.loop import agent_settings
-    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.agent.loop import agent_settings
+    from assay.plugins.agent.ask import AskOptions, ask
 
     for key, value in {"ASSAY_OPENAI_BASE_URL": llama_server.url, "ASSAY_OPENAI_MODEL": "smollm2",
                        "ASSAY_OPENAI_MAX_TOKENS": "256", "ASSAY_OPENAI_TIMEOUT_S": "600",

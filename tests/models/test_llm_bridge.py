@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from assay.kernel.agent import arun_agent
+from assay.plugins.agent import arun_agent
 from assay.kernel.messages import Message
 from assay.plugins.models import llm_bridge
 

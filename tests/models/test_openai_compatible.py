@@ -8,7 +8,7 @@ import socket
 import threading
 
 import pytest
-from assay.kernel.agent import arun_agent
+from assay.plugins.agent import arun_agent
 from assay.kernel.messages import Message
 from assay.plugins.models.openai_compatible import OpenAICompatibleModel
 

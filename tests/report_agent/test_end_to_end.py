@@ -89,7 +89,7 @@ def _writer_plugin():
 def test_assay_ask_print_only_analysis_is_handed_back_and_the_report_completes(retail, tmp_path, monkeypatch):
     ok, what = _podman_image_ready()
     require(ok, what)
-    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.agent.ask import AskOptions, ask
     from assay.kernel.cli import build_cli
 
     from assay import Kernel, Settings

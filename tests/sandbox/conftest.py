@@ -42,7 +42,7 @@ def _sandbox_env(monkeypatch):
 def podman_runtime():
     ok, what = podman_ready()
     require(ok, what)
-    from assay.kernel.sandbox import SandboxConfig
+    from assay.plugins.sandbox import SandboxConfig
     from assay.sandbox_runtimes.podman import PodmanRuntime
 
     runtime = PodmanRuntime(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image()))
@@ -54,7 +54,7 @@ def podman_runtime():
 
 @pytest.fixture(scope="module")
 def podman_manager(podman_runtime):
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
     config = SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(), host_grace=3)
     manager = SandboxManager(config, runtime=podman_runtime)
@@ -72,7 +72,7 @@ def podman_session(podman_manager):
 
 @pytest.fixture
 def local_manager(monkeypatch):
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
     from assay.sandbox_runtimes.local import LocalRuntime
 
     config = SandboxConfig.from_env(runtime="local", allow_local_runtime=True)

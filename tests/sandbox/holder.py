@@ -6,7 +6,7 @@ Used by the orphan tests: it is SIGKILLed or SIGTERMed by the test.
 import sys
 import time
 
-from assay.kernel.sandbox import SandboxConfig, SandboxManager
+from assay.plugins.sandbox import SandboxConfig, SandboxManager
 from assay.sandbox_runtimes.podman import PodmanRuntime
 
 count = int(sys.argv[1]) if len(sys.argv) > 1 else 2

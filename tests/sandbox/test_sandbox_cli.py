@@ -76,7 +76,7 @@ def test_doctor_explains_how_to_fix_a_dead_runtime(tmp_path):
 
 def test_doctor_shows_assays_seccomp_profile_and_what_it_denies():
     # Issue 13, item 4.
-    from assay.kernel.sandbox import seccomp
+    from assay.plugins.sandbox import seccomp
 
     ok, what = podman_ready()
     require(ok, what)

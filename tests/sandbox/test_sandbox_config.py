@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.kernel.sandbox import SANDBOX_CONFIG_INVALID, SandboxConfig, SandboxError, parse_size
+from assay.plugins.sandbox import SANDBOX_CONFIG_INVALID, SandboxConfig, SandboxError, parse_size
 
 
 def test_defaults_are_the_seeds(monkeypatch):
@@ -112,6 +112,6 @@ def test_an_invalid_value_in_the_file_is_refused_with_the_sandbox_code(monkeypat
 def test_the_kernels_sandbox_reads_the_kernels_own_settings(make_assay_kernel, tmp_path):
     config = tmp_path / "kernel.toml"
     config.write_text("[sandbox]\ntimeout = 9\nmax_sessions = 3\n")
-    kernel = make_assay_kernel(config=str(config))  # no ASSAY_CONFIG: only this kernel's settings name it
+    kernel = make_assay_kernel("assay.plugins.sandbox_plugin", config=str(config))  # no ASSAY_CONFIG: only this kernel's settings name it
     assert (kernel.sandbox.config.timeout, kernel.sandbox.config.max_sessions) == (9, 3)
     assert kernel.settings.masked()["sandbox"]["timeout"] == 9

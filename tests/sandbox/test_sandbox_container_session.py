@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from assay.kernel.sandbox import SANDBOX_TIMEOUT, ContainerSession, ExecRequest, ExecStream, SandboxConfig, SandboxError
-from assay.kernel.sandbox import build_spec
-from assay.kernel.sandbox.container import _KILL_ALL
+from assay.plugins.sandbox import SANDBOX_TIMEOUT, ContainerSession, ExecRequest, ExecStream, SandboxConfig, SandboxError
+from assay.plugins.sandbox import build_spec
+from assay.plugins.sandbox.container import _KILL_ALL
 
 
 class HangingStream(ExecStream):
@@ -135,7 +135,7 @@ def test_host_waits_end_even_when_the_engine_stream_never_does(monkeypatch):
     # Issue 13, item 1: list_files and a cell blocked past their own limits.
     import time
 
-    from assay.kernel.sandbox import container
+    from assay.plugins.sandbox import container
 
     monkeypatch.setattr(container, "STREAM_CLOSE_GRACE_S", 0.3)
     monkeypatch.setattr(container, "HELPER_TIMEOUT_S", 0.5)
@@ -172,7 +172,7 @@ def test_a_kill_helper_that_does_not_report_success_leads_to_a_restart():
 
 
 def test_launcher_and_helpers_run_isolated_on_a_fixed_path_whatever_path_the_session_asks_for():
-    from assay.kernel.sandbox.launcher import HELPER_PATH
+    from assay.plugins.sandbox.launcher import HELPER_PATH
 
     s = DeafSession(kill_exit=0)
     s._exec = lambda argv, *, user, workdir, env: (s.argvs.append(argv), s.envs.append(env), _Done())[-1]
@@ -189,8 +189,8 @@ def test_launcher_and_helpers_run_isolated_on_a_fixed_path_whatever_path_the_ses
 def test_a_tmpfs_over_the_launchers_interpreter_is_refused():
     import dataclasses
 
-    from assay.kernel.sandbox import SANDBOX_OVERRIDE_REFUSED
-    from assay.kernel.sandbox.spec import TmpfsMount
+    from assay.plugins.sandbox import SANDBOX_OVERRIDE_REFUSED
+    from assay.plugins.sandbox.spec import TmpfsMount
 
     spec = build_spec(SandboxConfig.from_env(), language="python", name="fake", labels={})
     for target in ("/usr", "/usr/local/bin", "/bin"):

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from assay.kernel.sandbox import LOCAL_WARNING, SANDBOX_FILE_TOO_LARGE, SANDBOX_PATH_INVALID, SandboxError
+from assay.plugins.sandbox import LOCAL_WARNING, SANDBOX_FILE_TOO_LARGE, SANDBOX_PATH_INVALID, SandboxError
 
 
 def test_results_say_not_isolated_and_carry_the_warning(local_manager):

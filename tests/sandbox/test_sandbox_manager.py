@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     SANDBOX_OVERRIDE_REFUSED,
     SANDBOX_SESSION_LIMIT,
     SANDBOX_SESSION_NOT_FOUND,

@@ -32,7 +32,7 @@ def _start_holder(count: int = 2, *extra: str) -> tuple[subprocess.Popen, list[s
 
 
 def test_sigkilled_owner_leaves_no_orphans_after_the_next_start(podman_runtime):
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
     proc, ids = _start_holder(2)
     assert all(podman_container_exists(c) for c in ids)
@@ -71,7 +71,7 @@ def test_sigint_removes_the_owners_containers(podman_runtime):
 
 
 def test_reaper_spares_live_owners_and_removes_expired_containers(podman_manager, podman_runtime):
-    from assay.kernel.sandbox.labels import EXPIRES, orphan_reason
+    from assay.plugins.sandbox.labels import EXPIRES, orphan_reason
 
     live = podman_manager.open_session()
     cid = live.status().container
@@ -96,7 +96,7 @@ def test_closing_a_session_removes_its_container(podman_manager):
 
 
 def test_warm_pool_hands_each_container_out_once(podman_runtime):
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
     manager = SandboxManager(SandboxConfig.from_env(runtime="podman", pool_size=1), runtime=podman_runtime)
     try:
@@ -120,7 +120,7 @@ def test_warm_pool_hands_each_container_out_once(podman_runtime):
 
 
 def test_closing_one_manager_leaves_another_managers_sandboxes_alone(podman_runtime):
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
     from assay.sandbox_runtimes.podman import PodmanRuntime
 
     config = SandboxConfig.from_env(runtime="podman")

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from assay.kernel.sandbox import SANDBOX_FILE_NOT_FOUND, SANDBOX_FILE_TOO_LARGE, SANDBOX_PATH_INVALID, SandboxError
+from assay.plugins.sandbox import SANDBOX_FILE_NOT_FOUND, SANDBOX_FILE_TOO_LARGE, SANDBOX_PATH_INVALID, SandboxError
 
 pytestmark = pytest.mark.podman
 

@@ -71,7 +71,7 @@ def test_cpu_is_a_quota_not_a_cpuset(podman_manager, podman_session):
 
 
 def test_pids_limit_contains_a_fork_bomb(podman_manager, podman_session):
-    from assay.kernel.sandbox.resident import SPARE_PIDS
+    from assay.plugins.sandbox.resident import SPARE_PIDS
 
     assert _inspect(podman_manager, podman_session)["HostConfig"]["PidsLimit"] == 10 + SPARE_PIDS
     r = _run(podman_session, (
@@ -176,7 +176,7 @@ def test_environment_is_an_allow_list(podman_manager, monkeypatch):
 
 
 def test_assay_seccomp_profile_is_applied(podman_manager, podman_session):
-    from assay.kernel.sandbox import seccomp
+    from assay.plugins.sandbox import seccomp
 
     opts = _inspect(podman_manager, podman_session)["HostConfig"]["SecurityOpt"]
     assert not any("unconfined" in o for o in opts)
@@ -192,7 +192,7 @@ def test_assay_seccomp_profile_is_applied(podman_manager, podman_session):
 def test_labels_name_the_owner_and_expiry(podman_manager, podman_session):
     import os
 
-    from assay.kernel.sandbox.labels import process_start_time
+    from assay.plugins.sandbox.labels import process_start_time
 
     labels = _inspect(podman_manager, podman_session)["Config"]["Labels"]
     assert labels["assay.sandbox"] == "1"
@@ -219,7 +219,7 @@ def test_gvisor_when_asked_runs_the_code_under_gvisors_kernel(podman_manager):
 
 
 def test_a_named_oci_runtime_podman_does_not_have_fails_closed(podman_manager):
-    from assay.kernel.sandbox import SandboxError
+    from assay.plugins.sandbox import SandboxError
 
     with pytest.raises(SandboxError) as err:
         podman_manager.open_session(oci_runtime="assay-no-such-runtime")

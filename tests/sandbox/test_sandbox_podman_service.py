@@ -38,7 +38,7 @@ def private_tmp(monkeypatch):
 
 
 def _runtime(**overrides):
-    from assay.kernel.sandbox import SandboxConfig
+    from assay.plugins.sandbox import SandboxConfig
     from assay.sandbox_runtimes.podman import PodmanRuntime
 
     return PodmanRuntime(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(), **overrides))
@@ -107,7 +107,7 @@ def test_a_planted_service_directory_is_refused(private_tmp, plant):
     """Another local user who makes the predictable directory first must not get assay's socket there."""
     if plant is _someone_elses:
         require(os.getuid() == 0, "root (to make a directory owned by another uid)")
-    from assay.kernel.sandbox import SandboxError, SandboxManager, SandboxConfig
+    from assay.plugins.sandbox import SandboxError, SandboxManager, SandboxConfig
     from assay.sandbox_runtimes.podman import PodmanRuntime
 
     plant(private_tmp / f"assay-podman-{os.getuid()}")
@@ -150,7 +150,7 @@ def test_conf(private_tmp, monkeypatch):
 def test_service_is_replaced_when_a_runtime_is_registered_after_it_started(private_tmp, test_conf):
     """The issue's case: a runtime registered in containers.conf after the services started was unknown
     to them for as long as they lived; the sandbox was refused with a misleading seccomp message."""
-    from assay.kernel.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
     runtime = _runtime(oci_runtime="assaytestrunc")
     manager = SandboxManager(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(),
@@ -167,7 +167,7 @@ def test_service_is_replaced_when_a_runtime_is_registered_after_it_started(priva
 
 
 def test_an_unregistered_oci_runtime_is_named_as_such(private_tmp, test_conf):
-    from assay.kernel.sandbox import SandboxConfig, SandboxError, SandboxManager
+    from assay.plugins.sandbox import SandboxConfig, SandboxError, SandboxManager
 
     runtime = _runtime(oci_runtime="assaynosuchrt")
     manager = SandboxManager(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(),

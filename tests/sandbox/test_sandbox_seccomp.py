@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from assay.kernel.sandbox import SandboxConfig, build_spec, seccomp
-from assay.kernel.sandbox.spec import verify_inspect
+from assay.plugins.sandbox import SandboxConfig, build_spec, seccomp
+from assay.plugins.sandbox.spec import verify_inspect
 
 NAMESPACE_FLAGS = 0x7E020000  # CLONE_NEWNS|NEWCGROUP|NEWUTS|NEWIPC|NEWUSER|NEWPID|NEWNET
 

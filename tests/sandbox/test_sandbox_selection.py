@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from assay import Kernel
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     SANDBOX_LOCAL_NOT_ALLOWED,
     SANDBOX_RUNTIME_UNAVAILABLE,
     SANDBOX_UNKNOWN_RUNTIME,

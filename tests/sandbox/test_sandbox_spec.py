@@ -6,16 +6,16 @@ import dataclasses
 
 import pytest
 
-from assay.kernel.sandbox import (
+from assay.plugins.sandbox import (
     SANDBOX_LANGUAGE_UNSUPPORTED,
     SANDBOX_OVERRIDE_REFUSED,
     SandboxConfig,
     SandboxError,
     build_spec,
 )
-from assay.kernel.sandbox.labels import owner_labels
-from assay.kernel.sandbox.resident import SPARE_PIDS
-from assay.kernel.sandbox.paths import sandbox_path
+from assay.plugins.sandbox.labels import owner_labels
+from assay.plugins.sandbox.resident import SPARE_PIDS
+from assay.plugins.sandbox.paths import sandbox_path
 
 
 def _spec(**overrides):
@@ -62,7 +62,7 @@ def test_weakening_overrides_are_refused(override):
 
 
 def test_under_gvisor_the_process_limit_moves_to_rlimit_nproc_and_the_pids_limit_covers_gvisor_itself():
-    from assay.kernel.sandbox.gvisor import SENTRY_PIDS
+    from assay.plugins.sandbox.gvisor import SENTRY_PIDS
 
     plain, gvisor = _spec(), _spec(oci_runtime="runsc")
     nproc = {s.oci_runtime: {u.name: u.hard for u in s.ulimits}["nproc"] for s in (plain, gvisor)}
@@ -131,7 +131,7 @@ def test_paths_inside_the_workdir_are_normalised():
 
 def test_a_spec_runs_as_its_uid_blocks_users_and_says_so_in_a_label():
     from assay.kernel.sandbox import uids
-    from assay.kernel.sandbox.labels import UID_BLOCK
+    from assay.plugins.sandbox.labels import UID_BLOCK
 
     config = SandboxConfig.from_env()
     block = uids.UidBlock(1879048192 + 40)

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import time
 
-from assay.kernel.sandbox import ContainerSession, ExecRequest, ExecStream, SandboxConfig, build_spec
-from assay.kernel.sandbox.container import _KILL_ALL
-from assay.kernel.sandbox.stream import flood_limit
-from assay.kernel.sandbox.launcher import NONCE_MARK, Trailer, exit_status_for, launcher_argv, split_nonce
-from assay.kernel.sandbox.resident import KILL_ALL_SOURCE
+from assay.plugins.sandbox import ContainerSession, ExecRequest, ExecStream, SandboxConfig, build_spec
+from assay.plugins.sandbox.container import _KILL_ALL
+from assay.plugins.sandbox.stream import flood_limit
+from assay.plugins.sandbox.launcher import NONCE_MARK, Trailer, exit_status_for, launcher_argv, split_nonce
+from assay.plugins.sandbox.resident import KILL_ALL_SOURCE
 
 NONCE = "0123456789abcdef"
 

@@ -19,7 +19,7 @@ import os
 import re
 from typing import Any
 
-from assay.kernel.sandbox import SandboxConfig, SandboxManager, SandboxRuntime
+from assay.plugins.sandbox import SandboxConfig, SandboxManager, SandboxRuntime
 
 #: target -> (runtime plugin, endpoint: "podman" socket, "dockerd" socket or None, settings)
 TARGETS: dict[str, tuple[str, str | None, dict[str, Any]]] = {

@@ -18,14 +18,14 @@ import uuid
 
 import pytest
 
-from assay.kernel.sandbox import SandboxError, SandboxManager, build_spec
+from assay.plugins.sandbox import SandboxError, SandboxManager, build_spec
 from assay.kernel.sandbox.errors import (
     SANDBOX_IMAGE_MISSING,
     SANDBOX_PATH_INVALID,
     SANDBOX_RUNTIME_UNAVAILABLE,
     SANDBOX_START_FAILED,
 )
-from assay.kernel.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
+from assay.plugins.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
 from tests.sandbox_engines.engines import GVISOR_TARGETS, config_for, manager_for, runtime_class, runtime_of
 
 MINE = ("docker", "docker@podman", "nerdctl")  # test targets (engines.TARGETS)

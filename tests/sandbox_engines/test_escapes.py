@@ -470,7 +470,7 @@ print(json.dumps(out))
     assert unshare_exit != 0 and not mounted
     assert set(facts.values()) == {"EPERM"}, facts
     # The container carries assay's own profile, and inspect shows it.
-    from assay.kernel.sandbox import seccomp
+    from assay.plugins.sandbox import seccomp
 
     inspect = engine_managers(runtime).inspect(shared_sessions(runtime).id)
     assert seccomp.applied(inspect["HostConfig"]["SecurityOpt"]), inspect["HostConfig"]["SecurityOpt"]

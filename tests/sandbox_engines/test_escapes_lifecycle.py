@@ -95,7 +95,7 @@ def test_exit_signal_handler_waits_for_the_main_thread():
     code = textwrap.dedent("""
         import signal, threading
         from assay.kernel import exit_signals
-        from assay.kernel.sandbox import manager
+        from assay.plugins.sandbox import manager
         t = threading.Thread(target=manager._install_exit_handlers); t.start(); t.join()
         before = signal.getsignal(signal.SIGTERM) is signal.SIG_DFL and not exit_signals.installed()
         manager._install_exit_handlers()
@@ -283,7 +283,7 @@ print(json.dumps(out))
 
 @pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
 def test_dev_shm_is_sized_explicitly_and_message_queues_are_bounded(runtime, fresh_session, engine_managers):
-    from assay.kernel.sandbox.spec import MSGQUEUE_BYTES
+    from assay.plugins.sandbox.spec import MSGQUEUE_BYTES
 
     config = engine_managers(runtime).config
     session = fresh_session(runtime)

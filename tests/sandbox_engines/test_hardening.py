@@ -17,7 +17,7 @@ import time
 
 import pytest
 
-from assay.kernel.sandbox.gvisor import host_pids_limit
+from assay.plugins.sandbox.gvisor import host_pids_limit
 from tests.sandbox_engines.engines import HARDENED_TARGETS, is_gvisor, runtime_of, tmpfs_size
 
 MiB = 1024**2
@@ -248,7 +248,7 @@ def test_file_size_ulimit_stops_a_larger_write(runtime, observed):
 
 
 def test_code_and_keeper_run_as_non_root_users_of_the_sessions_own_block(runtime, observed):
-    from assay.kernel.sandbox.labels import UID_BLOCK
+    from assay.plugins.sandbox.labels import UID_BLOCK
     from assay.kernel.sandbox.uids import BLOCK, parse_range
 
     inspect, facts, config = observed(runtime)
@@ -294,7 +294,7 @@ def test_no_host_mounts(runtime, observed):
 
 def test_environment_is_only_the_allow_list(runtime, observed):
     inspect, facts, config = observed(runtime)
-    from assay.kernel.sandbox.spec import base_environment
+    from assay.plugins.sandbox.spec import base_environment
 
     allowed = set(base_environment(config)) | {"HOSTNAME", "container", "TERM", "HOME"}
     names = {item.partition("=")[0] for item in inspect["Config"].get("Env") or []}
@@ -303,7 +303,7 @@ def test_environment_is_only_the_allow_list(runtime, observed):
 
 
 def test_assay_seccomp_profile_applied(runtime, observed):
-    from assay.kernel.sandbox import seccomp
+    from assay.plugins.sandbox import seccomp
 
     inspect, facts, _ = observed(runtime)
     opts = " ".join(inspect["HostConfig"].get("SecurityOpt") or [])

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from assay.kernel.sandbox import SandboxError
+from assay.plugins.sandbox import SandboxError
 
 RESIDENT = r"""
 import os, socket

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 
 from assay.kernel.sandbox import uids
-from assay.kernel.sandbox.labels import UID_BLOCK
+from assay.plugins.sandbox.labels import UID_BLOCK
 
 ENGINES = ["podman", "docker@podman", "nerdctl"]
 

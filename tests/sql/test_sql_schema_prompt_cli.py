@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from assay.kernel.agent import run_agent
+from assay.plugins.agent import run_agent
 from assay.kernel.kernel import Kernel
 from assay.plugins.models.scripted import ScriptedModel
 from tests.sql.warehouse import sqlite_warehouse

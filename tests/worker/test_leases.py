@@ -16,7 +16,7 @@ def kernel(pg_catalog_url, monkeypatch):
     from assay import Kernel, Settings
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", pg_catalog_url)
-    k = Kernel(load_entrypoints=False, plugins=[], settings=Settings.from_env())
+    k = Kernel(load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env())
     k.start()
     yield k
     k.close()
@@ -51,7 +51,7 @@ def test_a_cancel_of_a_queued_run_keeps_workers_from_claiming_it(leases):
 
 
 def test_the_lost_worker_sweep_marks_the_run_failed_with_the_reason(kernel, leases):
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
     from assay.plugins.worker.execute import Executor
     from assay.plugins.worker.settings import BrokerSettings
 
@@ -84,7 +84,7 @@ def test_a_broker_that_does_not_take_the_message_fails_the_run_at_once(request, 
 
 
 def test_a_message_a_worker_cannot_read_fails_its_run_instead_of_leaving_it_queued(kernel, leases):
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
     from assay.plugins.worker.execute import Executor
     from assay.plugins.worker.settings import BrokerSettings
 

@@ -31,7 +31,7 @@ def queue(monkeypatch, pg_catalog_url):
 def kernel(queue):
     from assay import Kernel, Settings
 
-    k = Kernel(load_entrypoints=False, plugins=[], settings=Settings.from_env())
+    k = Kernel(load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env())
     k.start()
     yield k
     k.close()

@@ -16,15 +16,15 @@ def kernel(private_pg, monkeypatch):
     from assay import Kernel, Settings
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", private_pg.url)
-    k = Kernel(load_entrypoints=False, plugins=[], settings=Settings.from_env())
+    k = Kernel(load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env())
     k.start()
     yield k
     k.close()
 
 
 def test_events_the_catalog_could_not_take_before_the_end_are_named_in_the_final_summary(kernel, private_pg):
-    from assay.kernel.agent import AgentEvent
-    from assay.kernel.runs import RunRecord, RunRecorder
+    from assay.plugins.agent import AgentEvent
+    from assay.plugins.runs import RunRecord, RunRecorder
     from assay.plugins.worker.dispatch import open_leases
     from assay.plugins.worker.recording import FencedRecorder
 
