@@ -40,12 +40,13 @@ class ConnectingDatabase(Resource):
 @pytest.fixture(params=CALLERS)
 def caller(request, make_assay_kernel, monkeypatch):
     """(name, kernel): the kernel a caller answers with (a worker's on a PostgreSQL catalog, as in production)."""
+    from assay.plugins import runs_plugin
     from assay.plugins.models import scripted
 
     if request.param == "worker":
         pytest.importorskip("dramatiq")
         monkeypatch.setenv("ASSAY_CATALOG_URL", request.getfixturevalue("pg_catalog_url"))
-    return request.param, make_assay_kernel(scripted).start()
+    return request.param, make_assay_kernel(scripted, runs_plugin).start()
 
 
 def ask_through(name: str, kernel, question: str, model: str, datasource: str | None = None,

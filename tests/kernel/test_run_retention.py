@@ -27,7 +27,7 @@ def rows(run, region: str) -> str:
 def history(monkeypatch):
     """An old agent run (two artifacts), an old tool-call run, an old run still going, and a new run
     whose analysis cites one of the old run's artifacts."""
-    monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "local_store")
+    monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "local_store,runs")
     kernel = Kernel()
     now = time.time()
     ids = {}
