@@ -22,6 +22,7 @@ from .agent.status import RunStatus
 from .agent.transcript import AgentEvent, AgentObserver, RunError, Transcript
 from .errors import AssayError
 from .resources import Resource, ResourceType
+from .settings import mask_url
 
 MODEL_CONFIG_INVALID = "MODEL_CONFIG_INVALID"
 
@@ -48,6 +49,7 @@ class AskOptions:
     open_url: UrlOpener | None = None  # attaches a database URL (the SQL plugin's)
     record: str | None = None  # a cassette path: every model exchange is written there
     record_model: ModelRecorder | None = None  # wraps the model to record it (the models plugin's)
+    parent_run_id: str | None = None  # a follow-up: the run it continues (default datasources: that run's)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str | None]:
@@ -146,13 +148,15 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
                     raise AssayError(MODEL_CONFIG_INVALID, "recording model exchanges is not available here",
                                      "The models plugin (assay.plugins.models.cassette) records them.")
                 model = recording = options.record_model(model, options.record)
-            databases = attach_databases(kernel, options.databases, open_url=options.open_url,
+            thread, given = await _thread(kernel, options, settings)
+            databases = attach_databases(kernel, given, open_url=options.open_url,
                                          allow_privileged=options.allow_privileged)
         except AssayError as exc:
             return refused(run.run_id, options.question, label, exc, watchers, started_at=started)
-        resources = _resources(kernel, databases) if options.databases else None
+        resources = _resources(kernel, databases) if given else None
         return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
-                                observers=watchers, model_name=label)
+                                observers=watchers, model_name=label, thread=thread,
+                                datasources=[mask_url(d) for d in given])
     finally:
         run.close()  # the sandbox session and what else the run opened, also after a cancellation
         if recording is not None and callable(getattr(recording, "close", None)):
@@ -165,6 +169,16 @@ def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
     from .exit_signals import cancel_on_sigterm
 
     return asyncio.run(cancel_on_sigterm(aask(kernel, options, **kwargs)))
+
+
+async def _thread(kernel: Kernel, options: AskOptions, settings: AgentSettings) -> tuple[Any, list[str]]:
+    """A follow-up's thread (its artifacts verified) and the datasources to attach: those given, else the parent's."""
+    if not options.parent_run_id:
+        return None, list(options.databases)
+    from .agent.thread import load_thread, parent_datasources
+
+    thread = await asyncio.to_thread(load_thread, kernel, options.parent_run_id, settings)
+    return thread, list(options.databases) or parent_datasources(thread)
 
 
 def _label(spec: str, model: Model) -> str:

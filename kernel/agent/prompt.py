@@ -41,10 +41,16 @@ def needs_evidence(resources: Iterable[Resource]) -> bool:
     return False
 
 
-def build_system_prompt(kernel: Kernel, resources: list[Resource], settings: AgentSettings) -> str:
-    budget = PromptBudget(max_chars=int(settings.prompt_tokens * settings.chars_per_token))
+def build_system_prompt(kernel: Kernel, resources: list[Resource], settings: AgentSettings, *,
+                        thread: str = "") -> str:
+    """The preamble, the rules, the resources, and a follow-up's ``thread`` part: the thread and the
+    resources share the prompt budget (the resources get what the thread leaves)."""
+    total = int(settings.prompt_tokens * settings.chars_per_token)
+    budget = PromptBudget(max_chars=max(total // 4, total - len(thread)))
     described = kernel.system_prompt(resources, budget) if resources else ""
     parts = [PREAMBLE, EVIDENCE_RULES]
     if described:
         parts.append(described)
+    if thread:
+        parts.append(thread)
     return "\n\n".join(parts)

@@ -42,6 +42,7 @@ log = get_logger("assay.service.runs")
 SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
 SERVICE_IDEMPOTENCY_KEY_REUSED = "SERVICE_IDEMPOTENCY_KEY_REUSED"
+SERVICE_THREAD_ON_WORKERS = "SERVICE_THREAD_ON_WORKERS"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
 
 
@@ -52,6 +53,7 @@ class RunRequest:
     model: str | None = None
     max_steps: int | None = None
     max_wall_s: float | None = None
+    parent_run_id: str | None = None  # a follow-up of this run (the API checked that the owner is the same)
 
 
 @dataclass
@@ -140,6 +142,9 @@ class RunManager:
             earlier = await asyncio.to_thread(self.tokens.requested, owner, key, self.settings.idempotency_ttl_s)
             if earlier is not None:
                 return self._replayed(owner, token_id, key, fingerprint, *earlier)
+        if self.remote is not None and request.parent_run_id:
+            raise Refused(SERVICE_THREAD_ON_WORKERS, "follow-up questions are not run on workers yet",
+                          "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.", 400)
         if self.remote is not None:
             self._admit(token_id, counted=False)
             run_id = self.kernel.new_run(capture=False).run_id
@@ -213,22 +218,30 @@ class RunManager:
 
         observers = [observe, recorder]  # watchers first: the stream does not wait for the SQLite write
         try:
-            recorder.begin(run.run_id, request.question, spec)
+            recorder.begin(run.run_id, request.question, spec, parent_run_id=request.parent_run_id)
             async with self._slots:
                 live.state = "running"
+                thread = None
                 try:
                     model = resolve_model(self.kernel, spec)
                     databases = [request.datasource] if request.datasource else []
+                    if request.parent_run_id:
+                        from assay.kernel.agent.thread import load_thread, parent_datasources
+
+                        thread = await asyncio.to_thread(load_thread, self.kernel, request.parent_run_id,
+                                                         self._agent_settings(request))
+                        databases = databases or parent_datasources(thread)
                     chosen = await asyncio.to_thread(attach_databases, self.kernel, databases)
                 except AssayError as exc:
                     refused(run.run_id, request.question, spec, exc, observers)
                     return
                 resources = None
-                if request.datasource:
+                if databases:
                     others = [r for r in self.kernel.resources.values() if r.type != "database"]
                     resources = chosen + others
                 await arun_agent(self.kernel, model, run, request.question, resources=resources,
-                                 settings=self._agent_settings(request), observers=observers, model_name=spec)
+                                 settings=self._agent_settings(request), observers=observers, model_name=spec,
+                                 thread=thread, datasources=databases)
         except asyncio.CancelledError:
             if live.state == "queued":  # cancelled before it ran: still recorded, with its status
                 refused(run.run_id, request.question, spec, AssayError("SERVICE_RUN_CANCELLED", "cancelled while "
@@ -294,7 +307,8 @@ def _quietly(fn: Any, *args: Any) -> None:
 def _fingerprint(request: RunRequest, spec: str) -> str:
     """What makes two POST /runs the same request (for an Idempotency-Key used twice)."""
     asked = {"question": request.question, "datasource": request.datasource, "model": spec,
-             "max_steps": request.max_steps, "max_wall_s": request.max_wall_s}
+             "max_steps": request.max_steps, "max_wall_s": request.max_wall_s,
+             **({"parent_run_id": request.parent_run_id} if request.parent_run_id else {})}
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 
