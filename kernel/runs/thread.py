@@ -90,9 +90,7 @@ def cited_in_thread(kernel: Any, record: RunRecord, events: list[dict[str, Any]]
     catalog = kernel.evidence.catalog
     cited: dict[str, Any] = {}
     for artifact_id in named:
-        if artifact_id in own:
-            continue
-        found = catalog.get(artifact_id)
+        found = own.get(artifact_id) or catalog.get(artifact_id)
         if found is not None and found.run_id in earlier:
             cited[artifact_id] = found
     return chain, cited
