@@ -179,7 +179,8 @@ class AgentRun:
         if self._unverified is not None:  # the correction asked for never came: the answer given stands, flagged
             answer, figures = self._unverified
             t.answer, t.figures = answer, figures.to_dict()
-            status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures)
+            status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures,
+                                    cites_thread=self._cites_thread(t.answer))
             return self.finish(status, f"{why} (no corrected answer within {s.max_steps} model turns)")
         return self.finish(RunStatus.MAX_STEPS, f"no answer after {s.max_steps} model turns")
 
@@ -201,7 +202,8 @@ class AgentRun:
         if figures is not None:
             t.figures = figures.to_dict()
             self._figure_event(figures, correction=False)
-        status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures)
+        status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures,
+                                    cites_thread=self._cites_thread(t.answer))
         return self.finish(status, why)
 
     async def _check_figures(self, answer: str) -> FigureCheck | None:
@@ -215,6 +217,10 @@ class AgentRun:
             ids += self.thread.artifact_ids
         return await asyncio.to_thread(check_figures, answer, catalog=sink.catalog, artifact_ids=ids,
                                        question=self.transcript.question)
+
+    def _cites_thread(self, answer: str | None) -> bool:
+        """Whether a follow-up's answer cites a verified artifact of its thread."""
+        return self.thread is not None and any(a in (answer or "") for a in self.thread.artifact_ids)
 
     def _figure_event(self, figures: FigureCheck, *, correction: bool) -> None:
         record = {"step": self.transcript.steps, "correction_asked": correction, **figures.to_dict()}

@@ -151,3 +151,33 @@ def test_the_manifest_stays_within_the_thread_budget_and_counts_what_it_left_out
     assert len(first.artifact_ids) == 8 and len(ctx.artifact_ids) == 8
     assert ctx.listed < 8 and ctx.omitted == {first.run_id: 8 - ctx.listed}
     assert f"{8 - ctx.listed} of run {first.run_id}" in ctx.prompt
+
+
+def test_a_recorded_two_turn_thread_replays_on_a_fresh_store_without_a_second_query(make_assay_kernel, monkeypatch,
+                                                                                   shop_db, tmp_path):
+    import importlib
+
+    from assay.plugins.models.cassette import RecordingModel
+    from assay.plugins.models.replay import ReplayModel
+
+    monkeypatch.setenv("ASSAY_SQL_DATABASES", f"shop=sqlite:///{shop_db}")
+    plugins = [importlib.import_module(f"assay.plugins.{name}") for name in PLUGINS]
+    tapes = [tmp_path / "turn1.jsonl", tmp_path / "turn2.jsonl"]
+
+    def thread(kernel, models):
+        first = ask(kernel, AskOptions(question="Which region sells most?", databases=["shop"]), model=models[0])
+        second = ask(kernel, AskOptions(question="How much did it sell?", parent_run_id=first.run_id),
+                     model=models[1])
+        return first, second
+
+    recorded_kernel = make_assay_kernel(*plugins, home=str(tmp_path / "rec")).start()
+    recorded = thread(recorded_kernel, [
+        RecordingModel(ScriptedModel([{"tool": "sql_query", "arguments": {"sql": SUM_SQL}},
+                                      lambda m: {"text": f"south: 32 [{_ids(m)[0]}]"}]), tapes[0]),
+        RecordingModel(ScriptedModel([lambda m: {"text": "south sold 32 [" + re.search(
+            r"- (art_\w+) sql", m[0].content)[1] + "]"}]), tapes[1])])
+    replay_kernel = make_assay_kernel(*plugins, home=str(tmp_path / "play")).start()
+    replayed = thread(replay_kernel, [ReplayModel(path=tapes[0]), ReplayModel(path=tapes[1])])
+    assert [str(t.status) for t in replayed] == [str(t.status) for t in recorded] == ["answered", "answered"]
+    assert replayed[1].answer == f"south sold 32 [{replayed[0].artifact_ids[0]}]"
+    assert _sql_calls(replay_kernel, [t.run_id for t in replayed]) == [SUM_SQL]
