@@ -263,7 +263,8 @@ def make_thread(home: Path, db: Path) -> str:
         for turn in range(THREAD_RUNS):
             calls = [{"tool": "sql_query", "arguments": {"sql": f"SELECT region, SUM(amount) + {turn * 100 + i} AS "
                                                          "total FROM sales GROUP BY region"}} for i in range(per_run)]
-            model = ScriptedModel([{"tools": calls}, {"text": f"turn {turn} done"}])
+            half = len(calls) // 2  # two model turns: at most ASSAY_AGENT_MAX_TOOL_CALLS_PER_TURN (8) calls each
+            model = ScriptedModel([{"tools": calls[:half]}, {"tools": calls[half:]}, {"text": f"turn {turn} done"}])
             transcript = ask(kernel, AskOptions(question=f"question {turn}", databases=[f"sqlite:///{db}"],
                                                 parent_run_id=parent, open_url=_open_url), model=model)
             assert len(transcript.artifact_ids) == per_run, transcript.status_reason
