@@ -99,7 +99,8 @@ def attach_databases(kernel: Kernel, databases: Iterable[str], *, open_url: UrlO
 
 
 def refused(run_id: str, question: str, model: str, error: AssayError, observers: Iterable[AgentObserver],
-            status: RunStatus = RunStatus.INVALID_INPUT, *, started_at: float | None = None) -> Transcript:
+            status: RunStatus = RunStatus.INVALID_INPUT, *, started_at: float | None = None,
+            parent_run_id: str | None = None) -> Transcript:
     """A run that never reached the model, recorded like any other; ``started_at``: when it began (the
     time spent resolving the model and the databases counts), else now."""
     started = time.time() if started_at is None else started_at
@@ -107,7 +108,9 @@ def refused(run_id: str, question: str, model: str, error: AssayError, observers
                             status_reason=f"refused before the model was asked: {error.code}",
                             error=RunError(code=error.code, message=error.message, hint=error.hint),
                             started_at=started, ended_at=max(time.time(), started))
-    for kind, data in (("run_started", {"question": question, "model": model}),
+    begun = {"question": question, "model": model, **({"thread": {"parent_run_id": parent_run_id}}
+                                                      if parent_run_id else {})}  # a refused follow-up: its parent
+    for kind, data in (("run_started", begun),
                        ("run_finished", {"summary": transcript.summary()})):
         event = AgentEvent(kind, run_id, 0, data)  # type: ignore[arg-type]
         for observer in observers:
@@ -152,7 +155,8 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
             databases = attach_databases(kernel, given, open_url=options.open_url,
                                          allow_privileged=options.allow_privileged)
         except AssayError as exc:
-            return refused(run.run_id, options.question, label, exc, watchers, started_at=started)
+            return refused(run.run_id, options.question, label, exc, watchers, started_at=started,
+                           parent_run_id=options.parent_run_id)
         resources = _resources(kernel, databases) if given else None
         return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
                                 observers=watchers, model_name=label, thread=thread,

@@ -181,3 +181,14 @@ def test_a_recorded_two_turn_thread_replays_on_a_fresh_store_without_a_second_qu
     assert [str(t.status) for t in replayed] == [str(t.status) for t in recorded] == ["answered", "answered"]
     assert replayed[1].answer == f"south sold 32 [{replayed[0].artifact_ids[0]}]"
     assert _sql_calls(replay_kernel, [t.run_id for t in replayed]) == [SUM_SQL]
+
+
+def test_a_follow_up_without_db_of_a_parent_given_a_password_url_is_refused_with_its_code(thread_kernel):
+    from assay.kernel.runs import RunRecord
+
+    thread_kernel.runs.start(RunRecord(run_id="run_pw", question="q", started_at=1, status="answered",
+                                       summary={"datasources": ["postgresql://analyst:***@db/sales"]}))
+    follow = ask(thread_kernel, AskOptions(question="and then?", parent_run_id="run_pw"),
+                 model=ScriptedModel([{"text": "x"}]))
+    assert str(follow.status) == "invalid_input" and follow.error.code == "THREAD_DATASOURCE_NEEDED"
+    assert thread_kernel.runs.get(follow.run_id).parent_run_id == "run_pw"  # a refused follow-up keeps its link
