@@ -8,6 +8,8 @@ the part of the system prompt that tells the agent about them:
   ``thread_recent_turns`` turns are shown whole (an answer up to 2,000
   characters); older turns are *summarised*: their question, and the first
   200 characters of their answer. Which turns were summarised is recorded.
+  A thread too long for even that (the turns may use half the thread's
+  budget) leaves its oldest summarised turns out, counted and recorded.
 - the thread's evidence manifest: one line per artifact (id, kind, rows,
   completeness, the SQL or code it came from, its run), newest turn first,
   until the thread's share of the prompt budget is spent; what is left out
@@ -60,6 +62,7 @@ class ThreadContext:
     artifact_ids: list[str] = field(default_factory=list)  # verified: the follow-up may cite these
     problems: list[ThreadProblem] = field(default_factory=list)
     summarised: list[str] = field(default_factory=list)  # runs whose turn was summarised
+    not_shown: list[str] = field(default_factory=list)  # the oldest summarised turns left out (a very long thread)
     listed: int = 0  # artifacts the manifest lists
     omitted: dict[str, int] = field(default_factory=dict)  # per run: artifacts left out of the manifest
     datasources: list[str] = field(default_factory=list)  # the parent's
@@ -69,6 +72,7 @@ class ThreadContext:
         return {"parent_run_id": self.parent_run_id, "chain": self.run_ids,
                 "verified_artifacts": len(self.artifact_ids), "manifest_listed": self.listed,
                 "manifest_omitted": self.omitted, "summarised_turns": self.summarised,
+                "turns_not_shown": self.not_shown,
                 "problems": [vars(p) for p in self.problems]}
 
 
@@ -84,7 +88,7 @@ def load_thread(kernel: Kernel, parent_run_id: str, settings: AgentSettings, *, 
     if budget_chars is None:
         budget_chars = int(settings.prompt_tokens * settings.chars_per_token * settings.thread_share)
     evidence = _verified_evidence(kernel, chain, ctx)
-    turns = _turns(chain, settings.thread_recent_turns, ctx)
+    turns = _turns(chain, settings.thread_recent_turns, ctx, max_chars=budget_chars // 2)
     head = (f"This question continues a thread of {len(chain)} earlier run(s). Their tool results are not "
             "repeated here: each is an artifact, verified just now, that you may cite by its id and read back "
             "with read_artifact_result. Do not re-run a query whose artifact is listed: cite it. Re-query only "
@@ -96,8 +100,8 @@ def load_thread(kernel: Kernel, parent_run_id: str, settings: AgentSettings, *, 
     return ctx
 
 
-def _turns(chain: list[RunRecord], recent: int, ctx: ThreadContext) -> str:
-    lines = ["Earlier turns (oldest first):"]
+def _turns(chain: list[RunRecord], recent: int, ctx: ThreadContext, *, max_chars: int) -> str:
+    entries = []
     for index, record in enumerate(chain, 1):
         whole = index > len(chain) - recent
         limit = RECENT_ANSWER_CHARS if whole else SUMMARY_ANSWER_CHARS
@@ -106,9 +110,18 @@ def _turns(chain: list[RunRecord], recent: int, ctx: ThreadContext) -> str:
             ctx.summarised.append(record.run_id)
         clipped = answer if len(answer) <= limit else answer[: limit - 3] + "..."
         tag = "" if whole else " [summarised]"
-        lines.append(f"{index}. run {record.run_id} ({record.status}){tag}\n   Q: {_one_line(record.question, 500)}"
-                     f"\n   A: {clipped}")
-    return "\n".join(lines)
+        entries.append(f"{index}. run {record.run_id} ({record.status}){tag}\n   Q: "
+                       f"{_one_line(record.question, 500)}\n   A: {clipped}")
+    # a very long thread: the oldest summarised turns are counted, not shown, until the turns fit
+    hidden = 0
+    while hidden < len(ctx.summarised) and sum(len(e) + 1 for e in entries[hidden:]) > max_chars:
+        hidden += 1
+    ctx.not_shown = ctx.summarised[:hidden]
+    lines = ["Earlier turns (oldest first):"]
+    if hidden:
+        lines.append(f"({hidden} older turn(s) not shown, over the prompt budget: runs {ctx.not_shown[0]} to "
+                     f"{ctx.not_shown[-1]}; their artifacts are listed below as far as the budget allows)")
+    return "\n".join(lines + entries[hidden:])
 
 
 def _verified_evidence(kernel: Kernel, chain: list[RunRecord], ctx: ThreadContext) -> list[tuple[str, Any]]:

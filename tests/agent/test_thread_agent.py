@@ -192,3 +192,20 @@ def test_a_follow_up_without_db_of_a_parent_given_a_password_url_is_refused_with
                  model=ScriptedModel([{"text": "x"}]))
     assert str(follow.status) == "invalid_input" and follow.error.code == "THREAD_DATASOURCE_NEEDED"
     assert thread_kernel.runs.get(follow.run_id).parent_run_id == "run_pw"  # a refused follow-up keeps its link
+
+
+def test_a_thread_too_long_for_its_budget_leaves_its_oldest_turns_out_counted_and_recorded(thread_kernel):
+    from assay.kernel.agent.loop import agent_settings
+    from assay.kernel.agent.thread import load_thread
+
+    parent, runs = None, []
+    for i in range(12):
+        t = ask(thread_kernel, AskOptions(question=f"question {i} " + "q" * 300, parent_run_id=parent),
+                model=ScriptedModel([{"text": f"answer {i}"}]))
+        parent = t.run_id
+        runs.append(t.run_id)
+    ctx = load_thread(thread_kernel, parent, agent_settings(thread_kernel), budget_chars=4_000)
+    assert ctx.not_shown and ctx.not_shown == runs[: len(ctx.not_shown)]
+    assert f"({len(ctx.not_shown)} older turn(s) not shown" in ctx.prompt and runs[-1] in ctx.prompt
+    assert ctx.prompt.index("Earlier turns") < ctx.prompt.index(runs[-1])
+    assert ctx.record()["turns_not_shown"] == ctx.not_shown
