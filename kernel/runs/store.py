@@ -62,11 +62,14 @@ CREATE TABLE IF NOT EXISTS run_events (
 );
 """
 # the same tables in PostgreSQL's types (REAL is 4 bytes there: times need DOUBLE PRECISION)
-_SCHEMA = {SQLITE: _SQLITE_SCHEMA,
-           POSTGRESQL: _SQLITE_SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
-# schema 1 -> 2: the thread's link (SQLite has no ADD COLUMN IF NOT EXISTS: the column is looked for first)
+# schema 1 -> 2: the thread's link. PostgreSQL adds it inside the schema's DDL (run under the schema's
+# advisory lock, so concurrent first opens do not race); SQLite has no ADD COLUMN IF NOT EXISTS: there
+# the column is looked for first (:func:`_migrate`).
 _ADD_PARENT = "ALTER TABLE runs ADD COLUMN parent_run_id TEXT"
 _PARENT_INDEX = "CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run_id)"
+_SCHEMA = {SQLITE: _SQLITE_SCHEMA,
+           POSTGRESQL: (_SQLITE_SCHEMA + _ADD_PARENT.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS") + ";\n"
+                        + _PARENT_INDEX + ";\n").replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
 _APPEND = "INSERT INTO run_events (run_id, seq, kind, step, at, data) VALUES (?, ?, ?, ?, ?, ?)"
 _APPEND_NEXT = ("INSERT INTO run_events (run_id, seq, kind, step, at, data) "
                 "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? RETURNING seq")
@@ -123,7 +126,8 @@ class SQLRunStore(RunStore):
         db = self.db
         if "runs_v2" not in db.__dict__.get("_ensured", ()):
             db.ensure("runs", SCHEMA_VERSION, _SCHEMA)
-            db.retry(lambda: _migrate(db))
+            if db.dialect == SQLITE:
+                db.retry(lambda: _migrate(db))
             db.__dict__.setdefault("_ensured", set()).add("runs_v2")
         return db
 
@@ -209,17 +213,14 @@ class SQLiteRunStore(SQLRunStore):
 
 
 def _migrate(db: Database) -> None:
-    """Schema 1 -> 2 in place: add ``parent_run_id`` when the table lacks it (idempotent, racing writers too)."""
-    if db.dialect == SQLITE:
-        names = {row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()}
-        if "parent_run_id" not in names:
-            try:
-                db.execute(_ADD_PARENT)
-            except Exception as exc:  # another process added it between the look and the ALTER
-                if "duplicate column" not in str(exc):
-                    raise
-    else:
-        db.execute(_ADD_PARENT.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS"))
+    """SQLite schema 1 -> 2 in place: add ``parent_run_id`` when the table lacks it (idempotent, racing too)."""
+    names = {row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()}
+    if "parent_run_id" not in names:
+        try:
+            db.execute(_ADD_PARENT)
+        except Exception as exc:  # another process added it between the look and the ALTER
+            if "duplicate column" not in str(exc):
+                raise
     db.execute(_PARENT_INDEX)
 
 
