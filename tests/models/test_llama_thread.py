@@ -9,7 +9,7 @@ from tests.conftest import require
 from tests.models.llama import LlamaServer, gguf_path, llama_cpp_runs
 from tests.models.test_llama_server import _server_installed
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # two runs of a CPU model on a shared machine
 
 # what a run may honestly end with; "running" or a crash is not among them
 ENDED = {"answered", "answered_unverified", "needs_analysis", "partial", "failed", "max_steps", "max_time",
@@ -34,7 +34,7 @@ def test_a_two_turn_thread_against_the_llama_server_ends_with_honest_statuses(th
                        "ASSAY_AGENT_TOKEN_BUDGET": "7000"}.items():  # the README's local setup, n_ctx 8192
         monkeypatch.setenv(key, value)
     kernel = retail_kernel()
-    settings = agent_settings(kernel).model_copy(update={"max_steps": 2})
+    settings = agent_settings(kernel).model_copy(update={"max_steps": 1})  # one model turn per run
     seen: list = []
     first = ask(kernel, AskOptions(question="How many orders are there?", databases=["retail"],
                                    model="openai_compatible", settings=settings))
