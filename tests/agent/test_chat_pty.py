@@ -50,10 +50,11 @@ class Terminal:
     def wait(self, timeout: float = 60) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            try:
-                self.seen += os.read(self.fd, 65536).decode(errors="replace")
-            except OSError:
-                pass
+            if select.select([self.fd], [], [], 0.05)[0]:  # never a blocking read: the child may be silent
+                try:
+                    self.seen += os.read(self.fd, 65536).decode(errors="replace")
+                except OSError:
+                    pass
             done, status = os.waitpid(self.pid, os.WNOHANG)
             if done:
                 self.pid = 0  # reaped: never signalled again
@@ -118,6 +119,11 @@ def test_chat_continues_the_thread_ctrl_c_cancels_the_step_and_ctrl_d_ends(shop_
         _set_knob(shop_db, 3)
         term.send("once more?\r")
         term.expect("status: answered")
+        deadline = time.monotonic() + 60  # the prompt is back (readline has the terminal): then Ctrl-D
+        while term.seen.count("assay> ") < 4:
+            assert time.monotonic() < deadline, term.seen
+            if select.select([term.fd], [], [], 0.2)[0]:
+                term.seen += os.read(term.fd, 65536).decode(errors="replace")
         term.send("\x04")  # Ctrl-D at the prompt
         assert term.wait() == 0, term.seen
     finally:
