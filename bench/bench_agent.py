@@ -25,6 +25,11 @@ the model through the real OpenAI-compatible provider.
    /proc, Linux; ``python -c pass`` whole, for scale), and the CPU time of
    the whole process: on a shared, busy machine the wall time mostly measures
    the wait for a core.
+3. Follow-up start-up: a thread of THREAD_RUNS runs holding THREAD_ARTIFACTS
+   artifacts (recorded in-process with the scripted model), then `assay ask
+   --continue LAST` started as in 2 (its thread read, every artifact
+   verified, its manifest written into the prompt) beside a fresh `assay ask`
+   started in the same rounds. Target (issue 36): <= 1.2x the fresh start-up.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 STEPS = 40
 STARTS = 7
+THREAD_RUNS = 10
+THREAD_ARTIFACTS = 100
 # The libraries under the first request, and nothing of assay's: the start-up's floor here.
 LIBRARY_FLOOR = r"""
 import sys
@@ -242,6 +249,58 @@ def start_up(home: Path, db: Path) -> None:
           f"machine than wall time): {statistics.median(cpu):.0f} ms")
 
 
+def make_thread(home: Path, db: Path) -> str:
+    """THREAD_RUNS runs, each continuing the one before, with THREAD_ARTIFACTS artifacts in all; the last run id."""
+    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.models.scripted import ScriptedModel
+
+    from assay import Kernel, Settings
+
+    kernel = Kernel(settings=Settings.from_env(home=str(home)))
+    per_run = THREAD_ARTIFACTS // THREAD_RUNS
+    parent = None
+    try:
+        for turn in range(THREAD_RUNS):
+            calls = [{"tool": "sql_query", "arguments": {"sql": f"SELECT region, SUM(amount) + {turn * 100 + i} AS "
+                                                         "total FROM sales GROUP BY region"}} for i in range(per_run)]
+            half = len(calls) // 2  # two model turns: at most ASSAY_AGENT_MAX_TOOL_CALLS_PER_TURN (8) calls each
+            model = ScriptedModel([{"tools": calls[:half]}, {"tools": calls[half:]}, {"text": f"turn {turn} done"}])
+            transcript = ask(kernel, AskOptions(question=f"question {turn}", databases=[f"sqlite:///{db}"],
+                                                parent_run_id=parent, open_url=_open_url), model=model)
+            assert len(transcript.artifact_ids) == per_run, transcript.status_reason
+            parent = transcript.run_id
+    finally:
+        kernel.close()
+    return parent
+
+
+def _open_url(kernel, url, allow_privileged):
+    from assay.plugins.sql import attach_url
+
+    return attach_url(kernel, url, allow_privileged)
+
+
+def follow_up_start_up(home: Path, db: Path) -> None:
+    last = make_thread(home, db)
+    env = dict(os.environ, ASSAY_HOME=str(home))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    fresh_argv = [sys.executable, "-m", "assay.kernel.cli", "ask", "--db", f"sqlite:///{db}", "--model",
+                  "openai_compatible:fake", "--quiet", "how much?"]
+    follow_argv = [sys.executable, "-m", "assay.kernel.cli", "ask", "--continue", last, "--model",
+                   "openai_compatible:fake", "--quiet", "and by region?"]
+    fresh, follow = [], []
+    for attempt in range(STARTS + 1):
+        fresh_ms, _, _ = _first_request(lambda url: fresh_argv, env)
+        follow_ms, _, _ = _first_request(lambda url: follow_argv, env)
+        if attempt:
+            fresh.append(fresh_ms)
+            follow.append(follow_ms)
+    f, c = statistics.median(fresh), statistics.median(follow)
+    print(f"follow-up start-up (`assay ask --continue`, a thread of {THREAD_RUNS} runs and {THREAD_ARTIFACTS} "
+          f"artifacts, all verified): {c:.0f} ms; a fresh `assay ask` {f:.0f} ms (medians of {STARTS}); ratio "
+          f"{c / f:.2f}x [target <= 1.2x: {'ok' if c <= 1.2 * f else 'OVER'}]")
+
+
 def _children_cpu_ms(before: os.times_result, after: os.times_result) -> float:
     return (after.children_user + after.children_system - before.children_user - before.children_system) * 1e3
 
@@ -251,8 +310,10 @@ def main() -> int:
         home = Path(tmp) / "home"
         os.environ["ASSAY_HOME"] = str(home)
         db = make_db(Path(tmp) / "shop.db")
-        per_step(home, db)
-        start_up(home, db)
+        if "--follow-up-only" not in sys.argv:
+            per_step(home, db)
+            start_up(home, db)
+        follow_up_start_up(home, db)
     return 0
 
 

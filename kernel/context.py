@@ -37,15 +37,29 @@ class RunContext:
     # Which *other* runs' artifacts this run may read as inputs, by run id (None: its own only). The
     # service sets "the caller's owner's runs"; ``assay tool call`` (the host's operator) sets every run.
     artifact_scope: Callable[[str], bool] | None = None
+    # The earlier runs of this run's thread (a follow-up question), oldest first: their artifacts are
+    # this run's evidence too (read, cited, reported), as far as they verify.
+    thread: tuple[str, ...] = ()
     _scoped: dict[str, Any] = field(default_factory=dict, repr=False)
     _closers: list[tuple[str, Callable[[Any], Any]]] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def may_read(self, run_id: str) -> bool:
         """Whether an artifact captured by run ``run_id`` may be read by this run (its own, or in its scope)."""
-        if run_id == self.run_id:
+        if run_id == self.run_id or run_id in self.thread:
             return True
         return self.artifact_scope is not None and bool(self.artifact_scope(run_id))
+
+    def continue_thread(self, run_ids: tuple[str, ...] | list[str]) -> None:
+        """Make this run a follow-up of ``run_ids`` (oldest first): their artifacts become its evidence too
+        (its sink says so to the report resolver, which is given the sink)."""
+        self.thread = tuple(run_ids)
+        if self.artifacts is not None:
+            self.artifacts.thread = self.thread
+
+    def evidence_runs(self) -> tuple[str, ...]:
+        """The runs whose artifacts this run may cite: its thread's, then its own."""
+        return (*self.thread, self.run_id)
 
     def scoped(self, key: str, factory: Callable[[], T], close: Callable[[T], Any] | None = None) -> T:
         """Return the run's ``key`` object, creating it with ``factory`` once.

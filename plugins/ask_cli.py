@@ -3,7 +3,7 @@
 The agent and the command are :mod:`assay.plugins.agent` (the loop, ``ask``,
 :mod:`assay.plugins.agent.cli_ask`); this module stays thin so start-up
 imports none of them. It gives the command the SQL plugin's way to attach a
-``--db URL``, the files plugin's for ``--file`` and the models plugin's
+``--db URL`` (to ``assay ask`` and ``assay chat``), the files plugin's for ``--file`` and the models plugin's
 recorder for ``--record``, and declares the agent's ``[agent]`` settings
 section for ``assay config``. ``assay runs`` is the runs plugin's
 (:mod:`assay.plugins.runs_plugin`).
@@ -39,6 +39,8 @@ def register_resources(settings):
 
 @hookimpl
 def register_commands(cli):
+    from assay.plugins.agent.chat import make_chat_command
     from assay.plugins.agent.cli_ask import make_ask_command
 
     cli.add_command(make_ask_command(open_url, record_model, open_files))
+    cli.add_command(make_chat_command(open_url, record_model))

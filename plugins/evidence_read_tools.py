@@ -55,16 +55,21 @@ def report_evidence_manifest(run: RunContext) -> ToolResult:
     Cite artifacts by these ids; use artifact_details or read_artifact_result for more.
     """
     catalog = _catalog(run)
-    manifest = ev.evidence_manifest(catalog, run.run_id)
-    lines = [f"{manifest['count']} artifacts in run {run.run_id}"]
-    for e in manifest["artifacts"]:
-        rows = "-" if e["row_count"] is None else e["row_count"]
-        flag = f" {e['incomplete']}." if e.get("incomplete") else ""
-        lines.append(f"- {e['artifact_id']} {e['kind']} {e['status']} rows={rows}{flag} "
-                     f"columns={','.join(e['columns'])}: {e['summary']}")
-    if manifest["truncated"]:
-        lines.append(f"({manifest['omitted']} more not listed: over the budget)")
-    return ToolResult.ok(data=manifest, content="\n".join(lines))
+    runs = run.evidence_runs()[::-1]  # this run first, then its thread's earlier runs (a follow-up), newest first
+    manifests = [ev.evidence_manifest(catalog, rid, max_chars=12_000 // len(runs)) for rid in runs]
+    lines: list[str] = []
+    for rid, manifest in zip(runs, manifests):
+        earlier = "" if rid == run.run_id else " (an earlier run of this thread: citable)"
+        lines.append(f"{manifest['count']} artifacts in run {rid}{earlier}")
+        for e in manifest["artifacts"]:
+            rows = "-" if e["row_count"] is None else e["row_count"]
+            flag = f" {e['incomplete']}." if e.get("incomplete") else ""
+            lines.append(f"- {e['artifact_id']} {e['kind']} {e['status']} rows={rows}{flag} "
+                         f"columns={','.join(e['columns'])}: {e['summary']}")
+        if manifest["truncated"]:
+            lines.append(f"({manifest['omitted']} more not listed: over the budget)")
+    data = dict(manifests[0], **({"thread": manifests[1:]} if len(manifests) > 1 else {}))
+    return ToolResult.ok(data=data, content="\n".join(lines))
 
 
 @tool

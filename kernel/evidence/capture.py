@@ -69,6 +69,7 @@ class ArtifactSink:
     def __init__(self, catalog: ArtifactCatalog, run_id: str, settings: EvidenceSettings | None = None) -> None:
         self.catalog = catalog
         self.run_id = run_id
+        self.thread: tuple[str, ...] = ()  # a follow-up's earlier runs (RunContext.continue_thread): citable too
         self.settings = settings or EvidenceSettings()
         # read as the run's records are written: through a catalog outage for a run on a worker
         self.quotas: list[Quota] = [Quota("run", self.settings.run_max_bytes,

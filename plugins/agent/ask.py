@@ -29,6 +29,7 @@ from .status import RunStatus
 from .transcript import AgentEvent, AgentObserver, RunError, Transcript
 from assay.kernel.errors import AssayError
 from assay.kernel.resources import Resource, ResourceType
+from assay.kernel.settings import mask_url
 
 MODEL_CONFIG_INVALID = "MODEL_CONFIG_INVALID"
 
@@ -58,6 +59,7 @@ class AskOptions:
     record_model: ModelRecorder | None = None  # wraps the model to record it (the models plugin's)
     files: list[str] = field(default_factory=list)  # `--file` paths, globs, directories or name=path
     open_files: Callable[[Any, list[str]], Any] | None = None  # attaches them as one datasource (the files plugin's)
+    parent_run_id: str | None = None  # a follow-up: the run it continues (default datasources: that run's)
 
 
 def parse_model_spec(spec: str) -> tuple[str, str | None]:
@@ -108,7 +110,7 @@ def attach_databases(kernel: Kernel, databases: Iterable[str], *, open_url: UrlO
 
 def refused(run_id: str, question: str, model: str, error: AssayError | None, observers: Iterable[AgentObserver],
             status: RunStatus = RunStatus.INVALID_INPUT, *, started_at: float | None = None,
-            reason: str | None = None) -> Transcript:
+            reason: str | None = None, parent_run_id: str | None = None) -> Transcript:
     """A run that never reached the model, recorded like any other; ``started_at``: when it began (the
     time spent resolving the model and the databases counts), else now; ``reason``: the status reason
     (else "refused before the model was asked: CODE")."""
@@ -118,7 +120,9 @@ def refused(run_id: str, question: str, model: str, error: AssayError | None, ob
     why = None if error is None else RunError(code=error.code, message=error.message, hint=error.hint)
     transcript = Transcript(run_id=run_id, question=question, model=model, status=status, status_reason=reason,
                             error=why, started_at=started, ended_at=max(time.time(), started))
-    for kind, data in (("run_started", {"question": question, "model": model}),
+    begun = {"question": question, "model": model, **({"thread": {"parent_run_id": parent_run_id}}
+                                                      if parent_run_id else {})}  # a refused follow-up: its parent
+    for kind, data in (("run_started", begun),
                        ("run_finished", {"summary": transcript.summary()})):
         event = AgentEvent(kind, run_id, 0, data)  # type: ignore[arg-type]
         for observer in observers:
@@ -168,19 +172,22 @@ async def aask(kernel: Kernel, options: AskOptions, *, model: Model | None = Non
                     raise AssayError(MODEL_CONFIG_INVALID, "recording model exchanges is not available here",
                                      "The models plugin (assay.plugins.models.cassette) records them.")
                 model = recording = options.record_model(model, options.record)
-            databases = await asyncio.to_thread(attach_databases, kernel, options.databases,
+            thread, given = await _thread(kernel, options, settings)
+            databases = await asyncio.to_thread(attach_databases, kernel, given,
                                                 open_url=options.open_url, allow_privileged=options.allow_privileged)
             if options.files:
                 databases.append(await asyncio.to_thread(attach_files, kernel, run, options))
         except AssayError as exc:
-            return refused(run.run_id, options.question, label, exc, watchers, started_at=started)
+            return refused(run.run_id, options.question, label, exc, watchers, started_at=started,
+                           parent_run_id=options.parent_run_id)
         except asyncio.CancelledError:  # e.g. DELETE /runs/ID while a database connects: ended, not left running
             refused(run.run_id, options.question, label, None, watchers, RunStatus.CANCELLED, started_at=started,
-                    reason="cancelled before the model was asked")
+                    reason="cancelled before the model was asked", parent_run_id=options.parent_run_id)
             raise
-        resources = _resources(kernel, databases) if options.databases or options.files else None
+        resources = _resources(kernel, databases) if given or options.files else None
         return await arun_agent(kernel, model, run, options.question, resources=resources, settings=settings,
-                                observers=watchers, model_name=label)
+                                observers=watchers, model_name=label, thread=thread,
+                                datasources=[mask_url(d) for d in given])
     finally:
         if own_run:
             run.close()  # the sandbox session and what else the run opened, also after a cancellation
@@ -194,6 +201,16 @@ def ask(kernel: Kernel, options: AskOptions, **kwargs: Any) -> Transcript:
     from assay.kernel.exit_signals import cancel_on_sigterm
 
     return asyncio.run(cancel_on_sigterm(aask(kernel, options, **kwargs)))
+
+
+async def _thread(kernel: Kernel, options: AskOptions, settings: AgentSettings) -> tuple[Any, list[str]]:
+    """A follow-up's thread (its artifacts verified) and the datasources to attach: those given, else the parent's."""
+    if not options.parent_run_id:
+        return None, list(options.databases)
+    from .agent.thread import load_thread, parent_datasources
+
+    thread = await asyncio.to_thread(load_thread, kernel, options.parent_run_id, settings)
+    return thread, list(options.databases) or parent_datasources(thread)
 
 
 def _label(spec: str, model: Model) -> str:

@@ -224,10 +224,13 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
                   help="Write every model exchange to this JSONL cassette (play it back with --model replay:PATH).")
     @click.option("--allow-privileged", is_flag=True,
                   help="Accept a --db login that can reach server files, other sessions or server settings.")
+    @click.option("--continue", "continue_run", metavar="RUN_ID|last", default=None,
+                  help="A follow-up: continue that run's thread (its questions, answers and evidence; "
+                       "default --db: that run's).")
     @click.pass_context
     def ask_cmd(ctx: click.Context, question: str, databases: tuple[str, ...], files: tuple[str, ...],
                 model_spec: str | None, as_json: bool, quiet: bool, max_steps: int | None, record: str | None,
-                allow_privileged: bool) -> None:
+                allow_privileged: bool, continue_run: str | None) -> None:
         """Ask QUESTION of your data; the agent answers from evidence, step by step."""
         from .loop import agent_settings
         from .status import EXIT_CODES, RunStatus
@@ -242,9 +245,15 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
             settings = settings.model_copy(update={"max_steps": max_steps})
         mode = "json" if as_json else "quiet" if quiet else "steps"
         printer = StepPrinter() if mode == "steps" else None
+        parent = None
+        if continue_run:
+            from .runs.thread import resolve_parent
+
+            parent = resolve_parent(kernel.runs, continue_run).run_id
         options = AskOptions(question=question, databases=list(databases), model=model_spec,
                              allow_privileged=allow_privileged, settings=settings, open_url=open_url,
-                             record=record, record_model=record_model, files=list(files), open_files=open_files)
+                             record=record, record_model=record_model, files=list(files), open_files=open_files,
+                             parent_run_id=parent)
         try:
             transcript = ask(kernel, options, observers=[printer] if printer else [])
         except KeyboardInterrupt:

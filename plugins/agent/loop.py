@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from assay.kernel.context import RunContext
     from ..figures import FigureCheck
     from assay.kernel.protocols import KernelAPI as Kernel
+    from .thread import ThreadContext
 
 log = get_logger("assay.agent")
 
@@ -58,13 +59,19 @@ class AgentRun:
 
     def __init__(self, kernel: Kernel, model: Model, run: RunContext, question: str, *,
                  settings: AgentSettings, resources: list[Resource], tools: Iterable[str] | None,
-                 observers: Iterable[AgentObserver], needs_evidence: bool | None, model_name: str) -> None:
+                 observers: Iterable[AgentObserver], needs_evidence: bool | None, model_name: str,
+                 thread: ThreadContext | None = None, datasources: Iterable[str] = ()) -> None:
         self.kernel, self.model, self.run, self.settings = kernel, model, run, settings
+        self.thread = thread
+        if thread is not None:
+            run.continue_thread(thread.run_ids)
         self.resources = resources
         self.allowed = frozenset(tools) if tools is not None else None
         self.observers = list(observers)
         self.needs_evidence = resources_need_evidence(resources) if needs_evidence is None else needs_evidence
-        self.transcript = Transcript(run_id=run.run_id, question=question, model=model_name or model_label(model))
+        self.transcript = Transcript(run_id=run.run_id, question=question, model=model_name or model_label(model),
+                                     datasources=list(datasources),
+                                     thread=thread.record() if thread is not None else None)
         self.infos: dict[str, ToolMessageInfo] = {}
         self._reported = (0, 0)  # (tokens the provider last reported for the conversation, messages then)
         self._chars: list[int] = []  # each message's size, kept beside the conversation (estimates stay O(1))
@@ -106,7 +113,8 @@ class AgentRun:
         question = t.question
         self.run.model = self.model
         self.emit("run_started", question=question, model=t.model, settings=self.settings.model_dump(),
-                  needs_evidence=self.needs_evidence, tools=sorted(self.allowed) if self.allowed is not None else None)
+                  needs_evidence=self.needs_evidence, tools=sorted(self.allowed) if self.allowed is not None else None,
+                  datasources=t.datasources, **({"thread": t.thread} if t.thread is not None else {}))
         if not question or not question.strip():
             return self.finish(RunStatus.INVALID_INPUT, "empty question", RunError(
                 code=AGENT_QUESTION_EMPTY, message="the question is empty", hint="Ask a question in words."))
@@ -124,7 +132,8 @@ class AgentRun:
 
     async def _loop(self) -> Transcript:
         t, s = self.transcript, self.settings
-        system = build_system_prompt(self.kernel, self.resources, s, t.question)
+        system = build_system_prompt(self.kernel, self.resources, s, t.question,
+                                     thread=self.thread.prompt if self.thread is not None else "")
         definitions = self.kernel.tool_definitions("openai", names=sorted(self.allowed) if self.allowed is not None
                                                    else None)
         self.add(Message(role="system", content=system))
@@ -170,7 +179,8 @@ class AgentRun:
         if self._unverified is not None:  # the correction asked for never came: the answer given stands, flagged
             answer, figures = self._unverified
             t.answer, t.figures = answer, figures.to_dict()
-            status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures)
+            status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures,
+                                    cites_thread=self._cites_thread(t.answer))
             return self.finish(status, f"{why} (no corrected answer within {s.max_steps} model turns)")
         return self.finish(RunStatus.MAX_STEPS, f"no answer after {s.max_steps} model turns")
 
@@ -192,7 +202,8 @@ class AgentRun:
         if figures is not None:
             t.figures = figures.to_dict()
             self._figure_event(figures, correction=False)
-        status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures)
+        status, why = answer_status(t.tool_results, needs_evidence=self.needs_evidence, figures=figures,
+                                    cites_thread=self._cites_thread(t.answer))
         return self.finish(status, why)
 
     async def _check_figures(self, answer: str) -> FigureCheck | None:
@@ -202,8 +213,14 @@ class AgentRun:
             return None
         from ..figures import ARTIFACT_ID, check_figures  # ~5-9 ms of regular expressions: not at start-up
         ids = self.transcript.artifact_ids + ARTIFACT_ID.findall(self.transcript.question)
+        if self.thread is not None:  # a follow-up may state a figure an earlier turn's (verified) artifact holds
+            ids += self.thread.artifact_ids
         return await asyncio.to_thread(check_figures, answer, catalog=sink.catalog, artifact_ids=ids,
                                        question=self.transcript.question)
+
+    def _cites_thread(self, answer: str | None) -> bool:
+        """Whether a follow-up's answer cites a verified artifact of its thread."""
+        return self.thread is not None and any(a in (answer or "") for a in self.thread.artifact_ids)
 
     def _figure_event(self, figures: FigureCheck, *, correction: bool) -> None:
         record = {"step": self.transcript.steps, "correction_asked": correction, **figures.to_dict()}
@@ -318,13 +335,16 @@ async def arun_agent(
     observers: Iterable[AgentObserver] = (),
     needs_evidence: bool | None = None,
     model_name: str = "",
+    thread: ThreadContext | None = None,
+    datasources: Iterable[str] = (),
 ) -> Transcript:
     """Run the loop on ``run`` until the model answers or a bound is hit; the transcript says which.
 
     ``resources`` (default: all the kernel's) describe themselves in the
     system prompt; ``tools`` (default: all) is the allow-list of tools the
     model may call; ``settings`` default to the kernel's ``agent`` section,
-    ``max_steps`` overrides theirs. Cancelling the task cancels the running
+    ``max_steps`` overrides theirs. ``thread`` (:func:`.thread.load_thread`) makes the run a follow-up
+    of its thread; ``datasources`` is what the run was given, as recorded. Cancelling the task cancels the running
     tool calls, records the status ``cancelled`` and re-raises.
     """
     settings = settings or agent_settings(kernel)
@@ -334,7 +354,8 @@ async def arun_agent(
         settings = settings.model_copy(update={"max_steps": max_steps})
     chosen = list(resources) if resources is not None else list(kernel.resources.values())
     agent = AgentRun(kernel, model, run, question, settings=settings, resources=chosen, tools=tools,
-                     observers=observers, needs_evidence=needs_evidence, model_name=model_name)
+                     observers=observers, needs_evidence=needs_evidence, model_name=model_name,
+                     thread=thread, datasources=datasources)
     return await agent.execute()
 
 

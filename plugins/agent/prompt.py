@@ -42,11 +42,16 @@ def needs_evidence(resources: Iterable[Resource]) -> bool:
 
 
 def build_system_prompt(kernel: Kernel, resources: list[Resource], settings: AgentSettings,
-                        question: str | None = None) -> str:
-    """The main agent's system prompt; ``question`` lets each resource describe what the question needs."""
-    budget = PromptBudget(max_chars=int(settings.prompt_tokens * settings.chars_per_token), question=question)
+                        question: str | None = None, *, thread: str = "") -> str:
+    """The preamble, the rules, the resources, and a follow-up's ``thread`` part: the thread and the
+    resources share the prompt budget (the resources get what the thread leaves); ``question`` lets
+    each resource describe what the question needs."""
+    total = int(settings.prompt_tokens * settings.chars_per_token)
+    budget = PromptBudget(max_chars=max(total // 4, total - len(thread)), question=question)
     described = kernel.system_prompt(resources, budget) if resources else ""
     parts = [PREAMBLE, EVIDENCE_RULES]
     if described:
         parts.append(described)
+    if thread:
+        parts.append(thread)
     return "\n\n".join(parts)

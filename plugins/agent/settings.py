@@ -33,4 +33,9 @@ class AgentSettings(BaseSettings):
         "answered_unverified."))
     figure_retries: int = Field(default=1, ge=0, le=3, description=(
         "Times the model is asked to correct or cite an answer's unsupported figures before the run ends."))
+    thread_recent_turns: int = Field(default=3, ge=1, description=(
+        "A follow-up sees the question and whole final answer of this many newest turns of its thread; "
+        "older turns are summarised (question, and the answer's first 200 characters)."))
+    thread_share: float = Field(default=0.5, gt=0, lt=1, description=(
+        "Fraction of the prompt budget (prompt_tokens) a follow-up's thread may use; the resources get the rest."))
     chars_per_token: float = Field(default=4.0, gt=0, description="Token estimate: characters per token.")

@@ -94,12 +94,13 @@ def model_error_status(code: str) -> RunStatus:
 
 
 def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool,
-                  figures: FigureCheck | None = None) -> tuple[RunStatus, str]:
+                  figures: FigureCheck | None = None, cites_thread: bool = False) -> tuple[RunStatus, str]:
     """The status of a run that ended with an answer, and why (one line). ``figures`` is the answer's
-    figure check (``None``: not checked, the run keeps no evidence)."""
+    figure check (``None``: not checked, the run keeps no evidence); ``cites_thread``: the answer of a
+    follow-up cites a verified artifact of its thread (evidence it need not produce again)."""
     results = list(results)
     attempts = [r for r in results if is_evidence_attempt(r)]
-    supported = any(is_evidence(r) for r in results)
+    supported = any(is_evidence(r) for r in results) or cites_thread
     sql = [r for r in results if r.tool == "sql_query"]
     if sql and not any(r.success for r in sql) and not supported:
         status, why = RunStatus.FAILED, f"every SQL query failed ({len(sql)})"

@@ -104,6 +104,8 @@ class Transcript(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: float = Field(default_factory=time.time)
     ended_at: float | None = None
+    datasources: list[str] = Field(default_factory=list)  # what the run was given (a URL's password masked)
+    thread: dict[str, Any] | None = None  # a follow-up's thread: chain, what was summarised, evidence problems
 
     @property
     def stopped(self) -> Literal["final", "max_steps"]:
@@ -147,4 +149,6 @@ class Transcript(BaseModel):
             "limits_hit": self.limits_hit,
             "usage": self.usage.model_dump(),
             "elapsed_s": round(self.elapsed_s, 3),
+            "datasources": self.datasources,
+            **({"thread": self.thread} if self.thread is not None else {}),
         }

@@ -73,7 +73,7 @@ def _code(exc: BaseException) -> str:
     return getattr(exc, "code", None) or type(exc).__name__
 
 
-def assemble(doc: ReportDocument, catalog: Any, run_id: str, *, lenient: bool = False,
+def assemble(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...], *, lenient: bool = False,
              missing_calculations: list[str] = ()) -> Assembled:
     """The document with its gaps recorded (see the module docstring)."""
     doc = ReportDocument.coerce(doc.model_dump(mode="json"))  # a copy we may change

@@ -108,7 +108,7 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
         store.save(state)
         return _outcome(state, settings, catalog, "the report was already finished; nothing was run again")
     if state.status == "new":
-        reason = needs_result(catalog, run.run_id)
+        reason = needs_result(catalog, run.evidence_runs())
         if reason is not None:
             store.save(state)
             return _outcome(state, settings, catalog, reason, status="needs_analysis", code=REPORT_NEEDS_RESULT)
@@ -192,7 +192,7 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
         for reserved in ("gaps", "status", "draft"):
             raw.pop(reserved, None)
         doc = ReportDocument.coerce(raw)
-        assembled = assemble(doc, catalog, run.run_id, lenient=True, missing_calculations=missing)
+        assembled = assemble(doc, catalog, run.evidence_runs(), lenient=True, missing_calculations=missing)
         if assembled.verified_parts == 0:
             raise PhaseError("render", AssayError(REPORT_NOT_RENDERABLE,
                                                   "no value, table or chart of the draft could be verified"))

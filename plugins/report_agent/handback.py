@@ -75,7 +75,12 @@ def has_result(catalog: Any, record: Any) -> bool:
     return json.loads(content).get("result") is not None
 
 
-def check_inputs(catalog: Any, run_id: str, inputs: list[str]) -> list[dict[str, Any]]:
+def runs_of(run_id: str | tuple[str, ...]) -> tuple[str, ...]:
+    """The runs whose evidence a report may use: one run id, or a follow-up's thread and itself."""
+    return (run_id,) if isinstance(run_id, str) else tuple(run_id)
+
+
+def check_inputs(catalog: Any, run_id: str | tuple[str, ...], inputs: list[str]) -> list[dict[str, Any]]:
     """Each input must be a successful SQL or Python artifact of this run; read it back (hash verified)."""
     summary = []
     for artifact_id in inputs:
@@ -83,7 +88,7 @@ def check_inputs(catalog: Any, run_id: str, inputs: list[str]) -> list[dict[str,
         if record is None:
             raise report_error(REPORT_CALC_INPUT_NOT_FOUND, f"input {artifact_id!r} is not an artifact",
                                "Give the ids report_evidence_manifest lists.", input=artifact_id)
-        if record.run_id != run_id:
+        if record.run_id not in runs_of(run_id):
             raise report_error(REPORT_CALC_INPUT_OTHER_RUN,
                                f"input {artifact_id} belongs to run {record.run_id}, not this run",
                                "A calculation uses only this run's evidence.", input=artifact_id)

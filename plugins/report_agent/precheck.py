@@ -33,20 +33,21 @@ from .errors import (
     REPORT_RESERVED_FIELD,
     REPORT_TABLE_ORDER_UNSUPPORTED,
 )
-from .handback import has_result
+from .handback import has_result, runs_of
 
 _HIGH = {"highest", "top", "largest", "most", "biggest", "greatest", "maximum", "max", "leading", "best", "worst"}
 _LOW = {"lowest", "bottom", "smallest", "least", "fewest", "minimum", "min"}
 _EITHER = {"best", "worst", "ranked", "ranking"}
 
 
-def needs_result(catalog: Any, run_id: str) -> str | None:
+def needs_result(catalog: Any, run_id: str | tuple[str, ...]) -> str | None:
     """Why the run has nothing a report can bind (``None`` when it has).
 
     Successful SQL artifacts are results (zero rows too). Python artifacts are
     results only with a non-``None`` ``REPORT_RESULT``; printed JSON is not one.
     """
-    done = [r for r in catalog.iter(run_id) if r.kind in ("sql", "python") and r.status == "succeeded"]
+    done = [r for rid in runs_of(run_id) for r in catalog.iter(rid)
+            if r.kind in ("sql", "python") and r.status == "succeeded"]
     if not done:
         return ("this run has no successful SQL or Python execution: there is nothing to report on yet. "
                 "Run the analysis first (sql_query, or code_interpreter assigning REPORT_RESULT).")
@@ -65,7 +66,7 @@ def check_reserved(doc: ReportDocument) -> None:
                          "Remove gaps and unavailable: the report pipeline records what cannot be verified.")
 
 
-def check_document(doc: ReportDocument, catalog: Any, run_id: str) -> list[tuple[int, AssayError]]:
+def check_document(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...]) -> list[tuple[int, AssayError]]:
     """Every block's problem, as ``(block index, error)``; empty when the document holds up."""
     problems: list[tuple[int, AssayError]] = []
     heading = ""
@@ -91,15 +92,15 @@ def _citations(block: Any) -> list[tuple[str, bool]]:
     return []
 
 
-def check_block(block: Any, catalog: Any, run_id: str, heading: str = "") -> None:
+def check_block(block: Any, catalog: Any, run_id: str | tuple[str, ...], heading: str = "") -> None:
     for artifact_id, needs_value in _citations(block):
         record = catalog.get(artifact_id)
         if record is None:
             raise AssayError("ARTIFACT_NOT_FOUND", f"no artifact {artifact_id!r}",
                              "Cite ids report_evidence_manifest lists.")
-        if record.run_id != run_id:
+        if record.run_id not in runs_of(run_id):
             raise AssayError("REPORT_CITATION_OTHER_RUN", f"artifact {artifact_id} belongs to another run",
-                             "Cite this run's evidence only.")
+                             "Cite this run's evidence (or its thread's) only.")
         if record.status != "succeeded":
             raise AssayError(REPORT_CITATION_NOT_BINDABLE,
                              f"artifact {artifact_id} records a {record.status} {record.kind} execution",

@@ -190,7 +190,8 @@ class ReportSession:
     # --- the two own tools ---------------------------------------------------------------
     def request(self, name: str, steps: list[str], inputs: list[str]) -> ToolResult:
         try:
-            request, what = request_calculation(self.state, self.catalog, self.run.run_id, name, steps, inputs)
+            request, what = request_calculation(self.state, self.catalog, self.run.evidence_runs(), name, steps,
+                                                inputs)
         except AssayError as exc:
             self.failure("tool_call", exc)
             self.store.save(self.state)
@@ -215,12 +216,12 @@ class ReportSession:
                 check_reserved(document)
             except AssayError as exc:
                 raise PhaseError("precheck", exc) from None
-            problems = check_document(document, self.catalog, self.run.run_id)
+            problems = check_document(document, self.catalog, self.run.evidence_runs())
             if problems:
                 first_block, first = problems[0]
                 listing = "; ".join(f"block {b}: {e.code}: {e.message}" for b, e in problems)
                 raise PhaseError("precheck", AssayError(first.code, listing, first.hint), first_block)
-            assembled = assemble(document, self.catalog, self.run.run_id, missing_calculations=missing)
+            assembled = assemble(document, self.catalog, self.run.evidence_runs(), missing_calculations=missing)
             unbound = prose_figures(assembled.document, self.run)
             if unbound and self.state.figures_refused < FIGURE_CHANCES:
                 self.state.figures_refused += 1

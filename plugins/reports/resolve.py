@@ -256,7 +256,8 @@ def resolve_report(document: Any, reader: Any) -> ResolvedReport:
     """Read every citation of ``document`` (a :class:`ReportDocument` or its dict) from ``reader``
     (an artifact sink, catalog, run or kernel). The same document over the same artifacts resolves
     the same way every time (no set or hash order anywhere). When ``reader`` is a run or its sink,
-    every cited artifact must belong to that run (``REPORT_CITATION_OTHER_RUN``)."""
+    every cited artifact must belong to that run or to an earlier run of its thread (a follow-up question's
+    report cites the thread's evidence: :attr:`RunContext.thread`), else ``REPORT_CITATION_OTHER_RUN``."""
     return _Resolver(ReportDocument.coerce(document), reader).run()
 
 
@@ -267,10 +268,19 @@ def reader_run(reader: Any) -> str | None:
     return None
 
 
+def reader_runs(reader: Any) -> tuple[str, ...] | None:
+    """The runs whose artifacts a report written in ``reader`` may cite: a run's thread and itself."""
+    if isinstance(reader, RunContext):
+        return reader.evidence_runs()
+    run_id = reader_run(reader)
+    return None if run_id is None else (*getattr(reader, "thread", ()), run_id)
+
+
 class _Resolver:
     def __init__(self, doc: Any, reader: Any) -> None:
         self.doc, self.reader = doc, reader
         self.run_id = reader_run(reader)
+        self.run_ids = reader_runs(reader)
         self.records: dict[str, Any] = {}
         self.out = ResolvedReport(title=doc.title, document=doc, reader=reader)
         self.index = 0
@@ -430,11 +440,12 @@ class _Resolver:
         assigned no REPORT_RESULT holds no figures, so citing it is refused; so is
         another run's artifact when the report is written in a run."""
         record = self.record(artifact_id)
-        if self.run_id is not None and record.run_id != self.run_id:
+        if self.run_ids is not None and record.run_id not in self.run_ids:
             raise AssayError(
                 REPORT_CITATION_OTHER_RUN,
-                f"artifact {artifact_id} belongs to run {record.run_id}, not to this report's run {self.run_id}",
-                "A report cites only evidence its own run produced. To use an earlier run's result, bring it "
+                f"artifact {artifact_id} belongs to run {record.run_id}, not to this report's run {self.run_id} "
+                "or its thread",
+                "A report cites only evidence its own run (or its thread's earlier runs) produced. To use an earlier run's result, bring it "
                 "into this run (re-run the query, or pass the id as an input to code_interpreter and assign "
                 "REPORT_RESULT: the new artifact's provenance names its input).",
             )

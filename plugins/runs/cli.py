@@ -57,8 +57,9 @@ def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None
     if record is None:
         raise AssayError("RUN_NOT_FOUND", f"no run {run_id!r} in the runs store", "List runs with `assay runs ls`.")
     events = list(store.events(run_id))
+    thread = _thread(_kernel(ctx), record, events)
     if as_json:
-        click.echo(json.dumps({"run": record.model_dump(), "events": [e.model_dump() for e in events]},
+        click.echo(json.dumps({"run": record.model_dump(), **thread, "events": [e.model_dump() for e in events]},
                               default=str, ensure_ascii=False, indent=2))
         return
     click.echo(f"run {record.run_id}  model {record.model or '-'}  started {iso(record.started_at)}  "
@@ -75,12 +76,34 @@ def show_cmd(ctx: click.Context, run_id: str, as_json: bool, full: bool) -> None
     click.echo(f"steps {record.steps} · tool calls {record.tool_calls} · tokens "
                f"{record.prompt_tokens:,}+{record.completion_tokens:,}")
     click.echo(f"artifacts: {', '.join(record.artifact_ids) or 'none'}")
+    if thread:
+        click.echo(f"thread: {' -> '.join(thread['thread'])} (this run last)")
+        click.echo(f"cited from the thread: {', '.join(thread['thread_cited']) or 'none'}")
+        for problem in (record.summary.get("thread") or {}).get("problems") or []:
+            click.echo(f"unavailable in the thread: {problem['artifact_id']} (run {problem['run_id']}): "
+                       f"{problem['code']}: {problem['message']}")
     click.echo("")
     started = events[0].at if events else record.started_at
     artifact = _artifact_reader(_kernel(ctx))
     for event in events:
         for line in _event_lines(event, full, artifact):
             click.echo(f"{event.at - started:8.3f}s  {line}")
+
+
+def _thread(kernel: Any, record: Any, events: list[Any]) -> dict[str, Any]:
+    """A follow-up's thread (chain of run ids) and the earlier artifacts it cites ({} for a run of its own)."""
+    if not record.parent_run_id:
+        return {}
+    from .runs.thread import cited_in_thread
+
+    own = {}
+    try:
+        catalog = kernel.evidence.catalog
+        own = {r.artifact_id: r for r in catalog.iter(record.run_id)}
+    except Exception:  # noqa: BLE001 - the thread is shown without the run's report citations
+        pass
+    chain, cited = cited_in_thread(kernel, record, [e.model_dump() for e in events], own)
+    return {"thread": chain, "thread_cited": list(cited)}
 
 
 def _artifact_reader(kernel: Any) -> Any:

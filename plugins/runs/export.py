@@ -2,7 +2,8 @@
 
 Layout::
 
-    manifest.json              format, run id, every file's SHA-256 and size, every artifact
+    manifest.json              format, run id, every file's SHA-256 and size, every artifact; a follow-up's
+                               thread (its chain of run ids) and the earlier runs' artifacts it cites
     run.json                   the run record (question, model, status, answer, totals)
     transcript.jsonl           every event of the run, in order
     artifacts/records.jsonl    the catalog record of each artifact
@@ -67,6 +68,10 @@ def export_run(kernel: Kernel, run_id: str, path: Path | str) -> ExportReport:
                 missing.append(artifact_id)
             else:
                 records[artifact_id] = found
+    from .thread import cited_in_thread
+
+    chain, from_thread = cited_in_thread(kernel, record, [e.model_dump() for e in events], records)
+    records.update(from_thread)  # a follow-up's bundle carries the earlier evidence it cites: it verifies alone
     if missing:
         raise AssayError(RUN_EXPORT_FAILED, f"run {run_id} cites artifacts the store does not hold: "
                          + ", ".join(missing[:10]), "Check ASSAY_HOME and `assay artifacts verify`.")
@@ -101,6 +106,8 @@ def export_run(kernel: Kernel, run_id: str, path: Path | str) -> ExportReport:
                            "kind": a.kind, "status": a.status, "content": f"artifacts/content/{a.sha256}"}
                           for a in records.values()],
         }
+        if len(chain) > 1:
+            manifest["thread"] = {"chain": chain, "cited": list(from_thread)}
         bundle.writestr("manifest.json", json.dumps(manifest, indent=2))
     temp.replace(path)
     return ExportReport(path=path, run_id=run_id, artifacts=len(records))
@@ -176,7 +183,8 @@ def verify_bundle(path: Path | str) -> BundleReport:
         if "run.json" in names and "transcript.jsonl" in names:
             run = json.loads(bundle.read("run.json"))
             events = [json.loads(line) for line in bundle.read("transcript.jsonl").splitlines() if line.strip()]
-            for artifact_id in cited_artifacts(run.get("artifact_ids") or [], events):
+            thread_cited = (manifest.get("thread") or {}).get("cited") or []
+            for artifact_id in cited_artifacts(run.get("artifact_ids") or [], events) + thread_cited:
                 if artifact_id not in records:
                     report.problems.append(f"CITED    {artifact_id}: the run cites it but the bundle lacks it")
     return report

@@ -30,7 +30,8 @@ class RunRecorder:
             return
         run_id = event.run_id
         if event.kind == "run_started" and run_id not in self.started:
-            self.begin(run_id, event.data.get("question", ""), event.data.get("model", ""), at=event.at)
+            self.begin(run_id, event.data.get("question", ""), event.data.get("model", ""), at=event.at,
+                       parent_run_id=(event.data.get("thread") or {}).get("parent_run_id"))
         self.store.append(run_id, event.kind, event.step, event.at, event.data)
         if event.kind == "tool_finished":
             self._calls[run_id] = self._calls.get(run_id, 0) + 1
@@ -53,13 +54,15 @@ class RunRecorder:
             del self._artifacts[run_id][artifacts:]
         self.store.forget(run_id)
 
-    def begin(self, run_id: str, question: str, model: str, *, at: float | None = None) -> None:
+    def begin(self, run_id: str, question: str, model: str, *, at: float | None = None,
+              parent_run_id: str | None = None) -> None:
         """Create the run's record (also for a run refused before the agent started)."""
         if run_id in self.started:
             return
         self.started.add(run_id)
         self.store.start(RunRecord(run_id=run_id, question=question, model=model, started_at=at or time.time(),
-                                   pid=os.getpid(), host=socket.gethostname()))
+                                   pid=os.getpid(), host=socket.gethostname(),
+                                   parent_run_id=parent_run_id))
 
     def end(self, run_id: str, summary: dict[str, Any]) -> None:
         usage = summary.get("usage") or {}

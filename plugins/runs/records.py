@@ -38,6 +38,7 @@ class RunRecord(BaseModel):
     pid: int | None = None
     host: str = ""
     summary: dict[str, Any] = Field(default_factory=dict)
+    parent_run_id: str | None = None  # the run this one continues (a follow-up question of its thread)
 
     @property
     def shown_status(self) -> str:

@@ -10,6 +10,11 @@ numbers a run's events from the last one it wrote; when another writer took
 that number (a unique-key conflict), the event is numbered inside the
 statement that inserts it (``MAX(seq) + 1``), so several processes may
 append to one run without a lost or repeated event.
+
+Schema 2 added ``parent_run_id`` (a follow-up names the run it continues,
+:mod:`.thread`): a store written by schema 1 gains the column in place the
+first time this version opens it (``ALTER TABLE ... ADD COLUMN``; old rows
+have none: they start no thread).
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from typing import Any
 from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
 from .records import RunEvent, RunRecord
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id TEXT PRIMARY KEY,
@@ -42,7 +47,8 @@ CREATE TABLE IF NOT EXISTS runs (
     ended_at REAL,
     pid INTEGER,
     host TEXT NOT NULL DEFAULT '',
-    summary TEXT NOT NULL DEFAULT '{}'
+    summary TEXT NOT NULL DEFAULT '{}',
+    parent_run_id TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started_at);
 CREATE TABLE IF NOT EXISTS run_events (
@@ -56,13 +62,20 @@ CREATE TABLE IF NOT EXISTS run_events (
 );
 """
 # the same tables in PostgreSQL's types (REAL is 4 bytes there: times need DOUBLE PRECISION)
+# schema 1 -> 2: the thread's link. PostgreSQL adds it inside the schema's DDL (run under the schema's
+# advisory lock, so concurrent first opens do not race); SQLite has no ADD COLUMN IF NOT EXISTS: there
+# the column is looked for first (:func:`_migrate`).
+_ADD_PARENT = "ALTER TABLE runs ADD COLUMN parent_run_id TEXT"
+_PARENT_INDEX = "CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run_id)"
 _SCHEMA = {SQLITE: _SQLITE_SCHEMA,
-           POSTGRESQL: _SQLITE_SCHEMA.replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
+           POSTGRESQL: (_SQLITE_SCHEMA + _ADD_PARENT.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS") + ";\n"
+                        + _PARENT_INDEX + ";\n").replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
 _APPEND = "INSERT INTO run_events (run_id, seq, kind, step, at, data) VALUES (?, ?, ?, ?, ?, ?)"
 _APPEND_NEXT = ("INSERT INTO run_events (run_id, seq, kind, step, at, data) "
                 "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? RETURNING seq")
 _COLUMNS = ("run_id", "question", "model", "status", "status_reason", "error", "answer", "steps", "tool_calls",
-            "artifact_ids", "prompt_tokens", "completion_tokens", "started_at", "ended_at", "pid", "host", "summary")
+            "artifact_ids", "prompt_tokens", "completion_tokens", "started_at", "ended_at", "pid", "host", "summary",
+            "parent_run_id")
 
 
 class RunStore(ABC):
@@ -99,6 +112,10 @@ class RunStore(ABC):
         """Remove these runs' records and events; returns how many records were removed."""
         raise NotImplementedError
 
+    def children(self, run_id: str) -> list[RunRecord]:
+        """The runs that continue ``run_id`` (its follow-ups), oldest first."""
+        return []
+
     def forget(self, run_id: str) -> None:
         """Drop what this store remembers of the run's writes (its next event number is read again)."""
 
@@ -114,8 +131,13 @@ class SQLRunStore(RunStore):
         self._seq: dict[str, int] = {}  # the last event number this store wrote, per run
 
     def _ready(self) -> Database:
-        self.db.ensure("runs", SCHEMA_VERSION, _SCHEMA)
-        return self.db
+        db = self.db
+        if "runs_v2" not in db.__dict__.get("_ensured", ()):
+            db.ensure("runs", SCHEMA_VERSION, _SCHEMA)
+            if db.dialect == SQLITE:
+                db.retry(lambda: _migrate(db))
+            db.__dict__.setdefault("_ensured", set()).add("runs_v2")
+        return db
 
     def start(self, record: RunRecord) -> None:
         row = _row(record.model_dump())
@@ -200,6 +222,11 @@ class SQLRunStore(RunStore):
             self._seq.pop(run_id, None)
         return removed
 
+    def children(self, run_id: str) -> list[RunRecord]:
+        rows = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE parent_run_id = ? "
+                                     "ORDER BY started_at", (run_id,)).fetchall()
+        return [_record(r) for r in rows]
+
     def forget(self, run_id: str) -> None:
         self._seq.pop(run_id, None)
 
@@ -213,6 +240,18 @@ class SQLiteRunStore(SQLRunStore):
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
         super().__init__(SQLiteDatabase(self.path, busy_ms=10_000, owner="runs"))
+
+
+def _migrate(db: Database) -> None:
+    """SQLite schema 1 -> 2 in place: add ``parent_run_id`` when the table lacks it (idempotent, racing too)."""
+    names = {row[1] for row in db.execute("PRAGMA table_info(runs)").fetchall()}
+    if "parent_run_id" not in names:
+        try:
+            db.execute(_ADD_PARENT)
+        except Exception as exc:  # another process added it between the look and the ALTER
+            if "duplicate column" not in str(exc):
+                raise
+    db.execute(_PARENT_INDEX)
 
 
 def _row(fields: dict[str, Any]) -> dict[str, Any]:

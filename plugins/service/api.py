@@ -237,9 +237,12 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             if resource is None or resource.type != "database":
                 return error(404, SERVICE_DATASOURCE_UNKNOWN, f"no datasource named {body.datasource!r}",
                              "GET /options lists the datasources this server offers.")
+        if body.parent_run_id is not None and not (  # another owner's run is the same 404 as an unknown one
+                await seen(body.parent_run_id, request) and await asyncio.to_thread(kernel.runs.get, body.parent_run_id)):
+            return run_missing(body.parent_run_id)
         live = await mgr().start(owner(request), request.scope.get("assay.token_id", ""), RunRequest(
             question=body.question, datasource=body.datasource, model=body.model, max_steps=body.max_steps,
-            max_wall_s=body.max_wall_s), key=idempotency_key)
+            max_wall_s=body.max_wall_s, parent_run_id=body.parent_run_id), key=idempotency_key)
         if live.replayed:
             found = await asyncio.to_thread(view, live.run_id)
             found = found or RunView(run_id=live.run_id, status="queued", question=body.question)
@@ -286,6 +289,10 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             # (on workers, a run whose worker died is marked failed by a sweep once its lease lapses)
         if mgr().remote is not None:
             data["queued_s"] = mgr().remote.queued_s(run_id)
+        if record.parent_run_id:
+            from assay.kernel.runs.thread import thread_ids
+
+            data["thread"] = thread_ids(kernel.runs, run_id)
         return RunView(**data)
 
     @app.get("/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"])

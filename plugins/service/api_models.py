@@ -26,6 +26,9 @@ class RunCreate(BaseModel):
     max_steps: int | None = Field(default=None, ge=1, le=100, description="Model turns (capped by the server).")
     max_wall_s: float | None = Field(default=None, gt=0, le=86_400,
                                      description="Wall time in seconds (capped by the server).")
+    parent_run_id: str | None = Field(default=None, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$", description=(
+        "A follow-up: the run of yours this question continues (its thread's answers and evidence; default "
+        "datasource: that run's). Another owner's run is answered as an unknown one (404)."))
 
 
 class UnsupportedFigure(BaseModel):
@@ -63,6 +66,9 @@ class RunView(BaseModel):
     ended_at: float | None = None
     queued_s: float | None = Field(default=None, description="On workers: how long the run waited for a worker "
                                                              "(so far, while it waits); null when run in-process.")
+    parent_run_id: str | None = Field(default=None, description="The run this one continues (a follow-up).")
+    thread: list[str] = Field(default_factory=list, description=(
+        "A follow-up's thread: the run ids of the chain, oldest first, this run last (empty for a run of its own)."))
 
 
 class RunList(BaseModel):

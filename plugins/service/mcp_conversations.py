@@ -20,7 +20,10 @@ conversations open (a new one closes the one idle longest; when all are busy
 it is refused), and a conversation idle for ``mcp_conversation_idle_s`` is
 closed. Closing closes the run and its sandbox session. The next request of a
 closed conversation is told so (``SERVICE_MCP_CONVERSATION_CLOSED``) instead
-of silently finding its variables gone; the one after starts a new run.
+of silently finding its variables gone; the one after starts a new run that
+continues the closed one's thread (docs/agent.md, "Threads"): its variables
+are gone, but the earlier runs' artifacts stay readable and listed, as a
+follow-up question's are.
 """
 
 from __future__ import annotations
@@ -140,10 +143,12 @@ def identify(ctx: Any, over_http: bool) -> Caller:
 class Conversation:
     """One conversation: its own assay run (sandbox session and evidence scope)."""
 
-    def __init__(self, kernel: Any, caller: Caller, key: str, tokens: Any = None) -> None:
+    def __init__(self, kernel: Any, caller: Caller, key: str, tokens: Any = None,
+                 thread: tuple[str, ...] = ()) -> None:
         self.kernel, self.key, self.owner, self.token = kernel, key, caller.owner, caller.token
         self.bounded, self.once = caller.bounded, caller.key is None
         self.run = kernel.new_run()
+        self.run.continue_thread(thread)  # the runs of this conversation closed before: their evidence is its own too
         if tokens is not None:
             tokens.own(self.run.run_id, caller.owner)
             charge_to_owner(self.run, kernel, tokens, caller.owner)  # the owner's evidence quota
@@ -154,7 +159,7 @@ class Conversation:
 
     def visible(self, artifact_id: str) -> bool:
         record = self.kernel.evidence.catalog.get(artifact_id)
-        return record is not None and record.run_id == self.run.run_id
+        return record is not None and record.run_id in self.run.evidence_runs()
 
     def close(self) -> None:
         log.info("mcp_conversation_closed", run_id=self.run.run_id)
@@ -169,6 +174,7 @@ class Conversations:
         self.kernel, self.settings, self.tokens = kernel, settings, tokens
         self.open: dict[str, Conversation] = {}
         self.closed: OrderedDict[str, str] = OrderedDict()  # key -> why it was closed
+        self.threads: OrderedDict[str, tuple[str, ...]] = OrderedDict()  # key -> its closed runs, oldest first
 
     @contextlib.asynccontextmanager
     async def use(self, ctx: Any, *, create: bool = True) -> AsyncIterator[Conversation | None]:
@@ -217,7 +223,8 @@ class Conversations:
             if raced is not None:  # another request of this conversation opened it meanwhile
                 return raced
         key = caller.key or f"once:{uuid.uuid4().hex}"
-        conversation = self.open[key] = Conversation(self.kernel, caller, key, self.tokens)
+        conversation = self.open[key] = Conversation(self.kernel, caller, key, self.tokens,
+                                                     thread=self.threads.pop(key, ()))
         if caller.on_end is not None:
             caller.on_end.push_async_callback(self.end, key)  # the session ended (DELETE, idle timeout)
         return conversation
@@ -235,8 +242,11 @@ class Conversations:
             del self.open[conversation.key]
         if why is not None and not conversation.once:
             self.closed[conversation.key] = why
+            self.threads[conversation.key] = conversation.run.evidence_runs()
             while len(self.closed) > TOMBSTONES:
                 self.closed.popitem(last=False)
+            while len(self.threads) > TOMBSTONES:
+                self.threads.popitem(last=False)
             log.info("mcp_conversation_evicted", run_id=conversation.run.run_id, why=why)
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(conversation.close)

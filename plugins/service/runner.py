@@ -44,6 +44,7 @@ log = get_logger("assay.service.runs")
 SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
 SERVICE_IDEMPOTENCY_KEY_REUSED = "SERVICE_IDEMPOTENCY_KEY_REUSED"
+SERVICE_THREAD_ON_WORKERS = "SERVICE_THREAD_ON_WORKERS"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
 
 
@@ -54,6 +55,7 @@ class RunRequest:
     model: str | None = None
     max_steps: int | None = None
     max_wall_s: float | None = None
+    parent_run_id: str | None = None  # a follow-up of this run (the API checked that the owner is the same)
 
 
 @dataclass
@@ -142,6 +144,9 @@ class RunManager:
             earlier = await asyncio.to_thread(self.tokens.requested, owner, key, self.settings.idempotency_ttl_s)
             if earlier is not None:
                 return self._replayed(owner, token_id, key, fingerprint, *earlier)
+        if self.remote is not None and request.parent_run_id:
+            raise Refused(SERVICE_THREAD_ON_WORKERS, "follow-up questions are not run on workers yet",
+                          "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.", 400)
         if self.remote is not None:
             self._admit(token_id, counted=False)
             run_id = self.kernel.new_run(capture=False).run_id
@@ -214,12 +219,12 @@ class RunManager:
 
         observers = [observe, recorder]  # watchers first: the stream does not wait for the SQLite write
         try:
-            recorder.begin(run.run_id, request.question, spec)
+            recorder.begin(run.run_id, request.question, spec, parent_run_id=request.parent_run_id)
             async with self._slots:
                 live.state = "running"
                 options = AskOptions(question=request.question, model=spec,
                                      databases=[request.datasource] if request.datasource else [],
-                                     settings=self._agent_settings(request))
+                                     settings=self._agent_settings(request), parent_run_id=request.parent_run_id)
                 await aask(self.kernel, options, run=run, observers=observers, record_run=False)
         except asyncio.CancelledError:
             if live.state == "queued":  # cancelled before it ran: still recorded, with its status
@@ -286,7 +291,8 @@ def _quietly(fn: Any, *args: Any) -> None:
 def _fingerprint(request: RunRequest, spec: str) -> str:
     """What makes two POST /runs the same request (for an Idempotency-Key used twice)."""
     asked = {"question": request.question, "datasource": request.datasource, "model": spec,
-             "max_steps": request.max_steps, "max_wall_s": request.max_wall_s}
+             "max_steps": request.max_steps, "max_wall_s": request.max_wall_s,
+             **({"parent_run_id": request.parent_run_id} if request.parent_run_id else {})}
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 

@@ -155,7 +155,7 @@ def test_postgresql_keeps_every_store_in_the_one_database(pg_catalog_url, monkey
                                              "WHERE table_schema = current_schema()")}
         versions = dict(conn.execute("SELECT component, version FROM assay_schema").fetchall())
     assert tables == {"artifacts", "runs", "run_events", "report_state", "assay_schema"}
-    assert versions == {"catalog": 1, "runs": 1, "report_state": 1}
+    assert versions == {"catalog": 1, "runs": 2, "report_state": 1}  # runs 2: parent_run_id (threads)
     assert not (Path(os.environ["ASSAY_HOME"]) / "runs").exists()  # no SQLite file on the side
 
 
