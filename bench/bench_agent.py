@@ -251,7 +251,7 @@ def start_up(home: Path, db: Path) -> None:
 
 def make_thread(home: Path, db: Path) -> str:
     """THREAD_RUNS runs, each continuing the one before, with THREAD_ARTIFACTS artifacts in all; the last run id."""
-    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.agent.ask import AskOptions, ask
     from assay.plugins.models.scripted import ScriptedModel
 
     from assay import Kernel, Settings

@@ -207,7 +207,7 @@ async def _thread(kernel: Kernel, options: AskOptions, settings: AgentSettings) 
     """A follow-up's thread (its artifacts verified) and the datasources to attach: those given, else the parent's."""
     if not options.parent_run_id:
         return None, list(options.databases)
-    from .agent.thread import load_thread, parent_datasources
+    from .thread import load_thread, parent_datasources
 
     thread = await asyncio.to_thread(load_thread, kernel, options.parent_run_id, settings)
     return thread, list(options.databases) or parent_datasources(thread)

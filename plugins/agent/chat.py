@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 if TYPE_CHECKING:
-    from ..ask import AskOptions, ModelRecorder, UrlOpener
+    from ..agent.ask import AskOptions, ModelRecorder, UrlOpener
 
 PROMPT = "assay> "
 HISTORY_LINES = 1_000
@@ -51,8 +51,8 @@ def _save_history(readline: Any, home: Path) -> None:
 
 def chat_loop(kernel: Any, base: AskOptions, *, parent: str | None = None, read: Any = input) -> int:
     """Ask each line read as a follow-up of the previous run; returns the number of runs made."""
-    from ..ask import ask
-    from ..cli_ask import StepPrinter, print_result
+    from ..agent.ask import ask
+    from ..agent.cli_ask import StepPrinter, print_result
 
     made = 0
     while True:
@@ -111,7 +111,7 @@ def make_chat_command(open_url: UrlOpener | None = None, record_model: ModelReco
 
         Ctrl-C cancels the current step (the run is recorded cancelled), Ctrl-D ends the chat.
         """
-        from ..ask import AskOptions
+        from ..agent.ask import AskOptions
         from ..runs.thread import resolve_parent
         from .loop import agent_settings
 

@@ -247,7 +247,7 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
         printer = StepPrinter() if mode == "steps" else None
         parent = None
         if continue_run:
-            from .runs.thread import resolve_parent
+            from assay.plugins.runs.thread import resolve_parent
 
             parent = resolve_parent(kernel.runs, continue_run).run_id
         options = AskOptions(question=question, databases=list(databases), model=model_spec,

@@ -1,6 +1,6 @@
 """What a follow-up's main agent starts with: its thread's questions, answers and evidence, verified.
 
-A follow-up run continues a parent run (:mod:`assay.kernel.runs.thread`
+A follow-up run continues a parent run (:mod:`assay.plugins.runs.thread`
 keeps the link). :func:`load_thread` reads the chain of runs and builds
 the part of the system prompt that tells the agent about them:
 
@@ -28,11 +28,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import AssayError
+from assay.kernel.errors import AssayError
 from ..runs.thread import THREAD_PARENT_NOT_FOUND, thread_chain
 
 if TYPE_CHECKING:
-    from ..kernel import Kernel
+    from assay.kernel.kernel import Kernel
     from ..runs.records import RunRecord
     from .settings import AgentSettings
 
@@ -126,7 +126,7 @@ def _turns(chain: list[RunRecord], recent: int, ctx: ThreadContext, *, max_chars
 
 def _verified_evidence(kernel: Kernel, chain: list[RunRecord], ctx: ThreadContext) -> list[tuple[str, Any]]:
     """(run id, record) of every verified artifact of the thread, newest run first; problems into ``ctx``."""
-    from ..evidence import ArtifactError, verify
+    from assay.kernel.evidence import ArtifactError, verify
 
     catalog = kernel.evidence.catalog
     out: list[tuple[str, Any]] = []

@@ -94,7 +94,7 @@ def _thread(kernel: Any, record: Any, events: list[Any]) -> dict[str, Any]:
     """A follow-up's thread (chain of run ids) and the earlier artifacts it cites ({} for a run of its own)."""
     if not record.parent_run_id:
         return {}
-    from .runs.thread import cited_in_thread
+    from .thread import cited_in_thread
 
     own = {}
     try:

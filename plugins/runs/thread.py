@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from ..errors import AssayError
+from assay.kernel.errors import AssayError
 from .records import RunRecord
 from .store import RunStore
 

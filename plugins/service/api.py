@@ -290,7 +290,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         if mgr().remote is not None:
             data["queued_s"] = mgr().remote.queued_s(run_id)
         if record.parent_run_id:
-            from assay.kernel.runs.thread import thread_ids
+            from assay.plugins.runs.thread import thread_ids
 
             data["thread"] = thread_ids(kernel.runs, run_id)
         return RunView(**data)

@@ -11,7 +11,7 @@ import sqlite3
 import sys
 import time
 
-from assay.kernel.runs import open_store
+from assay.plugins.runs import open_store
 
 from assay import Settings
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import re
 
 import pytest
-from assay.kernel.ask import AskOptions, ask
+from assay.plugins.agent.ask import AskOptions, ask
 from assay.plugins.models.scripted import ScriptedModel
 
 SUM_SQL = "SELECT region, SUM(amount) AS total FROM sales GROUP BY region"
 NORTH_SQL = "SELECT SUM(amount) AS total FROM sales WHERE region = 'north'"
-PLUGINS = ("artifact_stores.local", "sql", "models.scripted", "evidence_tools", "reports.markdown", "report_agent")
+PLUGINS = ("artifact_stores.local", "sql", "models.scripted", "evidence_tools", "reports.markdown", "report_agent", "runs_plugin")
 
 
 @pytest.fixture
@@ -124,8 +124,8 @@ def test_a_report_of_a_follow_up_refuses_a_run_outside_its_thread(thread_kernel)
 
 
 def test_older_turns_are_summarised_and_the_record_names_them(thread_kernel, monkeypatch):
-    from assay.kernel.agent.loop import agent_settings
-    from assay.kernel.agent.thread import load_thread
+    from assay.plugins.agent.loop import agent_settings
+    from assay.plugins.agent.thread import load_thread
 
     parent = None
     runs = []
@@ -141,8 +141,8 @@ def test_older_turns_are_summarised_and_the_record_names_them(thread_kernel, mon
 
 
 def test_the_manifest_stays_within_the_thread_budget_and_counts_what_it_left_out(thread_kernel):
-    from assay.kernel.agent.loop import agent_settings
-    from assay.kernel.agent.thread import load_thread
+    from assay.plugins.agent.loop import agent_settings
+    from assay.plugins.agent.thread import load_thread
 
     model = ScriptedModel([{"tools": [{"tool": "sql_query", "arguments": {"sql": f"{SUM_SQL} -- {i}"}}
                                       for i in range(8)]}, {"text": "done"}])
@@ -184,7 +184,7 @@ def test_a_recorded_two_turn_thread_replays_on_a_fresh_store_without_a_second_qu
 
 
 def test_a_follow_up_without_db_of_a_parent_given_a_password_url_is_refused_with_its_code(thread_kernel):
-    from assay.kernel.runs import RunRecord
+    from assay.plugins.runs import RunRecord
 
     thread_kernel.runs.start(RunRecord(run_id="run_pw", question="q", started_at=1, status="answered",
                                        summary={"datasources": ["postgresql://analyst:***@db/sales"]}))
@@ -195,8 +195,8 @@ def test_a_follow_up_without_db_of_a_parent_given_a_password_url_is_refused_with
 
 
 def test_a_thread_too_long_for_its_budget_leaves_its_oldest_turns_out_counted_and_recorded(thread_kernel):
-    from assay.kernel.agent.loop import agent_settings
-    from assay.kernel.agent.thread import load_thread
+    from assay.plugins.agent.loop import agent_settings
+    from assay.plugins.agent.thread import load_thread
 
     parent, runs = None, []
     for i in range(12):

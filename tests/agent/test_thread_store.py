@@ -6,8 +6,8 @@ import sqlite3
 
 import pytest
 from assay.kernel.errors import AssayError
-from assay.kernel.runs import RunRecord, SQLiteRunStore, open_store
-from assay.kernel.runs.thread import resolve_parent, thread_chain
+from assay.plugins.runs import RunRecord, SQLiteRunStore, open_store
+from assay.plugins.runs.thread import resolve_parent, thread_chain
 
 from assay import Settings
 

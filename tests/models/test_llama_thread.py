@@ -26,8 +26,8 @@ def thread_llama(tmp_path_factory):
 
 def test_a_two_turn_thread_against_the_llama_server_ends_with_honest_statuses(thread_llama, retail_kernel,
                                                                                monkeypatch):
-    from assay.kernel.agent.loop import agent_settings
-    from assay.kernel.ask import AskOptions, ask
+    from assay.plugins.agent.loop import agent_settings
+    from assay.plugins.agent.ask import AskOptions, ask
 
     for key, value in {"ASSAY_OPENAI_BASE_URL": thread_llama.url, "ASSAY_OPENAI_MODEL": "smollm2",
                        "ASSAY_OPENAI_MAX_TOKENS": "128", "ASSAY_OPENAI_TIMEOUT_S": "600",
