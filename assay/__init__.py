@@ -13,8 +13,7 @@ import. Everything else lives in the subpackages:
 from __future__ import annotations
 
 from importlib import import_module as _import_module
-from typing import TYPE_CHECKING as _TYPE_CHECKING
-from typing import Any as _Any
+from typing import TYPE_CHECKING as _TYPE_CHECKING, Any as _Any
 
 if _TYPE_CHECKING:
     from .kernel.context import RunContext

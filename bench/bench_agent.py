@@ -84,7 +84,9 @@ class FakeModelServer:
     def __init__(self, calls: int) -> None:
         self.calls_left = calls
         self.first_request_at: float | None = None
-        self.client_pid: int | None = None  # set: its CPU time is read when the first request arrives
+        self.client_pid: int | None = (
+            None  # set: its CPU time is read when the first request arrives
+        )
         self.client_cpu_ms: float | None = None
         outer = self
 
@@ -101,13 +103,28 @@ class FakeModelServer:
                 self.rfile.read(length)
                 if outer.calls_left > 0:
                     outer.calls_left -= 1
-                    message = {"role": "assistant", "content": None, "tool_calls": [{
-                        "id": f"call_{outer.calls_left}", "type": "function",
-                        "function": {"name": "sql_query", "arguments": json.dumps({"sql": "SELECT 6 * 7 AS answer"})}}]}
+                    message = {
+                        "role": "assistant",
+                        "content": None,
+                        "tool_calls": [
+                            {
+                                "id": f"call_{outer.calls_left}",
+                                "type": "function",
+                                "function": {
+                                    "name": "sql_query",
+                                    "arguments": json.dumps({"sql": "SELECT 6 * 7 AS answer"}),
+                                },
+                            }
+                        ],
+                    }
                 else:
                     message = {"role": "assistant", "content": "42"}
-                body = json.dumps({"choices": [{"message": message, "finish_reason": "stop"}],
-                                   "usage": {"prompt_tokens": 100, "completion_tokens": 10}}).encode()
+                body = json.dumps(
+                    {
+                        "choices": [{"message": message, "finish_reason": "stop"}],
+                        "usage": {"prompt_tokens": 100, "completion_tokens": 10},
+                    }
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -158,9 +175,8 @@ class TimedModel:
 
 
 def per_step(home: Path, db: Path) -> None:
-    from assay.plugins.agent.ask import AskOptions, aask
-
     from assay import Kernel
+    from assay.plugins.agent.ask import AskOptions, aask
 
     server = FakeModelServer(STEPS)
     os.environ["ASSAY_OPENAI_BASE_URL"] = server.url
@@ -172,8 +188,12 @@ def per_step(home: Path, db: Path) -> None:
         settings = AgentSettings(max_steps=STEPS + 1)
         from assay.plugins.ask_cli import open_url
 
-        options = AskOptions(question="what is 6 * 7, many times?", databases=[f"sqlite:///{db}"], settings=settings,
-                             open_url=open_url)
+        options = AskOptions(
+            question="what is 6 * 7, many times?",
+            databases=[f"sqlite:///{db}"],
+            settings=settings,
+            open_url=open_url,
+        )
         # one warm-up run: imports, the datasource's first connection and schema
         asyncio.run(aask(kernel, options, model=model))
         server.calls_left = STEPS
@@ -184,7 +204,9 @@ def per_step(home: Path, db: Path) -> None:
     finally:
         kernel.close()
         server.close()
-    assert transcript.steps == STEPS + 1 and str(transcript.status) == "answered", transcript.summary()
+    assert transcript.steps == STEPS + 1 and str(transcript.status) == "answered", (
+        transcript.summary()
+    )
     steps = transcript.steps
     model_ms = model.spent / model.calls * 1e3
     tool_s = sum(r.elapsed_ms or 0.0 for r in transcript.tool_results) / 1e3
@@ -192,10 +214,12 @@ def per_step(home: Path, db: Path) -> None:
     counter = Kernel()
     events = sum(1 for _ in counter.runs.events(transcript.run_id))
     counter.close()
-    print(f"per step ({steps} steps, {events} events written): agent overhead {overhead_ms:.2f} ms, "
-          f"model call (fake server) {model_ms:.2f} ms, tool (query + capture) {tool_s / STEPS * 1e3:.2f} ms; "
-          f"ratio overhead/model call {overhead_ms / model_ms:.2f}x "
-          f"[target <= 5 ms: {'ok' if overhead_ms <= 5 else 'OVER'}]")
+    print(
+        f"per step ({steps} steps, {events} events written): agent overhead {overhead_ms:.2f} ms, "
+        f"model call (fake server) {model_ms:.2f} ms, tool (query + capture) {tool_s / STEPS * 1e3:.2f} ms; "
+        f"ratio overhead/model call {overhead_ms / model_ms:.2f}x "
+        f"[target <= 5 ms: {'ok' if overhead_ms <= 5 else 'OVER'}]"
+    )
 
 
 def _first_request(argv_for, env: dict[str, str]) -> tuple[float, float | None, float]:
@@ -205,23 +229,43 @@ def _first_request(argv_for, env: dict[str, str]) -> tuple[float, float | None, 
     try:
         started = time.time()
         before = os.times()
-        proc = subprocess.Popen(argv_for(server.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            argv_for(server.url), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         server.client_pid = proc.pid
         proc.wait(timeout=60)
         after = os.times()
         assert server.first_request_at is not None, "the model was never asked"
-        return (server.first_request_at - started) * 1e3, server.client_cpu_ms, _children_cpu_ms(before, after)
+        return (
+            (server.first_request_at - started) * 1e3,
+            server.client_cpu_ms,
+            _children_cpu_ms(before, after),
+        )
     finally:
         server.close()
 
 
 def start_up(home: Path, db: Path) -> None:
     env = dict(os.environ, ASSAY_HOME=str(home))
-    env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed assay has its bytecode cached: the first run writes it
-    ask_argv = [sys.executable, "-m", "assay.kernel.cli", "ask", "--db", f"sqlite:///{db}", "--model",
-                "openai_compatible:fake", "--quiet", "how much?"]
+    env.pop(
+        "PYTHONDONTWRITEBYTECODE", None
+    )  # an installed assay has its bytecode cached: the first run writes it
+    ask_argv = [
+        sys.executable,
+        "-m",
+        "assay.kernel.cli",
+        "ask",
+        "--db",
+        f"sqlite:///{db}",
+        "--model",
+        "openai_compatible:fake",
+        "--quiet",
+        "how much?",
+    ]
     baseline, base_cpu, to_request, cpu, cpu_to_request, floor = [], [], [], [], [], []
-    for attempt in range(STARTS + 1):  # the first round (bytecode written, caches warm) is not counted
+    for attempt in range(
+        STARTS + 1
+    ):  # the first round (bytecode written, caches warm) is not counted
         started = time.time()
         before = os.times()
         subprocess.run([sys.executable, "-c", "pass"], check=True)
@@ -237,36 +281,67 @@ def start_up(home: Path, db: Path) -> None:
             floor.append(floor_ms)
             if ask_cpu_then is not None:
                 cpu_to_request.append(ask_cpu_then)
-    base, ask_ms, floor_ms = statistics.median(baseline), statistics.median(to_request), statistics.median(floor)
-    print(f"start-up to the first model request: {ask_ms:.0f} ms (median of {STARTS}); `python -c pass` "
-          f"{base:.0f} ms; ratio {ask_ms / base:.1f}x [target <= 600 ms: {'ok' if ask_ms <= 600 else 'OVER'}]")
-    print(f"  library floor (asyncio, click, pydantic, httpx and one request; nothing of assay's): {floor_ms:.0f} ms; "
-          f"`assay ask` {ask_ms / floor_ms:.2f}x it, {ask_ms - floor_ms:.0f} ms of assay's own")
+    base, ask_ms, floor_ms = (
+        statistics.median(baseline),
+        statistics.median(to_request),
+        statistics.median(floor),
+    )
+    print(
+        f"start-up to the first model request: {ask_ms:.0f} ms (median of {STARTS}); `python -c pass` "
+        f"{base:.0f} ms; ratio {ask_ms / base:.1f}x [target <= 600 ms: {'ok' if ask_ms <= 600 else 'OVER'}]"
+    )
+    print(
+        f"  library floor (asyncio, click, pydantic, httpx and one request; nothing of assay's): {floor_ms:.0f} ms; "
+        f"`assay ask` {ask_ms / floor_ms:.2f}x it, {ask_ms - floor_ms:.0f} ms of assay's own"
+    )
     if cpu_to_request:
-        print(f"  CPU time used by `assay ask` when its first request arrived: {statistics.median(cpu_to_request):.0f} "
-              f"ms (min {min(cpu_to_request):.0f}); `python -c pass` whole: {statistics.median(base_cpu):.0f} ms")
-    print(f"  CPU time of the whole `assay ask` process (start-up, one model call, exit; less sensitive to a busy "
-          f"machine than wall time): {statistics.median(cpu):.0f} ms")
+        print(
+            f"  CPU time used by `assay ask` when its first request arrived: {statistics.median(cpu_to_request):.0f} "
+            f"ms (min {min(cpu_to_request):.0f}); `python -c pass` whole: {statistics.median(base_cpu):.0f} ms"
+        )
+    print(
+        f"  CPU time of the whole `assay ask` process (start-up, one model call, exit; less sensitive to a busy "
+        f"machine than wall time): {statistics.median(cpu):.0f} ms"
+    )
 
 
 def make_thread(home: Path, db: Path) -> str:
     """THREAD_RUNS runs, each continuing the one before, with THREAD_ARTIFACTS artifacts in all; the last run id."""
+    from assay import Kernel, Settings
     from assay.plugins.agent.ask import AskOptions, ask
     from assay.plugins.models.scripted import ScriptedModel
-
-    from assay import Kernel, Settings
 
     kernel = Kernel(settings=Settings.from_env(home=str(home)))
     per_run = THREAD_ARTIFACTS // THREAD_RUNS
     parent = None
     try:
         for turn in range(THREAD_RUNS):
-            calls = [{"tool": "sql_query", "arguments": {"sql": f"SELECT region, SUM(amount) + {turn * 100 + i} AS "
-                                                         "total FROM sales GROUP BY region"}} for i in range(per_run)]
-            half = len(calls) // 2  # two model turns: at most ASSAY_AGENT_MAX_TOOL_CALLS_PER_TURN (8) calls each
-            model = ScriptedModel([{"tools": calls[:half]}, {"tools": calls[half:]}, {"text": f"turn {turn} done"}])
-            transcript = ask(kernel, AskOptions(question=f"question {turn}", databases=[f"sqlite:///{db}"],
-                                                parent_run_id=parent, open_url=_open_url), model=model)
+            calls = [
+                {
+                    "tool": "sql_query",
+                    "arguments": {
+                        "sql": f"SELECT region, SUM(amount) + {turn * 100 + i} AS "
+                        "total FROM sales GROUP BY region"
+                    },
+                }
+                for i in range(per_run)
+            ]
+            half = (
+                len(calls) // 2
+            )  # two model turns: at most ASSAY_AGENT_MAX_TOOL_CALLS_PER_TURN (8) calls each
+            model = ScriptedModel(
+                [{"tools": calls[:half]}, {"tools": calls[half:]}, {"text": f"turn {turn} done"}]
+            )
+            transcript = ask(
+                kernel,
+                AskOptions(
+                    question=f"question {turn}",
+                    databases=[f"sqlite:///{db}"],
+                    parent_run_id=parent,
+                    open_url=_open_url,
+                ),
+                model=model,
+            )
             assert len(transcript.artifact_ids) == per_run, transcript.status_reason
             parent = transcript.run_id
     finally:
@@ -284,10 +359,30 @@ def follow_up_start_up(home: Path, db: Path) -> None:
     last = make_thread(home, db)
     env = dict(os.environ, ASSAY_HOME=str(home))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    fresh_argv = [sys.executable, "-m", "assay.kernel.cli", "ask", "--db", f"sqlite:///{db}", "--model",
-                  "openai_compatible:fake", "--quiet", "how much?"]
-    follow_argv = [sys.executable, "-m", "assay.kernel.cli", "ask", "--continue", last, "--model",
-                   "openai_compatible:fake", "--quiet", "and by region?"]
+    fresh_argv = [
+        sys.executable,
+        "-m",
+        "assay.kernel.cli",
+        "ask",
+        "--db",
+        f"sqlite:///{db}",
+        "--model",
+        "openai_compatible:fake",
+        "--quiet",
+        "how much?",
+    ]
+    follow_argv = [
+        sys.executable,
+        "-m",
+        "assay.kernel.cli",
+        "ask",
+        "--continue",
+        last,
+        "--model",
+        "openai_compatible:fake",
+        "--quiet",
+        "and by region?",
+    ]
     fresh, follow = [], []
     for attempt in range(STARTS + 1):
         fresh_ms, _, _ = _first_request(lambda url: fresh_argv, env)
@@ -296,13 +391,17 @@ def follow_up_start_up(home: Path, db: Path) -> None:
             fresh.append(fresh_ms)
             follow.append(follow_ms)
     f, c = statistics.median(fresh), statistics.median(follow)
-    print(f"follow-up start-up (`assay ask --continue`, a thread of {THREAD_RUNS} runs and {THREAD_ARTIFACTS} "
-          f"artifacts, all verified): {c:.0f} ms; a fresh `assay ask` {f:.0f} ms (medians of {STARTS}); ratio "
-          f"{c / f:.2f}x [target <= 1.2x: {'ok' if c <= 1.2 * f else 'OVER'}]")
+    print(
+        f"follow-up start-up (`assay ask --continue`, a thread of {THREAD_RUNS} runs and {THREAD_ARTIFACTS} "
+        f"artifacts, all verified): {c:.0f} ms; a fresh `assay ask` {f:.0f} ms (medians of {STARTS}); ratio "
+        f"{c / f:.2f}x [target <= 1.2x: {'ok' if c <= 1.2 * f else 'OVER'}]"
+    )
 
 
 def _children_cpu_ms(before: os.times_result, after: os.times_result) -> float:
-    return (after.children_user + after.children_system - before.children_user - before.children_system) * 1e3
+    return (
+        after.children_user + after.children_system - before.children_user - before.children_system
+    ) * 1e3
 
 
 def main() -> int:

@@ -30,20 +30,39 @@ def _work(env: dict[str, str], what: str, n: int, tag: str, barrier) -> None:
     from assay.kernel.evidence import capture_sql_execution
     from assay.plugins.runs import RunRecord
 
-    kernel = Kernel(load_entrypoints=False, plugins=["assay.plugins.artifact_stores.local", "assay.plugins.runs_plugin"],
-                    settings=Settings.from_env())
+    kernel = Kernel(
+        load_entrypoints=False,
+        plugins=["assay.plugins.artifact_stores.local", "assay.plugins.runs_plugin"],
+        settings=Settings.from_env(),
+    )
     run = kernel.new_run(run_id=f"run_{tag}")
     kernel.runs.start(RunRecord(run_id=run.run_id, question="bench", started_at=time.time()))
     kernel.runs.append(run.run_id, "warm", 0, time.time(), {})
-    capture_sql_execution(run.artifacts, columns=["a"], rows=[(tag,)], sql="warm", database="db", dialect="sqlite",
-                          elapsed_ms=0)  # imports and the store's folders before the clock starts
+    capture_sql_execution(
+        run.artifacts,
+        columns=["a"],
+        rows=[(tag,)],
+        sql="warm",
+        database="db",
+        dialect="sqlite",
+        elapsed_ms=0,
+    )  # imports and the store's folders before the clock starts
     barrier.wait()
     for i in range(n):
         if what == "capture":
-            capture_sql_execution(run.artifacts, columns=["a", "b"], rows=[(i, "x"), (i + 1, "y"), (i + 2, "z")],
-                                  sql=f"select {i}", database="db", dialect="sqlite", elapsed_ms=0)
+            capture_sql_execution(
+                run.artifacts,
+                columns=["a", "b"],
+                rows=[(i, "x"), (i + 1, "y"), (i + 2, "z")],
+                sql=f"select {i}",
+                database="db",
+                dialect="sqlite",
+                elapsed_ms=0,
+            )
         else:
-            kernel.runs.append(run.run_id, "note", i, time.time(), {"i": i, "text": "an event of a run"})
+            kernel.runs.append(
+                run.run_id, "note", i, time.time(), {"i": i, "text": "an event of a run"}
+            )
     kernel.close()
 
 
@@ -52,7 +71,10 @@ def rate(env: dict[str, str], what: str, n: int, procs: int) -> float:
     best = 0.0
     for _ in range(3):
         barrier = ctx.Barrier(procs + 1)
-        ps = [ctx.Process(target=_work, args=(env, what, n, uuid.uuid4().hex[:8], barrier)) for _ in range(procs)]
+        ps = [
+            ctx.Process(target=_work, args=(env, what, n, uuid.uuid4().hex[:8], barrier))
+            for _ in range(procs)
+        ]
         for p in ps:
             p.start()
         barrier.wait()
@@ -77,7 +99,10 @@ def main() -> None:
     with psycopg.connect(args.pg, autocommit=True) as admin:
         admin.execute(f"CREATE SCHEMA {schema}")
     try:
-        backends = {"sqlite": {}, "postgresql": {"ASSAY_CATALOG_URL": f"{args.pg}?options=-csearch_path%3D{schema}"}}
+        backends = {
+            "sqlite": {},
+            "postgresql": {"ASSAY_CATALOG_URL": f"{args.pg}?options=-csearch_path%3D{schema}"},
+        }
         print(f"{args.n} per process, best of 3; cores: {os.cpu_count()}")
         print(f"{'':28}{'sqlite':>12}{'postgresql':>12}")
         for what in ("capture", "event"):

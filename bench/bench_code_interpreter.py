@@ -80,15 +80,20 @@ while True:
     conn.sendall(json.dumps({"outcome": "done", "faults": faults}).encode() + b"\n"); conn.close()
 """
 
-SETUP = ("import pandas as pd\nimport numpy as np\nx = 0\n"
-         "df = pd.DataFrame({'k': np.arange(10_000) % 40, 'v': np.arange(10_000) * 0.5})\n"
-         "big = pd.DataFrame({'k': np.arange(1_000_000) % 400, 'v': np.arange(1_000_000) * 0.5})\n")
+SETUP = (
+    "import pandas as pd\nimport numpy as np\nx = 0\n"
+    "df = pd.DataFrame({'k': np.arange(10_000) % 40, 'v': np.arange(10_000) * 0.5})\n"
+    "big = pd.DataFrame({'k': np.arange(1_000_000) % 400, 'v': np.arange(1_000_000) * 0.5})\n"
+)
 CELLS = [
     ("print(1)", "print(1)"),
     ("import pandas as pd; REPORT_RESULT = 1", "import pandas as pd; REPORT_RESULT = 1"),
     ("x += 1 (a DataFrame in the state)", "x += 1"),
     ("10,000-row groupby", "g = df.groupby('k').v.mean()\nREPORT_RESULT = float(g.sum())"),
-    ("1,000,000-row groupby", "g = big.groupby('k').v.agg(['mean', 'std'])\nREPORT_RESULT = float(g['mean'].sum())"),
+    (
+        "1,000,000-row groupby",
+        "g = big.groupby('k').v.agg(['mean', 'std'])\nREPORT_RESULT = float(g['mean'].sum())",
+    ),
 ]
 # The ratio target applies to cells whose own work is more than the notebook's fixed cost per
 # call (fork, capture, snapshot, evidence: about 20 ms here); on a 1 ms cell any fixed cost is a
@@ -110,7 +115,9 @@ def bench_warm_cells(kernel, calls: int) -> bool:
     run = kernel.new_run()
     repl = kernel.sandbox.open_session("python")
     try:
-        split: list[tuple[float, float, float, int]] = []  # the last call's (sandbox, runner, cell) ms, faults
+        split: list[
+            tuple[float, float, float, int]
+        ] = []  # the last call's (sandbox, runner, cell) ms, faults
         repl_faults: list[int] = []  # the last baseline call's page faults
 
         def tool(code: str) -> float:
@@ -119,8 +126,14 @@ def bench_warm_cells(kernel, calls: int) -> bool:
             ms = (time.perf_counter() - t) * 1000
             assert r.success, r.for_model()
             meta = r.metadata or {}
-            split[:] = [(meta.get("sandbox_ms") or 0.0, meta.get("runner_ms") or 0.0, meta.get("cell_ms") or 0.0,
-                         meta.get("cell_faults") or 0)]
+            split[:] = [
+                (
+                    meta.get("sandbox_ms") or 0.0,
+                    meta.get("runner_ms") or 0.0,
+                    meta.get("cell_ms") or 0.0,
+                    meta.get("cell_faults") or 0,
+                )
+            ]
             return ms
 
         channel = None
@@ -155,28 +168,46 @@ def bench_warm_cells(kernel, calls: int) -> bool:
                     time.sleep(pause)
                     b_ms.append(baseline(code))
                     b_faults.append(repl_faults[0])
-                rows.append((label, statistics.median(t_ms), statistics.median(b_ms),
-                             _where(parts, statistics.median(b_faults))))
+                rows.append(
+                    (
+                        label,
+                        statistics.median(t_ms),
+                        statistics.median(b_ms),
+                        _where(parts, statistics.median(b_faults)),
+                    )
+                )
         x_ms = [tool("x += 1") for _ in range(calls)]
     finally:
         repl.close()
         run.close()
-    print(f"warm cells, median of 7 warm calls (runtime {kernel.sandbox.config.runtime or 'detected'}, "
-          f"limits {kernel.sandbox.config.memory_limit // 1024**2} MiB / {kernel.sandbox.config.cpu_limit} CPU)")
+    print(
+        f"warm cells, median of 7 warm calls (runtime {kernel.sandbox.config.runtime or 'detected'}, "
+        f"limits {kernel.sandbox.config.memory_limit // 1024**2} MiB / {kernel.sandbox.config.cpu_limit} CPU)"
+    )
     ok = True
     for pause, rows in tables.items():
-        print("back to back" if not pause else f"a {pause} s pause before each call (a model's turn between cells)")
-        print(f"{'cell':42}{'tool ms':>10}{'REPL ms':>10}{'ratio':>8}   where the tool's time went (medians)")
+        print(
+            "back to back"
+            if not pause
+            else f"a {pause} s pause before each call (a model's turn between cells)"
+        )
+        print(
+            f"{'cell':42}{'tool ms':>10}{'REPL ms':>10}{'ratio':>8}   where the tool's time went (medians)"
+        )
         for label, t, b, where in rows:
             print(f"{label:42}{t:10.1f}{b:10.1f}{t / b:7.2f}x   {where}")
             if label in RATIO_JUDGED:
                 ok &= t / b <= TARGET
-    p50, p95 = pct(x_ms, .5), pct(x_ms, .95)
-    print(f"x += 1 over {calls} calls: p50 {p50:.1f} ms (target <= {X_TARGET_P50:.0f}: "
-          f"{'MET' if p50 <= X_TARGET_P50 else 'NOT MET'}), p95 {p95:.1f} ms (target <= {X_TARGET_P95:.0f}: "
-          f"{'MET' if p95 <= X_TARGET_P95 else 'NOT MET'})")
-    print(f"a pandas cell doing real work ({', '.join(RATIO_JUDGED)}) <= {TARGET}x the REPL: "
-          f"{'MET' if ok else 'NOT MET'}\n")
+    p50, p95 = pct(x_ms, 0.5), pct(x_ms, 0.95)
+    print(
+        f"x += 1 over {calls} calls: p50 {p50:.1f} ms (target <= {X_TARGET_P50:.0f}: "
+        f"{'MET' if p50 <= X_TARGET_P50 else 'NOT MET'}), p95 {p95:.1f} ms (target <= {X_TARGET_P95:.0f}: "
+        f"{'MET' if p95 <= X_TARGET_P95 else 'NOT MET'})"
+    )
+    print(
+        f"a pandas cell doing real work ({', '.join(RATIO_JUDGED)}) <= {TARGET}x the REPL: "
+        f"{'MET' if ok else 'NOT MET'}\n"
+    )
     return ok and p50 <= X_TARGET_P50 and p95 <= X_TARGET_P95
 
 
@@ -186,8 +217,10 @@ def _where(parts: list[tuple[float, float, float, float, int]], repl_faults: flo
     the page faults of the cell's code, beside the REPL's for the same code."""
     med = [statistics.median(p[i] for p in parts) for i in range(5)]
     total, sandbox, runner, cell, faults = med
-    return (f"cell {cell:.1f}, runner {runner - cell:.1f}, holder+channel {sandbox - runner:.1f}, "
-            f"host {total - sandbox:.1f}; page faults {faults:.0f} (REPL {repl_faults:.0f})")
+    return (
+        f"cell {cell:.1f}, runner {runner - cell:.1f}, holder+channel {sandbox - runner:.1f}, "
+        f"host {total - sandbox:.1f}; page faults {faults:.0f} (REPL {repl_faults:.0f})"
+    )
 
 
 def kernel_for(home: str):
@@ -224,11 +257,13 @@ def bench_warm_call(kernel, calls: int) -> bool:
     finally:
         run.close()
     ok = True
-    print(f"warm call, {calls} calls each, runtime={session.runtime}, same session, code of {len(CODE)} chars")
+    print(
+        f"warm call, {calls} calls each, runtime={session.runtime}, same session, code of {len(CODE)} chars"
+    )
     print(f"{'':28}{'p50 ms':>10}{'p95 ms':>10}")
-    print(f"{'raw session.run_code':28}{pct(raw_ms, .5):10.1f}{pct(raw_ms, .95):10.1f}")
-    print(f"{'code_interpreter call':28}{pct(tool_ms, .5):10.1f}{pct(tool_ms, .95):10.1f}")
-    for name, q in (("p50", .5), ("p95", .95)):
+    print(f"{'raw session.run_code':28}{pct(raw_ms, 0.5):10.1f}{pct(raw_ms, 0.95):10.1f}")
+    print(f"{'code_interpreter call':28}{pct(tool_ms, 0.5):10.1f}{pct(tool_ms, 0.95):10.1f}")
+    for name, q in (("p50", 0.5), ("p95", 0.95)):
         ratio = pct(tool_ms, q) / pct(raw_ms, q)
         met = ratio <= TARGET
         ok &= met
@@ -253,25 +288,39 @@ def bench_million_rows(kernel, rows: int) -> None:
     run = kernel.new_run()
     try:
         t = time.perf_counter()
-        record = capture_sql_execution(run.artifacts, columns=["id", "store", "amount", "refunded"], rows=generate(),
-                                       sql="SELECT id, store, amount, refunded FROM sales", database="bench",
-                                       dialect="sqlite", elapsed_ms=0.0)
+        record = capture_sql_execution(
+            run.artifacts,
+            columns=["id", "store", "amount", "refunded"],
+            rows=generate(),
+            sql="SELECT id, store, amount, refunded FROM sales",
+            database="bench",
+            dialect="sqlite",
+            elapsed_ms=0.0,
+        )
         capture_s = time.perf_counter() - t
         _, path = open_verified_content(run.artifacts, record.artifact_id)
-        print(f"\n1M-row artifact: {record.row_count:,} rows, {record.byte_size / 1e6:.1f} MB "
-              f"(captured in {capture_s:.1f} s)")
-        code = ("import time\nimport pandas  # imported before the clock starts, as on the host\n"
-                "t = time.perf_counter()\ndf = load_artifact(%r)\nload_s = time.perf_counter() - t\n"
-                "REPORT_RESULT = {'rows': len(df), 'load_s': load_s, 'dtypes': [str(d) for d in df.dtypes],\n"
-                "                 'refund_rate': float(df.refunded.mean())}\n"
-                "del df  # measured: the load; a million-row frame kept in the notebook costs a pickle per call\n"
-                % record.artifact_id)
+        print(
+            f"\n1M-row artifact: {record.row_count:,} rows, {record.byte_size / 1e6:.1f} MB "
+            f"(captured in {capture_s:.1f} s)"
+        )
+        code = (
+            "import time\nimport pandas  # imported before the clock starts, as on the host\n"
+            "t = time.perf_counter()\ndf = load_artifact(%r)\nload_s = time.perf_counter() - t\n"
+            "REPORT_RESULT = {'rows': len(df), 'load_s': load_s, 'dtypes': [str(d) for d in df.dtypes],\n"
+            "                 'refund_rate': float(df.refunded.mean())}\n"
+            "del df  # measured: the load; a million-row frame kept in the notebook costs a pickle per call\n"
+            % record.artifact_id
+        )
         t = time.perf_counter()
-        first = kernel.call_tool("code_interpreter", {"code": code, "inputs": [record.artifact_id]}, run=run)
+        first = kernel.call_tool(
+            "code_interpreter", {"code": code, "inputs": [record.artifact_id]}, run=run
+        )
         first_s = time.perf_counter() - t
         assert first.success, first.for_model()
         t = time.perf_counter()
-        second = kernel.call_tool("code_interpreter", {"code": code, "inputs": [record.artifact_id]}, run=run)
+        second = kernel.call_tool(
+            "code_interpreter", {"code": code, "inputs": [record.artifact_id]}, run=run
+        )
         second_s = time.perf_counter() - t
         assert second.success, second.for_model()
         inside = min(first.data["result"]["load_s"], second.data["result"]["load_s"])
@@ -296,18 +345,27 @@ def bench_million_rows(kernel, rows: int) -> None:
     finally:
         run.close()
     cfg = kernel_manager_config(kernel)
-    print(f"sandbox limits: cpu {cfg.cpu_limit} cores, memory {cfg.memory_limit // 1024**2} MiB "
-          f"(host: {os.cpu_count()} cores, no limit)")
+    print(
+        f"sandbox limits: cpu {cfg.cpu_limit} cores, memory {cfg.memory_limit // 1024**2} MiB "
+        f"(host: {os.cpu_count()} cores, no limit)"
+    )
     print(f"dtypes in the sandbox: {second.data['result']['dtypes']}")
     base = min(host)
     print(f"{'host pandas.read_json(lines=True)':46}{base:8.2f} s  (baseline)")
-    print(f"{'host: load_artifact reader on the same file':46}{host_same:8.2f} s  ({host_same / base:.2f}x)")
+    print(
+        f"{'host: load_artifact reader on the same file':46}{host_same:8.2f} s  ({host_same / base:.2f}x)"
+    )
     print(f"{'sandbox: load_artifact -> DataFrame':46}{inside:8.2f} s  ({inside / base:.2f}x)")
-    for label, res, total in (("first (upload+verify)", first, first_s), ("already placed", second, second_s)):
+    for label, res, total in (
+        ("first (upload+verify)", first, first_s),
+        ("already placed", second, second_s),
+    ):
         m = res.metadata
-        print(f"{'sandbox: whole call, ' + label:46}{total:8.2f} s  (cell {m['cell_ms'] / 1000:.2f} s, "
-              f"runner {m['runner_ms'] / 1000:.2f} s = cell + input check + state restore/save, "
-              f"process {m['sandbox_ms'] / 1000:.2f} s)")
+        print(
+            f"{'sandbox: whole call, ' + label:46}{total:8.2f} s  (cell {m['cell_ms'] / 1000:.2f} s, "
+            f"runner {m['runner_ms'] / 1000:.2f} s = cell + input check + state restore/save, "
+            f"process {m['sandbox_ms'] / 1000:.2f} s)"
+        )
 
 
 def kernel_manager_config(kernel):
@@ -316,9 +374,13 @@ def kernel_manager_config(kernel):
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--calls", type=int, default=60, help="warm calls of each kind (p95 of 60 is the 4th-worst)")
+    parser.add_argument(
+        "--calls", type=int, default=60, help="warm calls of each kind (p95 of 60 is the 4th-worst)"
+    )
     parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--cells-only", action="store_true", help="only the warm-cells table (part 0)")
+    parser.add_argument(
+        "--cells-only", action="store_true", help="only the warm-cells table (part 0)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("SANDBOX_RUNTIME", "podman")
     os.environ.setdefault("SANDBOX_IMAGE_PYTHON", IMAGE)
@@ -329,8 +391,13 @@ def main() -> int:
     ok = bench_warm_call(kernel_for(home), args.calls) and warm_ok
     # The 1M-row file (~40 MB) is over the default 10 MB file and 64 MB workspace limits: a bench
     # kernel with larger (host-configured) ceilings, and one full core for a fair comparison.
-    os.environ.update(SANDBOX_MAX_FILE_SIZE="256m", SANDBOX_WORKSPACE_SIZE="512m",
-                      SANDBOX_MEMORY_LIMIT="2g", SANDBOX_CPU_LIMIT="1", SANDBOX_TIMEOUT="120")
+    os.environ.update(
+        SANDBOX_MAX_FILE_SIZE="256m",
+        SANDBOX_WORKSPACE_SIZE="512m",
+        SANDBOX_MEMORY_LIMIT="2g",
+        SANDBOX_CPU_LIMIT="1",
+        SANDBOX_TIMEOUT="120",
+    )
     bench_million_rows(kernel_for(home), args.rows)
     return 0 if ok else 1
 

@@ -35,20 +35,33 @@ def make_db(path: Path, n: int) -> None:
     rng = random.Random(1)
     cats = ["north", "south", "east", "west", "online"]
     conn = sqlite3.connect(path)
-    conn.execute("CREATE TABLE sales (id INTEGER, category TEXT, amount REAL, qty INTEGER, day TEXT,"
-                 " score REAL, name TEXT, flag INTEGER)")
+    conn.execute(
+        "CREATE TABLE sales (id INTEGER, category TEXT, amount REAL, qty INTEGER, day TEXT,"
+        " score REAL, name TEXT, flag INTEGER)"
+    )
     conn.executemany(
         "INSERT INTO sales VALUES (?,?,?,?,?,?,?,?)",
-        ((i, cats[i % 5], round(rng.uniform(1, 5000), 2), rng.randint(1, 50),
-          f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}", i / 7, f"customer {i:07d}",
-          None if i % 3 else i % 2) for i in range(n)))
+        (
+            (
+                i,
+                cats[i % 5],
+                round(rng.uniform(1, 5000), 2),
+                rng.randint(1, 50),
+                f"2024-{1 + i % 12:02d}-{1 + i % 28:02d}",
+                i / 7,
+                f"customer {i:07d}",
+                None if i % 3 else i % 2,
+            )
+            for i in range(n)
+        ),
+    )
     conn.commit()
     conn.close()
 
 
 # --- child processes for memory (fresh interpreter each) ---------------------------
 
-_CHILD = r'''
+_CHILD = r"""
 import json, sqlite3, sys, time
 sys.path.insert(0, sys.argv[4])
 from assay import Settings
@@ -78,29 +91,42 @@ else:  # materialise everything: all rows, then all encoded lines, in memory
     blob = rows_bytes(all_rows)
     rows = len(all_rows)
 print(json.dumps({"growth_kib": hwm_kib() - before, "rows": rows, "s": time.perf_counter() - t}))
-'''
+"""
 
 
 def child(mode: str, db: Path, home: Path) -> dict:
-    out = subprocess.run([sys.executable, "-c", _CHILD, mode, str(db), str(home), str(ROOT)],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, mode, str(db), str(home), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     from assay import Settings
-    from assay.kernel.evidence import ArtifactCatalog, ArtifactSink, capture_sql_execution, render_preview
-    from assay.kernel.evidence import preview as preview_mod
+    from assay.kernel.evidence import (
+        ArtifactCatalog,
+        ArtifactSink,
+        capture_sql_execution,
+        preview as preview_mod,
+        render_preview,
+    )
     from assay.kernel.evidence.local_store import LocalContentStore
 
     tmp = Path(tempfile.mkdtemp(prefix="assay-bench-"))
     db = tmp / "bench.sqlite"
     t0 = time.perf_counter()
     make_db(db, N_ROWS)
-    print(f"data: {N_ROWS:,} rows x 8 columns (3 int, 2 real, 3 text; 2/3 NULLs in one column) "
-          f"in SQLite, built in {time.perf_counter() - t0:.1f}s")
+    print(
+        f"data: {N_ROWS:,} rows x 8 columns (3 int, 2 real, 3 text; 2/3 NULLs in one column) "
+        f"in SQLite, built in {time.perf_counter() - t0:.1f}s"
+    )
 
-    sink = ArtifactSink(ArtifactCatalog(LocalContentStore(Settings.from_env(home=tmp / "home"))), "run_bench")
+    sink = ArtifactSink(
+        ArtifactCatalog(LocalContentStore(Settings.from_env(home=tmp / "home"))), "run_bench"
+    )
     conn = sqlite3.connect(db)
     fetch_cpu: list[float] = []
     capture_cpu: list[float] = []
@@ -117,8 +143,15 @@ def main() -> None:
     def capture(query: str = QUERY):
         t, c = time.perf_counter(), time.process_time()
         cur = conn.execute(query)
-        rec = capture_sql_execution(sink, columns=[d[0] for d in cur.description], rows=cur, sql=query,
-                                    database="bench", dialect="sqlite", elapsed_ms=0)
+        rec = capture_sql_execution(
+            sink,
+            columns=[d[0] for d in cur.description],
+            rows=cur,
+            sql=query,
+            database="bench",
+            dialect="sqlite",
+            elapsed_ms=0,
+        )
         capture_cpu.append(time.process_time() - c)
         return time.perf_counter() - t, rec
 
@@ -150,15 +183,28 @@ def main() -> None:
     pairs = [c / f for c, f in zip(capture_times, fetch_times)]
     ratio = statistics.median(pairs)
     cpu = statistics.median(c / f for c, f in zip(capture_cpu, fetch_cpu))
-    print("\n1. capture 1,000,000 x 8 from SQLite (%d interleaved pairs; the machine is shared)" % REPEATS)
-    print(f"   raw cursor.fetchall():      {f_min:7.3f} s best   (runs: {', '.join(f'{x:.2f}' for x in fetch_times)})")
-    print(f"   capture_sql_execution():    {c_min:7.3f} s best   (runs: {', '.join(f'{x:.2f}' for x in capture_times)})")
-    print(f"   ratio capture/fetchall:     {ratio:7.2f}x  median of the per-pair ratios "
-          f"({', '.join(f'{x:.2f}' for x in pairs)})")
-    print(f"                               {c_min / f_min:7.2f}x  best/best;  {cpu:.2f}x  CPU time (median of pairs)")
+    print(
+        "\n1. capture 1,000,000 x 8 from SQLite (%d interleaved pairs; the machine is shared)"
+        % REPEATS
+    )
+    print(
+        f"   raw cursor.fetchall():      {f_min:7.3f} s best   (runs: {', '.join(f'{x:.2f}' for x in fetch_times)})"
+    )
+    print(
+        f"   capture_sql_execution():    {c_min:7.3f} s best   (runs: {', '.join(f'{x:.2f}' for x in capture_times)})"
+    )
+    print(
+        f"   ratio capture/fetchall:     {ratio:7.2f}x  median of the per-pair ratios "
+        f"({', '.join(f'{x:.2f}' for x in pairs)})"
+    )
+    print(
+        f"                               {c_min / f_min:7.2f}x  best/best;  {cpu:.2f}x  CPU time (median of pairs)"
+    )
     print(f"   target <= 1.6x (per-pair median): {'MET' if ratio <= 1.6 else 'NOT MET'}")
-    print(f"   artifact: {record.byte_size / 2**20:.1f} MiB, sha256 {record.sha256[:16]}..., "
-          f"preview {len(record.preview)} rows, truncated={record.preview_truncated}")
+    print(
+        f"   artifact: {record.byte_size / 2**20:.1f} MiB, sha256 {record.sha256[:16]}..., "
+        f"preview {len(record.preview)} rows, truncated={record.preview_truncated}"
+    )
 
     mem_home = tmp / "memhome"
     cap = child("capture", db, mem_home)
@@ -167,7 +213,9 @@ def main() -> None:
     base = mat["growth_kib"] / 1024
     print("\n2. peak memory growth (VmHWM delta, fresh subprocess each)")
     print(f"   materialise everything:     {base:7.1f} MiB  (fetchall + encode all rows in memory)")
-    print(f"   streaming capture:          {growth:7.1f} MiB  ({growth / base:.3f}x of the baseline)")
+    print(
+        f"   streaming capture:          {growth:7.1f} MiB  ({growth / base:.3f}x of the baseline)"
+    )
     print(f"   target <= 64 MiB: {'MET' if growth <= 64 else 'NOT MET'}")
 
     costs = {N_ROWS: min(preview_1m)}
@@ -187,7 +235,9 @@ def main() -> None:
     print("\n3. model-facing preview cost (build during capture + markdown render; best of 5)")
     print(f"   1,000 rows:                 {costs[1_000] * 1000:7.3f} ms")
     print(f"   1,000,000 rows:             {costs[N_ROWS] * 1000:7.3f} ms")
-    print(f"   ratio:                      {pr:7.2f}x  target: same cost (<= 2x): {'MET' if pr <= 2 else 'NOT MET'}")
+    print(
+        f"   ratio:                      {pr:7.2f}x  target: same cost (<= 2x): {'MET' if pr <= 2 else 'NOT MET'}"
+    )
 
     # extra: verified read-back of the last row (hashes the whole artifact)
     from assay.kernel.evidence import read_artifact_result
@@ -196,8 +246,10 @@ def main() -> None:
     sel = read_artifact_result(sink, record.artifact_id, {"path": [-1]})
     rb = time.perf_counter() - t
     assert sel.rows[0][0] == N_ROWS - 1
-    print(f"\n(extra) verified read of row 999,999 (re-hashes {record.byte_size / 2**20:.0f} MiB): {rb:.3f} s, "
-          f"{rb / f_min:.2f}x a fetchall")
+    print(
+        f"\n(extra) verified read of row 999,999 (re-hashes {record.byte_size / 2**20:.0f} MiB): {rb:.3f} s, "
+        f"{rb / f_min:.2f}x a fetchall"
+    )
     import shutil
 
     shutil.rmtree(tmp, ignore_errors=True)

@@ -79,7 +79,9 @@ def child_assay(csv: str) -> dict:
 
     kernel = Kernel().start()
     _import_readers()
-    warmup = Path(csv).with_name("warmup.csv")  # every code path run once on a tiny file: rchar then counts the data
+    warmup = Path(csv).with_name(
+        "warmup.csv"
+    )  # every code path run once on a tiny file: rchar then counts the data
     warmup.write_text("region,amount\nnorth,1\n")
     attach_files(kernel, [f"warmup={warmup}"], name="warmup").tables()
     try:
@@ -94,16 +96,25 @@ def child_assay(csv: str) -> dict:
         resource_.source_artifacts(run.artifacts)
         source_s = time.perf_counter() - started
         started = time.perf_counter()
-        result = kernel.call_tool("sql_query", {"sql": GROUP_BY.format(src="events"), "datasource": "files"}, run=run)
+        result = kernel.call_tool(
+            "sql_query", {"sql": GROUP_BY.format(src="events"), "datasource": "files"}, run=run
+        )
         query_s = time.perf_counter() - started
         assert result.success, result.message
         record = kernel.evidence.catalog.get(result.data["artifact_id"])
         assert record.provenance.get("sources"), "the query artifact names no source"
         run.close()
         sql = kernel.settings.section("sql", type(resource_.settings))
-        return {"register_s": register_s, "register_read_bytes": register_read, "source_s": source_s,
-                "seconds": query_s, "rows": result.data["row_count"], "rss_mib": peak_rss_mib(),
-                "threads": sql.duckdb_threads, "memory_mb": sql.duckdb_memory_limit_mb}
+        return {
+            "register_s": register_s,
+            "register_read_bytes": register_read,
+            "source_s": source_s,
+            "seconds": query_s,
+            "rows": result.data["row_count"],
+            "rss_mib": peak_rss_mib(),
+            "threads": sql.duckdb_threads,
+            "memory_mb": sql.duckdb_memory_limit_mb,
+        }
     finally:
         kernel.close()
 
@@ -133,14 +144,24 @@ def child_excel_assay(path: str) -> dict:
         kernel.close()
 
 
-CHILDREN = {"direct": child_direct, "assay": child_assay, "excel_reader": child_excel_reader,
-            "excel_assay": child_excel_assay}
+CHILDREN = {
+    "direct": child_direct,
+    "assay": child_assay,
+    "excel_reader": child_excel_reader,
+    "excel_assay": child_excel_assay,
+}
 
 
 def run_child(kind: str, *args: object, home: Path) -> dict:
     env = {**os.environ, "ASSAY_HOME": str(home), "ASSAY_LOG_LEVEL": "WARNING"}
-    out = subprocess.run([sys.executable, __file__, "--child", kind, *map(str, args)], env=env, check=True,
-                         capture_output=True, text=True, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", kind, *map(str, args)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -184,7 +205,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--excel-rows", type=int, default=200_000)
-    parser.add_argument("--dir", default=None, help="Where the generated files are kept (reused if present).")
+    parser.add_argument(
+        "--dir", default=None, help="Where the generated files are kept (reused if present)."
+    )
     parser.add_argument("--child", nargs="+", default=None)
     args = parser.parse_args()
     if args.child:
@@ -199,27 +222,39 @@ def main() -> int:
     started = time.perf_counter()
     make_csv(csv, args.rows)
     make_xlsx(xlsx, args.excel_rows)
-    print(f"data: {csv.name} {csv.stat().st_size / MIB:,.0f} MiB, {xlsx.name} {xlsx.stat().st_size / MIB:,.1f} MiB "
-          f"(ready in {time.perf_counter() - started:.0f} s)")
+    print(
+        f"data: {csv.name} {csv.stat().st_size / MIB:,.0f} MiB, {xlsx.name} {xlsx.stat().st_size / MIB:,.1f} MiB "
+        f"(ready in {time.perf_counter() - started:.0f} s)"
+    )
     warm(csv)
     ok = True
     with tempfile.TemporaryDirectory() as home:
         assay = run_child("assay", csv, home=Path(home) / "a")
-        direct = run_child("direct", csv, assay["threads"], assay["memory_mb"], home=Path(home) / "d")
+        direct = run_child(
+            "direct", csv, assay["threads"], assay["memory_mb"], home=Path(home) / "d"
+        )
         ratio = assay["seconds"] / direct["seconds"]
-        print(f"register: {assay['register_s'] * 1000:.0f} ms, read {assay['register_read_bytes'] / MIB:.1f} MiB "
-              f"of {csv.stat().st_size / MIB:,.0f} MiB (assay's 1 MiB sample, DuckDB's sniff, the schema)")
+        print(
+            f"register: {assay['register_s'] * 1000:.0f} ms, read {assay['register_read_bytes'] / MIB:.1f} MiB "
+            f"of {csv.stat().st_size / MIB:,.0f} MiB (assay's 1 MiB sample, DuckDB's sniff, the schema)"
+        )
         print(f"source artifact (SHA-256 of the file, once per file): {assay['source_s']:.2f} s")
-        print(f"GROUP BY: sql_query {assay['seconds']:.2f} s vs DuckDB directly {direct['seconds']:.2f} s: "
-              f"{ratio:.2f}x (target <= 1.3x)")
-        print(f"peak RSS: assay process {assay['rss_mib']:.0f} MiB (target <= 512), DuckDB alone "
-              f"{direct['rss_mib']:.0f} MiB")
+        print(
+            f"GROUP BY: sql_query {assay['seconds']:.2f} s vs DuckDB directly {direct['seconds']:.2f} s: "
+            f"{ratio:.2f}x (target <= 1.3x)"
+        )
+        print(
+            f"peak RSS: assay process {assay['rss_mib']:.0f} MiB (target <= 512), DuckDB alone "
+            f"{direct['rss_mib']:.0f} MiB"
+        )
         ok &= ratio <= 1.3 and assay["rss_mib"] <= 512
         reader = run_child("excel_reader", xlsx, home=Path(home) / "r")
         loaded = run_child("excel_assay", xlsx, home=Path(home) / "x")
         excel_ratio = loaded["seconds"] / reader["seconds"]
-        print(f"Excel {args.excel_rows:,} x 20: attach_files {loaded['seconds']:.2f} s vs fastexcel alone "
-              f"{reader['seconds']:.2f} s: {excel_ratio:.2f}x (target <= 1.3x); rows {loaded['rows']:,}")
+        print(
+            f"Excel {args.excel_rows:,} x 20: attach_files {loaded['seconds']:.2f} s vs fastexcel alone "
+            f"{reader['seconds']:.2f} s: {excel_ratio:.2f}x (target <= 1.3x); rows {loaded['rows']:,}"
+        )
         ok &= excel_ratio <= 1.3 and loaded["rows"] == reader["rows"] == args.excel_rows
     print("all targets met" if ok else "TARGET MISSED")
     return 0 if ok else 1

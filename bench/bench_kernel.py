@@ -103,8 +103,14 @@ def fresh(code: str, *args: str, **env_extra: str) -> dict:
     env_clear = {"ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS", "ASSAY_STRICT_PLUGINS"}
     env = {k: v for k, v in os.environ.items() if k not in env_clear}
     env.update(env_extra)
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=ROOT, env=env,
-                         timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", code, *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=120,
+    )
     if out.returncode != 0:
         raise SystemExit(f"benchmark subprocess failed:\n{out.stderr}")
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -131,30 +137,49 @@ def bench_start_up() -> None:
         return statistics.median(r[key] for r in rows)
 
     scan = statistics.median(scans)
-    start, plugin_ms, imp = med(runs, "start_ms"), med(runs, "plugin_import_ms"), med(runs, "import_ms")
+    start, plugin_ms, imp = (
+        med(runs, "start_ms"),
+        med(runs, "plugin_import_ms"),
+        med(runs, "import_ms"),
+    )
     own_start = med(own, "start_ms")
     hook_ms = med(runs, "hook_ms")
     overhead = statistics.median(r["start_ms"] - r["plugin_import_ms"] - r["hook_ms"] for r in runs)
     last = runs[-1]
     cold = statistics.median(r["import_ms"] + r["start_ms"] for r in runs)
-    print(f"start-up: import assay + Kernel().start() discovering every installed plugin, "
-          f"fresh processes, median of {RUNS}")
-    print(f"  cold start-up (import assay + start)    : {cold:8.2f} ms  "
-          f"[first process, compiling bytecode if needed: {first['import_ms'] + first['start_ms']:.2f} ms]")
+    print(
+        f"start-up: import assay + Kernel().start() discovering every installed plugin, "
+        f"fresh processes, median of {RUNS}"
+    )
+    print(
+        f"  cold start-up (import assay + start)    : {cold:8.2f} ms  "
+        f"[first process, compiling bytecode if needed: {first['import_ms'] + first['start_ms']:.2f} ms]"
+    )
     print(f"  target <= 150 ms cold, pydantic included: {verdict(cold <= 150.0)}")
-    print(f"  plugins loaded: {len(last['loaded'])} ({', '.join(last['loaded'])}); tools: {last['tools']}")
+    print(
+        f"  plugins loaded: {len(last['loaded'])} ({', '.join(last['loaded'])}); tools: {last['tools']}"
+    )
     if last["failed"]:
         print(f"  plugins failed (isolated): {', '.join(last['failed'])}")
     print(f"  bare entry_points(group='assay') scan    : {scan:8.2f} ms  [min {min(scans):.2f} ms]")
-    print(f"  Kernel().start(), every plugin          : {start:8.2f} ms  ({start / scan:.1f}x the scan)"
-          f"  [min {min(r['start_ms'] for r in runs):.2f} ms; CPU time {med(runs, 'start_cpu_ms'):.2f} ms]")
+    print(
+        f"  Kernel().start(), every plugin          : {start:8.2f} ms  ({start / scan:.1f}x the scan)"
+        f"  [min {min(r['start_ms'] for r in runs):.2f} ms; CPU time {med(runs, 'start_cpu_ms'):.2f} ms]"
+    )
     print(f"    of which importing plugin modules     : {plugin_ms:8.2f} ms")
     print(f"    of which plugins' register hooks      : {hook_ms:8.2f} ms")
-    print(f"    of which the kernel itself            : {overhead:8.2f} ms  ({overhead / scan:.1f}x the scan)")
+    print(
+        f"    of which the kernel itself            : {overhead:8.2f} ms  ({overhead / scan:.1f}x the scan)"
+    )
     slow_hooks = sorted(((ms, n) for n, ms in last["per_plugin_hooks"].items()), reverse=True)[:4]
-    print("    slowest register hooks (last run): " + ", ".join(f"{n} {ms:.1f} ms" for ms, n in slow_hooks))
-    print(f"  Kernel().start(), kernel-owned plugins  : {own_start:8.2f} ms  ({own_start / scan:.1f}x the scan)"
-          f"  [min {min(r['start_ms'] for r in own):.2f} ms; CPU time {med(own, 'start_cpu_ms'):.2f} ms; {KERNEL_OWNED}]")
+    print(
+        "    slowest register hooks (last run): "
+        + ", ".join(f"{n} {ms:.1f} ms" for ms, n in slow_hooks)
+    )
+    print(
+        f"  Kernel().start(), kernel-owned plugins  : {own_start:8.2f} ms  ({own_start / scan:.1f}x the scan)"
+        f"  [min {min(r['start_ms'] for r in own):.2f} ms; CPU time {med(own, 'start_cpu_ms'):.2f} ms; {KERNEL_OWNED}]"
+    )
     print(f"  import assay (pydantic, pluggy, kernel) : {imp:8.2f} ms  (part of the cold figure)")
     alone = {}
     for name, module in sorted({(ep, mod) for r in runs[-1:] for ep, mod in _entry_points()}):
@@ -192,7 +217,9 @@ def bench_dispatch() -> None:
         def register_tools(self, register):
             register(combine)
 
-    kernel = Kernel(load_entrypoints=False, plugins=[Plugin()], settings=Settings.from_env(log_level="WARNING"))
+    kernel = Kernel(
+        load_entrypoints=False, plugins=[Plugin()], settings=Settings.from_env(log_level="WARNING")
+    )
     kernel.start()
     func = combine.func
     arguments = {"a": 3, "b": 2.5, "label": "x"}
@@ -213,9 +240,13 @@ def bench_dispatch() -> None:
         dispatched_times.append(timeit.timeit(dispatched_call, number=number) / number * 1e6)
     direct, dispatched = min(direct_times), min(dispatched_times)
     overhead = dispatched - direct
-    print(f"dispatch: 3-argument sync tool, best of {rounds} interleaved rounds of {number:,} calls")
+    print(
+        f"dispatch: 3-argument sync tool, best of {rounds} interleaved rounds of {number:,} calls"
+    )
     print(f"  direct function call    : {direct:8.2f} us")
-    print(f"  kernel.call_tool        : {dispatched:8.2f} us  ({dispatched / direct:.0f}x the direct call)")
+    print(
+        f"  kernel.call_tool        : {dispatched:8.2f} us  ({dispatched / direct:.0f}x the direct call)"
+    )
     print(f"  overhead above direct   : {overhead:8.2f} us")
     print(f"  target <= 20 us: {verdict(overhead <= 20.0)}")
 
@@ -223,9 +254,13 @@ def bench_dispatch() -> None:
 if __name__ == "__main__":
     import os
 
-    print(f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (absolute times scale with it)")
+    print(
+        f"machine: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} (absolute times scale with it)"
+    )
     if sys.dont_write_bytecode:  # then every process compiles the project's modules it imports
-        print("bytecode cache off (PYTHONDONTWRITEBYTECODE): plugin modules are compiled in every process")
+        print(
+            "bytecode cache off (PYTHONDONTWRITEBYTECODE): plugin modules are compiled in every process"
+        )
     bench_start_up()
     print()
     bench_dispatch()

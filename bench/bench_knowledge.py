@@ -47,7 +47,7 @@ def vocabulary(rng: random.Random) -> list[str]:
 
 
 def zipf_weights(n: int, s: float = 1.07) -> list[float]:
-    return [1.0 / (rank ** s) for rank in range(1, n + 1)]
+    return [1.0 / (rank**s) for rank in range(1, n + 1)]
 
 
 def make_corpus(root: Path) -> list[str]:
@@ -60,7 +60,9 @@ def make_corpus(root: Path) -> list[str]:
         for s in range(SECTIONS):
             title = " ".join(rng.choices(words[50:2000], k=3)).capitalize()
             body = " ".join(rng.choices(words, weights, k=rng.randint(50, 110)))
-            parts.append(f"## {title} {f}-{s}\n\n{body}.\n\nSee also section {s + 1} of chapter {f}.\n")
+            parts.append(
+                f"## {title} {f}-{s}\n\n{body}.\n\nSee also section {s + 1} of chapter {f}.\n"
+            )
         (root / f"chapter_{f:03d}.md").write_text("\n".join(parts))
     return words
 
@@ -99,7 +101,9 @@ def bare_index(root: Path, db_path: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(db_path, isolation_level=None)
     conn.execute("CREATE VIRTUAL TABLE docs USING fts5(text, tokenize='porter unicode61')")
     conn.execute("BEGIN")
-    conn.executemany("INSERT INTO docs (text) VALUES (?)", ((p.read_text(),) for p in sorted(root.glob("*.md"))))
+    conn.executemany(
+        "INSERT INTO docs (text) VALUES (?)", ((p.read_text(),) for p in sorted(root.glob("*.md")))
+    )
     conn.execute("COMMIT")
     return conn
 
@@ -109,21 +113,29 @@ def main() -> int:
     from assay.plugins.knowledge.resource import KnowledgeBase
     from assay.plugins.knowledge.settings import KnowledgeBaseConfig
 
-    print(f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (absolute times scale "
-          "with it; the ratios much less)")
+    print(
+        f"load average before the run: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (absolute times scale "
+        "with it; the ratios much less)"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         tmp_path = Path(tmp)
         docs = tmp_path / "docs"
         docs.mkdir()
         words = make_corpus(docs)
         size = sum(p.stat().st_size for p in docs.glob("*.md"))
-        print(f"corpus: {FILES} files x {SECTIONS} sections = {FILES * SECTIONS:,} sections, {size / 1e6:.1f} MB")
+        print(
+            f"corpus: {FILES} files x {SECTIONS} sections = {FILES * SECTIONS:,} sections, {size / 1e6:.1f} MB"
+        )
 
         bare_s, bare = timed(lambda: bare_index(docs, tmp_path / "bare.sqlite"))
-        base = KnowledgeBase("bench", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home")
+        base = KnowledgeBase(
+            "bench", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home"
+        )
         index_s, report = timed(lambda: base.refresh(force=True))
-        print(f"\n1. index from scratch: {index_s:.2f} s ({report.passages:,} passages; target <= 5 s) "
-              f"vs bare FTS5 insert of the files {bare_s:.2f} s: {index_s / bare_s:.1f}x")
+        print(
+            f"\n1. index from scratch: {index_s:.2f} s ({report.passages:,} passages; target <= 5 s) "
+            f"vs bare FTS5 insert of the files {bare_s:.2f} s: {index_s / bare_s:.1f}x"
+        )
         print(f"   target <= 5 s: {verdict(index_s <= 5.0)}")
         assert report.passages >= FILES * SECTIONS, report.summary()
 
@@ -139,22 +151,35 @@ def main() -> int:
             cpu.append((time.thread_time() - started_cpu) * 1000)
             match = match_expression(q)
             started = time.perf_counter()
-            naive.execute("SELECT rowid, bm25(passages_fts, 4.0, 1.0) AS r FROM passages_fts WHERE passages_fts"
-                          " MATCH ? ORDER BY r LIMIT 5", (match,)).fetchall()
+            naive.execute(
+                "SELECT rowid, bm25(passages_fts, 4.0, 1.0) AS r FROM passages_fts WHERE passages_fts"
+                " MATCH ? ORDER BY r LIMIT 5",
+                (match,),
+            ).fetchall()
             raw.append((time.perf_counter() - started) * 1000)
         p50, p95 = pct(ours, 0.5), pct(ours, 0.95)
-        print(f"2. search over {report.passages:,} passages: p50 {p50:.2f} ms, p95 {p95:.2f} ms (target <= 10 ms) "
-              f"vs a plain bm25() MATCH of every word on the same index, p95 {pct(raw, 0.95):.2f} ms: "
-              f"{p95 / pct(raw, 0.95):.2f}x")
-        print(f"   CPU time of this thread per search (what the load does not add): p50 {pct(cpu, 0.5):.2f} ms, "
-              f"p95 {pct(cpu, 0.95):.2f} ms")
+        print(
+            f"2. search over {report.passages:,} passages: p50 {p50:.2f} ms, p95 {p95:.2f} ms (target <= 10 ms) "
+            f"vs a plain bm25() MATCH of every word on the same index, p95 {pct(raw, 0.95):.2f} ms: "
+            f"{p95 / pct(raw, 0.95):.2f}x"
+        )
+        print(
+            f"   CPU time of this thread per search (what the load does not add): p50 {pct(cpu, 0.5):.2f} ms, "
+            f"p95 {pct(cpu, 0.95):.2f} ms"
+        )
         print(f"   target p95 <= 10 ms: {verdict(p95 <= 10.0)} (wall clock)")
 
-        hash_s, _ = timed(lambda: [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(docs.glob("*.md"))])
-        again = KnowledgeBase("bench", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home")
+        hash_s, _ = timed(
+            lambda: [hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(docs.glob("*.md"))]
+        )
+        again = KnowledgeBase(
+            "bench", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home"
+        )
         reindex_s, rep2 = timed(lambda: again.refresh(force=True))
-        print(f"3. re-index unchanged: {reindex_s * 1000:.0f} ms ({rep2.unchanged} unchanged, {rep2.changed} changed; "
-              f"target <= 500 ms) vs read + sha256 of every file {hash_s * 1000:.0f} ms: {reindex_s / hash_s:.1f}x")
+        print(
+            f"3. re-index unchanged: {reindex_s * 1000:.0f} ms ({rep2.unchanged} unchanged, {rep2.changed} changed; "
+            f"target <= 500 ms) vs read + sha256 of every file {hash_s * 1000:.0f} ms: {reindex_s / hash_s:.1f}x"
+        )
         print(f"   target <= 0.5 s: {verdict(reindex_s <= 0.5)}")
         assert rep2.unchanged == FILES and rep2.changed == 0, rep2.summary()
 
@@ -162,8 +187,11 @@ def main() -> int:
 
         os.environ["ASSAY_HOME"] = str(tmp_path / "home")
         os.environ["ASSAY_KNOWLEDGE"] = f"bench={docs}"
-        kernel = Kernel(load_entrypoints=False, settings=Settings.from_env(),
-                        plugins=["assay.plugins.artifact_stores.local", "assay.plugins.knowledge"])
+        kernel = Kernel(
+            load_entrypoints=False,
+            settings=Settings.from_env(),
+            plugins=["assay.plugins.artifact_stores.local", "assay.plugins.knowledge"],
+        )
         with kernel.new_run() as run:
             kernel.call_tool("knowledge_search", {"query": queries[0]}, run=run)
             tool_ms = []
@@ -173,8 +201,10 @@ def main() -> int:
                 tool_ms.append((time.perf_counter() - started) * 1000)
                 assert result.success, result.for_model()
         kernel.close()
-        print(f"4. knowledge_search tool (search + artifact capture, fsync): p50 {pct(tool_ms, 0.5):.1f} ms, "
-              f"p95 {pct(tool_ms, 0.95):.1f} ms; {pct(tool_ms, 0.95) / p95:.1f}x the search alone")
+        print(
+            f"4. knowledge_search tool (search + artifact capture, fsync): p50 {pct(tool_ms, 0.5):.1f} ms, "
+            f"p95 {pct(tool_ms, 0.95):.1f} ms; {pct(tool_ms, 0.95) / p95:.1f}x the search alone"
+        )
         bare.close()
         naive.close()
         base.close()

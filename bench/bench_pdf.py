@@ -26,11 +26,10 @@ REPEATS = 5
 def main() -> int:
     os.environ["ASSAY_HOME"] = tempfile.mkdtemp(prefix="assay-bench-pdf-")
     os.environ["ASSAY_LOAD_PLUGINS"] = "local_store,html_report,pdf_report"
+    from assay import Kernel
     from assay.kernel.evidence import capture_sql_execution
     from assay.plugins.reports import browser
     from assay.plugins.reports.pdf import CHROMIUM_FLAGS, _environment, find_chromium
-
-    from assay import Kernel
 
     binary = find_chromium()
     if binary is None:
@@ -38,15 +37,44 @@ def main() -> int:
         return 1
     kernel = Kernel()
     run = kernel.new_run()
-    rows = capture_sql_execution(run.artifacts, columns=["region", "orders", "amount"],
-                                 rows=([r, 100 + i * 7, 1000.0 + i * 55.5] for i, r in
-                                       enumerate(["north", "south", "east", "west"] * 5)),
-                                 sql="select ...", database="bench", dialect="sqlite", elapsed_ms=1.0)
-    doc = {"title": "Bench", "blocks": [
-        {"type": "number", "label": "Orders", "artifact_id": rows.artifact_id, "path": [0, "orders"]},
-        {"type": "table", "artifact_id": rows.artifact_id, "max_rows": 20},
-        {"type": "chart", "chart": "bar", "artifact_id": rows.artifact_id, "x": "region", "y": "orders"},
-        {"type": "chart", "chart": "line", "artifact_id": rows.artifact_id, "x": "region", "y": "amount"}]}
+    rows = capture_sql_execution(
+        run.artifacts,
+        columns=["region", "orders", "amount"],
+        rows=(
+            [r, 100 + i * 7, 1000.0 + i * 55.5]
+            for i, r in enumerate(["north", "south", "east", "west"] * 5)
+        ),
+        sql="select ...",
+        database="bench",
+        dialect="sqlite",
+        elapsed_ms=1.0,
+    )
+    doc = {
+        "title": "Bench",
+        "blocks": [
+            {
+                "type": "number",
+                "label": "Orders",
+                "artifact_id": rows.artifact_id,
+                "path": [0, "orders"],
+            },
+            {"type": "table", "artifact_id": rows.artifact_id, "max_rows": 20},
+            {
+                "type": "chart",
+                "chart": "bar",
+                "artifact_id": rows.artifact_id,
+                "x": "region",
+                "y": "orders",
+            },
+            {
+                "type": "chart",
+                "chart": "line",
+                "artifact_id": rows.artifact_id,
+                "x": "region",
+                "y": "amount",
+            },
+        ],
+    }
     pdf = kernel.renderer("pdf")
     browser.close_shared()
     started = time.perf_counter()
@@ -61,13 +89,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "r.html"
         source.write_bytes(page)
-        args = [binary, *CHROMIUM_FLAGS, f"--user-data-dir={tmp}/profile", "--no-pdf-header-footer",
-                f"--print-to-pdf={tmp}/r.pdf", source.as_uri()] + (["--no-sandbox"] if os.geteuid() == 0 else [])
+        args = [
+            binary,
+            *CHROMIUM_FLAGS,
+            f"--user-data-dir={tmp}/profile",
+            "--no-pdf-header-footer",
+            f"--print-to-pdf={tmp}/r.pdf",
+            source.as_uri(),
+        ] + (["--no-sandbox"] if os.geteuid() == 0 else [])
         started = time.perf_counter()
         subprocess.run(args, capture_output=True, env=_environment(tmp), check=False, timeout=120)
         one_shot = time.perf_counter() - started
-    print(f"PDF report: cold (browser started) {cold:.2f} s; warm (browser kept) median of {REPEATS} "
-          f"{statistics.median(warm):.2f} s (min {min(warm):.2f}); one Chromium per render {one_shot:.2f} s")
+    print(
+        f"PDF report: cold (browser started) {cold:.2f} s; warm (browser kept) median of {REPEATS} "
+        f"{statistics.median(warm):.2f} s (min {min(warm):.2f}); one Chromium per render {one_shot:.2f} s"
+    )
     browser.close_shared()
     run.close()
     kernel.close()

@@ -37,11 +37,11 @@ import uuid
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, REPO)
 
-from assay.plugins.sandbox import build_spec  # noqa: E402
 from assay.kernel.sandbox import uids  # noqa: E402
+from assay.plugins.sandbox import build_spec  # noqa: E402
 from assay.plugins.sandbox.labels import owner_labels  # noqa: E402
-from tests.sandbox_engines.engines import TEST_IMAGE, manager_for  # noqa: E402
 from tests.sandbox_engines.docker_daemon import docker_daemon, dockerd_binary, runsc_binary  # noqa: E402
+from tests.sandbox_engines.engines import TEST_IMAGE, manager_for  # noqa: E402
 from tests.sandbox_engines.podman_service import image_present, podman_service, podman_usable  # noqa: E402
 
 CODE = "print(1)"
@@ -75,17 +75,39 @@ class RawEngine:
         self.users = uids.pick(config.uid_range)
 
     def run_argv(self) -> list[str]:
-        spec = build_spec(self.config, language="python", name=f"assay-bench-raw-{uuid.uuid4().hex[:10]}",
-                          labels=owner_labels("bench-raw", "raw", 600), users=self.users)
-        return ["run", "--detach", "--pull", "never", "--read-only-tmpfs=false", *spec.cli_run_args(),
-                spec.image, *spec.command]
+        spec = build_spec(
+            self.config,
+            language="python",
+            name=f"assay-bench-raw-{uuid.uuid4().hex[:10]}",
+            labels=owner_labels("bench-raw", "raw", 600),
+            users=self.users,
+        )
+        return [
+            "run",
+            "--detach",
+            "--pull",
+            "never",
+            "--read-only-tmpfs=false",
+            *spec.cli_run_args(),
+            spec.image,
+            *spec.command,
+        ]
 
     def start(self) -> str:
         return podman(*self.run_argv()).strip()
 
     def exec(self, container: str) -> None:
-        out = podman("exec", "--user", self.users.code, "--workdir", self.config.workdir, container,
-                     "python3", "-c", CODE)
+        out = podman(
+            "exec",
+            "--user",
+            self.users.code,
+            "--workdir",
+            self.config.workdir,
+            container,
+            "python3",
+            "-c",
+            CODE,
+        )
         assert out.strip() == "1", out
 
     @staticmethod
@@ -153,8 +175,13 @@ def bench_runtime(name: str, socket_path: str, n_cold: int, n_warm: int) -> list
 def bench_oci_runtimes(engine: str, socket_path: str, n_cold: int, n_warm: int) -> list[tuple]:
     """assay's sessions on ``engine`` under runc and under gVisor, alternating: rows of
     (engine, figure, runc ms, gVisor ms)."""
-    managers = {"runc": manager_for(engine, socket_path), "gVisor": manager_for(engine, socket_path, oci_runtime="runsc")}
-    figures: dict[str, dict[str, list[float]]] = {k: {"cold": [], "first": [], "warm": []} for k in managers}
+    managers = {
+        "runc": manager_for(engine, socket_path),
+        "gVisor": manager_for(engine, socket_path, oci_runtime="runsc"),
+    }
+    figures: dict[str, dict[str, list[float]]] = {
+        k: {"cold": [], "first": [], "warm": []} for k in managers
+    }
     try:
         for manager in managers.values():  # one untimed round each
             manager.runtime
@@ -202,9 +229,18 @@ def thirdparty_python() -> tuple[str | None, str]:
     if os.path.exists(py) and subprocess.run(probe, capture_output=True).returncode == 0:
         return py, "reused " + THIRDPARTY_VENV
     try:
-        subprocess.run([sys.executable, "-m", "venv", THIRDPARTY_VENV], check=True, capture_output=True, timeout=120)
-        done = subprocess.run([py, "-m", "pip", "install", "-q", *THIRDPARTY_PACKAGES],
-                              capture_output=True, text=True, timeout=300)
+        subprocess.run(
+            [sys.executable, "-m", "venv", THIRDPARTY_VENV],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
+        done = subprocess.run(
+            [py, "-m", "pip", "install", "-q", *THIRDPARTY_PACKAGES],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
     except (OSError, subprocess.SubprocessError) as exc:
         return None, f"could not create a venv: {exc}"
     if done.returncode != 0:
@@ -223,11 +259,16 @@ def main() -> int:
     parser.add_argument("--warm", type=int, default=20)
     parser.add_argument("--runtimes", default="podman,docker,nerdctl")
     parser.add_argument("--no-thirdparty", action="store_true")
-    parser.add_argument("--no-gvisor", action="store_true", help="Skip the runc vs gVisor comparison.")
+    parser.add_argument(
+        "--no-gvisor", action="store_true", help="Skip the runc vs gVisor comparison."
+    )
     args = parser.parse_args()
 
     if not podman_usable() or not image_present(TEST_IMAGE):
-        print(f"podman or the image {TEST_IMAGE} is missing: run scripts/build-sandbox-image.sh", file=sys.stderr)
+        print(
+            f"podman or the image {TEST_IMAGE} is missing: run scripts/build-sandbox-image.sh",
+            file=sys.stderr,
+        )
         return 2
     os.environ.setdefault("ASSAY_LOG_LEVEL", "error")
     rows: list[tuple] = []
@@ -243,7 +284,9 @@ def main() -> int:
         else:
             gvisor_rows += bench_oci_runtimes("podman", socket_path, args.cold, args.warm)
             if dockerd_binary() is None:
-                gvisor_note = "dockerd is not installed (apt-get install docker.io): docker left out"
+                gvisor_note = (
+                    "dockerd is not installed (apt-get install docker.io): docker left out"
+                )
             else:
                 with docker_daemon(TEST_IMAGE) as docker_socket:
                     gvisor_rows += bench_oci_runtimes("docker", docker_socket, args.cold, args.warm)
@@ -251,18 +294,35 @@ def main() -> int:
         if not args.no_thirdparty:
             py, how = thirdparty_python()
             if py:
-                done = subprocess.run([py, os.path.join(REPO, "bench", "thirdparty_sandboxes.py"), socket_path,
-                                       TEST_IMAGE, str(args.warm)], capture_output=True, text=True, timeout=600)
+                done = subprocess.run(
+                    [
+                        py,
+                        os.path.join(REPO, "bench", "thirdparty_sandboxes.py"),
+                        socket_path,
+                        TEST_IMAGE,
+                        str(args.warm),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=600,
+                )
                 try:
                     third = json.loads(done.stdout.strip().splitlines()[-1])
                 except (ValueError, IndexError):
-                    third = {"all": {"ok": False, "why": f"runner failed: {done.stderr.strip()[-300:]}"}}
+                    third = {
+                        "all": {"ok": False, "why": f"runner failed: {done.stderr.strip()[-300:]}"}
+                    }
             else:
-                third = {"llm-sandbox": {"ok": False, "why": how}, "dbgpt-sandbox": {"ok": False, "why": how}}
+                third = {
+                    "llm-sandbox": {"ok": False, "why": how},
+                    "dbgpt-sandbox": {"ok": False, "why": how},
+                }
 
     load = " / ".join(f"{x:.1f}" for x in os.getloadavg())
-    print(f"sandbox bench: image {TEST_IMAGE}, code {CODE!r}, cold n={args.cold}, warm n={args.warm}; "
-          f"raw = podman CLI with the same hardening flags; load average {load} on {os.cpu_count()} CPUs")
+    print(
+        f"sandbox bench: image {TEST_IMAGE}, code {CODE!r}, cold n={args.cold}, warm n={args.warm}; "
+        f"raw = podman CLI with the same hardening flags; load average {load} on {os.cpu_count()} CPUs"
+    )
     print(f"{'runtime':8} {'figure':27} {'ours ms':>8} {'raw ms':>8} {'ratio':>6}  target")
     all_met = True
     for runtime, figure, ours, raw, target in rows:
@@ -277,27 +337,38 @@ def main() -> int:
             verdict = f"<= {target}x {'met' if met else 'NOT met'}"
         print(f"{runtime:8} {figure:27} {fmt(ours)} {fmt(raw)} {ratio:6.2f}  {verdict}")
     if gvisor_rows or gvisor_note:
-        print("runc vs gVisor (assay's sessions; docker = a private Docker Engine, not podman's API):")
+        print(
+            "runc vs gVisor (assay's sessions; docker = a private Docker Engine, not podman's API):"
+        )
         if gvisor_note:
             print(f"  {gvisor_note}")
         if gvisor_rows:
             print(f"{'engine':8} {'figure':27} {'runc ms':>8} {'gVisor':>8} {'ratio':>6}")
         for engine, figure, runc_ms, gvisor_ms in gvisor_rows:
-            print(f"{engine:8} {figure:27} {fmt(runc_ms)} {fmt(gvisor_ms)} {gvisor_ms / runc_ms:6.2f}")
+            print(
+                f"{engine:8} {figure:27} {fmt(runc_ms)} {fmt(gvisor_ms)} {gvisor_ms / runc_ms:6.2f}"
+            )
     if third is not None:
         ours_by = {(r[0], r[1]): r[2] for r in rows}
-        print("third-party sandboxes on the same engine and image (warm = print(1) in an open session):")
+        print(
+            "third-party sandboxes on the same engine and image (warm = print(1) in an open session):"
+        )
         for pkg, res in third.items():
             if not res.get("ok"):
                 print(f"  {pkg}: could not run here: {res.get('why')}")
                 continue
             compare = "podman" if "API" in res.get("backend", "") else "nerdctl"
             ours_warm = ours_by.get((compare, "warm execution p50"))
-            side = f"; assay {compare} warm p50 {ours_warm:.1f} ms (assay/{pkg} {ours_warm / res['warm_p50_ms']:.2f})" \
-                if ours_warm else ""
-            print(f"  {pkg} ({res.get('backend')}): cold {res['cold_ms']:.1f} ms, first {res['first_ms']:.1f} ms, "
-                  f"warm p50 {res['warm_p50_ms']:.1f} ms, p95 {res['warm_p95_ms']:.1f} ms{side}"
-                  + (f"  [{res['note']}]" if res.get("note") else ""))
+            side = (
+                f"; assay {compare} warm p50 {ours_warm:.1f} ms (assay/{pkg} {ours_warm / res['warm_p50_ms']:.2f})"
+                if ours_warm
+                else ""
+            )
+            print(
+                f"  {pkg} ({res.get('backend')}): cold {res['cold_ms']:.1f} ms, first {res['first_ms']:.1f} ms, "
+                f"warm p50 {res['warm_p50_ms']:.1f} ms, p95 {res['warm_p95_ms']:.1f} ms{side}"
+                + (f"  [{res['note']}]" if res.get("note") else "")
+            )
     print("all targets met" if all_met else "SOME TARGETS NOT MET")
     return 0
 

@@ -48,26 +48,41 @@ def timed(fn) -> float:
 def measure(label: str, url: str, config: dict) -> None:
     home = Path(tempfile.mkdtemp())
     first = resource(url, home, **config)
-    connect = timed(lambda: first.executor().pool)  # the pool and its login check: not the index's work
+    connect = timed(
+        lambda: first.executor().pool
+    )  # the pool and its login check: not the index's work
     build = timed(first.tables)
     assert first.index_state == "rebuilt", first.index_state
     n_tables, n_cols = len(first.tables()), sum(len(t.columns) for t in first.tables())
     bare = resource(url, home, **config)
     introspect = min(timed(lambda: bare.executor().introspect(None)) for _ in range(3))
-    write = min(timed(lambda: SchemaIndex(home / "w.sqlite").rebuild(first.tables(), "x")) for _ in range(3))
+    write = min(
+        timed(lambda: SchemaIndex(home / "w.sqlite").rebuild(first.tables(), "x")) for _ in range(3)
+    )
     later = resource(url, home, **config)
     later.executor().pool
     reuse = timed(later.tables)
     assert later.index_state == "fresh", later.index_state
-    print(f"\n{label}: {n_tables} tables, {n_cols} columns (opening the pool and checking the login first: "
-          f"{connect * 1000:.0f} ms, not counted)")
-    print(f"  1. index build on first use       {build * 1000:8.0f} ms  (target <= 2000 ms)  "
-          f"= introspection {introspect * 1000:.0f} ms + index write {write * 1000:.0f} ms "
-          f"(build / introspection alone: {build / introspect:.2f}x)")
-    print(f"  2. later process, schema unchanged {reuse * 1000:7.0f} ms  (fingerprint + read the index), "
-          f"{introspect / reuse:.1f}x faster than introspecting again")
+    print(
+        f"\n{label}: {n_tables} tables, {n_cols} columns (opening the pool and checking the login first: "
+        f"{connect * 1000:.0f} ms, not counted)"
+    )
+    print(
+        f"  1. index build on first use       {build * 1000:8.0f} ms  (target <= 2000 ms)  "
+        f"= introspection {introspect * 1000:.0f} ms + index write {write * 1000:.0f} ms "
+        f"(build / introspection alone: {build / introspect:.2f}x)"
+    )
+    print(
+        f"  2. later process, schema unchanged {reuse * 1000:7.0f} ms  (fingerprint + read the index), "
+        f"{introspect / reuse:.1f}x faster than introspecting again"
+    )
     for _ in range(3):  # the index and the sample cache are warm after these passes
-        for q, _ in QUESTIONS:  # (a prompt reads samples for at most sample_prompt_s; the rest wait their turn)
+        for (
+            q,
+            _,
+        ) in (
+            QUESTIONS
+        ):  # (a prompt reads samples for at most sample_prompt_s; the rest wait their turn)
             later.get_prompt(PromptBudget(max_chars=BUDGET, question=q))
     sample_queries = []
     query = later.query
@@ -75,12 +90,16 @@ def measure(label: str, url: str, config: dict) -> None:
     runs = []
     for _ in range(5):
         for q, _ in QUESTIONS:
-            runs.append(timed(lambda q=q: later.get_prompt(PromptBudget(max_chars=BUDGET, question=q))))
+            runs.append(
+                timed(lambda q=q: later.get_prompt(PromptBudget(max_chars=BUDGET, question=q)))
+            )
     plain = [timed(lambda: later.get_prompt(PromptBudget(max_chars=BUDGET))) for _ in range(50)]
     p50, p95 = statistics.median(runs), statistics.quantiles(runs, n=20)[18]
-    print(f"  3. warm prompt for a question      p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms  (target <= 20 ms), "
-          f"catalog-order prompt without a question p50 {statistics.median(plain) * 1000:.1f} ms "
-          f"({len(sample_queries)} sample queries while measuring)")
+    print(
+        f"  3. warm prompt for a question      p50 {p50 * 1000:.1f} ms, p95 {p95 * 1000:.1f} ms  (target <= 20 ms), "
+        f"catalog-order prompt without a question p50 {statistics.median(plain) * 1000:.1f} ms "
+        f"({len(sample_queries)} sample queries while measuring)"
+    )
     for r in (first, bare, later):
         r.close()
 
@@ -111,7 +130,11 @@ def main() -> None:
             for t in tables(WIDTH)[TABLES:]:
                 conn.execute(f'DROP TABLE "{t.name}" CASCADE')
     try:
-        measure("PostgreSQL", f"{PG_BASE}?options=-csearch_path%3D{schema}", {"allow_privileged": True, "schemas": [schema]})
+        measure(
+            "PostgreSQL",
+            f"{PG_BASE}?options=-csearch_path%3D{schema}",
+            {"allow_privileged": True, "schemas": [schema]},
+        )
     finally:
         with psycopg.connect(PG_BASE, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -40,7 +40,9 @@ SQL = "SELECT id, region, amount, amount * 2 AS doubled, region || '-' || id AS 
 def make_db(path: Path) -> None:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT, amount INTEGER)")
-    conn.executemany("INSERT INTO sales VALUES (?, ?, ?)", [(i, "nesw"[i % 4], i * 3) for i in range(5000)])
+    conn.executemany(
+        "INSERT INTO sales VALUES (?, ?, ?)", [(i, "nesw"[i % 4], i * 3) for i in range(5000)]
+    )
     conn.commit()
     conn.close()
 
@@ -63,21 +65,41 @@ def main() -> int:
     db = tmp / "sales.db"
     make_db(db)
     script = tmp / "script.json"
-    script.write_text(json.dumps([{"tool": "sql_query", "arguments": {"sql": f"{SQL} OFFSET {i}"}}
-                                  for i in range(STEPS)] + [{"text": "done"}]))
+    script.write_text(
+        json.dumps(
+            [{"tool": "sql_query", "arguments": {"sql": f"{SQL} OFFSET {i}"}} for i in range(STEPS)]
+            + [{"text": "done"}]
+        )
+    )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "SANDBOX_"))}
-    env.update({"ASSAY_HOME": str(tmp / "home"), "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
-                "ASSAY_SERVICE_MODEL": f"scripted:{script}", "ASSAY_SERVICE_MAX_STEPS": str(STEPS + 5),
-                # the bench measures the API's overhead, not its per-token limits
-                "ASSAY_SERVICE_TOOL_CALLS_PER_MINUTE": str(10 * N),
-                "SANDBOX_RUNTIME": "local", "SANDBOX_ALLOW_LOCAL_RUNTIME": "1"})
+    env.update(
+        {
+            "ASSAY_HOME": str(tmp / "home"),
+            "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
+            "ASSAY_SERVICE_MODEL": f"scripted:{script}",
+            "ASSAY_SERVICE_MAX_STEPS": str(STEPS + 5),
+            # the bench measures the API's overhead, not its per-token limits
+            "ASSAY_SERVICE_TOOL_CALLS_PER_MINUTE": str(10 * N),
+            "SANDBOX_RUNTIME": "local",
+            "SANDBOX_ALLOW_LOCAL_RUNTIME": "1",
+        }
+    )
     os.environ.update({k: v for k, v in env.items() if k.startswith(("ASSAY_", "SANDBOX_"))})
     cli = [sys.executable, "-m", "assay.kernel.cli"]
-    token = subprocess.run([*cli, "tokens", "create", "--owner", "bench"], env=env, capture_output=True, text=True,
-                           check=True).stdout.strip()
+    token = subprocess.run(
+        [*cli, "tokens", "create", "--owner", "bench"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     port = free_port()
-    server = subprocess.Popen([*cli, "serve", "--port", str(port)], env=env, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [*cli, "serve", "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     ok = True
     try:
@@ -93,7 +115,9 @@ def main() -> int:
         from assay import Kernel
 
         kernel = Kernel()
-        client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        client = httpx.Client(
+            base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+        )
         body = {"arguments": {"sql": SQL}}
         reused = kernel.new_run()
 
@@ -115,7 +139,9 @@ def main() -> int:
             t = time.perf_counter()
             response = client.post("/tools/sql_query", json=body)
             data = response.json()
-            assert response.status_code == 200 and data["result"]["data"]["row_count"] == 50, response.text[:300]
+            assert response.status_code == 200 and data["result"]["data"]["row_count"] == 50, (
+                response.text[:300]
+            )
             return time.perf_counter() - t
 
         import http.client
@@ -146,13 +172,23 @@ def main() -> int:
         # request building and parsing (about 1.5 ms here) is the client's cost, not the server's.
         ratio = statistics.median(plain) / statistics.median(fresh)
         print(f"1. POST /tools/sql_query (50 rows), p50 of {N}:")
-        print(f"   direct kernel.call_tool, a run per call  {statistics.median(fresh) * 1000:7.2f} ms")
-        print(f"   direct kernel.call_tool, one run reused  {statistics.median(same) * 1000:7.2f} ms (reference)")
-        print(f"   HTTP API, http.client (standard library) {statistics.median(plain) * 1000:7.2f} ms")
-        print(f"   HTTP API, httpx client                   {statistics.median(http) * 1000:7.2f} ms "
-              f"({statistics.median(http) / statistics.median(fresh):.2f}x: with httpx's own cost)")
-        print(f"   ratio API / direct (http.client): {ratio:.2f}x (target <= 2x); against the reused run "
-              f"{statistics.median(plain) / statistics.median(same):.2f}x")
+        print(
+            f"   direct kernel.call_tool, a run per call  {statistics.median(fresh) * 1000:7.2f} ms"
+        )
+        print(
+            f"   direct kernel.call_tool, one run reused  {statistics.median(same) * 1000:7.2f} ms (reference)"
+        )
+        print(
+            f"   HTTP API, http.client (standard library) {statistics.median(plain) * 1000:7.2f} ms"
+        )
+        print(
+            f"   HTTP API, httpx client                   {statistics.median(http) * 1000:7.2f} ms "
+            f"({statistics.median(http) / statistics.median(fresh):.2f}x: with httpx's own cost)"
+        )
+        print(
+            f"   ratio API / direct (http.client): {ratio:.2f}x (target <= 2x); against the reused run "
+            f"{statistics.median(plain) / statistics.median(same):.2f}x"
+        )
         ok &= ratio <= 2.0
 
         run = client.post("/runs", json={"question": "bench", "datasource": "sales"}).json()
@@ -165,10 +201,16 @@ def main() -> int:
                     late.setdefault(event["kind"], []).append((now - event["at"]) * 1000)
         everything = [v for values in late.values() for v in values]
         tool = late.get("tool_finished", [])
-        print(f"2. SSE latency, step end -> client ({len(tool)} tool steps, {len(everything)} events):")
-        print(f"   tool_finished p50 {p(tool, 0.5):6.2f} ms  p95 {p(tool, 0.95):6.2f} ms  max {max(tool):6.2f} ms")
-        print(f"   all events    p50 {p(everything, 0.5):6.2f} ms  p95 {p(everything, 0.95):6.2f} ms (target p95 "
-              "<= 50 ms)")
+        print(
+            f"2. SSE latency, step end -> client ({len(tool)} tool steps, {len(everything)} events):"
+        )
+        print(
+            f"   tool_finished p50 {p(tool, 0.5):6.2f} ms  p95 {p(tool, 0.95):6.2f} ms  max {max(tool):6.2f} ms"
+        )
+        print(
+            f"   all events    p50 {p(everything, 0.5):6.2f} ms  p95 {p(everything, 0.95):6.2f} ms (target p95 "
+            "<= 50 ms)"
+        )
         ok &= p(tool, 0.95) <= 50
         client.close()
         kernel.close()

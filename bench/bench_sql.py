@@ -90,12 +90,18 @@ class Activity:
 
     def running(self, session_id) -> bool:
         if self.engine == "postgresql":
-            return self.conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'", (session_id,)
-            ).fetchone()[0] > 0
+            return (
+                self.conn.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'",
+                    (session_id,),
+                ).fetchone()[0]
+                > 0
+            )
         with self.conn.cursor() as cur:
-            cur.execute("SELECT count(*) FROM information_schema.processlist WHERE id = %s AND command = 'Query'",
-                        (session_id,))
+            cur.execute(
+                "SELECT count(*) FROM information_schema.processlist WHERE id = %s AND command = 'Query'",
+                (session_id,),
+            )
             return cur.fetchone()[0] > 0
 
     def gone_after(self, session_id, deadline: float) -> float:
@@ -120,10 +126,12 @@ def ours_once(db, engine: str, activity: Activity | None) -> float:
     gone: list[float] = []
     watcher = None
     if activity is not None:
+
         def watch() -> None:
             while attempt.deadline is None or attempt.session_id is None:
                 time.sleep(0.0005)
             gone.append(activity.gone_after(attempt.session_id, attempt.deadline))
+
         watcher = threading.Thread(target=watch)
         watcher.start()
     try:
@@ -198,15 +206,21 @@ def baseline_once(engine: str, ctx: dict, activity: Activity | None) -> float:
 def bench_cancellation(ctx: dict, runs: int) -> None:
     from assay.plugins.sql.resource import DatabaseResource
 
-    print(f"\n== cancellation: deadline -> query gone ({runs} runs per engine, limit {TIMEOUT_S * 1000:.0f} ms) ==")
-    print(f"{'engine':<11} {'assay p50':>10} {'assay p95':>10} {'baseline p50':>13} {'baseline p95':>13} "
-          f"{'p95 ratio':>10} {'target p95':>11}  met")
+    print(
+        f"\n== cancellation: deadline -> query gone ({runs} runs per engine, limit {TIMEOUT_S * 1000:.0f} ms) =="
+    )
+    print(
+        f"{'engine':<11} {'assay p50':>10} {'assay p95':>10} {'baseline p50':>13} {'baseline p95':>13} "
+        f"{'p95 ratio':>10} {'target p95':>11}  met"
+    )
     for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
         if engine not in ctx["urls"]:
             print(f"{engine:<11} (not available)")
             continue
         activity = Activity(engine) if engine in ("postgresql", "mariadb") else None
-        db = DatabaseResource("bench", ctx["urls"][engine], config=bench_config(ctx["urls"][engine]))
+        db = DatabaseResource(
+            "bench", ctx["urls"][engine], config=bench_config(ctx["urls"][engine])
+        )
         ours, base = [], []
         try:
             db.query("SELECT 1")  # open the pool (and MariaDB's kill connection) first
@@ -221,8 +235,10 @@ def bench_cancellation(ctx: dict, runs: int) -> None:
         o50, o95, b50, b95 = pct(ours, 0.5), pct(ours, 0.95), pct(base, 0.5), pct(base, 0.95)
         ratio = o95 / b95 if b95 > 0 else float("inf")
         met = "yes" if o95 <= TARGET_MS[engine] else "NO"
-        print(f"{engine:<11} {o50:>8.1f}ms {o95:>8.1f}ms {b50:>11.1f}ms {b95:>11.1f}ms {ratio:>9.2f}x "
-              f"{TARGET_MS[engine]:>8} ms  {met}")
+        print(
+            f"{engine:<11} {o50:>8.1f}ms {o95:>8.1f}ms {b50:>11.1f}ms {b95:>11.1f}ms {ratio:>9.2f}x "
+            f"{TARGET_MS[engine]:>8} ms  {met}"
+        )
 
 
 # --- 100,000-row results -------------------------------------------------------
@@ -262,11 +278,17 @@ def bench_results(ctx: dict, runs: int) -> None:
     from assay import Kernel
     from assay.plugins.sql import open_datasource
 
-    print("\n== sql_query on a 100,000-row result vs the raw driver (%d interleaved pairs) ==" % runs)
-    print("   ratio = median of the per-pair ratios (each pair runs back to back, in alternating order,")
+    print(
+        "\n== sql_query on a 100,000-row result vs the raw driver (%d interleaved pairs) ==" % runs
+    )
+    print(
+        "   ratio = median of the per-pair ratios (each pair runs back to back, in alternating order,"
+    )
     print("   so the machine's drift hits both alike); the medians are shown beside it")
-    print(f"{'engine':<11} {'raw driver':>11} {'sql_query':>10} {'ratio':>7} {'no capture':>11} {'ratio':>6} "
-          f"{'capture':>9}  target  met")
+    print(
+        f"{'engine':<11} {'raw driver':>11} {'sql_query':>10} {'ratio':>7} {'no capture':>11} {'ratio':>6} "
+        f"{'capture':>9}  target  met"
+    )
     kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
     kernel.start()
     for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
@@ -274,8 +296,11 @@ def bench_results(ctx: dict, runs: int) -> None:
             print(f"{engine:<11} (not available)")
             continue
         sql = ctx["big_sql"][engine]
-        kernel.attach(open_datasource(engine, ctx["urls"][engine], kernel=kernel,
-                                      config=bench_config(ctx["urls"][engine])))
+        kernel.attach(
+            open_datasource(
+                engine, ctx["urls"][engine], kernel=kernel, config=bench_config(ctx["urls"][engine])
+            )
+        )
         raw, tool, bare = [], [], []
 
         def through_tool(capture: bool) -> float:
@@ -300,8 +325,10 @@ def bench_results(ctx: dict, runs: int) -> None:
         r, t, b = (statistics.median(x) * 1000 for x in (raw, tool, bare))
         ratio = statistics.median(a / c for a, c in zip(tool, raw))
         bare_ratio = statistics.median(a / c for a, c in zip(bare, raw))
-        print(f"{engine:<11} {r:>9.1f}ms {t:>8.1f}ms {ratio:>6.2f}x {b:>9.1f}ms {bare_ratio:>5.2f}x {t - b:>7.1f}ms"
-              f"  1.5x   {'yes' if ratio <= 1.5 else 'NO'}")
+        print(
+            f"{engine:<11} {r:>9.1f}ms {t:>8.1f}ms {ratio:>6.2f}x {b:>9.1f}ms {bare_ratio:>5.2f}x {t - b:>7.1f}ms"
+            f"  1.5x   {'yes' if ratio <= 1.5 else 'NO'}"
+        )
     kernel.close()
 
 
@@ -315,8 +342,10 @@ def setup(tmp: Path) -> dict:
     started = time.perf_counter()
     counts = write_sqlite(tmp / "retail.db", orders=200_000)
     took = time.perf_counter() - started
-    print(f"retail sample data: {counts['orders']:,} orders, {counts['order_items']:,} order items "
-          f"-> SQLite in {took:.1f} s")
+    print(
+        f"retail sample data: {counts['orders']:,} orders, {counts['order_items']:,} order items "
+        f"-> SQLite in {took:.1f} s"
+    )
     ctx["sqlite"] = tmp / "retail.db"
     ctx["urls"]["sqlite"] = f"sqlite:///{tmp / 'retail.db'}"
     ctx["big_sql"]["sqlite"] = "SELECT * FROM order_items WHERE order_item_id <= 100000"
@@ -325,9 +354,11 @@ def setup(tmp: Path) -> dict:
 
     path = tmp / "bench.duckdb"
     with duckdb.connect(str(path)) as conn:
-        conn.execute("CREATE TABLE t AS SELECT i AS id, i % 97 AS k, md5(i::varchar) AS s, "
-                     "(i * 1.25)::DECIMAL(12,2) AS amount, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts "
-                     "FROM range(1, 100001) r(i)")
+        conn.execute(
+            "CREATE TABLE t AS SELECT i AS id, i % 97 AS k, md5(i::varchar) AS s, "
+            "(i * 1.25)::DECIMAL(12,2) AS amount, TIMESTAMP '2024-01-01' + i * INTERVAL 1 MINUTE AS ts "
+            "FROM range(1, 100001) r(i)"
+        )
     ctx["urls"]["duckdb"] = f"duckdb:///{path}"
 
     # the datasource's own configuration (DuckDB refuses a second one for the same file in a process)
@@ -335,7 +366,9 @@ def setup(tmp: Path) -> dict:
     from assay.plugins.sql.resource import DatabaseResource
 
     limits = DatabaseResource("bench", f"duckdb:///{path}").limits
-    ctx["duckdb_raw"] = duckdb.connect(str(path), read_only=True, config=instance_config(limits)).cursor()
+    ctx["duckdb_raw"] = duckdb.connect(
+        str(path), read_only=True, config=instance_config(limits)
+    ).cursor()
     ctx["big_sql"]["duckdb"] = "SELECT * FROM t"
 
     name = "bench_sql_" + uuid.uuid4().hex[:8]
@@ -345,10 +378,15 @@ def setup(tmp: Path) -> dict:
         with psycopg.connect(PG, autocommit=True) as conn:
             conn.execute(f"CREATE SCHEMA {name}")
             ctx["cleanup"].append(
-                lambda: psycopg.connect(PG, autocommit=True).execute(f"DROP SCHEMA IF EXISTS {name} CASCADE"))
-            conn.execute(f"CREATE TABLE {name}.t AS SELECT g AS id, g % 97 AS k, md5(g::text) AS s, "
-                         "(g * 1.25)::numeric(12,2) AS amount, timestamp '2024-01-01' + g * interval '1 minute' AS ts "
-                         "FROM generate_series(1, 100000) g")
+                lambda: psycopg.connect(PG, autocommit=True).execute(
+                    f"DROP SCHEMA IF EXISTS {name} CASCADE"
+                )
+            )
+            conn.execute(
+                f"CREATE TABLE {name}.t AS SELECT g AS id, g % 97 AS k, md5(g::text) AS s, "
+                "(g * 1.25)::numeric(12,2) AS amount, timestamp '2024-01-01' + g * interval '1 minute' AS ts "
+                "FROM generate_series(1, 100000) g"
+            )
         ctx["urls"]["postgresql"] = PG
         ctx["big_sql"]["postgresql"] = f"SELECT * FROM {name}.t"
     except Exception as exc:  # noqa: BLE001
@@ -366,9 +404,11 @@ def setup(tmp: Path) -> dict:
             cur.execute(f"CREATE DATABASE {name}")
             ctx["cleanup"].append(drop)
             cur.execute(f"USE {name}")
-            cur.execute(f"CREATE TABLE {name}.t AS SELECT seq AS id, seq % 97 AS k, md5(seq) AS s, "
-                        "CAST(seq * 1.25 AS DECIMAL(12,2)) AS amount, "
-                        "TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq MINUTE AS ts FROM seq_1_to_100000")
+            cur.execute(
+                f"CREATE TABLE {name}.t AS SELECT seq AS id, seq % 97 AS k, md5(seq) AS s, "
+                "CAST(seq * 1.25 AS DECIMAL(12,2)) AS amount, "
+                "TIMESTAMP '2024-01-01 00:00:00' + INTERVAL seq MINUTE AS ts FROM seq_1_to_100000"
+            )
         conn.close()
         ctx["urls"]["mariadb"] = f"mariadb://root@127.0.0.1:3306/{name}"
         ctx["mariadb_db"] = name
@@ -404,7 +444,9 @@ def memory_child(engine: str, sql: str, tmp: str) -> None:
 
     if engine == "sqlite":
         url = f"sqlite:///{tmp}/m.db"
-        sqlite3.connect(f"{tmp}/m.db").execute("CREATE TABLE IF NOT EXISTS t (a int)").connection.close()
+        sqlite3.connect(f"{tmp}/m.db").execute(
+            "CREATE TABLE IF NOT EXISTS t (a int)"
+        ).connection.close()
     elif engine == "duckdb":
         import duckdb
 
@@ -423,8 +465,11 @@ def memory_child(engine: str, sql: str, tmp: str) -> None:
     result = kernel.call_tool("sql_query", {"sql": sql, "timeout_s": 3600}, run=run)
     took = time.perf_counter() - started
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    what = (f"{result.data['row_count']:,} rows, artifact {result.data.get('artifact_row_count', result.data['row_count']):,}"
-            if result.success else result.error_code)
+    what = (
+        f"{result.data['row_count']:,} rows, artifact {result.data.get('artifact_row_count', result.data['row_count']):,}"
+        if result.success
+        else result.error_code
+    )
     print(f"RESULT\t{what}\t{took:.1f}\t{peak:.0f}")
     run.close()
     kernel.close()
@@ -434,22 +479,41 @@ def bench_memory(rows: int, value_mb: int) -> None:
     import subprocess
 
     value = value_mb * 1_000_000
-    cases = [("rows", f"{rows:,} rows", MEMORY_ROWS_SQL, {}),
-             ("value", f"one {value_mb} MB value, cap 1 GiB", MEMORY_VALUE_SQL, {}),
-             ("value", f"one {value_mb} MB value, cap {value_mb // 2} MB", MEMORY_VALUE_SQL,
-              {"ASSAY_ARTIFACT_MAX_BYTES": str(value // 2)})]
+    cases = [
+        ("rows", f"{rows:,} rows", MEMORY_ROWS_SQL, {}),
+        ("value", f"one {value_mb} MB value, cap 1 GiB", MEMORY_VALUE_SQL, {}),
+        (
+            "value",
+            f"one {value_mb} MB value, cap {value_mb // 2} MB",
+            MEMORY_VALUE_SQL,
+            {"ASSAY_ARTIFACT_MAX_BYTES": str(value // 2)},
+        ),
+    ]
     print("\nMemory: peak RSS of one sql_query with evidence, in a fresh process")
     print(f"{'engine':<11} {'case':<34} {'outcome':<34} {'seconds':>8} {'peak MiB':>9}")
     for engine in ("sqlite", "duckdb", "postgresql", "mariadb"):
         for _kind, label, table, env in cases:
-            sql = table[engine].format(n=rows if table is MEMORY_ROWS_SQL else value, half=value // 2)
+            sql = table[engine].format(
+                n=rows if table is MEMORY_ROWS_SQL else value, half=value // 2
+            )
             with tempfile.TemporaryDirectory() as tmp:
-                child_env = {**os.environ, "ASSAY_HOME": f"{tmp}/home", "ASSAY_LOG_LEVEL": "ERROR", **env}
-                proc = subprocess.run([sys.executable, __file__, "--memory-child", engine, sql, tmp],
-                                      capture_output=True, text=True, env=child_env)
+                child_env = {
+                    **os.environ,
+                    "ASSAY_HOME": f"{tmp}/home",
+                    "ASSAY_LOG_LEVEL": "ERROR",
+                    **env,
+                }
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--memory-child", engine, sql, tmp],
+                    capture_output=True,
+                    text=True,
+                    env=child_env,
+                )
             line = next((x for x in proc.stdout.splitlines() if x.startswith("RESULT\t")), None)
             if line is None:
-                print(f"{engine:<11} {label:<34} failed: {(proc.stderr or proc.stdout).strip()[-200:]}")
+                print(
+                    f"{engine:<11} {label:<34} failed: {(proc.stderr or proc.stdout).strip()[-200:]}"
+                )
                 continue
             _, what, took, peak = line.split("\t")
             print(f"{engine:<11} {label:<34} {what:<34} {took:>8} {peak:>9}", flush=True)
@@ -457,10 +521,19 @@ def bench_memory(rows: int, value_mb: int) -> None:
 
 def ten_kb_queries() -> dict[str, str]:
     """Two analyst-shaped queries of about 10 KB each."""
-    cases = " ".join(f"WHEN total BETWEEN {i} AND {i + 0.99} THEN 'band {i:03d}'" for i in range(200))
+    cases = " ".join(
+        f"WHEN total BETWEEN {i} AND {i + 0.99} THEN 'band {i:03d}'" for i in range(200)
+    )
     report = f"SELECT store_id, CASE {cases} ELSE 'other' END AS band, count(*) AS n FROM orders GROUP BY 1, 2"
-    ids = "SELECT order_id, total FROM orders WHERE order_id IN (" + ", ".join(str(i) for i in range(1700)) + ")"
-    return {f"CASE report ({len(report) / 1000:.1f} KB)": report, f"IN list ({len(ids) / 1000:.1f} KB)": ids}
+    ids = (
+        "SELECT order_id, total FROM orders WHERE order_id IN ("
+        + ", ".join(str(i) for i in range(1700))
+        + ")"
+    )
+    return {
+        f"CASE report ({len(report) / 1000:.1f} KB)": report,
+        f"IN list ({len(ids) / 1000:.1f} KB)": ids,
+    }
 
 
 def bench_regenerate(repeat: int) -> None:
@@ -483,9 +556,13 @@ def bench_regenerate(repeat: int) -> None:
             took.append(time.perf_counter() - started)
         return statistics.median(took) * 1000
 
-    print(f"\n== regeneration: the SQL to run written from the checked tree (median of {repeat} calls each) ==")
-    print(f"{'dialect':<11} {'queries':>7} {'check p50':>10} {'regen p50':>10} {'regen p95':>10} {'regen max':>10}"
-          "  target 2 ms  met")
+    print(
+        f"\n== regeneration: the SQL to run written from the checked tree (median of {repeat} calls each) =="
+    )
+    print(
+        f"{'dialect':<11} {'queries':>7} {'check p50':>10} {'regen p50':>10} {'regen p95':>10} {'regen max':>10}"
+        "  target 2 ms  met"
+    )
     for dialect in ("sqlite", "duckdb", "postgresql", "mariadb"):
         check_ms, regen_ms = [], []
         for sql in queries_for(dialect):
@@ -495,31 +572,51 @@ def bench_regenerate(repeat: int) -> None:
                 sql = guard.resolve_postgres_escapes(sql)
             check_ms.append(per_call(lambda _: parse_and_walk(sql, dialect)))
             # the generator writes the tree in place: each call gets a fresh parse (not timed)
-            regen_ms.append(per_call(lambda parsed: regenerate(parsed[1], dialect, parsed[0]),
-                                     lambda: guard._parse_one(sql, dialect)))
+            regen_ms.append(
+                per_call(
+                    lambda parsed: regenerate(parsed[1], dialect, parsed[0]),
+                    lambda: guard._parse_one(sql, dialect),
+                )
+            )
         regen_ms.sort()
         p95 = regen_ms[min(len(regen_ms) - 1, int(len(regen_ms) * 0.95))]
-        print(f"{dialect:<11} {len(regen_ms):>7} {statistics.median(check_ms):>8.2f}ms "
-              f"{statistics.median(regen_ms):>8.2f}ms {p95:>8.2f}ms {regen_ms[-1]:>8.2f}ms"
-              f"  {'':>11} {'yes' if regen_ms[-1] <= 2 else 'NO'}")
+        print(
+            f"{dialect:<11} {len(regen_ms):>7} {statistics.median(check_ms):>8.2f}ms "
+            f"{statistics.median(regen_ms):>8.2f}ms {p95:>8.2f}ms {regen_ms[-1]:>8.2f}ms"
+            f"  {'':>11} {'yes' if regen_ms[-1] <= 2 else 'NO'}"
+        )
     for name, sql in ten_kb_queries().items():
         check = per_call(lambda _: guard.check_read_only(sql, "postgresql"))
-        regen = per_call(lambda parsed: regenerate(parsed[1], "postgresql", parsed[0]),
-                         lambda: guard._parse_one(sql, "postgresql"))
-        print(f"{'postgresql':<11} {name:>30}: whole check {check:.2f} ms, of which regeneration {regen:.2f} ms"
-              f"  {'yes' if regen <= 2 else 'NO'}")
+        regen = per_call(
+            lambda parsed: regenerate(parsed[1], "postgresql", parsed[0]),
+            lambda: guard._parse_one(sql, "postgresql"),
+        )
+        print(
+            f"{'postgresql':<11} {name:>30}: whole check {check:.2f} ms, of which regeneration {regen:.2f} ms"
+            f"  {'yes' if regen <= 2 else 'NO'}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=12, help="cancellations per engine")
-    parser.add_argument("--result-runs", type=int, default=15, help="100,000-row fetch pairs per engine")
+    parser.add_argument(
+        "--result-runs", type=int, default=15, help="100,000-row fetch pairs per engine"
+    )
     parser.add_argument("--memory", action="store_true", help="only the memory figures (issue 12)")
     parser.add_argument("--rows", type=int, default=10_000_000, help="rows of the memory figure")
-    parser.add_argument("--value-mb", type=int, default=500, help="size of the one large value (MB)")
-    parser.add_argument("--memory-child", nargs=3, metavar=("ENGINE", "SQL", "TMP"), help=argparse.SUPPRESS)
-    parser.add_argument("--regenerate", action="store_true", help="only the regeneration cost (issue 30)")
-    parser.add_argument("--repeat", type=int, default=20, help="calls per query of the regeneration figure")
+    parser.add_argument(
+        "--value-mb", type=int, default=500, help="size of the one large value (MB)"
+    )
+    parser.add_argument(
+        "--memory-child", nargs=3, metavar=("ENGINE", "SQL", "TMP"), help=argparse.SUPPRESS
+    )
+    parser.add_argument(
+        "--regenerate", action="store_true", help="only the regeneration cost (issue 30)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=20, help="calls per query of the regeneration figure"
+    )
     args = parser.parse_args()
     os.environ.setdefault("ASSAY_LOG_LEVEL", "ERROR")
     if args.memory_child:

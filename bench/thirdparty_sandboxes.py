@@ -25,8 +25,14 @@ def _pct(values: list[float], q: float) -> float:
 
 
 def _summary(cold: float, first: float, warm: list[float], **extra) -> dict:
-    return {"ok": True, "cold_ms": cold, "first_ms": first, "warm_p50_ms": statistics.median(warm),
-            "warm_p95_ms": _pct(warm, 0.95), **extra}
+    return {
+        "ok": True,
+        "cold_ms": cold,
+        "first_ms": first,
+        "warm_p50_ms": statistics.median(warm),
+        "warm_p95_ms": _pct(warm, 0.95),
+        **extra,
+    }
 
 
 def bench_llm_sandbox(socket_path: str, image: str, n_warm: int) -> dict:
@@ -36,14 +42,22 @@ def bench_llm_sandbox(socket_path: str, image: str, n_warm: int) -> dict:
 
     # Without its environment set-up (a venv plus pip, which needs a registry)
     # it runs `python FILE`; Debian's image has python3 only.
-    PythonHandler.get_execution_commands = lambda self, code_file, runtime_context=None: [f"python3 {code_file}"]
+    PythonHandler.get_execution_commands = lambda self, code_file, runtime_context=None: [
+        f"python3 {code_file}"
+    ]
 
     client = PodmanClient(base_url=f"unix://{socket_path}")
     t0 = time.perf_counter()
     session = SandboxSession(
-        backend=SandboxBackend.PODMAN, client=client, image=image, lang="python",
-        keep_template=True, skip_environment_setup=True, workdir="/workspace",
-        runtime_configs={"user": "65534:65534"}, verbose=False,
+        backend=SandboxBackend.PODMAN,
+        client=client,
+        image=image,
+        lang="python",
+        keep_template=True,
+        skip_environment_setup=True,
+        workdir="/workspace",
+        runtime_configs={"user": "65534:65534"},
+        verbose=False,
     )
     session.open()
     cold = (time.perf_counter() - t0) * 1000
@@ -52,7 +66,10 @@ def bench_llm_sandbox(socket_path: str, image: str, n_warm: int) -> dict:
         out = session.run("print(1)")
         first = (time.perf_counter() - t0) * 1000
         if "1" not in (out.stdout or ""):
-            return {"ok": False, "why": f"print(1) gave stdout={out.stdout!r} stderr={out.stderr!r}"}
+            return {
+                "ok": False,
+                "why": f"print(1) gave stdout={out.stdout!r} stderr={out.stderr!r}",
+            }
         warm = []
         for _ in range(n_warm):
             t0 = time.perf_counter()
@@ -72,7 +89,9 @@ def bench_dbgpt_sandbox(image: str, n_warm: int) -> dict:
     # both at what exists, nothing else changed.
     pr.PodmanSandboxSession._get_image_name = lambda self, language: image
     original = pr.PodmanSandboxSession._get_exec_command
-    pr.PodmanSandboxSession._get_exec_command = lambda self, f: original(self, f).replace("python ", "python3 ", 1)
+    pr.PodmanSandboxSession._get_exec_command = lambda self, f: original(self, f).replace(
+        "python ", "python3 ", 1
+    )
 
     async def run() -> dict:
         runtime = pr.PodmanRuntime()
@@ -86,7 +105,10 @@ def bench_dbgpt_sandbox(image: str, n_warm: int) -> dict:
             res = await session.execute("print(1)")
             first = (time.perf_counter() - t0) * 1000
             if res.exit_code != 0 or "1" not in (res.output or ""):
-                return {"ok": False, "why": f"print(1) gave exit {res.exit_code}: {res.output!r} {res.error!r}"}
+                return {
+                    "ok": False,
+                    "why": f"print(1) gave exit {res.exit_code}: {res.output!r} {res.error!r}",
+                }
             warm = []
             for _ in range(n_warm):
                 t0 = time.perf_counter()
@@ -94,8 +116,13 @@ def bench_dbgpt_sandbox(image: str, n_warm: int) -> dict:
                 warm.append((time.perf_counter() - t0) * 1000)
         finally:
             await session.stop()
-        return _summary(cold, first, warm, backend="podman CLI",
-                        note="mounts the host's /tmp read-write into the container (as the seed does)")
+        return _summary(
+            cold,
+            first,
+            warm,
+            backend="podman CLI",
+            note="mounts the host's /tmp read-write into the container (as the seed does)",
+        )
 
     return asyncio.run(run())
 
@@ -103,13 +130,19 @@ def bench_dbgpt_sandbox(image: str, n_warm: int) -> dict:
 def main() -> None:
     socket_path, image, n_warm = sys.argv[1], sys.argv[2], int(sys.argv[3])
     results = {}
-    for name, fn in (("llm-sandbox", lambda: bench_llm_sandbox(socket_path, image, n_warm)),
-                     ("dbgpt-sandbox", lambda: bench_dbgpt_sandbox(image, n_warm))):
+    for name, fn in (
+        ("llm-sandbox", lambda: bench_llm_sandbox(socket_path, image, n_warm)),
+        ("dbgpt-sandbox", lambda: bench_dbgpt_sandbox(image, n_warm)),
+    ):
         try:
             results[name] = fn()
         except Exception as exc:  # noqa: BLE001 - report why, do not crash the bench
             tb = traceback.format_exc(limit=3).strip().splitlines()
-            results[name] = {"ok": False, "why": f"{type(exc).__name__}: {exc}"[:400], "where": tb[-3:]}
+            results[name] = {
+                "ok": False,
+                "why": f"{type(exc).__name__}: {exc}"[:400],
+                "where": tb[-3:],
+            }
     print(json.dumps(results))
 
 

@@ -102,24 +102,27 @@ def build_database() -> None:
     tmp.unlink(missing_ok=True)
     counts = write_sqlite(tmp)
     tmp.rename(DB_PATH)
-    say(f"sample database: {DB_PATH} built in {time.perf_counter() - started:.1f} s: "
-        + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    say(
+        f"sample database: {DB_PATH} built in {time.perf_counter() - started:.1f} s: "
+        + ", ".join(f"{k} {v:,}" for k, v in counts.items())
+    )
 
 
 def prefer_local_image() -> None:
     """Use the image `make image` builds when it exists and the user chose none."""
     if "SANDBOX_IMAGE_PYTHON" in os.environ or not shutil.which("podman"):
         return
-    exists = subprocess.run(["podman", "image", "exists", LOCAL_IMAGE], capture_output=True, timeout=30)
+    exists = subprocess.run(
+        ["podman", "image", "exists", LOCAL_IMAGE], capture_output=True, timeout=30
+    )
     if exists.returncode == 0:
         os.environ["SANDBOX_IMAGE_PYTHON"] = LOCAL_IMAGE
 
 
 def choose_sandbox() -> str:
     """Probe the configured sandbox; opt into the local runtime explicitly if none works."""
-    from assay.plugins.sandbox import SandboxError
-
     from assay import Kernel
+    from assay.plugins.sandbox import SandboxError
 
     prefer_local_image()
     kernel = Kernel()
@@ -164,42 +167,104 @@ def writer_step(messages) -> dict:
     if "report_evidence_manifest" not in tools:
         return {"tool": "report_evidence_manifest", "arguments": {}}
     listing = tools["report_evidence_manifest"]
-    sql, analysis = re.findall(r"- (art_\w+) sql succeeded", listing)[0], re.findall(r"- (art_\w+) python", listing)[0]
+    sql, analysis = (
+        re.findall(r"- (art_\w+) sql succeeded", listing)[0],
+        re.findall(r"- (art_\w+) python", listing)[0],
+    )
     glossary = re.findall(r"- (art_\w+) knowledge succeeded", listing)[0]
     if "read_artifact_result" not in tools:
-        return {"tool": "read_artifact_result", "arguments": {"artifact_id": glossary,
-                                                              "selectors": {"field": "heading"}}}
-    bound = re.findall(r"cite artifact (art_\w+)", "".join(m.content or "" for m in messages if m.role == "user"))
+        return {
+            "tool": "read_artifact_result",
+            "arguments": {"artifact_id": glossary, "selectors": {"field": "heading"}},
+        }
+    bound = re.findall(
+        r"cite artifact (art_\w+)", "".join(m.content or "" for m in messages if m.role == "user")
+    )
     if not bound:
-        return {"tool": "request_report_calculation", "arguments": {
-            "name": "overall refund rate on promoted orders", "inputs": [sql],
-            "steps": ["sum refunded_orders over all stores", "divide by the sum of promo_orders"]}}
-    row = int(re.search(r"^(\d+): \[\"[^\"]*> Refund rate\"\]", tools["read_artifact_result"], re.MULTILINE).group(1))
-    document = {"title": "Refunds on promoted orders, by store", "formats": {"refund_rate": ".2%"}, "blocks": [
-        {"type": "text", "text": "The refund rate follows the glossary ({file}, {heading}): {text}",
-         "cite": {key: {"artifact_id": glossary, "path": [row, key]} for key in ("file", "heading", "text")}},
-        {"type": "text", "text": "Across all stores, {rate} of promoted orders were refunded.",
-         "cite": {"rate": {"artifact_id": bound[-1], "path": "overall_refund_rate", "format": ".2%"}}},
-        {"type": "number", "label": "Highest store refund rate", "artifact_id": analysis,
-         "path": "worst_rate", "format": ".2%"},
-        {"type": "heading", "text": "Stores with the highest refund rate"},
-        {"type": "table", "artifact_id": analysis, "path": "by_store", "max_rows": 10,
-         "columns": ["store", "region", "promo_orders", "refunded_orders", "refund_rate"],
-         "sort": [{"column": "refund_rate", "descending": True}], "caption": "Promoted orders and refunds"},
-        {"type": "chart", "chart": "bar", "artifact_id": analysis, "path": "by_store", "x": "store",
-         "y": "refund_rate", "sort": [{"column": "refund_rate", "descending": True}], "max_points": 10,
-         "caption": "Refund rate, the 10 highest stores (drawn by the report)"},
-        *[{"type": "image", "artifact_id": chart, "caption": "The analysis' own chart (code_interpreter)"}
-          for chart in re.findall(r"- (art_\w+) chart succeeded", listing)[:1]],
-    ]}
+        return {
+            "tool": "request_report_calculation",
+            "arguments": {
+                "name": "overall refund rate on promoted orders",
+                "inputs": [sql],
+                "steps": [
+                    "sum refunded_orders over all stores",
+                    "divide by the sum of promo_orders",
+                ],
+            },
+        }
+    row = int(
+        re.search(
+            r"^(\d+): \[\"[^\"]*> Refund rate\"\]", tools["read_artifact_result"], re.MULTILINE
+        ).group(1)
+    )
+    document = {
+        "title": "Refunds on promoted orders, by store",
+        "formats": {"refund_rate": ".2%"},
+        "blocks": [
+            {
+                "type": "text",
+                "text": "The refund rate follows the glossary ({file}, {heading}): {text}",
+                "cite": {
+                    key: {"artifact_id": glossary, "path": [row, key]}
+                    for key in ("file", "heading", "text")
+                },
+            },
+            {
+                "type": "text",
+                "text": "Across all stores, {rate} of promoted orders were refunded.",
+                "cite": {
+                    "rate": {
+                        "artifact_id": bound[-1],
+                        "path": "overall_refund_rate",
+                        "format": ".2%",
+                    }
+                },
+            },
+            {
+                "type": "number",
+                "label": "Highest store refund rate",
+                "artifact_id": analysis,
+                "path": "worst_rate",
+                "format": ".2%",
+            },
+            {"type": "heading", "text": "Stores with the highest refund rate"},
+            {
+                "type": "table",
+                "artifact_id": analysis,
+                "path": "by_store",
+                "max_rows": 10,
+                "columns": ["store", "region", "promo_orders", "refunded_orders", "refund_rate"],
+                "sort": [{"column": "refund_rate", "descending": True}],
+                "caption": "Promoted orders and refunds",
+            },
+            {
+                "type": "chart",
+                "chart": "bar",
+                "artifact_id": analysis,
+                "path": "by_store",
+                "x": "store",
+                "y": "refund_rate",
+                "sort": [{"column": "refund_rate", "descending": True}],
+                "max_points": 10,
+                "caption": "Refund rate, the 10 highest stores (drawn by the report)",
+            },
+            *[
+                {
+                    "type": "image",
+                    "artifact_id": chart,
+                    "caption": "The analysis' own chart (code_interpreter)",
+                }
+                for chart in re.findall(r"- (art_\w+) chart succeeded", listing)[:1]
+            ],
+        ],
+    }
     return {"tool": "submit_report", "arguments": {"document": document}}
 
 
 def report_writer_plugin():
     """A plugin registering the scripted report writer as model ``demo_report_writer`` (ASSAY_REPORT_MODEL)."""
-    from assay.plugins.models.scripted import ScriptedModel
-
     from assay import hookimpl
+    from assay.plugins.models.scripted import ScriptedModel
 
     class DemoReportWriter(ScriptedModel):
         model_id = "demo_report_writer"
@@ -227,46 +292,74 @@ def script_steps() -> list:
                     if line.startswith("artifacts:"):
                         ids = [i.strip() for i in line.split(":", 1)[1].split(",")]
                         return ids[0] if kind == "first" else ids
-        raise RuntimeError("no artifact id in the conversation: " + json.dumps([m.role for m in messages]))
+        raise RuntimeError(
+            "no artifact id in the conversation: " + json.dumps([m.role for m in messages])
+        )
 
     def analysis(messages):
         sql_artifact = last_artifact(messages, "first")
-        return {"tool": "code_interpreter",
-                "arguments": {"code": ANALYSIS_CODE.format(artifact_id=sql_artifact), "inputs": [sql_artifact]}}
+        return {
+            "tool": "code_interpreter",
+            "arguments": {
+                "code": ANALYSIS_CODE.format(artifact_id=sql_artifact),
+                "inputs": [sql_artifact],
+            },
+        }
 
     def first_of(messages, tool: str) -> tuple[str, str]:
         """The first ``tool`` result's artifact id and its text."""
         for message in messages:
-            if message.role == "tool" and message.name == tool and "artifacts:" in (message.content or ""):
-                return message.content.rsplit("artifacts:", 1)[1].split(",")[0].strip(), message.content
+            if (
+                message.role == "tool"
+                and message.name == tool
+                and "artifacts:" in (message.content or "")
+            ):
+                return message.content.rsplit("artifacts:", 1)[1].split(",")[
+                    0
+                ].strip(), message.content
         raise RuntimeError(f"no {tool} result with an artifact in the conversation")
 
     def compute_missing(messages):
         import re
 
-        handed_back = next(m.content for m in reversed(messages) if m.role == "tool" and m.name == "generate_report")
+        handed_back = next(
+            m.content
+            for m in reversed(messages)
+            if m.role == "tool" and m.name == "generate_report"
+        )
         inputs = re.findall(r"art_\w+", handed_back.split("Inputs:", 1)[1].splitlines()[0])
-        return {"tool": "code_interpreter", "arguments": {"code": OVERALL_CODE.format(artifact_id=inputs[0]),
-                                                          "inputs": inputs}}
+        return {
+            "tool": "code_interpreter",
+            "arguments": {"code": OVERALL_CODE.format(artifact_id=inputs[0]), "inputs": inputs},
+        }
 
     return [
-        {"tool": "knowledge_search", "arguments": {"query": "refund rate denominator promoted order", "k": 3}},
+        {
+            "tool": "knowledge_search",
+            "arguments": {"query": "refund rate denominator promoted order", "k": 3},
+        },
         {"tool": "sql_query", "arguments": {"sql": REFUNDS_SQL, "datasource": "retail"}},
         analysis,
-        {"tool": "generate_report", "arguments": {"instructions": "Refunds on promoted orders by store, the overall "
-                                                                  "refund rate, and the glossary's definition"}},
+        {
+            "tool": "generate_report",
+            "arguments": {
+                "instructions": "Refunds on promoted orders by store, the overall "
+                "refund rate, and the glossary's definition"
+            },
+        },
         compute_missing,
         {"tool": "generate_report", "arguments": {}},
-        {"text": "Done: the report above cites the glossary's definition and the SQL and Python artifacts it "
-                 "read its numbers from."},
+        {
+            "text": "Done: the report above cites the glossary's definition and the SQL and Python artifacts it "
+            "read its numbers from."
+        },
     ]
 
 
 def saved_report(kernel, run_id: str):
     """The path of the run's saved HTML report (a verified copy), or None when none was saved."""
-    from assay.plugins.reports.cli import export_saved_html
-
     from assay import AssayError
+    from assay.plugins.reports.cli import export_saved_html
 
     try:
         return export_saved_html(kernel, run_id)
@@ -279,7 +372,9 @@ def main() -> int:
     build_database()
     os.environ.setdefault("ASSAY_HOME", str(DEMO_DIR / "home"))
     os.environ["ASSAY_SQL_DATABASES"] = f"retail=sqlite:///{DB_PATH}"
-    os.environ["ASSAY_KNOWLEDGE"] = f"glossary={GLOSSARY}"  # the metrics' definitions (docs/knowledge.md)
+    os.environ["ASSAY_KNOWLEDGE"] = (
+        f"glossary={GLOSSARY}"  # the metrics' definitions (docs/knowledge.md)
+    )
 
     banner("2. sandbox")
     # The first cell imports pandas and matplotlib under the sandbox's 0.5-CPU
@@ -288,14 +383,15 @@ def main() -> int:
     say(f"execution time limit: {os.environ['SANDBOX_TIMEOUT']} s (SANDBOX_TIMEOUT)")
     say(f"sandbox: {choose_sandbox()}")
 
+    from assay import Kernel
     from assay.plugins.agent.ask import AskOptions, ask
     from assay.plugins.agent.cli_ask import StepPrinter, print_result
     from assay.plugins.models.scripted import ScriptedModel
 
-    from assay import Kernel
-
     banner("3. kernel and plugins")
-    os.environ["ASSAY_REPORT_MODEL"] = "demo_report_writer"  # the report writer's model (docs/reports.md)
+    os.environ["ASSAY_REPORT_MODEL"] = (
+        "demo_report_writer"  # the report writer's model (docs/reports.md)
+    )
     kernel = Kernel(plugins=[report_writer_plugin()]).start()
     for info in kernel.plugins():
         registered = ", ".join(f"{k}: {', '.join(v)}" for k, v in info.registered.items()) or "-"
@@ -314,10 +410,14 @@ def main() -> int:
         for result in transcript.tool_results:
             say()
             status = result.metadata.get("report_status")
-            say(f"--- what the model saw from {result.tool} ({'ok' if result.success else 'FAILED'}, "
-                f"{result.elapsed_ms:.0f} ms" + (f", report status {status})" if status else ")"))
+            say(
+                f"--- what the model saw from {result.tool} ({'ok' if result.success else 'FAILED'}, "
+                f"{result.elapsed_ms:.0f} ms" + (f", report status {status})" if status else ")")
+            )
             if status == "needs_analysis":
-                say(">>> HAND-BACK: the report writer asked the main agent for a calculation it lacks")
+                say(
+                    ">>> HAND-BACK: the report writer asked the main agent for a calculation it lacks"
+                )
             say(result.for_model())
         failed = [r for r in transcript.tool_results if not r.success]
         report_path = saved_report(kernel, transcript.run_id)
@@ -336,17 +436,30 @@ def main() -> int:
     say(f"evidence store: {os.environ['ASSAY_HOME']}")
     say(f"inspect it:  .venv/bin/assay runs show {run_id}")
     say(f"             .venv/bin/assay artifacts ls --run {run_id}")
-    say(f"             .venv/bin/assay runs export {run_id} && .venv/bin/assay artifacts verify {run_id}.zip")
+    say(
+        f"             .venv/bin/assay runs export {run_id} && .venv/bin/assay artifacts verify {run_id}.zip"
+    )
     say(f"HTML report: {report_path or 'none was saved'}")
     if report_path:
         say(f"open it:     .venv/bin/assay report show {run_id}")
-    reports = [r.data["report_artifact_id"] for r in transcript.tool_results
-               if r.tool == "generate_report" and isinstance(r.data, dict) and r.data.get("report_artifact_id")]
+    reports = [
+        r.data["report_artifact_id"]
+        for r in transcript.tool_results
+        if r.tool == "generate_report"
+        and isinstance(r.data, dict)
+        and r.data.get("report_artifact_id")
+    ]
     if reports:
-        say(f"             .venv/bin/assay reports verify {reports[-1]}   # re-reads every cited number")
-        say(f"             .venv/bin/assay reports status {run_id}    # hand-backs, budgets, counters")
+        say(
+            f"             .venv/bin/assay reports verify {reports[-1]}   # re-reads every cited number"
+        )
+        say(
+            f"             .venv/bin/assay reports status {run_id}    # hand-backs, budgets, counters"
+        )
     if not file_ok:
-        say("demo FAILED: the question of the CSV file and the database was not answered from traced evidence")
+        say(
+            "demo FAILED: the question of the CSV file and the database was not answered from traced evidence"
+        )
         return 1
     if failed or str(transcript.status) != "answered":
         say(f"demo FAILED: status {transcript.status}, {len(failed)} tool call(s) did not succeed")

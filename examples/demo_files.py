@@ -23,8 +23,16 @@ QUESTION = "Which regions missed their revenue target (the targets are in region
 def _table(messages, datasource: str) -> dict[str, str]:
     """region -> the figure, from the markdown preview of the ``sql_query`` result over ``datasource``."""
     for message in messages:
-        if message.role == "tool" and message.name == "sql_query" and f"from {datasource} in" in (message.content or ""):
-            rows = [line.strip("|").split("|") for line in message.content.splitlines() if line.startswith("| ")]
+        if (
+            message.role == "tool"
+            and message.name == "sql_query"
+            and f"from {datasource} in" in (message.content or "")
+        ):
+            rows = [
+                line.strip("|").split("|")
+                for line in message.content.splitlines()
+                if line.startswith("| ")
+            ]
             return {cells[0].strip(): cells[1].strip() for cells in rows[1:]}
     raise RuntimeError(f"no sql_query result from {datasource} in the conversation")
 
@@ -33,7 +41,11 @@ def answer(messages) -> dict:
     targets, revenue = _table(messages, "files"), _table(messages, "retail")
     missed = [r for r in sorted(targets) if r in revenue and float(revenue[r]) < float(targets[r])]
     lines = [f"{r}: revenue {revenue[r]} against a target of {targets[r]}" for r in missed]
-    return {"text": ("Missed their target: " + "; ".join(lines) + ".") if missed else "Every region met its target."}
+    return {
+        "text": ("Missed their target: " + "; ".join(lines) + ".")
+        if missed
+        else "Every region met its target."
+    }
 
 
 def script_steps() -> list:
@@ -53,7 +65,9 @@ def ask_file_and_database(kernel, say, printer_cls, print_result) -> bool:
     say(f"file: {TARGETS} (registered as table 'targets' of datasource 'files')")
     say(f"question: {QUESTION}")
     printer = printer_cls()
-    options = AskOptions(question=QUESTION, databases=["retail"], files=[f"targets={TARGETS}"], open_files=open_files)
+    options = AskOptions(
+        question=QUESTION, databases=["retail"], files=[f"targets={TARGETS}"], open_files=open_files
+    )
     transcript = ask(kernel, options, model=ScriptedModel(script_steps()), observers=[printer])
     print_result(transcript, printer, "steps")
     catalog = kernel.evidence.catalog
@@ -62,7 +76,9 @@ def ask_file_and_database(kernel, say, printer_cls, print_result) -> bool:
         record = catalog.get(artifact_id)
         for source_id in (record.provenance.get("sources") or []) if record else []:
             source = catalog.get(source_id)
-            say(f"{artifact_id} read {source.provenance['name']} ({source.provenance['size']} bytes, "
-                f"sha256 {source.provenance['sha256'][:16]}...): source artifact {source_id}")
+            say(
+                f"{artifact_id} read {source.provenance['name']} ({source.provenance['size']} bytes, "
+                f"sha256 {source.provenance['sha256'][:16]}...): source artifact {source_id}"
+            )
             traced = True
     return traced and str(transcript.status) == "answered"

@@ -40,6 +40,7 @@ def fail(message: str, code: int = 2) -> None:
     click.echo(f"error: {message}", err=True)
     sys.exit(code)
 
+
 class AssayGroup(click.Group):
     """Runs every command with errors turned into one line, never a traceback."""
 
@@ -49,11 +50,13 @@ class AssayGroup(click.Group):
         except AssayError as exc:
             fail(error_text(exc.code, exc.message, exc.hint))
 
+
 @click.group(cls=AssayGroup)
 @click.pass_context
 def cli(ctx: click.Context) -> None:
     """assay: a plugin-based microkernel for data-analysis agents."""
     ctx.ensure_object(dict)
+
 
 @cli.command("plugins")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
@@ -63,7 +66,11 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
     kernel = cli_kernel(ctx)
     infos = kernel.plugins()
     if as_json:
-        click.echo(json.dumps({"health": kernel.health(), "plugins": [i.to_dict() for i in infos]}, indent=2))
+        click.echo(
+            json.dumps(
+                {"health": kernel.health(), "plugins": [i.to_dict() for i in infos]}, indent=2
+            )
+        )
         return
     rows: list[tuple[str, ...]] = [
         (
@@ -80,10 +87,16 @@ def plugins_cmd(ctx: click.Context, as_json: bool) -> None:
         if info.error:
             click.echo(f"  {info.name}: {info.error['message']}", err=True)
 
+
 @cli.command("tools")
 @click.option("--json", "as_json", is_flag=True, help="Print definitions with JSON Schemas.")
-@click.option("--format", "fmt", type=click.Choice(["assay", "openai", "mcp"]), default="assay",
-              help="Shape of the --json definitions.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["assay", "openai", "mcp"]),
+    default="assay",
+    help="Shape of the --json definitions.",
+)
 @click.pass_context
 def tools_cmd(ctx: click.Context, as_json: bool, fmt: str) -> None:
     """List the tools the model can call."""
@@ -96,19 +109,30 @@ def tools_cmd(ctx: click.Context, as_json: bool, fmt: str) -> None:
             defs = [t.to_mcp() for t in tools.values()]
         else:
             defs = [
-                {"name": n, "plugin": kernel.provenance("tools", n), "description": t.description,
-                 "is_async": t.is_async, "parameters": t.parameters}
+                {
+                    "name": n,
+                    "plugin": kernel.provenance("tools", n),
+                    "description": t.description,
+                    "is_async": t.is_async,
+                    "parameters": t.parameters,
+                }
                 for n, t in tools.items()
             ]
         click.echo(json.dumps(defs, indent=2))
         return
-    _table(("tool", "plugin", "description"),
-           [(n, kernel.provenance("tools", n) or "-", (t.description.splitlines() or [""])[0])
-            for n, t in tools.items()])
+    _table(
+        ("tool", "plugin", "description"),
+        [
+            (n, kernel.provenance("tools", n) or "-", (t.description.splitlines() or [""])[0])
+            for n, t in tools.items()
+        ],
+    )
+
 
 @cli.group("tool")
 def tool_group() -> None:
     """Work with one tool."""
+
 
 @tool_group.command("call")
 @click.argument("name")
@@ -138,6 +162,7 @@ def tool_call_cmd(ctx: click.Context, name: str, args_json: str) -> None:
     if not result.success:
         fail(f"{result.error_code}: {result.message}", code=1)
 
+
 @cli.command("config")
 @click.pass_context
 def config_cmd(ctx: click.Context) -> None:
@@ -146,7 +171,9 @@ def config_cmd(ctx: click.Context) -> None:
     kernel.start()
     click.echo(json.dumps(kernel.settings.masked(), indent=2, default=str))
 
+
 # `assay ask` comes from the ask_cli plugin, `assay runs` from the runs plugin
+
 
 def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     widths = [max([len(h)] + [len(str(r[i])) for r in rows]) for i, h in enumerate(headers)]
@@ -154,20 +181,26 @@ def _table(headers: tuple[str, ...], rows: list[tuple[str, ...]]) -> None:
     for row in rows:
         click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)).rstrip())
 
+
 def build_cli(kernel: Kernel) -> click.Group:
     """A root group for ``kernel``: the built-in commands plus every plugin's.
 
     A fresh group each time, so plugin commands never leak between kernels.
     A plugin command whose name is taken is ignored with a warning.
     """
-    group = AssayGroup(name="assay", commands=dict(cli.commands), callback=cli.callback, help=cli.help)
+    group = AssayGroup(
+        name="assay", commands=dict(cli.commands), callback=cli.callback, help=cli.help
+    )
     for plugin, command in kernel.commands():
         if command.name in group.commands:
-            click.echo(f"warning: plugin {plugin!r} command {command.name!r} clashes with an existing one; ignored",
-                       err=True)
+            click.echo(
+                f"warning: plugin {plugin!r} command {command.name!r} clashes with an existing one; ignored",
+                err=True,
+            )
             continue
         group.add_command(command)
     return group
+
 
 def pause_collector() -> Callable[[], None]:
     """Pause the cyclic garbage collector for the start-up; returns the call that resumes it.
@@ -214,11 +247,16 @@ def main(argv: list[str] | None = None) -> None:
     except AssayError as exc:
         fail(error_text(exc.code, exc.message, exc.hint))
     except Exception as exc:  # noqa: BLE001 - a bug: still one line, details in the debug log
-
-        get_logger("assay.cli").debug("cli_crashed", error=repr(exc), traceback=traceback.format_exc())
-        fail(f"internal error: {type(exc).__name__}: {exc} (set ASSAY_LOG_LEVEL=DEBUG for details)", code=1)
+        get_logger("assay.cli").debug(
+            "cli_crashed", error=repr(exc), traceback=traceback.format_exc()
+        )
+        fail(
+            f"internal error: {type(exc).__name__}: {exc} (set ASSAY_LOG_LEVEL=DEBUG for details)",
+            code=1,
+        )
     finally:
         kernel.close()
+
 
 if __name__ == "__main__":
     main()

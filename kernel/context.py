@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .log import get_logger
 
@@ -30,7 +31,7 @@ def new_run_id() -> str:
 class RunContext:
     """One run of an agent: id, evidence sink and run-scoped state."""
 
-    kernel: "KernelAPI | None" = None
+    kernel: KernelAPI | None = None
     run_id: str = field(default_factory=new_run_id)
     artifacts: Any = None  # kernel.evidence.ArtifactSink, or None when nothing is captured
     model: Any = None  # the run's kernel.models.Model, for tools that start a sub-agent (None outside an agent run)
@@ -61,7 +62,9 @@ class RunContext:
         """The runs whose artifacts this run may cite: its thread's, then its own."""
         return (*self.thread, self.run_id)
 
-    def scoped(self, key: str, factory: Callable[[], T], close: Callable[[T], Any] | None = None) -> T:
+    def scoped(
+        self, key: str, factory: Callable[[], T], close: Callable[[T], Any] | None = None
+    ) -> T:
         """Return the run's ``key`` object, creating it with ``factory`` once.
 
         ``close`` is called with it when the run is closed.
@@ -98,9 +101,11 @@ class RunContext:
             try:
                 close(scoped[key])
             except Exception as exc:  # noqa: BLE001 - closing must reach every object
-                get_logger("assay.run").warning("run_close_failed", run_id=self.run_id, key=key, error=repr(exc))
+                get_logger("assay.run").warning(
+                    "run_close_failed", run_id=self.run_id, key=key, error=repr(exc)
+                )
 
-    def __enter__(self) -> "RunContext":
+    def __enter__(self) -> RunContext:
         return self
 
     def __exit__(self, *exc: Any) -> None:

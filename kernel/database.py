@@ -125,8 +125,9 @@ class SQLiteDatabase(Database):
         if conn is not None and self._local.pid == os.getpid():
             return conn
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        conn = sqlite3.connect(self.path, timeout=self.busy_ms / 1000, isolation_level=None,
-                               check_same_thread=False)
+        conn = sqlite3.connect(
+            self.path, timeout=self.busy_ms / 1000, isolation_level=None, check_same_thread=False
+        )
         conn.execute(f"PRAGMA busy_timeout={self.busy_ms}")
         if not self._wal:
             with self._init_lock:
@@ -157,8 +158,16 @@ class SQLiteDatabase(Database):
 
     def ensure_schema(self, component: str, version: int | None, ddl: dict[str, str]) -> None:
         conn = self._conn()
-        _retry_locked(lambda: _create(conn, component, version, ddl[SQLITE], owned=component == self.owner,
-                                      where=self.path))
+        _retry_locked(
+            lambda: _create(
+                conn,
+                component,
+                version,
+                ddl[SQLITE],
+                owned=component == self.owner,
+                where=self.path,
+            )
+        )
 
     def is_conflict(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.IntegrityError)
@@ -182,15 +191,26 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
         raise sqlite3.OperationalError(f"could not switch {mode!r} to WAL")
 
 
-def _create(conn: sqlite3.Connection, component: str, version: int | None, ddl: str, *, owned: bool,
-            where: Path) -> None:
+def _create(
+    conn: sqlite3.Connection,
+    component: str,
+    version: int | None,
+    ddl: str,
+    *,
+    owned: bool,
+    where: Path,
+) -> None:
     conn.executescript(ddl)
     if not owned or version is None:
         return
     found = conn.execute("PRAGMA user_version").fetchone()[0]
     if found > version:
-        raise CatalogError(CATALOG_SCHEMA_NEWER, f"the {component} in {where} was written by a newer assay "
-                           f"(schema {found}, this one knows {version})", "Upgrade assay on this host.")
+        raise CatalogError(
+            CATALOG_SCHEMA_NEWER,
+            f"the {component} in {where} was written by a newer assay "
+            f"(schema {found}, this one knows {version})",
+            "Upgrade assay on this host.",
+        )
     if found < version:
         conn.execute(f"PRAGMA user_version={version}")
 
@@ -219,7 +239,9 @@ def catalog_url(settings: Any) -> str:
     return (getattr(settings, "catalog_url", None) or "").strip()
 
 
-def open_database(settings: Any, sqlite_path: Path, *, busy_ms: int = 60_000, owner: str = "") -> Database:
+def open_database(
+    settings: Any, sqlite_path: Path, *, busy_ms: int = 60_000, owner: str = ""
+) -> Database:
     """The database a store of these settings uses.
 
     No ``ASSAY_CATALOG_URL``: the SQLite file ``sqlite_path``. A
@@ -232,9 +254,12 @@ def open_database(settings: Any, sqlite_path: Path, *, busy_ms: int = 60_000, ow
         return SQLiteDatabase(sqlite_path, busy_ms=busy_ms, owner=owner)
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in ("postgresql", "postgres"):
-        raise CatalogError(CATALOG_URL_INVALID, f"ASSAY_CATALOG_URL {mask_url(url)!r} is not a postgresql:// URL",
-                           "Unset ASSAY_CATALOG_URL for the SQLite catalog under ASSAY_HOME, or give "
-                           "postgresql://user:password@host:5432/dbname.")
+        raise CatalogError(
+            CATALOG_URL_INVALID,
+            f"ASSAY_CATALOG_URL {mask_url(url)!r} is not a postgresql:// URL",
+            "Unset ASSAY_CATALOG_URL for the SQLite catalog under ASSAY_HOME, or give "
+            "postgresql://user:password@host:5432/dbname.",
+        )
     with _shared_lock:
         db = _shared.get(url)
         if db is None:

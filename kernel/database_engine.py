@@ -31,7 +31,8 @@ contract: it imports nothing heavy.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
 #: Runs one of the engine's own catalog queries, ``(sql, params) -> rows``, on the
 #: datasource's read-only path. Only :meth:`DatabaseEngine.introspect` gets one.
@@ -114,7 +115,9 @@ class DatabaseEngine(Protocol):
         """The longest text or binary value the engine can return on ``raw``, or None (no known bound)."""
         ...
 
-    def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
+    def fetch_decimal_text(
+        self, raw: Any, cur: Any, limit: int
+    ) -> tuple[list[tuple], list[int]] | None:
         """Up to ``limit`` rows with numeric columns as decimal text, and their indexes; None if it cannot."""
         ...
 

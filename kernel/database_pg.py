@@ -64,8 +64,11 @@ class PostgresDatabase(Database):
 
     def __init__(self, url: str) -> None:
         if psycopg is None:
-            raise CatalogError(CATALOG_UNAVAILABLE, "ASSAY_CATALOG_URL names PostgreSQL but psycopg is not installed",
-                               "pip install 'assay[postgres]' (psycopg 3), or unset ASSAY_CATALOG_URL.")
+            raise CatalogError(
+                CATALOG_UNAVAILABLE,
+                "ASSAY_CATALOG_URL names PostgreSQL but psycopg is not installed",
+                "pip install 'assay[postgres]' (psycopg 3), or unset ASSAY_CATALOG_URL.",
+            )
         self.url = url
         self._local = threading.local()
         # every open connection, with its process and thread (close_all; a dead thread's is closed)
@@ -75,7 +78,12 @@ class PostgresDatabase(Database):
     # --- connections ------------------------------------------------------------
     def _conn(self) -> Any:
         conn = getattr(self._local, "conn", None)
-        if conn is not None and self._local.pid == os.getpid() and not conn.closed and not conn.broken:
+        if (
+            conn is not None
+            and self._local.pid == os.getpid()
+            and not conn.closed
+            and not conn.broken
+        ):
             return conn
         if self._in_transaction():  # a fresh connection would run the rest outside the transaction
             raise self._unavailable(ConnectionError("the connection was lost inside a transaction"))
@@ -97,7 +105,11 @@ class PostgresDatabase(Database):
                 (ended if pid == os.getpid() and not thread.is_alive() else kept).append(entry)
             kept.append((os.getpid(), threading.current_thread(), conn))
             self._all = kept
-        for _, _, c in ended:  # a thread that has ended (a statement's, a run's) leaves no connection open
+        for (
+            _,
+            _,
+            c,
+        ) in ended:  # a thread that has ended (a statement's, a run's) leaves no connection open
             try:
                 c.close()
             except Exception:  # noqa: BLE001 - closing anyway
@@ -106,10 +118,12 @@ class PostgresDatabase(Database):
 
     def _unavailable(self, exc: BaseException) -> CatalogError:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        return CatalogError(CATALOG_UNAVAILABLE,
-                            f"the catalog database {self.describe()} cannot be used: {mask_url(first)}",
-                            "Check that PostgreSQL runs and that ASSAY_CATALOG_URL (host, port, database, user, "
-                            "password) is right; `assay config` shows the URL with its password masked.")
+        return CatalogError(
+            CATALOG_UNAVAILABLE,
+            f"the catalog database {self.describe()} cannot be used: {mask_url(first)}",
+            "Check that PostgreSQL runs and that ASSAY_CATALOG_URL (host, port, database, user, "
+            "password) is right; `assay config` shows the URL with its password masked.",
+        )
 
     def _drop(self) -> None:
         conn = getattr(self._local, "conn", None)
@@ -130,7 +144,9 @@ class PostgresDatabase(Database):
                 if not conn.broken and not conn.closed:
                     raise
                 self._drop()
-                if attempt == 2 or self._in_transaction():  # never half a transaction on a new connection
+                if (
+                    attempt == 2 or self._in_transaction()
+                ):  # never half a transaction on a new connection
                     raise self._unavailable(exc) from None
         raise AssertionError("unreachable")
 
@@ -166,18 +182,28 @@ class PostgresDatabase(Database):
         def create() -> None:
             with self.transaction() as tx:
                 tx.execute("SELECT pg_advisory_xact_lock(?)", (_SCHEMA_LOCK,))
-                tx.execute("CREATE TABLE IF NOT EXISTS assay_schema ("
-                           "component TEXT PRIMARY KEY, version INTEGER NOT NULL, updated_at DOUBLE PRECISION)")
-                row = tx.execute("SELECT version FROM assay_schema WHERE component = ?", (component,)).fetchone()
+                tx.execute(
+                    "CREATE TABLE IF NOT EXISTS assay_schema ("
+                    "component TEXT PRIMARY KEY, version INTEGER NOT NULL, updated_at DOUBLE PRECISION)"
+                )
+                row = tx.execute(
+                    "SELECT version FROM assay_schema WHERE component = ?", (component,)
+                ).fetchone()
                 if row is not None and version is not None and row[0] > version:
-                    raise CatalogError(CATALOG_SCHEMA_NEWER,
-                                       f"the {component} in {self.describe()} was written by a newer assay "
-                                       f"(schema {row[0]}, this one knows {version})", "Upgrade assay on this host.")
+                    raise CatalogError(
+                        CATALOG_SCHEMA_NEWER,
+                        f"the {component} in {self.describe()} was written by a newer assay "
+                        f"(schema {row[0]}, this one knows {version})",
+                        "Upgrade assay on this host.",
+                    )
                 tx.execute(ddl[POSTGRESQL])
                 if version is not None and (row is None or row[0] < version):
-                    tx.execute("INSERT INTO assay_schema (component, version, updated_at) VALUES (?, ?, ?) "
-                               "ON CONFLICT (component) DO UPDATE SET version = excluded.version, "
-                               "updated_at = excluded.updated_at", (component, version, time.time()))
+                    tx.execute(
+                        "INSERT INTO assay_schema (component, version, updated_at) VALUES (?, ?, ?) "
+                        "ON CONFLICT (component) DO UPDATE SET version = excluded.version, "
+                        "updated_at = excluded.updated_at",
+                        (component, version, time.time()),
+                    )
 
         self.retry(create)
 
@@ -189,7 +215,9 @@ class PostgresDatabase(Database):
             try:
                 return fn()
             except (pg_errors.SerializationFailure, pg_errors.DeadlockDetected):
-                if i == attempts - 1 or self._in_transaction():  # the whole transaction must go again
+                if (
+                    i == attempts - 1 or self._in_transaction()
+                ):  # the whole transaction must go again
                     raise
                 time.sleep(min(0.01 * (i + 1), 0.2))
             except psycopg.OperationalError as exc:

@@ -29,7 +29,8 @@ import asyncio
 import os
 import signal
 import threading
-from typing import Any, Awaitable, Callable, TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
 from .log import get_logger
 
@@ -91,8 +92,11 @@ def run_callbacks() -> None:
         try:
             callback()
         except Exception as exc:  # noqa: BLE001 - one failing clean-up must not stop the others
-            log.warning("exit_callback_failed", callback=getattr(callback, "__qualname__", repr(callback)),
-                        error=repr(exc))
+            log.warning(
+                "exit_callback_failed",
+                callback=getattr(callback, "__qualname__", repr(callback)),
+                error=repr(exc),
+            )
 
 
 class Terminated(Exception):
@@ -116,12 +120,19 @@ async def cancel_on_sigterm(awaitable: Awaitable[T]) -> T:
             os.kill(os.getpid(), signal.SIGTERM)
             return
         received.append(signal.SIGTERM)
-        log.warning("sigterm_cancelling", detail="cancelling the work in progress; a second SIGTERM ends at once")
+        log.warning(
+            "sigterm_cancelling",
+            detail="cancelling the work in progress; a second SIGTERM ends at once",
+        )
         task.cancel()
 
     try:
         loop.add_signal_handler(signal.SIGTERM, on_sigterm)
-    except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+    except (
+        ValueError,
+        RuntimeError,
+        NotImplementedError,
+    ):  # not the main thread, or no signals here
         return await awaitable
     try:
         return await awaitable

@@ -14,8 +14,9 @@ import json
 import sys
 import types
 import typing
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 from pydantic.fields import FieldInfo
@@ -87,7 +88,9 @@ def check_function(func: Callable[..., Any], description: str | None = None) -> 
     bound_keywords = _partial_keywords(func)
     for name, param in inspect.signature(func).parameters.items():
         if name not in bound_keywords and param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool functions cannot take *args or **kwargs ({name!r} in {_name_of(target)})")
+            raise TypeError(
+                f"tool functions cannot take *args or **kwargs ({name!r} in {_name_of(target)})"
+            )
 
 
 def function_schema(func: Callable[..., Any], description: str | None = None) -> FunctionSchema:
@@ -104,8 +107,12 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
 
     signature = inspect.signature(func)  # the partial's own signature: bound positionals are gone
     bound_keywords = _partial_keywords(func)  # fixed by the host: not the model's to choose
-    hint_source = target if inspect.isfunction(target) or inspect.ismethod(target) else type(target).__call__
-    hints = typing.get_type_hints(hint_source, localns=_ModuleNamespace(hint_source), include_extras=True)
+    hint_source = (
+        target if inspect.isfunction(target) or inspect.ismethod(target) else type(target).__call__
+    )
+    hints = typing.get_type_hints(
+        hint_source, localns=_ModuleNamespace(hint_source), include_extras=True
+    )
     fields: dict[str, Any] = {}
     context_param = None
     json_decodable: set[str] = set()
@@ -114,7 +121,9 @@ def function_schema(func: Callable[..., Any], description: str | None = None) ->
         if name in bound_keywords:
             continue
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-            raise TypeError(f"tool functions cannot take *args or **kwargs ({name!r} in {_name_of(target)})")
+            raise TypeError(
+                f"tool functions cannot take *args or **kwargs ({name!r} in {_name_of(target)})"
+            )
         annotation = hints.get(name, Any)
         if _is_run_context(annotation):
             context_param = name
@@ -227,7 +236,9 @@ def _accepts_plain_string(annotation: Any) -> bool:
     if origin is typing.Annotated:
         return _accepts_plain_string(typing.get_args(annotation)[0])
     if origin in (typing.Union, types.UnionType):
-        return any(_accepts_plain_string(a) for a in typing.get_args(annotation) if a is not type(None))
+        return any(
+            _accepts_plain_string(a) for a in typing.get_args(annotation) if a is not type(None)
+        )
     if origin is typing.Literal:
         return any(isinstance(a, str) for a in typing.get_args(annotation))
     if isinstance(annotation, type) and issubclass(annotation, str):

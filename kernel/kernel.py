@@ -15,10 +15,10 @@ from __future__ import annotations
 import json
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from . import exit_signals
-from . import loader as plugin_loading
+from . import exit_signals, loader as plugin_loading
 from .context import RunContext
 from .errors import (
     PLUGIN_LOAD_FAILED,
@@ -31,14 +31,13 @@ from .errors import (
     AssayError,
     PluginError,
 )
-from .log import enabled as log_enabled
-from .log import get_logger
 from .loader import PluginInfo
+from .log import enabled as log_enabled, get_logger
 from .registry import REGISTER_HOOKS, VALIDATORS, Lazy, Registry, validate
 from .resources import BUILTIN_RESOURCE_TYPES, PromptBudget, Resource, build_resource_prompt
-from .tool_result import ToolResult
 from .settings import Settings
 from .subsystems import is_closed
+from .tool_result import ToolResult
 from .tools import ArgumentsInvalid, BaseTool
 
 if TYPE_CHECKING:
@@ -70,9 +69,13 @@ class Kernel:
         self._extra_plugins = list(plugins)
         self._lock = threading.RLock()
         self._started = False
-        self._loading_thread: int | None = None  # the thread running the register hooks, while it does
+        self._loading_thread: int | None = (
+            None  # the thread running the register hooks, while it does
+        )
         self._evidence: KernelEvidence | None = None  # made on first use (kernel.evidence)
-        self._subsystems: dict[str, Any] = {}  # plugins' subsystems, made on first use (kernel.<name>)
+        self._subsystems: dict[
+            str, Any
+        ] = {}  # plugins' subsystems, made on first use (kernel.<name>)
         # Now, while this is (normally) the main thread: the sandbox is often first used from
         # a worker thread, where a SIGTERM handler can no longer be installed.
         exit_signals.install()
@@ -92,7 +95,7 @@ class Kernel:
 
     # --- start-up ---------------------------------------------------------
 
-    def start(self) -> "Kernel":
+    def start(self) -> Kernel:
         """Load plugins and run their register hooks. Safe to call again.
 
         A start-up error (strict mode, or two plugins claiming one name)
@@ -126,14 +129,22 @@ class Kernel:
         chosen, disabled = plugin_loading.select(candidates, load, disable)
         for cand in disabled:
             self._infos[cand.name] = PluginInfo(
-                cand.name, cand.module, cand.distribution, cand.version, cand.builtin, status="disabled"
+                cand.name,
+                cand.module,
+                cand.distribution,
+                cand.version,
+                cand.builtin,
+                status="disabled",
             )
         for cand in chosen:
             try:
                 obj, info = plugin_loading.import_plugin(self._pm, cand)
             except PluginError as exc:
                 self._record_failure(
-                    PluginInfo(cand.name, cand.module, cand.distribution, cand.version, cand.builtin), exc
+                    PluginInfo(
+                        cand.name, cand.module, cand.distribution, cand.version, cand.builtin
+                    ),
+                    exc,
                 )
                 continue
             self._plugin_objects[cand.name] = obj
@@ -142,7 +153,11 @@ class Kernel:
             for name, impl in plugin_loading.call_order(self._pm, hook_name, self._plugin_objects):
                 if name in self._plugin_objects:  # not rolled back by an earlier failure
                     self._run_register_hook(name, impl, hook_name, kind)
-        log.debug("kernel_started", plugins=len(self._plugin_objects), tools=len(self._registries["tools"]))
+        log.debug(
+            "kernel_started",
+            plugins=len(self._plugin_objects),
+            tools=len(self._registries["tools"]),
+        )
 
     def _run_register_hook(self, plugin: str, impl: Any, hook_name: str, kind: str) -> None:
         registry = self._registries[kind]
@@ -178,8 +193,13 @@ class Kernel:
                 cause=exc,
             )
 
-    def _fail_plugin(self, plugin: str, error: AssayError, cause: BaseException | None = None,
-                     tombstone: AssayError | None = None) -> None:
+    def _fail_plugin(
+        self,
+        plugin: str,
+        error: AssayError,
+        cause: BaseException | None = None,
+        tombstone: AssayError | None = None,
+    ) -> None:
         """Roll back everything ``plugin`` registered and record why.
 
         With ``tombstone`` the plugin's names keep answering that error
@@ -203,11 +223,21 @@ class Kernel:
         info = self._infos.get(plugin)
         if info is None or info.status == "failed":
             return  # already recorded (or a host registration, which has no plugin to fail)
-        failure = error if error.code == PLUGIN_LOAD_FAILED else PluginError(
-            PLUGIN_LOAD_FAILED, f"plugin {plugin!r}: {error.message}", error.hint, details=error.details)
+        failure = (
+            error
+            if error.code == PLUGIN_LOAD_FAILED
+            else PluginError(
+                PLUGIN_LOAD_FAILED,
+                f"plugin {plugin!r}: {error.message}",
+                error.hint,
+                details=error.details,
+            )
+        )
         self._fail_plugin(plugin, failure, error.__cause__ or error, tombstone=failure)
 
-    def _record_failure(self, info: PluginInfo, error: AssayError, cause: BaseException | None = None) -> None:
+    def _record_failure(
+        self, info: PluginInfo, error: AssayError, cause: BaseException | None = None
+    ) -> None:
         info.status = "failed"
         info.error = {"code": error.code, "message": error.message, "hint": error.hint}
         self._infos[info.name] = info
@@ -239,7 +269,9 @@ class Kernel:
     def get_tool(self, name: str) -> BaseTool | None:
         return self.registry("tools").get(name)
 
-    def tool_definitions(self, fmt: str = "openai", names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+    def tool_definitions(
+        self, fmt: str = "openai", names: Iterable[str] | None = None
+    ) -> list[dict[str, Any]]:
         """Tool definitions in ``"openai"`` (function calling) or ``"mcp"`` shape, built from the tools."""
         if fmt not in ("openai", "mcp"):
             raise ValueError(f"unknown tool definition format {fmt!r}: use 'openai' or 'mcp'")
@@ -264,15 +296,23 @@ class Kernel:
         model_cls = self.registry("models").get(model_id)
         if model_cls is None:
             known = ", ".join(sorted(self.registry("models"))) or "none"
-            raise AssayError("MODEL_NOT_FOUND", f"no model named {model_id!r}", f"Registered models: {known}.")
-        return model_cls.from_settings(self, **options) if hasattr(model_cls, "from_settings") else model_cls(**options)
+            raise AssayError(
+                "MODEL_NOT_FOUND", f"no model named {model_id!r}", f"Registered models: {known}."
+            )
+        return (
+            model_cls.from_settings(self, **options)
+            if hasattr(model_cls, "from_settings")
+            else model_cls(**options)
+        )
 
     def renderer(self, name: str) -> Any:
         """The registered report renderer ``name``."""
         found = self.registry("report_renderers").get(name)
         if found is None:
             known = ", ".join(sorted(self.registry("report_renderers"))) or "none"
-            raise AssayError("RENDERER_NOT_FOUND", f"no report renderer named {name!r}", f"Registered: {known}.")
+            raise AssayError(
+                "RENDERER_NOT_FOUND", f"no report renderer named {name!r}", f"Registered: {known}."
+            )
         return found
 
     def provenance(self, kind: str, name: str) -> str | None:
@@ -285,7 +325,9 @@ class Kernel:
         out = []
         for name, info in self._infos.items():
             info.registered = {
-                kind: reg.names_by(name) for kind, reg in self._registries.items() if reg.names_by(name)
+                kind: reg.names_by(name)
+                for kind, reg in self._registries.items()
+                if reg.names_by(name)
             }
             out.append(info)
         return sorted(out, key=lambda i: (not i.builtin, i.name))
@@ -295,7 +337,9 @@ class Kernel:
         infos = self.plugins()
         return {
             "ok": all(i.status != "failed" for i in infos),
-            "plugins": {s: sum(i.status == s for i in infos) for s in ("loaded", "disabled", "failed")},
+            "plugins": {
+                s: sum(i.status == s for i in infos) for s in ("loaded", "disabled", "failed")
+            },
             "counts": {kind: len(reg) for kind, reg in self._registries.items()},
         }
 
@@ -311,7 +355,9 @@ class Kernel:
         import click
 
         collected: list[tuple[str, Any]] = []
-        for plugin, impl in plugin_loading.call_order(self._pm, "register_commands", self._plugin_objects):
+        for plugin, impl in plugin_loading.call_order(
+            self._pm, "register_commands", self._plugin_objects
+        ):
             if plugin not in self._plugin_objects:  # rolled back by an earlier failure
                 continue
             staging = click.Group()
@@ -346,7 +392,9 @@ class Kernel:
             raise KeyError(f"no host-attached resource {name!r}")
         reg.remove(name)
 
-    def system_prompt(self, resources: Iterable[Resource] | None = None, budget: PromptBudget | None = None) -> str:
+    def system_prompt(
+        self, resources: Iterable[Resource] | None = None, budget: PromptBudget | None = None
+    ) -> str:
         """The model-facing description of the resources (default: all of them)."""
         chosen = list(resources) if resources is not None else list(self.resources.values())
         return build_resource_prompt(chosen, budget, heading="You can use these resources:")
@@ -382,8 +430,10 @@ class Kernel:
                     if provider is None:
                         known = ", ".join(sorted(registry)) or "none"
                         raise AssayError(
-                            SUBSYSTEM_NOT_FOUND, f"no plugin provides the subsystem {name!r}",
-                            f"Load the plugin that provides it (`assay plugins`); provided here: {known}.")
+                            SUBSYSTEM_NOT_FOUND,
+                            f"no plugin provides the subsystem {name!r}",
+                            f"Load the plugin that provides it (`assay plugins`); provided here: {known}.",
+                        )
                     obj = self._subsystems[name] = provider.make(self)
         return obj
 
@@ -396,7 +446,9 @@ class Kernel:
         except AssayError as exc:
             if exc.code != SUBSYSTEM_NOT_FOUND:
                 raise
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r} ({exc.message})") from None
+            raise AttributeError(
+                f"{type(self).__name__!r} object has no attribute {name!r} ({exc.message})"
+            ) from None
 
     # --- runs and tool calls ---------------------------------------------
 
@@ -408,7 +460,12 @@ class Kernel:
             run.artifacts = self.evidence.open_sink(run.run_id)
         return run
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None) -> ToolResult:
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
         """Validate and call a tool synchronously; always returns a :class:`ToolResult`.
 
         Raises :class:`AssayError` ``TOOL_ASYNC_ONLY`` (a mistake of the host,
@@ -431,7 +488,10 @@ class Kernel:
         return self._finish(name, value, started)
 
     async def acall_tool(
-        self, name: str, arguments: dict[str, Any] | str | None = None, run: RunContext | None = None
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None = None,
+        run: RunContext | None = None,
     ) -> ToolResult:
         """Validate and call a tool from async code; sync tools run in a worker thread."""
         started = time.perf_counter()
@@ -450,14 +510,22 @@ class Kernel:
         tools = self._registries["tools"]
         try:
             entry = tools.entry(name)  # a lazy tool is imported now
-        except AssayError as exc:  # it could not be (now or before): TOOL_LOAD_FAILED, its plugin failed
+        except (
+            AssayError
+        ) as exc:  # it could not be (now or before): TOOL_LOAD_FAILED, its plugin failed
             return None, None, ToolResult.from_error(exc)
         if entry is None:
             failed = tools.failure(name)
             if failed is not None:  # its plugin failed to load something on first use
                 return None, None, ToolResult.from_error(failed)
-            return None, None, ToolResult.fail(
-                TOOL_NOT_FOUND, f"no tool named {name!r}", f"Available tools: {', '.join(sorted(tools)) or 'none'}."
+            return (
+                None,
+                None,
+                ToolResult.fail(
+                    TOOL_NOT_FOUND,
+                    f"no tool named {name!r}",
+                    f"Available tools: {', '.join(sorted(tools)) or 'none'}.",
+                ),
             )
         tool = entry.obj
         if arguments is None:
@@ -466,14 +534,31 @@ class Kernel:
             try:
                 arguments = json.loads(arguments) if arguments.strip() else {}
             except ValueError as exc:
-                return tool, None, ToolResult.fail(
-                    TOOL_ARGUMENTS_INVALID, f"arguments are not valid JSON: {exc}", "Send a JSON object.",
-                    errors=[{"path": "", "message": f"not valid JSON: {exc}"}],
+                return (
+                    tool,
+                    None,
+                    ToolResult.fail(
+                        TOOL_ARGUMENTS_INVALID,
+                        f"arguments are not valid JSON: {exc}",
+                        "Send a JSON object.",
+                        errors=[{"path": "", "message": f"not valid JSON: {exc}"}],
+                    ),
                 )
         if not isinstance(arguments, dict):
-            return tool, None, ToolResult.fail(
-                TOOL_ARGUMENTS_INVALID, "arguments must be a JSON object", "Send a JSON object of named arguments.",
-                errors=[{"path": "", "message": f"expected an object, got {type(arguments).__name__}"}],
+            return (
+                tool,
+                None,
+                ToolResult.fail(
+                    TOOL_ARGUMENTS_INVALID,
+                    "arguments must be a JSON object",
+                    "Send a JSON object of named arguments.",
+                    errors=[
+                        {
+                            "path": "",
+                            "message": f"expected an object, got {type(arguments).__name__}",
+                        }
+                    ],
+                ),
             )
         try:
             return tool, tool.validate_arguments(arguments), None
@@ -528,7 +613,7 @@ class Kernel:
         if evidence is not None:
             evidence.close()
 
-    def __enter__(self) -> "Kernel":
+    def __enter__(self) -> Kernel:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from types import ModuleType
-from typing import Any, Iterable, Literal
+from typing import Any, Literal
 
 import pluggy
 
@@ -113,8 +114,15 @@ def discover_entry_points() -> list[Candidate]:
         if id(dist) not in names:
             names[id(dist)] = _name_and_version(dist)
         dist_name, version = names[id(dist)]
-        found.append(Candidate(name=ep.name, module=ep.value, distribution=dist_name, version=version,
-                               loader=ep.load))
+        found.append(
+            Candidate(
+                name=ep.name,
+                module=ep.value,
+                distribution=dist_name,
+                version=version,
+                loader=ep.load,
+            )
+        )
     found.sort(key=lambda c: (not c.builtin, c.name))
     return found
 
@@ -144,9 +152,19 @@ def candidate_for_object(obj: Any, name: str | None = None) -> Candidate:
     if isinstance(obj, str):
         path = obj
         module_name, _, attr = path.partition(":")
-        return Candidate(name or (attr or module_name).rsplit(".", 1)[-1], module_name, None, None,
-                         lambda: resolve_path(path), host=True)
-    module = obj.__name__ if isinstance(obj, ModuleType) else getattr(obj, "__module__", type(obj).__module__)
+        return Candidate(
+            name or (attr or module_name).rsplit(".", 1)[-1],
+            module_name,
+            None,
+            None,
+            lambda: resolve_path(path),
+            host=True,
+        )
+    module = (
+        obj.__name__
+        if isinstance(obj, ModuleType)
+        else getattr(obj, "__module__", type(obj).__module__)
+    )
     plugin_name = name or getattr(obj, "__name__", None) or type(obj).__name__
     return Candidate(plugin_name.rsplit(".", 1)[-1], module, None, None, lambda: obj, host=True)
 
@@ -197,7 +215,9 @@ def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, Plugi
         )
     try:
         pm.register(obj, name=cand.name)
-    except Exception as exc:  # pluggy.PluginValidationError: an impl's arguments do not match its spec
+    except (
+        Exception
+    ) as exc:  # pluggy.PluginValidationError: an impl's arguments do not match its spec
         raise PluginError(
             PLUGIN_HOOK_INVALID,
             f"plugin {cand.name!r} has an invalid hook implementation: {exc}",
@@ -220,7 +240,8 @@ def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, Plugi
     unknown = [
         caller.name
         for caller in pm.get_hookcallers(obj) or []
-        if not caller.has_spec() and not any(i.optionalhook for i in caller.get_hookimpls() if i.plugin is obj)
+        if not caller.has_spec()
+        and not any(i.optionalhook for i in caller.get_hookimpls() if i.plugin is obj)
     ]
     if unknown:
         pm.unregister(obj)
@@ -233,7 +254,9 @@ def import_plugin(pm: pluggy.PluginManager, cand: Candidate) -> tuple[Any, Plugi
     return obj, info
 
 
-def call_order(pm: pluggy.PluginManager, hook_name: str, plugins: dict[str, Any]) -> list[tuple[str, Any]]:
+def call_order(
+    pm: pluggy.PluginManager, hook_name: str, plugins: dict[str, Any]
+) -> list[tuple[str, Any]]:
     """(plugin name, implementation) of ``hook_name`` in the order assay calls them.
 
     Plugins in ``plugins``' order (assay's own first, then by name, then the
@@ -243,9 +266,18 @@ def call_order(pm: pluggy.PluginManager, hook_name: str, plugins: dict[str, Any]
     caller = getattr(pm.hook, hook_name)
     name_of = {id(obj): name for name, obj in plugins.items()}
     position = {name: i for i, name in enumerate(plugins)}
-    found = [(name_of[id(impl.plugin)], impl) for impl in caller.get_hookimpls() if id(impl.plugin) in name_of]
-    return sorted(found, key=lambda pair: (0 if pair[1].tryfirst else 2 if pair[1].trylast else 1,
-                                           position[pair[0]]))
+    found = [
+        (name_of[id(impl.plugin)], impl)
+        for impl in caller.get_hookimpls()
+        if id(impl.plugin) in name_of
+    ]
+    return sorted(
+        found,
+        key=lambda pair: (
+            0 if pair[1].tryfirst else 2 if pair[1].trylast else 1,
+            position[pair[0]],
+        ),
+    )
 
 
 def call_impl(impl: Any, available: dict[str, Any]) -> Any:

@@ -51,8 +51,11 @@ class _StructlogFormatter(logging.Formatter):
         if self._chain is None:
             import structlog
 
-            renderer = (structlog.dev.ConsoleRenderer(colors=False) if self._console
-                        else structlog.processors.JSONRenderer())
+            renderer = (
+                structlog.dev.ConsoleRenderer(colors=False)
+                if self._console
+                else structlog.processors.JSONRenderer()
+            )
             self._chain = (structlog.processors.TimeStamper(fmt="iso", utc=True), renderer)
         return self._chain
 

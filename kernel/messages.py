@@ -42,13 +42,19 @@ class Message(BaseModel):
     tool_calls: list[ToolCall] = Field(default_factory=list)
     tool_call_id: str | None = None  # on role="tool": the call this answers
     name: str | None = None  # on role="tool": the tool's name
-    usage: Usage | None = None  # on role="assistant": tokens of the exchange that produced it (not sent back)
+    usage: Usage | None = (
+        None  # on role="assistant": tokens of the exchange that produced it (not sent back)
+    )
 
     def to_openai(self) -> dict[str, Any]:
         out: dict[str, Any] = {"role": self.role, "content": self.content}
         if self.tool_calls:
             out["tool_calls"] = [
-                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments_json()}}
+                {
+                    "id": c.id,
+                    "type": "function",
+                    "function": {"name": c.name, "arguments": c.arguments_json()},
+                }
                 for c in self.tool_calls
             ]
         if self.tool_call_id is not None:

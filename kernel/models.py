@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, ClassVar
 
 TextSink = Callable[[str], None]
 """Receives the assistant's text as it streams (deltas, in order)."""
@@ -33,11 +34,15 @@ class Model:
     model_id: ClassVar[str] = ""
 
     @classmethod
-    def from_settings(cls, kernel: Any, **options: Any) -> "Model":
+    def from_settings(cls, kernel: Any, **options: Any) -> Model:
         return cls(**options)
 
     def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         """The next assistant message for ``messages``, given ``tools``.
 
@@ -49,7 +54,11 @@ class Model:
         raise NotImplementedError
 
     async def acomplete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         """Async form; by default runs :meth:`complete` in a worker thread.
 

@@ -10,7 +10,8 @@ depend on the kernel's implementation. A subsystem a plugin provides
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from .context import RunContext
@@ -43,7 +44,9 @@ class KernelAPI(Protocol):
 
     def get_tool(self, name: str) -> BaseTool | None: ...
 
-    def tool_definitions(self, fmt: str = "openai", names: Iterable[str] | None = None) -> list[dict[str, Any]]: ...
+    def tool_definitions(
+        self, fmt: str = "openai", names: Iterable[str] | None = None
+    ) -> list[dict[str, Any]]: ...
 
     def model(self, model_id: str, **options: Any) -> Any: ...
 
@@ -57,7 +60,9 @@ class KernelAPI(Protocol):
 
     def detach(self, name: str) -> None: ...
 
-    def system_prompt(self, resources: Iterable[Resource] | None = None, budget: PromptBudget | None = None) -> str: ...
+    def system_prompt(
+        self, resources: Iterable[Resource] | None = None, budget: PromptBudget | None = None
+    ) -> str: ...
 
     @property
     def evidence(self) -> KernelEvidence: ...
@@ -66,11 +71,19 @@ class KernelAPI(Protocol):
 
     def new_run(self, *, capture: bool = True, run_id: str | None = None) -> RunContext: ...
 
-    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None,
-                  run: RunContext | None = None) -> ToolResult: ...
+    def call_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None = None,
+        run: RunContext | None = None,
+    ) -> ToolResult: ...
 
-    async def acall_tool(self, name: str, arguments: dict[str, Any] | str | None = None,
-                         run: RunContext | None = None) -> ToolResult: ...
+    async def acall_tool(
+        self,
+        name: str,
+        arguments: dict[str, Any] | str | None = None,
+        run: RunContext | None = None,
+    ) -> ToolResult: ...
 
     def close(self) -> None: ...
 

@@ -55,10 +55,14 @@ class Lazy:
 
     __slots__ = ("attrs", "factory", "name", "target")
 
-    def __init__(self, target: str, *, name: str | None = None, factory: bool = False, **attrs: Any) -> None:
+    def __init__(
+        self, target: str, *, name: str | None = None, factory: bool = False, **attrs: Any
+    ) -> None:
         module, sep, attr = target.partition(":")
         if not sep or not module or not attr:
-            raise ValueError(f"a lazy registration is named 'package.module:attribute', got {target!r}")
+            raise ValueError(
+                f"a lazy registration is named 'package.module:attribute', got {target!r}"
+            )
         self.target = target
         self.name = name or attr.rsplit(".", 1)[-1]
         self.factory = factory
@@ -107,13 +111,19 @@ class Registry(Generic[T]):
     loaded (the kernel then fails the plugin).
     """
 
-    def __init__(self, kind: str, owner: Any = None,
-                 on_failure: Callable[[str, PluginError], None] | None = None) -> None:
+    def __init__(
+        self,
+        kind: str,
+        owner: Any = None,
+        on_failure: Callable[[str, PluginError], None] | None = None,
+    ) -> None:
         self.kind = kind
         self.owner = owner
         self.on_failure = on_failure
         self._entries: dict[str, Entry[T]] = {}
-        self._failed: dict[str, AssayError] = {}  # lazy names whose loading failed (and their plugin's)
+        self._failed: dict[
+            str, AssayError
+        ] = {}  # lazy names whose loading failed (and their plugin's)
         self._lock = threading.RLock()
 
     def add(self, name: str, obj: T, plugin: str) -> None:
@@ -203,7 +213,9 @@ class Registry(Generic[T]):
             for key, declared in lazy.attrs.items():
                 actual = getattr(value, key, None)
                 if actual != declared:
-                    raise TypeError(f"it has {key}={actual!r} but was registered with {key}={declared!r}")
+                    raise TypeError(
+                        f"it has {key}={actual!r} but was registered with {key}={declared!r}"
+                    )
         except Exception as exc:
             raise PluginError(
                 PLUGIN_LOAD_FAILED,
@@ -230,7 +242,9 @@ class Registry(Generic[T]):
                 # with PLUGIN_LOAD_FAILED, and its other names answer that
                 own = exc
                 if self.kind in NAME_LOAD_FAILED:
-                    own = PluginError(NAME_LOAD_FAILED[self.kind], exc.message, exc.hint, details=exc.details)
+                    own = PluginError(
+                        NAME_LOAD_FAILED[self.kind], exc.message, exc.hint, details=exc.details
+                    )
                     own.__cause__ = exc.__cause__
                 self._failed[current.name] = own
                 failed = exc
@@ -334,8 +348,10 @@ def validate(kind: str, item: Any) -> tuple[str, Any]:
         raise TypeError(f"{item!r} has no name")
     missing = [attr for attr in LAZY_DECLARED.get(kind, ()) if attr not in item.attrs]
     if missing:
-        raise TypeError(f"lazy {kind} {item.name!r} must declare {', '.join(missing)}= "
-                        "(the kernel reads it before importing)")
+        raise TypeError(
+            f"lazy {kind} {item.name!r} must declare {', '.join(missing)}= "
+            "(the kernel reads it before importing)"
+        )
     return item.name, item
 
 

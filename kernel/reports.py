@@ -30,7 +30,9 @@ from pydantic import BaseModel, ConfigDict, Field
 MISSING_MARK = "--"
 """How a value that is missing (a cited NULL) or could not be verified is shown: never a number."""
 
-_RESERVED = "Set by the report pipeline when the value could not be verified; never set it yourself."
+_RESERVED = (
+    "Set by the report pipeline when the value could not be verified; never set it yourself."
+)
 
 
 class Citation(BaseModel):
@@ -40,7 +42,9 @@ class Citation(BaseModel):
 
     artifact_id: str
     path: list[int | str] | str | int | None = None
-    format: str | None = Field(default=None, description="A Python format spec such as ',.2f' or '.1%'.")
+    format: str | None = Field(
+        default=None, description="A Python format spec such as ',.2f' or '.1%'."
+    )
     unavailable: str | None = Field(default=None, description=_RESERVED)
 
 
@@ -104,11 +108,16 @@ class TableBlock(BaseModel):
     type: Literal["table"] = "table"
     artifact_id: str
     path: list[int | str] | str | None = Field(
-        default=None, description="For a Python artifact: where the list of rows is in its result.")
+        default=None, description="For a Python artifact: where the list of rows is in its result."
+    )
     columns: list[str] | None = None
     filter: list[RowFilter] = Field(default_factory=list, description="All must hold (AND).")
-    sort: list[SortKey] = Field(default_factory=list, description="Applied after the filter, first key first.")
-    max_rows: int = Field(default=20, ge=1, le=500, description="How many rows to show after filter and sort.")
+    sort: list[SortKey] = Field(
+        default_factory=list, description="Applied after the filter, first key first."
+    )
+    max_rows: int = Field(
+        default=20, ge=1, le=500, description="How many rows to show after filter and sort."
+    )
     caption: str | None = None
 
 
@@ -135,15 +144,22 @@ class ChartBlock(BaseModel):
     x: str
     y: str
     path: list[int | str] | str | None = Field(
-        default=None, description="For a Python artifact: where the list of rows is in its result.")
+        default=None, description="For a Python artifact: where the list of rows is in its result."
+    )
     filter: list[RowFilter] = Field(default_factory=list, description="All must hold (AND).")
-    sort: list[SortKey] = Field(default_factory=list, description="Applied after the filter, first key first.")
-    max_points: int = Field(default=1000, ge=1, le=5000, description="How many rows to plot after filter and sort.")
+    sort: list[SortKey] = Field(
+        default_factory=list, description="Applied after the filter, first key first."
+    )
+    max_points: int = Field(
+        default=1000, ge=1, le=5000, description="How many rows to plot after filter and sort."
+    )
     caption: str = ""
 
 
-Block = Annotated[HeadingBlock | TextBlock | NumberBlock | TableBlock | ImageBlock | ChartBlock,
-                  Field(discriminator="type")]
+Block = Annotated[
+    HeadingBlock | TextBlock | NumberBlock | TableBlock | ImageBlock | ChartBlock,
+    Field(discriminator="type"),
+]
 
 
 class Gap(BaseModel):
@@ -162,17 +178,31 @@ class ReportDocument(BaseModel):  # no docstring: it would become the tool schem
 
     title: str
     blocks: list[Block] = Field(default_factory=list)
-    formats: dict[str, str] = Field(default_factory=dict, description=(
-        "How the numbers of a column or key are written, in prose and tables alike: name -> 'percent', "
-        "'currency', 'thousands', 'integer', 'plain' (an id, a year) or a Python format spec such as ',.2f' "
-        "or '$,.0f'. Unset: separators for whole numbers, two decimals for money and values from 1, four "
-        "significant digits below 1."))
-    gaps: list[Gap] = Field(default_factory=list, description=(
-        "Set by the report pipeline (what could not be verified and was left out); never set it yourself."))
-    status: Literal["completed", "partial", "failed"] | None = Field(default=None, description=(
-        "Set by the report pipeline (the report's outcome); never set it yourself."))
-    draft: bool = Field(default=False, description=(
-        "Set by the report pipeline (a draft, not the formal report); never set it yourself."))
+    formats: dict[str, str] = Field(
+        default_factory=dict,
+        description=(
+            "How the numbers of a column or key are written, in prose and tables alike: name -> 'percent', "
+            "'currency', 'thousands', 'integer', 'plain' (an id, a year) or a Python format spec such as ',.2f' "
+            "or '$,.0f'. Unset: separators for whole numbers, two decimals for money and values from 1, four "
+            "significant digits below 1."
+        ),
+    )
+    gaps: list[Gap] = Field(
+        default_factory=list,
+        description=(
+            "Set by the report pipeline (what could not be verified and was left out); never set it yourself."
+        ),
+    )
+    status: Literal["completed", "partial", "failed"] | None = Field(
+        default=None,
+        description=("Set by the report pipeline (the report's outcome); never set it yourself."),
+    )
+    draft: bool = Field(
+        default=False,
+        description=(
+            "Set by the report pipeline (a draft, not the formal report); never set it yourself."
+        ),
+    )
 
     def reserved_fields_set(self) -> list[str]:
         """Where a submitted document sets what only the pipeline may (``gaps``, ``unavailable``,
@@ -184,8 +214,11 @@ class ReportDocument(BaseModel):  # no docstring: it would become the tool schem
             if isinstance(block, NumberBlock) and block.unavailable is not None:
                 found.append(f"blocks[{i}].unavailable")
             if isinstance(block, TextBlock):
-                found += [f"blocks[{i}].cite.{k}.unavailable" for k, c in block.cite.items()
-                          if c.unavailable is not None]
+                found += [
+                    f"blocks[{i}].cite.{k}.unavailable"
+                    for k, c in block.cite.items()
+                    if c.unavailable is not None
+                ]
         return found
 
     @classmethod

@@ -9,8 +9,9 @@ tools (:mod:`assay.kernel.tools`) are called, not described here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import ClassVar, Iterable, Sequence
+from typing import ClassVar
 
 
 class ResourceType(str):
@@ -18,9 +19,9 @@ class ResourceType(str):
     plugins add more through the ``register_resource_types`` hook. (Tools are
     not resources, so there is no ``tool`` kind.)"""
 
-    DATABASE: ClassVar["ResourceType"]
-    KNOWLEDGE: ClassVar["ResourceType"]
-    PACK: ClassVar["ResourceType"]
+    DATABASE: ClassVar[ResourceType]
+    KNOWLEDGE: ClassVar[ResourceType]
+    PACK: ClassVar[ResourceType]
 
     def __repr__(self) -> str:
         return f"ResourceType({str.__str__(self)!r})"
@@ -59,7 +60,7 @@ class Resource:
         return False
 
     @property
-    def sub_resources(self) -> list["Resource"]:
+    def sub_resources(self) -> list[Resource]:
         return []
 
     def get_prompt(self, budget: PromptBudget | None = None) -> str:
@@ -107,11 +108,16 @@ def build_resource_prompt(
     remaining = budget.max_chars - len(heading) - (2 if heading else 0)
     for index, resource in enumerate(resources):
         if remaining <= 0:
-            parts.append(f"[{resource.type}:{resource.name}] (description omitted: prompt budget exhausted)")
+            parts.append(
+                f"[{resource.type}:{resource.name}] (description omitted: prompt budget exhausted)"
+            )
             continue
         share = remaining // (len(resources) - index)
-        text = resource.get_prompt(PromptBudget(max_chars=max(1, share - len(resource.name) - 16),
-                                                question=budget.question))
+        text = resource.get_prompt(
+            PromptBudget(
+                max_chars=max(1, share - len(resource.name) - 16), question=budget.question
+            )
+        )
         block = f"[{resource.type}:{resource.name}]\n{text}".rstrip()
         parts.append(block)
         remaining -= len(block) + 2  # and the blank line joining it

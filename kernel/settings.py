@@ -59,23 +59,35 @@ class Settings(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="ASSAY_", extra="ignore")
 
-    home: Path = Field(default_factory=_default_home, description="Where artifacts and catalogs live.")
-    config: Path | None = Field(default=None, description="A TOML file with [kernel] and per-plugin sections.")
+    home: Path = Field(
+        default_factory=_default_home, description="Where artifacts and catalogs live."
+    )
+    config: Path | None = Field(
+        default=None, description="A TOML file with [kernel] and per-plugin sections."
+    )
     load_plugins: str | None = Field(
         default=None, description="Comma-separated plugins to load; '' loads none; unset loads all."
     )
     disable_plugins: str = Field(default="", description="Comma-separated plugins never to load.")
     strict_plugins: bool = Field(default=False, description="A plugin that fails aborts start-up.")
-    log_level: str = Field(default="WARNING", description="The assay command's log level: DEBUG, INFO, WARNING or ERROR.")
-    log_format: str = Field(default="auto", description="'json', 'console', or 'auto' (console on a terminal).")
+    log_level: str = Field(
+        default="WARNING",
+        description="The assay command's log level: DEBUG, INFO, WARNING or ERROR.",
+    )
+    log_format: str = Field(
+        default="auto", description="'json', 'console', or 'auto' (console on a terminal)."
+    )
     catalog_url: str | None = Field(
-        default=None, description="postgresql://... keeps the artifact catalog, runs and report checkpoints in "
-        "PostgreSQL; unset, they are SQLite files under ASSAY_HOME."
+        default=None,
+        description="postgresql://... keeps the artifact catalog, runs and report checkpoints in "
+        "PostgreSQL; unset, they are SQLite files under ASSAY_HOME.",
     )
 
     run_retention_days: float | None = Field(
-        default=None, ge=0, description="Days `assay runs prune` keeps runs for (it removes nothing without "
-        "--apply); unset, runs are kept until pruned with --older-than."
+        default=None,
+        ge=0,
+        description="Days `assay runs prune` keeps runs for (it removes nothing without "
+        "--apply); unset, runs are kept until pruned with --older-than.",
     )
 
     _sections: dict[str, BaseSettings]
@@ -103,12 +115,14 @@ class Settings(BaseSettings):
         return (*sources, table) if table is not None else sources
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "Settings":
+    def from_env(cls, **overrides: Any) -> Settings:
         """Build settings from the environment, with keyword overrides winning."""
         try:
             return cls(**overrides)
         except (ValidationError, SettingsError) as exc:
-            raise ConfigError(message=_short_validation_message(exc), hint="Check the ASSAY_* variables.") from None
+            raise ConfigError(
+                message=_short_validation_message(exc), hint="Check the ASSAY_* variables."
+            ) from None
 
     def section(self, name: str, model: type[S], /, **overrides: Any) -> S:
         """The plugin section ``name``, read once into ``model``.
@@ -124,7 +138,11 @@ class Settings(BaseSettings):
             if not isinstance(cached, model):
                 raise ConfigError(message=f"settings section {name!r} is claimed by two models")
             return cached
-        table = _table_source(model, self.config, name) if isinstance(self._file_data.get(name), dict) else None
+        table = (
+            _table_source(model, self.config, name)
+            if isinstance(self._file_data.get(name), dict)
+            else None
+        )
         try:
             instance = _build_section(model, table, overrides)
         except (ValidationError, SettingsError) as exc:
@@ -169,7 +187,9 @@ class Settings(BaseSettings):
         return out
 
 
-def _build_section(model: type[S], table: TomlConfigSettingsSource | None, overrides: dict[str, Any]) -> S:
+def _build_section(
+    model: type[S], table: TomlConfigSettingsSource | None, overrides: dict[str, Any]
+) -> S:
     # A plugin's model keeps its own sources (keyword overrides, then its
     # environment variables, ...), whatever it customised; the file's table is
     # the layer under them: it fills only the fields they left unset.
@@ -187,7 +207,9 @@ def _build_section(model: type[S], table: TomlConfigSettingsSource | None, overr
     return model(**{**{k: getattr(own, k) for k in own.model_fields_set}, **rest})
 
 
-def _table_source(model: type[BaseSettings], path: Any, name: str) -> TomlConfigSettingsSource | None:
+def _table_source(
+    model: type[BaseSettings], path: Any, name: str
+) -> TomlConfigSettingsSource | None:
     """pydantic-settings' TOML source for the ``[name]`` table of the config file, read for ``model``
     (keys in any case, aliases and all); ``None`` when there is no file or it has no such table."""
     if not path:
@@ -203,13 +225,17 @@ def _read_config_file(path: Any) -> dict[str, Any]:
     return _toml_source(Settings, path, ()).toml_data if path else {}
 
 
-def _toml_source(model: type[BaseSettings], path: Any, header: tuple[str, ...]) -> TomlConfigSettingsSource:
+def _toml_source(
+    model: type[BaseSettings], path: Any, header: tuple[str, ...]
+) -> TomlConfigSettingsSource:
     import tomllib  # only when there is a file to read
 
     try:
         return TomlConfigSettingsSource(model, toml_file=_existing(path), toml_table_header=header)
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file.") from None
+        raise ConfigError(
+            message=f"config file {path} is not valid TOML: {exc}", hint="Fix the file."
+        ) from None
 
 
 def _existing(path: Any) -> Path:
@@ -233,7 +259,9 @@ def _masked(key: str, value: Any) -> Any:
     if isinstance(value, (SecretStr, SecretBytes)):
         return "***" if value.get_secret_value() else value.get_secret_value()
     if isinstance(value, str):
-        named_secret = any(word in key.lower() for word in _SECRET_WORDS) or key.lower().endswith("_key")
+        named_secret = any(word in key.lower() for word in _SECRET_WORDS) or key.lower().endswith(
+            "_key"
+        )
         return ("***" if value else value) if named_secret else mask_url(value)
     if isinstance(value, dict):
         return {k: _masked(str(k), v) for k, v in value.items()}
@@ -245,7 +273,9 @@ def _masked(key: str, value: Any) -> Any:
 
 
 def _short_validation_message(exc: ValidationError | SettingsError) -> str:
-    if isinstance(exc, SettingsError):  # a variable that does not parse as JSON: 'error parsing value for field "x" ...'
+    if isinstance(
+        exc, SettingsError
+    ):  # a variable that does not parse as JSON: 'error parsing value for field "x" ...'
         return str(exc)
     parts = []
     for err in exc.errors():

@@ -10,8 +10,9 @@ the kernel reaches the runs store (``kernel.runs``) and the sandbox manager
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from .registry import resolve_path
 

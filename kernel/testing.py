@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 
 # The variables that choose which installed plugins load, or name a config file:
 # left over from the shell, they would make a test depend on the machine.
-PLUGIN_CONTROL_VARIABLES = ("ASSAY_LOAD_PLUGINS", "ASSAY_DISABLE_PLUGINS", "ASSAY_STRICT_PLUGINS", "ASSAY_CONFIG")
+PLUGIN_CONTROL_VARIABLES = (
+    "ASSAY_LOAD_PLUGINS",
+    "ASSAY_DISABLE_PLUGINS",
+    "ASSAY_STRICT_PLUGINS",
+    "ASSAY_CONFIG",
+)
 
 
 @pytest.fixture
@@ -59,15 +64,15 @@ def assay_env(assay_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def assay_plugins() -> list[Any]:
     """The plugins ``assay_kernel`` loads. Override it to test your own::
 
-        @pytest.fixture
-        def assay_plugins():
-            return [my_plugin_module]
+    @pytest.fixture
+    def assay_plugins():
+        return [my_plugin_module]
     """
     return []
 
 
 @pytest.fixture
-def make_assay_kernel(assay_env: Path) -> Iterator[Callable[..., "Kernel"]]:
+def make_assay_kernel(assay_env: Path) -> Iterator[Callable[..., Kernel]]:
     """A factory of isolated kernels: ``make_assay_kernel(*plugins, load_entrypoints=False, **settings)``.
 
     ``settings`` are keyword overrides of :class:`~assay.Settings` (``log_level="INFO"``,
@@ -75,11 +80,15 @@ def make_assay_kernel(assay_env: Path) -> Iterator[Callable[..., "Kernel"]]:
     """
     made: list[Kernel] = []
 
-    def make(*plugins: Any, load_entrypoints: bool = False, **settings: Any) -> "Kernel":
+    def make(*plugins: Any, load_entrypoints: bool = False, **settings: Any) -> Kernel:
         from .kernel import Kernel
         from .settings import Settings
 
-        kernel = Kernel(load_entrypoints=load_entrypoints, plugins=plugins, settings=Settings.from_env(**settings))
+        kernel = Kernel(
+            load_entrypoints=load_entrypoints,
+            plugins=plugins,
+            settings=Settings.from_env(**settings),
+        )
         made.append(kernel)
         return kernel
 
@@ -89,6 +98,6 @@ def make_assay_kernel(assay_env: Path) -> Iterator[Callable[..., "Kernel"]]:
 
 
 @pytest.fixture
-def assay_kernel(make_assay_kernel: Callable[..., "Kernel"], assay_plugins: list[Any]) -> "Kernel":
+def assay_kernel(make_assay_kernel: Callable[..., Kernel], assay_plugins: list[Any]) -> Kernel:
     """A fresh kernel with just ``assay_plugins``, started, closed after the test."""
     return make_assay_kernel(*assay_plugins).start()

@@ -47,15 +47,15 @@ class ToolResult(BaseModel):
     elapsed_ms: float | None = None
 
     @classmethod
-    def ok(cls, data: Any = None, *, content: str = "", **fields: Any) -> "ToolResult":
+    def ok(cls, data: Any = None, *, content: str = "", **fields: Any) -> ToolResult:
         return cls(success=True, data=data, content=content, **fields)
 
     @classmethod
-    def fail(cls, code: str, message: str, hint: str = "", **fields: Any) -> "ToolResult":
+    def fail(cls, code: str, message: str, hint: str = "", **fields: Any) -> ToolResult:
         return cls(success=False, error_code=code, message=message, hint=hint, **fields)
 
     @classmethod
-    def from_error(cls, error: AssayError, **fields: Any) -> "ToolResult":
+    def from_error(cls, error: AssayError, **fields: Any) -> ToolResult:
         extra = dict(fields)
         if error.details:
             extra.setdefault("metadata", {}).update(error.details)
@@ -68,7 +68,9 @@ class ToolResult(BaseModel):
         else:
             text = f"error {self.error_code}: {self.message}"
             if self.errors:
-                text += "\n" + "\n".join(f"- {e.get('path', '')}: {e.get('message', '')}" for e in self.errors)
+                text += "\n" + "\n".join(
+                    f"- {e.get('path', '')}: {e.get('message', '')}" for e in self.errors
+                )
             if self.hint:
                 text += f"\nhint: {self.hint}"
         if self.artifacts:

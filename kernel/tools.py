@@ -17,7 +17,8 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-from typing import Any, Awaitable, Callable, overload
+from collections.abc import Awaitable, Callable
+from typing import Any, overload
 
 from pydantic import ValidationError
 
@@ -92,7 +93,11 @@ class BaseTool:
         """The OpenAI function-calling definition."""
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
         }
 
     def to_mcp(self) -> dict[str, Any]:
@@ -111,7 +116,9 @@ class FunctionTool(BaseTool):
     first use, so plugin modules full of tools import fast.
     """
 
-    def __init__(self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None) -> None:
+    def __init__(
+        self, func: Callable[..., Any], *, name: str | None = None, description: str | None = None
+    ) -> None:
         target = unwrap(func)
         self.func = func
         self.name = check_name(name or str(getattr(target, "__name__", "")))
@@ -163,7 +170,9 @@ class FunctionTool(BaseTool):
             raise ArgumentsInvalid(self.name, _pydantic_problems(exc)) from None
         return model.__dict__
 
-    def _bind(self, validated: dict[str, Any], run: RunContext | None) -> tuple[list[Any], dict[str, Any]]:
+    def _bind(
+        self, validated: dict[str, Any], run: RunContext | None
+    ) -> tuple[list[Any], dict[str, Any]]:
         schema = self._schema or self.schema
         kwargs = dict(validated)
         if schema.context_param:
@@ -222,8 +231,14 @@ class JsonSchemaTool(BaseTool):
 
     def validate_arguments(self, arguments: dict[str, Any]) -> dict[str, Any]:
         problems = [
-            {"path": ".".join(str(p) for p in err.absolute_path), "message": err.message, "type": err.validator}
-            for err in sorted(self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path))
+            {
+                "path": ".".join(str(p) for p in err.absolute_path),
+                "message": err.message,
+                "type": err.validator,
+            }
+            for err in sorted(
+                self._validator.iter_errors(arguments), key=lambda e: list(e.absolute_path)
+            )
         ]
         if problems:
             raise ArgumentsInvalid(self.name, problems)
@@ -243,10 +258,18 @@ class JsonSchemaTool(BaseTool):
 @overload
 def tool(func: Callable[..., Any], /) -> FunctionTool: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None) -> Callable[[Callable[..., Any]], FunctionTool]: ...
+def tool(
+    *, name: str | None = None, description: str | None = None
+) -> Callable[[Callable[..., Any]], FunctionTool]: ...
 
 
-def tool(func: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None):
+def tool(
+    func: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+):
     """Make a :class:`FunctionTool` from a function: ``@tool`` or ``@tool(description=...)``.
 
     Raises ``ValueError("The description is required")`` at decoration time

@@ -34,7 +34,9 @@ def open_files(kernel, patterns: list[str]):
 
 @hookimpl
 def register_resources(settings):
-    settings.declare_section("agent", "assay.plugins.agent.settings:AgentSettings")  # for `assay config`
+    settings.declare_section(
+        "agent", "assay.plugins.agent.settings:AgentSettings"
+    )  # for `assay config`
 
 
 @hookimpl

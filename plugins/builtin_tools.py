@@ -9,25 +9,30 @@ from pydantic import Field
 
 from assay import hookimpl, tool
 
-
 UTC_OFFSET_MIN, UTC_OFFSET_MAX = -12 * 60, 14 * 60  # the offsets in use: UTC-12:00 to UTC+14:00
 
 
 @tool
-def current_time(tz_offset_minutes: Annotated[int, Field(ge=UTC_OFFSET_MIN, le=UTC_OFFSET_MAX)] = 0) -> str:
+def current_time(
+    tz_offset_minutes: Annotated[int, Field(ge=UTC_OFFSET_MIN, le=UTC_OFFSET_MAX)] = 0,
+) -> str:
     """The current date and time, as ISO 8601.
 
     Args:
         tz_offset_minutes: Offset from UTC in minutes, for example 480 for UTC+8 (from -720 to 840).
     """
-    return datetime.now(timezone(timedelta(minutes=tz_offset_minutes))).isoformat(timespec="seconds")
+    return datetime.now(timezone(timedelta(minutes=tz_offset_minutes))).isoformat(
+        timespec="seconds"
+    )
 
 
 @tool
 def arithmetic(
     a: float,
     b: float,
-    op: Annotated[str, Field(description="One of add, sub, mul, div.", pattern="^(add|sub|mul|div)$")],
+    op: Annotated[
+        str, Field(description="One of add, sub, mul, div.", pattern="^(add|sub|mul|div)$")
+    ],
 ) -> float:
     """Exact arithmetic on two numbers, so the model never does sums in its head.
 

@@ -22,8 +22,11 @@ def _catalog(run: RunContext):
     if run.artifacts is not None:
         return run.artifacts.catalog
     if run.kernel is None:
-        raise ev.ArtifactError("ARTIFACT_STORE_UNAVAILABLE", "this run has no evidence store",
-                               "Start the run from a kernel with capture enabled.")
+        raise ev.ArtifactError(
+            "ARTIFACT_STORE_UNAVAILABLE",
+            "this run has no evidence store",
+            "Start the run from a kernel with capture enabled.",
+        )
     return run.kernel.evidence.catalog
 
 
@@ -31,10 +34,15 @@ def _catalog(run: RunContext):
 def read_artifact_result_tool(
     artifact_id: str,
     run: RunContext,
-    selectors: Annotated[ev.Selectors | None, Field(description=(
-        "What to read. field: one column; rows: [start, stop] (stop exclusive, negative from the end); "
-        "path: [row, column-or-key, ...] such as [216] or [-1, \"total\"]. Omit for the first rows."
-    ))] = None,
+    selectors: Annotated[
+        ev.Selectors | None,
+        Field(
+            description=(
+                "What to read. field: one column; rows: [start, stop] (stop exclusive, negative from the end); "
+                'path: [row, column-or-key, ...] such as [216] or [-1, "total"]. Omit for the first rows.'
+            )
+        ),
+    ] = None,
 ) -> ToolResult:
     """Read part of a captured result back from the evidence store, checking it is unchanged.
 
@@ -44,8 +52,11 @@ def read_artifact_result_tool(
         artifact_id: The id a tool returned, such as art_0123abcd...
     """
     selected = ev.read_artifact_result(_catalog(run), artifact_id, selectors)
-    return ToolResult.ok(data=selected.model_dump(mode="json"), content=selected.text(),
-                         artifacts=[ev.get_record(_catalog(run), artifact_id).ref()])
+    return ToolResult.ok(
+        data=selected.model_dump(mode="json"),
+        content=selected.text(),
+        artifacts=[ev.get_record(_catalog(run), artifact_id).ref()],
+    )
 
 
 @tool
@@ -55,7 +66,9 @@ def report_evidence_manifest(run: RunContext) -> ToolResult:
     Cite artifacts by these ids; use artifact_details or read_artifact_result for more.
     """
     catalog = _catalog(run)
-    runs = run.evidence_runs()[::-1]  # this run first, then its thread's earlier runs (a follow-up), newest first
+    runs = run.evidence_runs()[
+        ::-1
+    ]  # this run first, then its thread's earlier runs (a follow-up), newest first
     manifests = [ev.evidence_manifest(catalog, rid, max_chars=12_000 // len(runs)) for rid in runs]
     lines: list[str] = []
     for rid, manifest in zip(runs, manifests):
@@ -64,8 +77,10 @@ def report_evidence_manifest(run: RunContext) -> ToolResult:
         for e in manifest["artifacts"]:
             rows = "-" if e["row_count"] is None else e["row_count"]
             flag = f" {e['incomplete']}." if e.get("incomplete") else ""
-            lines.append(f"- {e['artifact_id']} {e['kind']} {e['status']} rows={rows}{flag} "
-                         f"columns={','.join(e['columns'])}: {e['summary']}")
+            lines.append(
+                f"- {e['artifact_id']} {e['kind']} {e['status']} rows={rows}{flag} "
+                f"columns={','.join(e['columns'])}: {e['summary']}"
+            )
         if manifest["truncated"]:
             lines.append(f"({manifest['omitted']} more not listed: over the budget)")
     data = dict(manifests[0], **({"thread": manifests[1:]} if len(manifests) > 1 else {}))
@@ -82,7 +97,9 @@ def artifact_details(
     return ToolResult.ok(data=details, content=_details_text(details))
 
 
-def _details_text(details: list[dict[str, Any]], max_chars: int = 20_000, preview_rows: int = 5) -> str:
+def _details_text(
+    details: list[dict[str, Any]], max_chars: int = 20_000, preview_rows: int = 5
+) -> str:
     blocks = []
     for d in details:
         if "error" in d and "kind" not in d:
@@ -90,10 +107,15 @@ def _details_text(details: list[dict[str, Any]], max_chars: int = 20_000, previe
             continue
         prov = d.get("provenance") or {}
         rows = "-" if d.get("row_count") is None else d["row_count"]
-        lines = [f"{d['artifact_id']}: {d['kind']} {d['status']}, rows={rows}, "
-                 f"complete={d.get('complete')}, sha256={d['sha256'][:16]}..."]
+        lines = [
+            f"{d['artifact_id']}: {d['kind']} {d['status']}, rows={rows}, "
+            f"complete={d.get('complete')}, sha256={d['sha256'][:16]}..."
+        ]
         if not d.get("complete", True):
-            lines.append("INCOMPLETE artifact: " + str(prov.get("incomplete_reason") or "the capture stopped early"))
+            lines.append(
+                "INCOMPLETE artifact: "
+                + str(prov.get("incomplete_reason") or "the capture stopped early")
+            )
         if d.get("columns"):
             types = d.get("column_types") or []
             cols = [f"{c} {types[i]}" if i < len(types) else c for i, c in enumerate(d["columns"])]
@@ -107,4 +129,8 @@ def _details_text(details: list[dict[str, Any]], max_chars: int = 20_000, previe
             lines.append("  ... use read_artifact_result for the other rows")
         blocks.append("\n".join(lines))
     text = "\n\n".join(blocks)
-    return text if len(text) <= max_chars else text[: max_chars - 30] + "\n... (truncated to the budget)"
+    return (
+        text
+        if len(text) <= max_chars
+        else text[: max_chars - 30] + "\n... (truncated to the budget)"
+    )

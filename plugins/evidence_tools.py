@@ -43,8 +43,9 @@ def _parse_select(values: tuple[str, ...]) -> dict[str, Any] | None:
         if not sep or key not in ("field", "rows", "path"):
             from assay.kernel.evidence import ArtifactSelectorInvalid
 
-            raise ArtifactSelectorInvalid(f"--select {value!r}: use field=NAME, rows=A:B, path=216.name "
-                                             "or a JSON object")
+            raise ArtifactSelectorInvalid(
+                f"--select {value!r}: use field=NAME, rows=A:B, path=216.name or a JSON object"
+            )
         out[key] = rest
     return out
 
@@ -69,18 +70,32 @@ def register_commands(cli, kernel):
         catalog.import_shared(run_id)  # records other workers kept in a shared store
         for r in catalog.iter(run_id):
             if as_json:
-                click.echo(json.dumps(ev.manifest_entry(r) | {"run_id": r.run_id, "sha256": r.sha256,
-                                                             "created_at": r.created_at.isoformat()}))
+                click.echo(
+                    json.dumps(
+                        ev.manifest_entry(r)
+                        | {
+                            "run_id": r.run_id,
+                            "sha256": r.sha256,
+                            "created_at": r.created_at.isoformat(),
+                        }
+                    )
+                )
             else:
                 rows = "-" if r.row_count is None else str(r.row_count)
                 flag = "" if r.complete else f" [{r.incomplete_note()}]"
-                click.echo(f"{r.artifact_id}  {r.run_id}  {r.kind:<6} {r.status:<9} rows={rows:<8} "
-                           f"{r.byte_size:>10}B  {r.summary(60)}{flag}")
+                click.echo(
+                    f"{r.artifact_id}  {r.run_id}  {r.kind:<6} {r.status:<9} rows={rows:<8} "
+                    f"{r.byte_size:>10}B  {r.summary(60)}{flag}"
+                )
 
     @artifacts.command("show")
     @click.argument("artifact_id")
-    @click.option("--select", "select", multiple=True,
-                  help="field=NAME, rows=A:B, path=216.name, or a JSON object. Repeatable.")
+    @click.option(
+        "--select",
+        "select",
+        multiple=True,
+        help="field=NAME, rows=A:B, path=216.name, or a JSON object. Repeatable.",
+    )
     @click.option("--max-rows", default=100, show_default=True)
     @click.option("--json", "as_json", is_flag=True, help="Print the record and selection as JSON.")
     def show_cmd(artifact_id: str, select: tuple[str, ...], max_rows: int, as_json: bool) -> None:
@@ -89,14 +104,25 @@ def register_commands(cli, kernel):
 
         catalog = kernel.evidence.catalog
         record = ev.get_record(catalog, artifact_id)
-        selected = ev.read_artifact_result(catalog, artifact_id, _parse_select(select), max_rows=max_rows)
+        selected = ev.read_artifact_result(
+            catalog, artifact_id, _parse_select(select), max_rows=max_rows
+        )
         if as_json:
-            click.echo(json.dumps({"record": record.model_dump(mode="json"),
-                                   "selection": selected.model_dump(mode="json")}, indent=2))
+            click.echo(
+                json.dumps(
+                    {
+                        "record": record.model_dump(mode="json"),
+                        "selection": selected.model_dump(mode="json"),
+                    },
+                    indent=2,
+                )
+            )
             return
-        click.echo(f"{record.artifact_id} kind={record.kind} status={record.status} run={record.run_id} "
-                   f"rows={'-' if record.row_count is None else record.row_count} bytes={record.byte_size} "
-                   f"complete={record.complete}")
+        click.echo(
+            f"{record.artifact_id} kind={record.kind} status={record.status} run={record.run_id} "
+            f"rows={'-' if record.row_count is None else record.row_count} bytes={record.byte_size} "
+            f"complete={record.complete}"
+        )
         if not record.complete:
             click.echo(record.incomplete_note())
         click.echo(f"sha256={record.sha256}")
@@ -122,8 +148,10 @@ def register_commands(cli, kernel):
             checked = verify_bundle(bundle)
             for problem in checked.problems:
                 click.echo(problem)
-            click.echo(f"bundle {bundle} (run {checked.run_id or '?'}): {checked.checked} files checked, "
-                       f"{len(checked.problems)} problem(s)")
+            click.echo(
+                f"bundle {bundle} (run {checked.run_id or '?'}): {checked.checked} files checked, "
+                f"{len(checked.problems)} problem(s)"
+            )
             if not checked.healthy:
                 sys.exit(1)
             return
@@ -133,20 +161,29 @@ def register_commands(cli, kernel):
             click.echo(f"MISSING  {artifact_id}")
         for artifact_id in report.corrupt:
             click.echo(f"CORRUPT  {artifact_id}")
-        click.echo(f"checked {report.checked}: {report.ok} ok, {len(report.missing)} missing, "
-                   f"{len(report.corrupt)} corrupt")
+        click.echo(
+            f"checked {report.checked}: {report.ok} ok, {len(report.missing)} missing, "
+            f"{len(report.corrupt)} corrupt"
+        )
         if not report.healthy:
             sys.exit(1)
 
     @artifacts.command("export")
     @click.argument("artifact_id")
-    @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True)
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None, help="File (default stdout).")
+    @click.option(
+        "--format", "fmt", type=click.Choice(["csv", "jsonl"]), default="jsonl", show_default=True
+    )
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="File (default stdout).",
+    )
     def export_cmd(artifact_id: str, fmt: str, output: str | None) -> None:
         """Write an artifact's verified content as CSV or JSON Lines."""
-        from assay.kernel.evidence.maintenance import export
-
         from assay.kernel.evidence import get_record
+        from assay.kernel.evidence.maintenance import export
 
         catalog = kernel.evidence.catalog
         note = get_record(catalog, artifact_id).incomplete_note()
@@ -161,7 +198,12 @@ def register_commands(cli, kernel):
             sys.stdout.flush()
 
     @artifacts.command("gc")
-    @click.option("--grace", default=3600.0, show_default=True, help="Keep unreferenced content younger than this (s).")
+    @click.option(
+        "--grace",
+        default=3600.0,
+        show_default=True,
+        help="Keep unreferenced content younger than this (s).",
+    )
     @click.option("--dry-run", is_flag=True, help="Only list what would be removed.")
     def gc_cmd(grace: float, dry_run: bool) -> None:
         """Remove content that no record references, and stale staging files."""
@@ -171,5 +213,7 @@ def register_commands(cli, kernel):
         verb = "would remove" if dry_run else "removed"
         for sha in report.removed:
             click.echo(f"{verb} {sha}")
-        click.echo(f"{verb} {len(report.removed)} content objects, {report.staging_removed} staging files; "
-                   f"kept {report.kept_recent} younger than {grace:g}s")
+        click.echo(
+            f"{verb} {len(report.removed)} content objects, {report.staging_removed} staging files; "
+            f"kept {report.kept_recent} younger than {grace:g}s"
+        )

@@ -40,10 +40,15 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     kernel = _kernel(ctx)
     config = SandboxConfig.from_settings(kernel.settings)
     runtimes = kernel.registry("sandbox_runtimes").as_dict()
-    report: dict[str, Any] = {"config": {"SANDBOX_RUNTIME": config.runtime or "(detect)",
-                                         "SANDBOX_ALLOW_LOCAL_RUNTIME": config.allow_local_runtime,
-                                         "image_python": config.image_for("python")},
-                              "runtimes": {}, "selected": None}
+    report: dict[str, Any] = {
+        "config": {
+            "SANDBOX_RUNTIME": config.runtime or "(detect)",
+            "SANDBOX_ALLOW_LOCAL_RUNTIME": config.allow_local_runtime,
+            "image_python": config.image_for("python"),
+        },
+        "runtimes": {},
+        "selected": None,
+    }
     for name, cls in sorted(runtimes.items()):
         runtime = cls(config)
         try:
@@ -75,11 +80,19 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
     for name, entry in report["runtimes"].items():
         mark = "ok " if entry.get("available") else "-- "
         click.echo(f"{mark}{name}: {entry.get('detail', '')}")
-        for label in ("version", "oci_runtime", "cgroup_version", "image_present", "seccomp_profile"):
+        for label in (
+            "version",
+            "oci_runtime",
+            "cgroup_version",
+            "image_present",
+            "seccomp_profile",
+        ):
             if entry.get(label) is not None:
                 click.echo(f"     {label}: {entry[label]}")
         for limit, state in (entry.get("limits") or {}).items():
-            click.echo(f"     limit {limit}: {'enforced' if state is True else 'NOT enforced' if state is False else state}")
+            click.echo(
+                f"     limit {limit}: {'enforced' if state is True else 'NOT enforced' if state is False else state}"
+            )
     click.echo("")
     sel = report["selected"]
     if "error" in sel:
@@ -91,7 +104,9 @@ def doctor_cmd(ctx: click.Context, as_json: bool) -> None:
 
 
 # --help goes to the script, whose usage lists its own options.
-@sandbox_group.command("build-image", context_settings={"ignore_unknown_options": True}, add_help_option=False)
+@sandbox_group.command(
+    "build-image", context_settings={"ignore_unknown_options": True}, add_help_option=False
+)
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def build_image_cmd(args: tuple[str, ...]) -> None:
     """Build the Python sandbox image from Debian packages (needs root, debootstrap and podman)."""
@@ -102,14 +117,27 @@ def build_image_cmd(args: tuple[str, ...]) -> None:
 
 
 @sandbox_group.command("run")
-@click.option("--runtime", "runtime_name", default=None, help="docker, podman, nerdctl or local (default: detect).")
-@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds before the code is killed.")
+@click.option(
+    "--runtime",
+    "runtime_name",
+    default=None,
+    help="docker, podman, nerdctl or local (default: detect).",
+)
+@click.option(
+    "--timeout", "timeout_s", type=float, default=None, help="Seconds before the code is killed."
+)
 @click.option("--language", default="python", show_default=True, help="python or shell.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ExecutionResult as JSON.")
 @click.argument("code", nargs=-1, required=True)
 @click.pass_context
-def run_cmd(ctx: click.Context, runtime_name: str | None, timeout_s: float | None, language: str,
-            as_json: bool, code: tuple[str, ...]) -> None:
+def run_cmd(
+    ctx: click.Context,
+    runtime_name: str | None,
+    timeout_s: float | None,
+    language: str,
+    as_json: bool,
+    code: tuple[str, ...],
+) -> None:
     """Run CODE (after --; '-' reads stdin) in a fresh sandbox and print the result."""
     from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
@@ -131,8 +159,14 @@ def run_cmd(ctx: click.Context, runtime_name: str | None, timeout_s: float | Non
             click.echo(result.stdout, nl=not result.stdout.endswith("\n"))
         if result.stderr:
             click.echo(result.stderr, nl=not result.stderr.endswith("\n"), err=True)
-        notes = [n for n, flag in (("stdout truncated", result.stdout_truncated),
-                                   ("stderr truncated", result.stderr_truncated)) if flag]
+        notes = [
+            n
+            for n, flag in (
+                ("stdout truncated", result.stdout_truncated),
+                ("stderr truncated", result.stderr_truncated),
+            )
+            if flag
+        ]
         click.echo(f"[{result.summary()}{'; ' + ', '.join(notes) if notes else ''}]", err=True)
     if result.timed_out:
         sys.exit(124)

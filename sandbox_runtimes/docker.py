@@ -26,9 +26,15 @@ import shutil
 import socket
 import threading
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from assay.kernel.log import get_logger
+from assay.kernel.sandbox.errors import (
+    SANDBOX_EXEC_FAILED,
+    SANDBOX_IMAGE_MISSING,
+    SANDBOX_START_FAILED,
+)
 from assay.plugins.sandbox import (
     ContainerSession,
     ContainerSpec,
@@ -37,10 +43,9 @@ from assay.plugins.sandbox import (
     SandboxConfig,
     SandboxError,
     SandboxRuntime,
+    gvisor,
+    seccomp as seccomp_profile,
 )
-from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
-from assay.plugins.sandbox import gvisor
-from assay.plugins.sandbox import seccomp as seccomp_profile
 from assay.plugins.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
 from assay.plugins.sandbox.spec import verify_inspect
 from assay.plugins.sandbox.upload import put_by_exec
@@ -124,7 +129,7 @@ class _DockerExecStream(ExecStream):
 class DockerSession(ContainerSession):
     """A hardened container on a Docker API engine."""
 
-    def __init__(self, runtime: "DockerRuntime", spec: ContainerSpec, container_id: str) -> None:
+    def __init__(self, runtime: DockerRuntime, spec: ContainerSpec, container_id: str) -> None:
         super().__init__(runtime.name, spec, container_id, host_grace=runtime.config.host_grace)
         self._runtime = runtime
 
@@ -134,16 +139,32 @@ class DockerSession(ContainerSession):
 
     def _exec(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> ExecStream:
         created = self._api.exec_create(
-            self.id, argv, stdout=True, stderr=True, stdin=False, tty=False,
-            user=user, workdir=workdir, environment=dict(env),
+            self.id,
+            argv,
+            stdout=True,
+            stderr=True,
+            stdin=False,
+            tty=False,
+            user=user,
+            workdir=workdir,
+            environment=dict(env),
         )
         sock = self._api.exec_start(created["Id"], socket=True)
         return _DockerExecStream(self._api, created["Id"], sock)
 
-    def _exec_attached(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> tuple[Any, bytes]:
+    def _exec_attached(
+        self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]
+    ) -> tuple[Any, bytes]:
         created = self._api.exec_create(
-            self.id, argv, stdout=True, stderr=True, stdin=True, tty=False,
-            user=user, workdir=workdir, environment=dict(env),
+            self.id,
+            argv,
+            stdout=True,
+            stderr=True,
+            stdin=True,
+            tty=False,
+            user=user,
+            workdir=workdir,
+            environment=dict(env),
         )
         sock = self._api.exec_start(created["Id"], socket=True)
         raw = getattr(sock, "_sock", sock)
@@ -199,7 +220,11 @@ class DockerRuntime(SandboxRuntime):
 
     @property
     def endpoint(self) -> str:
-        return self.config.docker_host or os.environ.get("DOCKER_HOST") or "default (unix:///var/run/docker.sock)"
+        return (
+            self.config.docker_host
+            or os.environ.get("DOCKER_HOST")
+            or "default (unix:///var/run/docker.sock)"
+        )
 
     def api(self) -> Any:
         """The SDK's low-level client, created on first use (imports ``docker`` then)."""
@@ -210,8 +235,9 @@ class DockerRuntime(SandboxRuntime):
                 # A fixed API version spares a /version round trip per client;
                 # 1.41 (Docker 20.10, podman 4) has everything used here.
                 if self.config.docker_host:
-                    client = docker.DockerClient(base_url=self.config.docker_host, timeout=API_TIMEOUT_S,
-                                                 version=API_VERSION)
+                    client = docker.DockerClient(
+                        base_url=self.config.docker_host, timeout=API_TIMEOUT_S, version=API_VERSION
+                    )
                 else:
                     client = docker.from_env(timeout=API_TIMEOUT_S, version=API_VERSION)
                 self._api = client.api
@@ -231,23 +257,35 @@ class DockerRuntime(SandboxRuntime):
         try:
             import docker  # noqa: F401
         except ImportError:
-            return ProbeResult(**base, available=False,
-                               detail="the Docker SDK is not installed (pip install 'assay[docker]')")
+            return ProbeResult(
+                **base,
+                available=False,
+                detail="the Docker SDK is not installed (pip install 'assay[docker]')",
+            )
         try:
             api = self.api()
             saved, api.timeout = api.timeout, self.config.probe_timeout
             try:
                 if not api.ping():
-                    return ProbeResult(**base, available=False, detail=f"{self.endpoint}: ping did not answer OK")
+                    return ProbeResult(
+                        **base, available=False, detail=f"{self.endpoint}: ping did not answer OK"
+                    )
                 version = api.version()
             finally:
                 api.timeout = saved
         except Exception as exc:  # noqa: BLE001 - any failure is "not available", with the reason
             self.close()
-            return ProbeResult(**base, available=False,
-                               detail=f"docker API at {self.endpoint} did not answer: {_short(exc)}")
+            return ProbeResult(
+                **base,
+                available=False,
+                detail=f"docker API at {self.endpoint} did not answer: {_short(exc)}",
+            )
         components = version.get("Components") or []
-        self._engine = "podman" if any("podman" in str(c.get("Name", "")).lower() for c in components) else "docker"
+        self._engine = (
+            "podman"
+            if any("podman" in str(c.get("Name", "")).lower() for c in components)
+            else "docker"
+        )
         return ProbeResult(
             **base,
             available=True,
@@ -267,17 +305,22 @@ class DockerRuntime(SandboxRuntime):
             return probe
         probe.oci_runtime = info.get("DefaultRuntime")
         # Only runtimes that exist: podman lists every one its configuration names, installed or not.
-        probe.oci_runtimes = sorted(name for name, entry in (info.get("Runtimes") or {}).items()
-                                    if self._runtime_missing(entry) is None)
+        probe.oci_runtimes = sorted(
+            name
+            for name, entry in (info.get("Runtimes") or {}).items()
+            if self._runtime_missing(entry) is None
+        )
         probe.cgroup_version = str(info.get("CgroupVersion")) if info.get("CgroupVersion") else None
-        probe.info.update({
-            "os": info.get("OperatingSystem"),
-            "security_options": info.get("SecurityOptions") or [],
-            "memory_limit": info.get("MemoryLimit"),
-            "swap_limit": info.get("SwapLimit"),
-            "pids_limit": info.get("PidsLimit"),
-            "cpu_cfs_quota": info.get("CpuCfsQuota"),
-        })
+        probe.info.update(
+            {
+                "os": info.get("OperatingSystem"),
+                "security_options": info.get("SecurityOptions") or [],
+                "memory_limit": info.get("MemoryLimit"),
+                "swap_limit": info.get("SwapLimit"),
+                "pids_limit": info.get("PidsLimit"),
+                "cpu_cfs_quota": info.get("CpuCfsQuota"),
+            }
+        )
         return probe
 
     # --- sessions -----------------------------------------------------------
@@ -288,7 +331,9 @@ class DockerRuntime(SandboxRuntime):
 
         ulimits = [docker.types.Ulimit(name=u.name, soft=u.soft, hard=u.hard) for u in spec.ulimits]
         if not any(u.name == "nproc" for u in spec.ulimits):
-            ulimits.append(docker.types.Ulimit(name="nproc", soft=DEFAULT_NPROC, hard=DEFAULT_NPROC))
+            ulimits.append(
+                docker.types.Ulimit(name="nproc", soft=DEFAULT_NPROC, hard=DEFAULT_NPROC)
+            )
         tmpfs = spec.tmpfs_map()
         if self.engine() == "podman":
             for target in PODMAN_READ_ONLY_TMPFS:
@@ -301,7 +346,10 @@ class DockerRuntime(SandboxRuntime):
             cpu_quota=spec.cpu_quota_us,
             pids_limit=spec.pids_limit,
             cap_drop=["ALL"],
-            security_opt=["no-new-privileges", seccomp_profile.security_opt(as_text=self.engine() != "podman")],
+            security_opt=[
+                "no-new-privileges",
+                seccomp_profile.security_opt(as_text=self.engine() != "podman"),
+            ],
             read_only=True,
             privileged=False,
             tmpfs=tmpfs,
@@ -337,20 +385,29 @@ class DockerRuntime(SandboxRuntime):
                 tty=False,
             )
         except docker.errors.ImageNotFound as exc:
-            raise SandboxError(SANDBOX_IMAGE_MISSING, f"docker: image {spec.image!r} is not present: {_short(exc)}",
-                               IMAGE_HINT) from None
+            raise SandboxError(
+                SANDBOX_IMAGE_MISSING,
+                f"docker: image {spec.image!r} is not present: {_short(exc)}",
+                IMAGE_HINT,
+            ) from None
         except Exception as exc:  # noqa: BLE001
             self._remove_quietly(spec.name)
-            raise SandboxError(SANDBOX_START_FAILED, f"docker: could not create the sandbox: {_short(exc)}",
-                               "Run `assay sandbox doctor` to check the engine.") from None
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                f"docker: could not create the sandbox: {_short(exc)}",
+                "Run `assay sandbox doctor` to check the engine.",
+            ) from None
         container_id = created["Id"]
         self._require_spec_applied(container_id, spec)
         try:
             api.start(container_id)
         except Exception as exc:  # noqa: BLE001
             self._remove_quietly(container_id)
-            raise SandboxError(SANDBOX_START_FAILED, f"docker: could not start the sandbox: {_short(exc)}",
-                               "Run `assay sandbox doctor` to check the engine.") from None
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                f"docker: could not start the sandbox: {_short(exc)}",
+                "Run `assay sandbox doctor` to check the engine.",
+            ) from None
         log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
         return DockerSession(self, spec, container_id)
 
@@ -372,17 +429,24 @@ class DockerRuntime(SandboxRuntime):
         self._remove_quietly(container_id)
         hint = "Check the engine's version and settings (assay sandbox doctor)."
         if any("OCI runtime" in p for p in problems):
-            hint = ("This engine cannot select an OCI runtime through the Docker API (podman's compatible "
-                    "API ignores it); use SANDBOX_RUNTIME=podman, or unset SANDBOX_OCI_RUNTIME.")
-        raise SandboxError(SANDBOX_START_FAILED,
-                           "docker: the engine did not apply the hardened spec: " + "; ".join(problems), hint)
+            hint = (
+                "This engine cannot select an OCI runtime through the Docker API (podman's compatible "
+                "API ignores it); use SANDBOX_RUNTIME=podman, or unset SANDBOX_OCI_RUNTIME."
+            )
+        raise SandboxError(
+            SANDBOX_START_FAILED,
+            "docker: the engine did not apply the hardened spec: " + "; ".join(problems),
+            hint,
+        )
 
     def _podman_oci_seccomp_problem(self, container_id: str) -> str | None:
         """On podman, inspect only records the requested profile: initialise the container
         (nothing runs yet) through libpod's endpoint and check the OCI spec's filter."""
         api = self.api()
         api._raise_for_status(api._post(api._url("/libpod/containers/{0}/init", container_id)))
-        info = api._result(api._get(api._url("/libpod/containers/{0}/json", container_id)), json=True)
+        info = api._result(
+            api._get(api._url("/libpod/containers/{0}/json", container_id)), json=True
+        )
         problem = seccomp_profile.oci_config_problem(info.get("OCIConfigPath"))
         return f"assay's seccomp profile is not in the OCI spec: {problem}" if problem else None
 
@@ -408,7 +472,11 @@ class DockerRuntime(SandboxRuntime):
         for item in found:
             labels = item.get("Labels") or {}
             if only_mine:
-                reason = "owner exiting" if owned_by_me(labels) and labels.get(RUNTIME) == self.name else None
+                reason = (
+                    "owner exiting"
+                    if owned_by_me(labels) and labels.get(RUNTIME) == self.name
+                    else None
+                )
             else:
                 reason = orphan_reason(labels)
             if not reason:
@@ -416,7 +484,9 @@ class DockerRuntime(SandboxRuntime):
             try:
                 self.api().remove_container(item["Id"], force=True, v=True)
             except Exception as exc:  # noqa: BLE001
-                log.warning("sandbox_reap_remove_failed", container=item["Id"][:12], error=_short(exc))
+                log.warning(
+                    "sandbox_reap_remove_failed", container=item["Id"][:12], error=_short(exc)
+                )
                 continue
             log.info("sandbox_reaped", runtime=self.name, container=item["Id"][:12], reason=reason)
             removed.append(item["Id"])
@@ -449,7 +519,9 @@ class DockerRuntime(SandboxRuntime):
             "no-new-privileges": True,
             "read-only root + sized tmpfs": True,
             "file-size ulimit": True,
-            "seccomp (assay profile)": gvisor.seccomp_status(self.config.oci_runtime, "seccomp" in security),
+            "seccomp (assay profile)": gvisor.seccomp_status(
+                self.config.oci_runtime, "seccomp" in security
+            ),
             "gVisor (runsc)": self._gvisor_status(runtimes),
         }
 

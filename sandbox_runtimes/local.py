@@ -84,27 +84,37 @@ class LocalRuntime(SandboxRuntime):
     def probe(self) -> ProbeResult:
         ok = os.name == "posix"
         return ProbeResult(
-            runtime=self.name, available=ok, isolated=False,
+            runtime=self.name,
+            available=ok,
+            isolated=False,
             version=f"python {sys.version.split()[0]}",
-            detail="local subprocess runtime (NOT isolated)" if ok else "needs a POSIX host for rlimits",
+            detail="local subprocess runtime (NOT isolated)"
+            if ok
+            else "needs a POSIX host for rlimits",
         )
 
-    def create_session(self, spec: ContainerSpec) -> "LocalSession":
+    def create_session(self, spec: ContainerSpec) -> LocalSession:
         spec.check()
         log.warning("sandbox_local_runtime", warning=LOCAL_WARNING)
         return LocalSession(spec)
 
     def enforced_limits(self) -> dict[str, bool | str]:
         return {
-            "network none": False, "memory limit": "RLIMIT_AS (address space, not RSS)",
-            "cpu quota": "RLIMIT_CPU (seconds, not a share)", "pids limit": "RLIMIT_NPROC (per user)",
-            "read-only rootfs": False, "file-size limit": True, "non-root": os.getuid() != 0 or own_uid_possible(),
+            "network none": False,
+            "memory limit": "RLIMIT_AS (address space, not RSS)",
+            "cpu quota": "RLIMIT_CPU (seconds, not a share)",
+            "pids limit": "RLIMIT_NPROC (per user)",
+            "read-only rootfs": False,
+            "file-size limit": True,
+            "non-root": os.getuid() != 0 or own_uid_possible(),
             "host files hidden": False,
             "environment allow-list": (
                 "enforced: each session runs as its own uid, the caller's environment is unreadable"
-                if own_uid_possible() else "the code's own only; NOT the caller's: " + ENVIRONMENT_READABLE
+                if own_uid_possible()
+                else "the code's own only; NOT the caller's: " + ENVIRONMENT_READABLE
             ),
-            "processes end with the call": "yes (the session's uid)" if own_uid_possible()
+            "processes end with the call": "yes (the session's uid)"
+            if own_uid_possible()
             else "those carrying the call's token (a daemon that scrubs its environment escapes)",
         }
 
@@ -141,7 +151,10 @@ class LocalSession(RuntimeSession):
         host = self._host_path(path)
         real = os.path.realpath(host)
         if real != host or not (real == self.root or real.startswith(self.root + os.sep)):
-            raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is a symlink or resolves outside the working directory")
+            raise SandboxError(
+                SANDBOX_PATH_INVALID,
+                f"{path!r} is a symlink or resolves outside the working directory",
+            )
         return host
 
     # --- execution -------------------------------------------------------------------
@@ -195,12 +208,20 @@ class LocalSession(RuntimeSession):
         started = time.perf_counter()
         try:
             proc = subprocess.Popen(
-                self._program(lang, request.code), cwd=self.root, env=self._env(request, token),
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                start_new_session=True, preexec_fn=self._limits(request.timeout_s), close_fds=True,
+                self._program(lang, request.code),
+                cwd=self.root,
+                env=self._env(request, token),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                start_new_session=True,
+                preexec_fn=self._limits(request.timeout_s),
+                close_fds=True,
             )
         except OSError as exc:
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"local runtime could not start the code: {exc}") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"local runtime could not start the code: {exc}"
+            ) from None
         self._procs.add(proc.pid)
         timed_out = False
         deadline = started + request.timeout_s + request.grace_s
@@ -247,10 +268,18 @@ class LocalSession(RuntimeSession):
         stderr = err.text()
         oom = bool(not timed_out and code != 0 and "MemoryError" in stderr[-2000:])
         return ExecutionResult(
-            exit_code=None if timed_out else exit_code, stdout=out.text(), stderr=stderr,
-            stdout_truncated=out.truncated, stderr_truncated=err.truncated, timed_out=timed_out,
-            oom_killed=oom, duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            files=self._produced(before), isolated=False, runtime="local", language=lang,
+            exit_code=None if timed_out else exit_code,
+            stdout=out.text(),
+            stderr=stderr,
+            stdout_truncated=out.truncated,
+            stderr_truncated=err.truncated,
+            timed_out=timed_out,
+            oom_killed=oom,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            files=self._produced(before),
+            isolated=False,
+            runtime="local",
+            language=lang,
             warnings=[LOCAL_WARNING] + ([] if self.uid is not None else [ENVIRONMENT_READABLE]),
         )
 
@@ -260,7 +289,9 @@ class LocalSession(RuntimeSession):
             return
         for _ in range(3):
             pid = os.fork()
-            if pid == 0:  # only system calls here, then _exit: safe after fork in a threaded process
+            if (
+                pid == 0
+            ):  # only system calls here, then _exit: safe after fork in a threaded process
                 try:
                     os.setresgid(self.uid, self.uid, self.uid)
                     os.setresuid(self.uid, self.uid, self.uid)
@@ -291,7 +322,8 @@ class LocalSession(RuntimeSession):
         after = self._scan()
         return [
             ProducedFile(path=self._sandbox_path(p), size=size, modified=mtime / 1e9)
-            for p, (mtime, size) in after.items() if before.get(p) != (mtime, size)
+            for p, (mtime, size) in after.items()
+            if before.get(p) != (mtime, size)
         ][:500]
 
     # --- files --------------------------------------------------------------------------
@@ -308,7 +340,9 @@ class LocalSession(RuntimeSession):
             fh.write(data)
         if read_only:
             os.chmod(host, 0o444)
-        if self.uid is not None:  # the session's uid owns what it may change: its directories, writable files
+        if (
+            self.uid is not None
+        ):  # the session's uid owns what it may change: its directories, writable files
             here = parent
             while here != self.root and here.startswith(self.root + os.sep):
                 os.chown(here, self.uid, self.uid)
@@ -340,15 +374,29 @@ class LocalSession(RuntimeSession):
     def list_files(self, path: str) -> list[FileInfo]:
         host, st = self._lstat(path)
         if not stat.S_ISDIR(st.st_mode):
-            return [FileInfo(path=path, name=os.path.basename(path), size=st.st_size, is_dir=False,
-                             modified=st.st_mtime)]
+            return [
+                FileInfo(
+                    path=path,
+                    name=os.path.basename(path),
+                    size=st.st_size,
+                    is_dir=False,
+                    modified=st.st_mtime,
+                )
+            ]
         out = []
         for entry in sorted(os.scandir(host), key=lambda e: e.name):
             if host == self.root and entry.name == ".tmp":
                 continue
             s = entry.stat(follow_symlinks=False)
-            out.append(FileInfo(path=self._sandbox_path(entry.path), name=entry.name, size=s.st_size,
-                                is_dir=stat.S_ISDIR(s.st_mode), modified=s.st_mtime))
+            out.append(
+                FileInfo(
+                    path=self._sandbox_path(entry.path),
+                    name=entry.name,
+                    size=s.st_size,
+                    is_dir=stat.S_ISDIR(s.st_mode),
+                    modified=s.st_mtime,
+                )
+            )
         return out
 
     # --- life cycle ----------------------------------------------------------------------
@@ -412,7 +460,9 @@ def own_uid_possible() -> bool:
     """Whether sessions can run as a uid of their own: assay is root and its Python is usable by anyone."""
     if os.getuid() != 0:
         return False
-    return all(_world_usable(p) for p in (os.path.realpath(sys.executable), sys.base_prefix, sys.prefix))
+    return all(
+        _world_usable(p) for p in (os.path.realpath(sys.executable), sys.base_prefix, sys.prefix)
+    )
 
 
 def _world_usable(path: str) -> bool:

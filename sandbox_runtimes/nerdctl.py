@@ -30,9 +30,15 @@ import subprocess
 import tarfile
 import tempfile
 import threading
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from assay.kernel.log import get_logger
+from assay.kernel.sandbox.errors import (
+    SANDBOX_EXEC_FAILED,
+    SANDBOX_IMAGE_MISSING,
+    SANDBOX_START_FAILED,
+)
 from assay.plugins.sandbox import (
     ContainerSession,
     ContainerSpec,
@@ -41,9 +47,8 @@ from assay.plugins.sandbox import (
     SandboxConfig,
     SandboxError,
     SandboxRuntime,
+    seccomp as seccomp_profile,
 )
-from assay.kernel.sandbox.errors import SANDBOX_EXEC_FAILED, SANDBOX_IMAGE_MISSING, SANDBOX_START_FAILED
-from assay.plugins.sandbox import seccomp as seccomp_profile
 from assay.plugins.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
 
 log = get_logger("assay.sandbox.nerdctl")
@@ -54,7 +59,13 @@ _CLI_CWD = tempfile.gettempdir()
 
 # Seconds for management commands (run, rm, inspect, cp...).
 CLI_TIMEOUT_S = 120.0
-IMAGE_MISSING_MARKERS = ("image not known", "no such image", "not found", "failed to resolve", "pull access denied")
+IMAGE_MISSING_MARKERS = (
+    "image not known",
+    "no such image",
+    "not found",
+    "failed to resolve",
+    "pull access denied",
+)
 IMAGE_HINT = (
     "Build the image without a registry: `assay sandbox build-image` "
     "(scripts/build-sandbox-image.sh), or set SANDBOX_IMAGE_PYTHON to an image the engine has."
@@ -88,8 +99,13 @@ class Cli:
         argv = self.argv(*args)
         try:
             done = subprocess.run(
-                argv, input=input, capture_output=True, timeout=timeout, check=False,
-                stdin=None if input is not None else subprocess.DEVNULL, cwd=_CLI_CWD,
+                argv,
+                input=input,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+                stdin=None if input is not None else subprocess.DEVNULL,
+                cwd=_CLI_CWD,
             )
         except subprocess.TimeoutExpired as exc:
             raise CliError(argv, None, f"timed out after {timeout}s") from exc
@@ -101,22 +117,41 @@ class Cli:
 
     def popen(self, *args: str) -> subprocess.Popen:
         return subprocess.Popen(
-            self.argv(*args), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            start_new_session=True, cwd=_CLI_CWD,
+            self.argv(*args),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,
+            cwd=_CLI_CWD,
         )
 
     def dialect(self, timeout: float = CLI_TIMEOUT_S) -> str:
         """``nerdctl``, ``podman`` or ``docker``, from ``BINARY --version`` (client only, cached)."""
         if self._dialect is None:
             try:
-                done = subprocess.run([self.binary, "--version"], capture_output=True, timeout=timeout,
-                                      stdin=subprocess.DEVNULL, check=False)
-                line = done.stdout.decode(errors="replace").strip().splitlines()[0] if done.stdout else ""
+                done = subprocess.run(
+                    [self.binary, "--version"],
+                    capture_output=True,
+                    timeout=timeout,
+                    stdin=subprocess.DEVNULL,
+                    check=False,
+                )
+                line = (
+                    done.stdout.decode(errors="replace").strip().splitlines()[0]
+                    if done.stdout
+                    else ""
+                )
             except (OSError, subprocess.TimeoutExpired, IndexError):
                 line = ""
             self.version_line = line
             low = line.lower()
-            self._dialect = "podman" if low.startswith("podman") else "docker" if low.startswith("docker") else "nerdctl"
+            self._dialect = (
+                "podman"
+                if low.startswith("podman")
+                else "docker"
+                if low.startswith("docker")
+                else "nerdctl"
+            )
         return self._dialect
 
 
@@ -178,7 +213,7 @@ class _CliExecStream(ExecStream):
 class NerdctlSession(ContainerSession):
     """A hardened container driven through the CLI."""
 
-    def __init__(self, runtime: "NerdctlRuntime", spec: ContainerSpec, container_id: str) -> None:
+    def __init__(self, runtime: NerdctlRuntime, spec: ContainerSpec, container_id: str) -> None:
         super().__init__(runtime.name, spec, container_id, host_grace=runtime.config.host_grace)
         self._cli = runtime.cli
 
@@ -189,7 +224,9 @@ class NerdctlSession(ContainerSession):
         try:
             proc = self._cli.popen(*args, self.id, *argv)
         except OSError as exc:
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"nerdctl: cannot run {self._cli.binary}: {exc}") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"nerdctl: cannot run {self._cli.binary}: {exc}"
+            ) from None
         return _CliExecStream(proc)
 
     def _put_archive(self, directory: str, data: bytes) -> None:
@@ -202,7 +239,9 @@ class NerdctlSession(ContainerSession):
             return
         except CliError as exc:
             if dialect != "nerdctl":
-                raise SandboxError(SANDBOX_EXEC_FAILED, f"nerdctl: copy into {directory} failed: {exc}") from None
+                raise SandboxError(
+                    SANDBOX_EXEC_FAILED, f"nerdctl: copy into {directory} failed: {exc}"
+                ) from None
             first_error = exc
         # nerdctl before 2.2 cannot read an archive from stdin: unpack it in a
         # private host directory and copy that (nerdctl cp keeps owners).
@@ -213,7 +252,8 @@ class NerdctlSession(ContainerSession):
                 self._cli.run("cp", f"{tmp}/.", f"{self.id}:{directory}")
             except CliError as exc:
                 raise SandboxError(
-                    SANDBOX_EXEC_FAILED, f"nerdctl: copy into {directory} failed: {first_error}; then {exc}"
+                    SANDBOX_EXEC_FAILED,
+                    f"nerdctl: copy into {directory} failed: {first_error}; then {exc}",
                 ) from None
 
     def _hard_reset(self) -> None:
@@ -242,7 +282,9 @@ class NerdctlRuntime(SandboxRuntime):
 
     name = "nerdctl"
     isolated = True
-    description = "containerd via the nerdctl CLI (SANDBOX_NERDCTL_BINARY, SANDBOX_NERDCTL_NAMESPACE)"
+    description = (
+        "containerd via the nerdctl CLI (SANDBOX_NERDCTL_BINARY, SANDBOX_NERDCTL_NAMESPACE)"
+    )
 
     def __init__(self, config: SandboxConfig) -> None:
         super().__init__(config)
@@ -252,16 +294,25 @@ class NerdctlRuntime(SandboxRuntime):
         """``version`` must answer; for nerdctl that includes containerd's (the server's) part."""
         base = dict(runtime=self.name, isolated=True, endpoint=self.cli.binary)
         if shutil.which(self.cli.binary) is None:
-            return ProbeResult(**base, available=False, detail=f"{self.cli.binary!r} was not found on PATH")
+            return ProbeResult(
+                **base, available=False, detail=f"{self.cli.binary!r} was not found on PATH"
+            )
         timeout = self.config.probe_timeout
         try:
             dialect = self.cli.dialect(timeout)
-            version = _json_object(self.cli.run("version", "--format", "{{json .}}", timeout=timeout))
+            version = _json_object(
+                self.cli.run("version", "--format", "{{json .}}", timeout=timeout)
+            )
         except (CliError, ValueError) as exc:
-            return ProbeResult(**base, available=False, detail=f"{self.cli.binary} version did not answer: {exc}")
+            return ProbeResult(
+                **base, available=False, detail=f"{self.cli.binary} version did not answer: {exc}"
+            )
         if dialect == "nerdctl" and not version.get("Server"):
-            return ProbeResult(**base, available=False,
-                               detail=f"{self.cli.binary} answered but containerd did not (no server version)")
+            return ProbeResult(
+                **base,
+                available=False,
+                detail=f"{self.cli.binary} answered but containerd did not (no server version)",
+            )
         return ProbeResult(
             **base,
             available=True,
@@ -301,11 +352,19 @@ class NerdctlRuntime(SandboxRuntime):
         except CliError as exc:
             self._remove_quietly(spec.name)
             low = exc.stderr.lower()
-            if any(marker in low for marker in IMAGE_MISSING_MARKERS) and spec.image.lower() in low.replace('"', ""):
-                raise SandboxError(SANDBOX_IMAGE_MISSING, f"nerdctl: image {spec.image!r} is not present: {exc}",
-                                   IMAGE_HINT) from None
-            raise SandboxError(SANDBOX_START_FAILED, f"nerdctl: could not start the sandbox: {exc}",
-                               "Run `assay sandbox doctor` to check the engine.") from None
+            if any(
+                marker in low for marker in IMAGE_MISSING_MARKERS
+            ) and spec.image.lower() in low.replace('"', ""):
+                raise SandboxError(
+                    SANDBOX_IMAGE_MISSING,
+                    f"nerdctl: image {spec.image!r} is not present: {exc}",
+                    IMAGE_HINT,
+                ) from None
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                f"nerdctl: could not start the sandbox: {exc}",
+                "Run `assay sandbox doctor` to check the engine.",
+            ) from None
         container_id = out.decode().strip().splitlines()[-1] if out.strip() else spec.name
         self._require_seccomp(container_id)
         log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
@@ -322,13 +381,18 @@ class NerdctlRuntime(SandboxRuntime):
             opts = ((info[0] if info else {}).get("HostConfig") or {}).get("SecurityOpt")
         except (CliError, ValueError) as exc:
             self._remove_quietly(container_id)
-            raise SandboxError(SANDBOX_START_FAILED, f"nerdctl: the sandbox could not be inspected: {exc}") from None
+            raise SandboxError(
+                SANDBOX_START_FAILED, f"nerdctl: the sandbox could not be inspected: {exc}"
+            ) from None
         if opts is None and self.cli.dialect() == "nerdctl":
             return
         if not seccomp_profile.applied(opts):
             self._remove_quietly(container_id)
-            raise SandboxError(SANDBOX_START_FAILED, "nerdctl: the engine did not apply assay's seccomp profile",
-                               "Check the engine's version and settings (assay sandbox doctor).")
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                "nerdctl: the engine did not apply assay's seccomp profile",
+                "Check the engine's version and settings (assay sandbox doctor).",
+            )
 
     def _remove_quietly(self, ref: str) -> None:
         try:
@@ -337,7 +401,11 @@ class NerdctlRuntime(SandboxRuntime):
             pass
 
     def _labelled(self) -> list[tuple[str, dict[str, str]]]:
-        ids = self.cli.run("ps", "-a", "-q", "--no-trunc", "--filter", f"label={LABEL}=1").decode().split()
+        ids = (
+            self.cli.run("ps", "-a", "-q", "--no-trunc", "--filter", f"label={LABEL}=1")
+            .decode()
+            .split()
+        )
         if not ids:
             return []
         try:
@@ -353,7 +421,11 @@ class NerdctlRuntime(SandboxRuntime):
         return [(d.get("Id", ""), (d.get("Config") or {}).get("Labels") or {}) for d in data]
 
     def uid_block_holders(self, block: str) -> list[str]:
-        return self.cli.run("ps", "-a", "-q", "--no-trunc", "--filter", f"label={UID_BLOCK}={block}").decode().split()
+        return (
+            self.cli.run("ps", "-a", "-q", "--no-trunc", "--filter", f"label={UID_BLOCK}={block}")
+            .decode()
+            .split()
+        )
 
     def reap(self, *, only_mine: bool = False) -> list[str]:
         try:
@@ -364,7 +436,11 @@ class NerdctlRuntime(SandboxRuntime):
         removed = []
         for container_id, labels in found:
             if only_mine:
-                reason = "owner exiting" if owned_by_me(labels) and labels.get(RUNTIME) == self.name else None
+                reason = (
+                    "owner exiting"
+                    if owned_by_me(labels) and labels.get(RUNTIME) == self.name
+                    else None
+                )
             else:
                 reason = orphan_reason(labels)
             if not reason:
@@ -372,9 +448,13 @@ class NerdctlRuntime(SandboxRuntime):
             try:
                 self.cli.run("rm", "-f", container_id, timeout=60)
             except CliError as exc:
-                log.warning("sandbox_reap_remove_failed", container=container_id[:12], error=str(exc))
+                log.warning(
+                    "sandbox_reap_remove_failed", container=container_id[:12], error=str(exc)
+                )
                 continue
-            log.info("sandbox_reaped", runtime=self.name, container=container_id[:12], reason=reason)
+            log.info(
+                "sandbox_reaped", runtime=self.name, container=container_id[:12], reason=reason
+            )
             removed.append(container_id)
         return removed
 
@@ -403,7 +483,8 @@ class NerdctlRuntime(SandboxRuntime):
             "file-size ulimit": True,
             "seccomp (assay profile)": extra.get("seccomp", "unknown"),
             "gVisor (runsc)": "configured (opt-in: SANDBOX_OCI_RUNTIME=runsc)"
-            if "runsc" in info["oci_runtimes"] else False,
+            if "runsc" in info["oci_runtimes"]
+            else False,
         }
 
 
@@ -425,7 +506,9 @@ def _parse_info(info: dict[str, Any]) -> dict[str, Any]:
         return {
             "oci_runtime": oci,
             "oci_runtimes": [oci] if oci else [],
-            "cgroup_version": {"v1": "1", "v2": "2"}.get(str(cgroup), str(cgroup) if cgroup else None),
+            "cgroup_version": {"v1": "1", "v2": "2"}.get(
+                str(cgroup), str(cgroup) if cgroup else None
+            ),
             "extra": {
                 "engine": "podman",
                 "seccomp": bool(security.get("seccompEnabled")),
@@ -438,7 +521,9 @@ def _parse_info(info: dict[str, Any]) -> dict[str, Any]:
         "oci_runtimes": sorted((info.get("Runtimes") or {}).keys()),
         "cgroup_version": str(info["CgroupVersion"]) if info.get("CgroupVersion") else None,
         "extra": {
-            "engine": "containerd" if "containerd" in json.dumps(info.get("Plugins", {})).lower() else "docker",
+            "engine": "containerd"
+            if "containerd" in json.dumps(info.get("Plugins", {})).lower()
+            else "docker",
             "seccomp": "seccomp" in security,
             "memory_limit": bool(info.get("MemoryLimit")) and bool(info.get("SwapLimit")),
             "cpu_cfs_quota": bool(info.get("CpuCfsQuota")),

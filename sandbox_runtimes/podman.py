@@ -34,8 +34,9 @@ import os
 import shutil
 import socket
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from assay.kernel.log import get_logger
 from assay.plugins.sandbox import (
@@ -48,10 +49,10 @@ from assay.plugins.sandbox import (
     ProbeResult,
     SandboxError,
     SandboxRuntime,
+    gvisor,
+    labels as sandbox_labels,
+    seccomp as seccomp_profile,
 )
-from assay.plugins.sandbox import gvisor
-from assay.plugins.sandbox import labels as sandbox_labels
-from assay.plugins.sandbox import seccomp as seccomp_profile
 from assay.plugins.sandbox.channel import hijack
 from assay.plugins.sandbox.spec import verify_inspect
 from assay.plugins.sandbox.upload import put_by_exec
@@ -122,17 +123,24 @@ class PodmanRuntime(SandboxRuntime):
             except SandboxError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any failure: the container is not made
-                raise SandboxError(SANDBOX_START_FAILED,
-                                   f"podman could not serve OCI runtime {oci_runtime!r}: {exc}",
-                                   "Register it in containers.conf ([engine.runtimes]; for gVisor see "
-                                   "docs/sandbox_engines.md), or unset SANDBOX_OCI_RUNTIME.") from None
-            self._creators[oci_runtime] = PodmanClient(base_url=_socket_url(str(sock)), version=API_VERSION,
-                                                       timeout=60, max_pool_size=4)
+                raise SandboxError(
+                    SANDBOX_START_FAILED,
+                    f"podman could not serve OCI runtime {oci_runtime!r}: {exc}",
+                    "Register it in containers.conf ([engine.runtimes]; for gVisor see "
+                    "docs/sandbox_engines.md), or unset SANDBOX_OCI_RUNTIME.",
+                ) from None
+            self._creators[oci_runtime] = PodmanClient(
+                base_url=_socket_url(str(sock)), version=API_VERSION, timeout=60, max_pool_size=4
+            )
         return self._creators[oci_runtime].api
 
     def _start_service(self, oci_runtime: str | None = None) -> Path:
         """assay's own service (for ``oci_runtime``, or the default one), started or replaced as needed."""
-        sock = podman_service.runtime_socket(oci_runtime) if oci_runtime else podman_service.main_socket()
+        sock = (
+            podman_service.runtime_socket(oci_runtime)
+            if oci_runtime
+            else podman_service.main_socket()
+        )
         return podman_service.ensure_service(sock, oci_runtime, self.config.probe_timeout)
 
     def _refresh_services(self, oci_runtime: str | None) -> None:
@@ -141,7 +149,9 @@ class PodmanRuntime(SandboxRuntime):
         if self._own_service and not podman_service.is_current(Path(self._own_service), None):
             self._start_service()
         if oci_runtime and oci_runtime in self._creators:
-            if not podman_service.is_current(podman_service.runtime_socket(oci_runtime), oci_runtime):
+            if not podman_service.is_current(
+                podman_service.runtime_socket(oci_runtime), oci_runtime
+            ):
                 self._start_service(oci_runtime)
 
     # --- SandboxRuntime ----------------------------------------------------------------
@@ -156,21 +166,38 @@ class PodmanRuntime(SandboxRuntime):
         except SandboxError as exc:
             if exc.code == SANDBOX_RUNTIME_DIR_UNSAFE:  # not "unavailable": refused, and said so
                 raise
-            return ProbeResult(runtime=self.name, available=False, detail=f"podman: {exc.message}",
-                               endpoint=self._url)
+            return ProbeResult(
+                runtime=self.name,
+                available=False,
+                detail=f"podman: {exc.message}",
+                endpoint=self._url,
+            )
         except Exception as exc:  # noqa: BLE001 - any failure is "not available"
-            return ProbeResult(runtime=self.name, available=False, detail=f"podman API did not answer: {exc}",
-                               endpoint=self._url)
+            return ProbeResult(
+                runtime=self.name,
+                available=False,
+                detail=f"podman API did not answer: {exc}",
+                endpoint=self._url,
+            )
         version = resp.headers.get("Libpod-Api-Version")
-        return ProbeResult(runtime=self.name, available=True, version=version,
-                           detail=f"podman {version} answered on {self._url}", endpoint=self._url)
+        return ProbeResult(
+            runtime=self.name,
+            available=True,
+            version=version,
+            detail=f"podman {version} answered on {self._url}",
+            endpoint=self._url,
+        )
 
     def doctor(self) -> ProbeResult:
         probe = self.probe()
         if not probe.available:
             return probe
         try:
-            info = self._connect().api.get("/info", timeout=max(30.0, self.config.probe_timeout)).json()
+            info = (
+                self._connect()
+                .api.get("/info", timeout=max(30.0, self.config.probe_timeout))
+                .json()
+            )
         except Exception as exc:  # noqa: BLE001
             probe.info["error"] = f"podman info failed: {exc}"
             return probe
@@ -179,53 +206,78 @@ class PodmanRuntime(SandboxRuntime):
         security = host.get("security", {})
         probe.oci_runtime = (host.get("ociRuntime") or {}).get("name")
         probe.cgroup_version = host.get("cgroupVersion")
-        probe.oci_runtimes = sorted({probe.oci_runtime or "", *(["runsc"] if shutil.which("runsc") else [])} - {""})
-        probe.info = {"rootless": security.get("rootless"), "seccomp": security.get("seccompEnabled"),
-                      "cgroup_manager": host.get("cgroupManager"), "kernel": host.get("kernel")}
+        probe.oci_runtimes = sorted(
+            {probe.oci_runtime or "", *(["runsc"] if shutil.which("runsc") else [])} - {""}
+        )
+        probe.info = {
+            "rootless": security.get("rootless"),
+            "seccomp": security.get("seccompEnabled"),
+            "cgroup_manager": host.get("cgroupManager"),
+            "kernel": host.get("kernel"),
+        }
         return probe
 
-    def create_session(self, spec: ContainerSpec) -> "PodmanSession":
+    def create_session(self, spec: ContainerSpec) -> PodmanSession:
         spec.check()
         api = self._connect().api
         self._refresh_services(spec.oci_runtime)
         body = spec_generator(spec)
-        resp = self._creator_api(spec.oci_runtime).post("/containers/create", data=json.dumps(body),
-                                                        headers={"Content-Type": "application/json"})
+        resp = self._creator_api(spec.oci_runtime).post(
+            "/containers/create",
+            data=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         if resp.status_code >= 400:
             message = _error_text(resp)
-            if resp.status_code == 404 or "image not known" in message or "no such image" in message.lower():
+            if (
+                resp.status_code == 404
+                or "image not known" in message
+                or "no such image" in message.lower()
+            ):
                 raise SandboxError(
-                    SANDBOX_IMAGE_MISSING, f"podman has no image {spec.image!r}: {message}",
+                    SANDBOX_IMAGE_MISSING,
+                    f"podman has no image {spec.image!r}: {message}",
                     "Build it with `assay sandbox build-image` (no registry is needed) or set SANDBOX_IMAGE_PYTHON.",
                 )
-            raise SandboxError(SANDBOX_START_FAILED, f"podman could not create the sandbox: {message}")
+            raise SandboxError(
+                SANDBOX_START_FAILED, f"podman could not create the sandbox: {message}"
+            )
         cid = resp.json()["Id"]
         # Engines drop settings silently (podman ignores an unknown OCI runtime):
         # refuse a container that is not what the spec asked for.
         problems = verify_inspect(spec, api.get(f"/containers/{cid}/json").json())
         if problems:
             _quiet_remove(api, cid)
-            raise SandboxError(SANDBOX_START_FAILED,
-                               "podman did not apply the hardened spec: " + "; ".join(problems),
-                               "Check the engine's version and settings (assay sandbox doctor).")
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                "podman did not apply the hardened spec: " + "; ".join(problems),
+                "Check the engine's version and settings (assay sandbox doctor).",
+            )
         # The inspect field above is only a record of the request: initialise the
         # container (nothing runs yet) and check the filter the OCI runtime will load.
         problem = _oci_seccomp_problem(api, cid)
         if problem:
             _quiet_remove(api, cid)
-            raise SandboxError(SANDBOX_START_FAILED, f"podman did not apply assay's seccomp profile: {problem}",
-                               "Check the engine's version and settings (assay sandbox doctor).")
+            raise SandboxError(
+                SANDBOX_START_FAILED,
+                f"podman did not apply assay's seccomp profile: {problem}",
+                "Check the engine's version and settings (assay sandbox doctor).",
+            )
         start = api.post(f"/containers/{cid}/start")
         if start.status_code >= 400:
             message = _error_text(start)
             _quiet_remove(api, cid)
-            raise SandboxError(SANDBOX_START_FAILED, f"podman could not start the sandbox: {message}")
+            raise SandboxError(
+                SANDBOX_START_FAILED, f"podman could not start the sandbox: {message}"
+            )
         return PodmanSession(self, spec, cid)
 
     def reap(self, *, only_mine: bool = False) -> list[str]:
         api = self._connect().api
-        resp = api.get("/containers/json", params={"all": "true",
-                                                    "filters": json.dumps({"label": [f"{sandbox_labels.LABEL}=1"]})})
+        resp = api.get(
+            "/containers/json",
+            params={"all": "true", "filters": json.dumps({"label": [f"{sandbox_labels.LABEL}=1"]})},
+        )
         resp.raise_for_status()
         removed = []
         for item in resp.json() or []:
@@ -245,8 +297,13 @@ class PodmanRuntime(SandboxRuntime):
         return removed
 
     def uid_block_holders(self, block: str) -> list[str]:
-        resp = self._connect().api.get("/containers/json", params={
-            "all": "true", "filters": json.dumps({"label": [f"{sandbox_labels.UID_BLOCK}={block}"]})})
+        resp = self._connect().api.get(
+            "/containers/json",
+            params={
+                "all": "true",
+                "filters": json.dumps({"label": [f"{sandbox_labels.UID_BLOCK}={block}"]}),
+            },
+        )
         resp.raise_for_status()
         return [item.get("Id") or "" for item in resp.json() or []]
 
@@ -269,8 +326,9 @@ class PodmanRuntime(SandboxRuntime):
             "pids limit": "pids" in controllers,
             "read-only rootfs, tmpfs sizes, cap-drop ALL, no-new-privileges, non-root, init": True,
             "file-size ulimit": True,
-            "seccomp (assay profile)": gvisor.seccomp_status(self.config.oci_runtime,
-                                                             bool(host.get("security", {}).get("seccompEnabled"))),
+            "seccomp (assay profile)": gvisor.seccomp_status(
+                self.config.oci_runtime, bool(host.get("security", {}).get("seccompEnabled"))
+            ),
             "gVisor (runsc)": self._gvisor_status(),
         }
 
@@ -350,45 +408,89 @@ class PodmanSession(ContainerSession):
         self._api = runtime._connect().api
 
     def _exec(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> ExecStream:
-        body = {"AttachStdout": True, "AttachStderr": True, "AttachStdin": False, "Tty": False,
-                "Cmd": argv, "Env": [f"{k}={v}" for k, v in env.items()], "User": user, "WorkingDir": workdir,
-                "Privileged": False}
-        resp = self._api.post(f"/containers/{self.id}/exec", data=json.dumps(body),
-                              headers={"Content-Type": "application/json"})
+        body = {
+            "AttachStdout": True,
+            "AttachStderr": True,
+            "AttachStdin": False,
+            "Tty": False,
+            "Cmd": argv,
+            "Env": [f"{k}={v}" for k, v in env.items()],
+            "User": user,
+            "WorkingDir": workdir,
+            "Privileged": False,
+        }
+        resp = self._api.post(
+            f"/containers/{self.id}/exec",
+            data=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         if resp.status_code >= 400:
-            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec failed: {_error_text(resp)}",
-                               "The sandbox may have expired or been removed; open a new session.")
+            raise SandboxError(
+                "SANDBOX_EXEC_FAILED",
+                f"podman exec failed: {_error_text(resp)}",
+                "The sandbox may have expired or been removed; open a new session.",
+            )
         exec_id = resp.json()["Id"]
         # No read timeout on the stream: silent code may run for the whole execution
         # timeout, and the host deadline (ContainerSession) ends a stuck one.
-        start = self._api.post(f"/exec/{exec_id}/start", data=json.dumps({"Detach": False, "Tty": False}),
-                               headers={"Content-Type": "application/json"}, stream=True, timeout=(10, None))
+        start = self._api.post(
+            f"/exec/{exec_id}/start",
+            data=json.dumps({"Detach": False, "Tty": False}),
+            headers={"Content-Type": "application/json"},
+            stream=True,
+            timeout=(10, None),
+        )
         if start.status_code >= 400:
-            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec start failed: {_error_text(start)}")
+            raise SandboxError(
+                "SANDBOX_EXEC_FAILED", f"podman exec start failed: {_error_text(start)}"
+            )
         return _PodmanExec(self._api, exec_id, start)
 
-    def _exec_attached(self, argv: list[str], *, user: str, workdir: str,
-                       env: dict[str, str]) -> tuple[socket.socket, bytes]:
+    def _exec_attached(
+        self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]
+    ) -> tuple[socket.socket, bytes]:
         url = self._rt._url or ""
         if not url.startswith(("unix://", "http+unix://")):
             raise NotImplementedError("attached execs need the API's unix socket")
-        body = {"AttachStdout": True, "AttachStderr": True, "AttachStdin": True, "Tty": False,
-                "Cmd": argv, "Env": [f"{k}={v}" for k, v in env.items()], "User": user, "WorkingDir": workdir,
-                "Privileged": False}
-        resp = self._api.post(f"/containers/{self.id}/exec", data=json.dumps(body),
-                              headers={"Content-Type": "application/json"})
+        body = {
+            "AttachStdout": True,
+            "AttachStderr": True,
+            "AttachStdin": True,
+            "Tty": False,
+            "Cmd": argv,
+            "Env": [f"{k}={v}" for k, v in env.items()],
+            "User": user,
+            "WorkingDir": workdir,
+            "Privileged": False,
+        }
+        resp = self._api.post(
+            f"/containers/{self.id}/exec",
+            data=json.dumps(body),
+            headers={"Content-Type": "application/json"},
+        )
         if resp.status_code >= 400:
             raise SandboxError("SANDBOX_EXEC_FAILED", f"podman exec failed: {_error_text(resp)}")
         path = url.split("://", 1)[1].replace("%2F", "/")
-        return hijack(path, f"/v{API_VERSION}/libpod/exec/{resp.json()['Id']}/start", {"Detach": False, "Tty": False})
+        return hijack(
+            path,
+            f"/v{API_VERSION}/libpod/exec/{resp.json()['Id']}/start",
+            {"Detach": False, "Tty": False},
+        )
 
     def _put_archive(self, directory: str, data: bytes) -> None:
-        if gvisor.is_gvisor(self.spec.oci_runtime):  # its tmpfs is inside gVisor: podman's copier cannot reach it
+        if gvisor.is_gvisor(
+            self.spec.oci_runtime
+        ):  # its tmpfs is inside gVisor: podman's copier cannot reach it
             put_by_exec(self, directory, data)
             return
-        resp = self._api.put(f"/containers/{self.id}/archive", params={"path": directory}, data=data)
+        resp = self._api.put(
+            f"/containers/{self.id}/archive", params={"path": directory}, data=data
+        )
         if resp.status_code >= 400:
-            raise SandboxError("SANDBOX_EXEC_FAILED", f"podman could not copy into the sandbox: {_error_text(resp)}")
+            raise SandboxError(
+                "SANDBOX_EXEC_FAILED",
+                f"podman could not copy into the sandbox: {_error_text(resp)}",
+            )
 
     def _hard_reset(self) -> None:
         # SIGKILL every process (the container's init included), then start it again.
@@ -444,7 +546,12 @@ def spec_generator(spec: ContainerSpec) -> dict[str, Any]:
         "init": True,
         "privileged": False,
         "mounts": [
-            {"destination": t.target, "type": "tmpfs", "source": "tmpfs", "options": t.options.split(",")}
+            {
+                "destination": t.target,
+                "type": "tmpfs",
+                "source": "tmpfs",
+                "options": t.options.split(","),
+            }
             for t in spec.tmpfs
         ],
         "r_limits": [{"type": u.name, "soft": u.soft, "hard": u.hard} for u in spec.ulimits],

@@ -29,8 +29,11 @@ SYSTEM_FILES = ("/usr/share/containers/containers.conf", "/etc/containers/contai
 DROP_IN_DIRS = ("/usr/share/containers/containers.conf.d", "/etc/containers/containers.conf.d")
 
 
-def service_environment(directory: str | os.PathLike[str], delay_s: int = EXEC_EXIT_DELAY_S,
-                        filename: str = "containers.conf") -> dict[str, str]:
+def service_environment(
+    directory: str | os.PathLike[str],
+    delay_s: int = EXEC_EXIT_DELAY_S,
+    filename: str = "containers.conf",
+) -> dict[str, str]:
     """Variables to add to a podman service's environment (empty when the conf cannot be made exactly)."""
     text = containers_conf(delay_s)
     if text is None:

@@ -48,7 +48,9 @@ log = get_logger("assay.sandbox.podman")
 
 SERVICE_IDLE_S = 600
 STOP_WAIT_S = 5.0
-_VERSIONS: dict[tuple, str] = {}  # podman binary (path, device, inode, size, mtime) -> its --version
+_VERSIONS: dict[
+    tuple, str
+] = {}  # podman binary (path, device, inode, size, mtime) -> its --version
 
 
 def service_dir() -> Path:
@@ -74,7 +76,9 @@ def private_dir(path: Path) -> Path:
     if not stat.S_ISDIR(st.st_mode):
         raise _unsafe(path, "it is not a directory")
     if st.st_uid != os.getuid():
-        raise _unsafe(path, f"it is owned by uid {st.st_uid}, not by this process's uid {os.getuid()}")
+        raise _unsafe(
+            path, f"it is owned by uid {st.st_uid}, not by this process's uid {os.getuid()}"
+        )
     if st.st_mode & 0o077:
         raise _unsafe(path, f"its mode is {stat.S_IMODE(st.st_mode):04o}, not 0700")
     return path
@@ -112,8 +116,12 @@ def podman_version(binary: str) -> str:
 def fingerprint(binary: str, oci_runtime: str | None) -> str:
     """The podman version, every configuration file's bytes, and this service's own settings, hashed."""
     digest = hashlib.sha256()
-    parts = [podman_version(binary), f"runtime={oci_runtime or ''}", f"idle={SERVICE_IDLE_S}",
-             f"exit_delay={podman_conf.EXEC_EXIT_DELAY_S}"]
+    parts = [
+        podman_version(binary),
+        f"runtime={oci_runtime or ''}",
+        f"idle={SERVICE_IDLE_S}",
+        f"exit_delay={podman_conf.EXEC_EXIT_DELAY_S}",
+    ]
     for path in podman_conf.sources():
         try:
             parts.append(f"{path}:{hashlib.sha256(Path(path).read_bytes()).hexdigest()}")
@@ -149,13 +157,18 @@ def ensure_service(sock: Path, oci_runtime: str | None, ready_timeout_s: float) 
         fcntl.flock(lock, fcntl.LOCK_EX)
         binary = shutil.which("podman")
         if binary is None:
-            raise RuntimeError("the podman binary is not on PATH and SANDBOX_PODMAN_SOCKET is not set")
+            raise RuntimeError(
+                "the podman binary is not on PATH and SANDBOX_PODMAN_SOCKET is not set"
+            )
         current = fingerprint(binary, oci_runtime)
         if pings(str(sock), 1.0):
             if recorded_fingerprint(sock) == current:
                 return sock
-            log.info("podman_service_replaced", socket=str(sock),
-                     reason="the podman version or containers.conf changed since it started")
+            log.info(
+                "podman_service_replaced",
+                socket=str(sock),
+                reason="the podman version or containers.conf changed since it started",
+            )
             stop_service(sock)
         sock.unlink(missing_ok=True)
         _record_path(sock).unlink(missing_ok=True)
@@ -163,15 +176,26 @@ def ensure_service(sock: Path, oci_runtime: str | None, ready_timeout_s: float) 
         env = {**os.environ, **podman_conf.service_environment(sock.parent, filename=conf_name)}
         if oci_runtime and not runtime_registered(binary, oci_runtime, env):
             raise SandboxError(
-                SANDBOX_START_FAILED, f"the OCI runtime {oci_runtime!r} is not registered with podman",
+                SANDBOX_START_FAILED,
+                f"the OCI runtime {oci_runtime!r} is not registered with podman",
                 "Register it in containers.conf ([engine.runtimes]; for gVisor see docs/sandbox_engines.md), "
                 "or unset SANDBOX_OCI_RUNTIME.",
             )
         with open(sock.parent / "service.log", "ab") as logf:
             subprocess.Popen(
-                [binary, *(["--runtime", oci_runtime] if oci_runtime else []),
-                 "system", "service", f"--time={SERVICE_IDLE_S}", f"unix://{sock}"],
-                stdin=subprocess.DEVNULL, stdout=logf, stderr=logf, start_new_session=True, close_fds=True,
+                [
+                    binary,
+                    *(["--runtime", oci_runtime] if oci_runtime else []),
+                    "system",
+                    "service",
+                    f"--time={SERVICE_IDLE_S}",
+                    f"unix://{sock}",
+                ],
+                stdin=subprocess.DEVNULL,
+                stdout=logf,
+                stderr=logf,
+                start_new_session=True,
+                close_fds=True,
                 env=env,
                 # conmon drops marker files (an empty "oom" after an OOM kill) into its
                 # working directory: keep them in the service's own directory.
@@ -180,7 +204,9 @@ def ensure_service(sock: Path, oci_runtime: str | None, ready_timeout_s: float) 
         deadline = time.monotonic() + ready_timeout_s
         while time.monotonic() < deadline:
             if pings(str(sock), 0.5):
-                _record_path(sock).write_text(json.dumps({"fingerprint": current, "started": time.time()}))
+                _record_path(sock).write_text(
+                    json.dumps({"fingerprint": current, "started": time.time()})
+                )
                 log.info("podman_service_started", socket=str(sock))
                 return sock
             time.sleep(0.03)
@@ -189,8 +215,14 @@ def ensure_service(sock: Path, oci_runtime: str | None, ready_timeout_s: float) 
 
 def runtime_registered(binary: str, oci_runtime: str, env: dict[str, str]) -> bool:
     """Whether podman, with the configuration ``env`` names, knows the OCI runtime ``oci_runtime``."""
-    done = subprocess.run([binary, "--runtime", oci_runtime, "info", "--format", "{{.Host.OCIRuntime.Name}}"],
-                          capture_output=True, text=True, timeout=60, env=env, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [binary, "--runtime", oci_runtime, "info", "--format", "{{.Host.OCIRuntime.Name}}"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
     if done.returncode == 0:
         return True
     return "OCI runtime" not in done.stderr or "not found" not in done.stderr

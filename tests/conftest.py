@@ -14,7 +14,7 @@ import socket
 import subprocess
 import sys
 import uuid
-from typing import Iterable
+from collections.abc import Iterable
 
 import pytest
 
@@ -42,9 +42,13 @@ def sigint_default() -> None:
 def imported_by(code: str, watched: Iterable[str], env: dict[str, str] | None = None) -> list[str]:
     """The ``watched`` modules that running ``code`` in a fresh interpreter imports
     (a name counts when it or one of its submodules is in ``sys.modules``)."""
-    probe = (f"{code}\nimport json as _j, sys as _s\n_w = {sorted(watched)!r}\n"
-             "print(_j.dumps([n for n in _w if any(m == n or m.startswith(n + '.') for m in list(_s.modules))]))")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env)
+    probe = (
+        f"{code}\nimport json as _j, sys as _s\n_w = {sorted(watched)!r}\n"
+        "print(_j.dumps([n for n in _w if any(m == n or m.startswith(n + '.') for m in list(_s.modules))]))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, env=env
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -62,9 +66,21 @@ def pytest_configure(config: pytest.Config) -> None:
 # pytest-xdist (`pytest -n 2 --dist loadgroup`): session fixtures start once per worker, so the tests
 # that start the private container engines (a podman service, a dockerd with the image loaded) and
 # the ones that load the local model each go to one worker instead of starting them twice.
-ENGINE_FIXTURES = frozenset({"podman_api_socket", "docker_engine_socket", "engine_managers", "shared_sessions",
-                             "engine_cli", "endpoint_socket", "podman_kernel", "docker_kernel", "gvisor_kernel",
-                             "container_kernel", "engine_kernel"})
+ENGINE_FIXTURES = frozenset(
+    {
+        "podman_api_socket",
+        "docker_engine_socket",
+        "engine_managers",
+        "shared_sessions",
+        "engine_cli",
+        "endpoint_socket",
+        "podman_kernel",
+        "docker_kernel",
+        "gvisor_kernel",
+        "container_kernel",
+        "engine_kernel",
+    }
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -136,9 +152,10 @@ def run_assay(*args: str, env: dict[str, str] | None = None, input: str | None =
     subprocess per call costs about a second. ``env`` is added to the
     environment for the call. Returns click's ``Result`` (``exit_code``,
     ``stdout``, ``stderr``)."""
+    from click.testing import CliRunner
+
     from assay.kernel import cli
     from assay.kernel.log import reset_logging
-    from click.testing import CliRunner
 
     class _ConsoleScript:  # what CliRunner.invoke needs of a command: a name and main()
         name = "assay"

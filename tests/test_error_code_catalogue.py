@@ -31,8 +31,19 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CATALOGUE = ROOT / "docs" / "error-codes.md"
 CODE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
-SOURCES = {"kernel", "evidence", "sandbox", "sql", "code_interpreter", "reports", "models", "knowledge",
-           "service", "worker", "files"}
+SOURCES = {
+    "kernel",
+    "evidence",
+    "sandbox",
+    "sql",
+    "code_interpreter",
+    "reports",
+    "models",
+    "knowledge",
+    "service",
+    "worker",
+    "files",
+}
 # A code that is also the name of a setting: SANDBOX_TIMEOUT is the sandbox's time limit
 # (environment variable) and the code of a sandbox file operation that overran.
 CODES_THAT_ARE_ALSO_SETTINGS = {"SANDBOX_TIMEOUT"}
@@ -48,7 +59,9 @@ def _source_files() -> list[Path]:
 
 @cache
 def _trees() -> dict[str, ast.Module]:
-    return {str(f.relative_to(ROOT)): ast.parse(f.read_text(), filename=str(f)) for f in _source_files()}
+    return {
+        str(f.relative_to(ROOT)): ast.parse(f.read_text(), filename=str(f)) for f in _source_files()
+    }
 
 
 def _name_of(node: ast.expr) -> str | None:
@@ -93,15 +106,22 @@ def defined_codes() -> dict[str, list[str]]:
 
     for path, tree in trees.items():
         for node in tree.body:  # module-level NAME = "NAME"
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            if (
+                isinstance(node, ast.Assign)
+                and len(node.targets) == 1
+                and isinstance(node.targets[0], ast.Name)
+            ):
                 value = _code_literal(node.value)
                 if value == node.targets[0].id:
                     add(value, path, node)
         for node in ast.walk(tree):
             if isinstance(node, ast.ClassDef):  # class attribute code = "..."
                 for stmt in node.body:
-                    target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else (
-                        stmt.target if isinstance(stmt, ast.AnnAssign) else None)
+                    target = (
+                        stmt.targets[0]
+                        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1
+                        else (stmt.target if isinstance(stmt, ast.AnnAssign) else None)
+                    )
                     if isinstance(target, ast.Name) and target.id == "code":
                         add(_code_literal(stmt.value), path, stmt)
             elif isinstance(node, ast.Call):  # ToolResult.fail("X", ...), SomeError("X", ...)
@@ -133,8 +153,12 @@ def catalogued() -> dict[str, list[str]]:
 
 
 def test_every_code_in_the_source_is_in_the_catalogue():
-    missing = {code: sites[:3] for code, sites in defined_codes().items() if code not in catalogued()}
-    assert not missing, f"codes missing from docs/error-codes.md (with where they are defined): {missing}"
+    missing = {
+        code: sites[:3] for code, sites in defined_codes().items() if code not in catalogued()
+    }
+    assert not missing, (
+        f"codes missing from docs/error-codes.md (with where they are defined): {missing}"
+    )
 
 
 def test_every_catalogued_code_still_exists():
@@ -159,14 +183,27 @@ def test_codes_compared_against_in_the_source_exist():
     for path, tree in _trees().items():
         for node in ast.walk(tree):
             literals: list[ast.expr] = []
-            if isinstance(node, ast.Compare) and any(_name_of(side) == "code" or (
-                    isinstance(side, ast.Call) and _name_of(side.func) == "getattr" and len(side.args) > 1
-                    and getattr(side.args[1], "value", None) == "code") for side in [node.left, *node.comparators]):
+            if isinstance(node, ast.Compare) and any(
+                _name_of(side) == "code"
+                or (
+                    isinstance(side, ast.Call)
+                    and _name_of(side.func) == "getattr"
+                    and len(side.args) > 1
+                    and getattr(side.args[1], "value", None) == "code"
+                )
+                for side in [node.left, *node.comparators]
+            ):
                 for side in [node.left, *node.comparators]:
-                    literals.extend(side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side])
+                    literals.extend(
+                        side.elts if isinstance(side, (ast.Tuple, ast.List, ast.Set)) else [side]
+                    )
             elif path.endswith("errors.py") and isinstance(node, (ast.Set, ast.Tuple, ast.List)):
                 literals.extend(node.elts)
-            unknown.extend(f"{path}:{node.lineno} {c}" for c in map(_code_literal, literals) if c and c not in known)
+            unknown.extend(
+                f"{path}:{node.lineno} {c}"
+                for c in map(_code_literal, literals)
+                if c and c not in known
+            )
     assert not unknown, f"literals compared with an error code that is defined nowhere: {unknown}"
 
 
@@ -176,15 +213,20 @@ def test_the_collector_does_not_take_settings_for_codes():
 
     settings = {f"SANDBOX_{name.upper()}" for name in SandboxConfig.model_fields}
     settings |= {f"ASSAY_{name.upper()}" for name in Settings.model_fields}
-    assert {"SANDBOX_RUNTIME", "SANDBOX_IMAGE_PYTHON"} <= settings  # the models are read as expected
+    assert {
+        "SANDBOX_RUNTIME",
+        "SANDBOX_IMAGE_PYTHON",
+    } <= settings  # the models are read as expected
     assert set(defined_codes()) & settings == CODES_THAT_ARE_ALSO_SETTINGS
 
 
 def test_the_collector_finds_each_kind_of_definition():
     codes = defined_codes()
-    for code in ("SQL_QUERY_TIMEOUT",  # errors-module constant
-                 "CONFIG_INVALID",  # class attribute
-                 "REPORT_NO_EVIDENCE",  # ToolResult.fail literal
-                 "MODEL_NOT_FOUND",  # AssayError literal
-                 "ARTIFACT_FILE_MISSING"):  # constant, and the runner's {"code": ...}
+    for code in (
+        "SQL_QUERY_TIMEOUT",  # errors-module constant
+        "CONFIG_INVALID",  # class attribute
+        "REPORT_NO_EVIDENCE",  # ToolResult.fail literal
+        "MODEL_NOT_FOUND",  # AssayError literal
+        "ARTIFACT_FILE_MISSING",
+    ):  # constant, and the runner's {"code": ...}
         assert code in codes, code

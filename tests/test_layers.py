@@ -21,16 +21,28 @@ def installed_layout(into: Path) -> Path:
     package = into / "assay"
     shutil.copytree(ROOT / "assay", package, ignore=shutil.ignore_patterns("__pycache__"))
     for folder, name in FOLDERS.items():
-        shutil.copytree(ROOT / folder, package / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        shutil.copytree(
+            ROOT / folder, package / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
+        )
     return into
 
 
 def lint_imports(tree: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(tree)}
     return subprocess.run(
-        [sys.executable, "-c", "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())",
-         "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
-        capture_output=True, text=True, cwd=tree, env=env)
+        [
+            sys.executable,
+            "-c",
+            "import sys; from importlinter.cli import lint_imports_command as c; sys.exit(c())",
+            "--config",
+            str(ROOT / "pyproject.toml"),
+            "--no-cache",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tree,
+        env=env,
+    )
 
 
 def test_the_kernel_imports_no_plugin_and_no_sandbox_runtime(tmp_path):
@@ -41,7 +53,9 @@ def test_the_kernel_imports_no_plugin_and_no_sandbox_runtime(tmp_path):
 
 def test_the_contract_fails_a_kernel_module_that_imports_a_plugin(tmp_path):
     tree = installed_layout(tmp_path)
-    (tree / "assay" / "kernel" / "leak.py").write_text("from assay.plugins.runs import open_store\n")
+    (tree / "assay" / "kernel" / "leak.py").write_text(
+        "from assay.plugins.runs import open_store\n"
+    )
     result = lint_imports(tree)
     assert result.returncode != 0
     assert "assay.kernel.leak -> assay.plugins.runs" in result.stdout

@@ -43,7 +43,10 @@ def test_every_package_folder_is_listed_in_pyproject():
 
 
 def test_entry_points_and_console_script_name_modules_under_assay():
-    targets = [*PROJECT["project"]["entry-points"]["assay"].values(), *PROJECT["project"]["scripts"].values()]
+    targets = [
+        *PROJECT["project"]["entry-points"]["assay"].values(),
+        *PROJECT["project"]["scripts"].values(),
+    ]
     assert targets and all(t.startswith("assay.") for t in targets), targets
 
 
@@ -59,9 +62,22 @@ def wheel(tmp_path_factory) -> Path:
             shutil.copy2(path, src / name)
     out = tmp_path_factory.mktemp("dist")
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q",
-         "-w", str(out), str(src)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-q",
+            "-w",
+            str(out),
+            str(src),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert build.returncode == 0, build.stdout + build.stderr
     (found,) = out.glob("assay-*.whl")
@@ -72,7 +88,9 @@ def test_the_wheel_installs_one_top_level_package(wheel):
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/", 1)[0] for n in names if not n.split("/", 1)[0].endswith(".dist-info")}
     assert tops == {"assay"}
-    assert "assay/sandbox_runtimes/image/build-sandbox-image.sh" in names  # the image build ships with it
+    assert (
+        "assay/sandbox_runtimes/image/build-sandbox-image.sh" in names
+    )  # the image build ships with it
     assert "assay/py.typed" in names
 
 
@@ -82,13 +100,34 @@ def installed(wheel, tmp_path_factory) -> dict[str, str]:
     interpreter's environment through a path entry (no network, no editable install:
     .pth files are not run for a directory that a .pth line adds)."""
     venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120
+    )
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                               capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     install = subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
-        capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(python),
+            "install",
+            "--no-deps",
+            "--no-index",
+            "-q",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert install.returncode == 0, install.stdout + install.stderr
     deps = [p for p in sys.path if p.endswith("site-packages")]
@@ -99,13 +138,17 @@ def installed(wheel, tmp_path_factory) -> dict[str, str]:
 
 
 def _run(installed: dict[str, str], cwd: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(args, cwd=cwd, env=installed["env"], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        args, cwd=cwd, env=installed["env"], capture_output=True, text=True, timeout=120
+    )
 
 
 def test_the_installed_wheel_imports_assay_from_its_own_site_packages(installed, tmp_path):
-    code = ("import assay, assay.kernel, assay.plugins.sql, importlib.util as u; "
-            "print(assay.__file__); print(assay.kernel.__file__); "
-            "print([m for m in ('kernel', 'plugins', 'sandbox_runtimes') if u.find_spec(m)])")
+    code = (
+        "import assay, assay.kernel, assay.plugins.sql, importlib.util as u; "
+        "print(assay.__file__); print(assay.kernel.__file__); "
+        "print([m for m in ('kernel', 'plugins', 'sandbox_runtimes') if u.find_spec(m)])"
+    )
     out = _run(installed, tmp_path, f"{installed['bin']}/python", "-c", code)
     assert out.returncode == 0, out.stderr
     assay_file, kernel_file, generic = out.stdout.splitlines()
@@ -126,8 +169,15 @@ def test_assay_sql_queries_a_database_from_the_wheel(installed, tmp_path):
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE sales (region TEXT, amount INTEGER)")
         conn.executemany("INSERT INTO sales VALUES (?, ?)", [("north", 3), ("south", 4)])
-    out = _run(installed, tmp_path, f"{installed['bin']}/assay", "sql", "--db", f"sqlite:///{db}",
-               "SELECT sum(amount) AS total FROM sales")
+    out = _run(
+        installed,
+        tmp_path,
+        f"{installed['bin']}/assay",
+        "sql",
+        "--db",
+        f"sqlite:///{db}",
+        "SELECT sum(amount) AS total FROM sales",
+    )
     assert out.returncode == 0, out.stderr
     assert "total" in out.stdout and "7" in out.stdout
 
@@ -143,5 +193,8 @@ def test_the_public_api_is_assay_all_and_every_name_resolves():
 
     assert {"Kernel", "tool", "hookimpl", "Lazy", "Settings", "ToolResult"} <= set(assay.__all__)
     assert all(getattr(assay, name, None) is not None for name in assay.__all__)
-    assert not {n for n in vars(assay) if n.isidentifier() and not n.startswith("_") and n not in assay.__all__} - {
-        "annotations", "kernel", "plugins", "sandbox_runtimes"}  # subpackages, once imported
+    assert not {
+        n
+        for n in vars(assay)
+        if n.isidentifier() and not n.startswith("_") and n not in assay.__all__
+    } - {"annotations", "kernel", "plugins", "sandbox_runtimes"}  # subpackages, once imported

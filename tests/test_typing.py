@@ -27,7 +27,19 @@ def _installed_layout(tmp_path: Path) -> Path:
 def test_the_kernel_passes_mypy(tmp_path):
     where = _installed_layout(tmp_path)
     result = subprocess.run(
-        [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml"),
-         "--cache-dir", str(ROOT / ".mypy_cache"), "-p", "assay.kernel"],
-        capture_output=True, text=True, cwd=where)
+        [
+            sys.executable,
+            "-m",
+            "mypy",
+            "--config-file",
+            str(ROOT / "pyproject.toml"),
+            "--cache-dir",
+            str(ROOT / ".mypy_cache"),
+            "-p",
+            "assay.kernel",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=where,
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-4000:]

@@ -12,17 +12,27 @@ import datetime as dt
 import random
 import sqlite3
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 # column kinds -> SQL types per dialect
 TYPES = {
     "id": {"sqlite": "INTEGER", "postgresql": "BIGINT", "mysql": "BIGINT", "duckdb": "BIGINT"},
     "int": {"sqlite": "INTEGER", "postgresql": "INTEGER", "mysql": "INT", "duckdb": "INTEGER"},
     "text": {"sqlite": "TEXT", "postgresql": "TEXT", "mysql": "VARCHAR(200)", "duckdb": "VARCHAR"},
-    "money": {"sqlite": "NUMERIC", "postgresql": "NUMERIC(12,2)", "mysql": "DECIMAL(12,2)", "duckdb": "DECIMAL(12,2)"},
-    "pct": {"sqlite": "REAL", "postgresql": "NUMERIC(5,2)", "mysql": "DECIMAL(5,2)", "duckdb": "DECIMAL(5,2)"},
+    "money": {
+        "sqlite": "NUMERIC",
+        "postgresql": "NUMERIC(12,2)",
+        "mysql": "DECIMAL(12,2)",
+        "duckdb": "DECIMAL(12,2)",
+    },
+    "pct": {
+        "sqlite": "REAL",
+        "postgresql": "NUMERIC(5,2)",
+        "mysql": "DECIMAL(5,2)",
+        "duckdb": "DECIMAL(5,2)",
+    },
     "date": {"sqlite": "TEXT", "postgresql": "DATE", "mysql": "DATE", "duckdb": "DATE"},
     "ts": {"sqlite": "TEXT", "postgresql": "TIMESTAMP", "mysql": "DATETIME", "duckdb": "TIMESTAMP"},
 }
@@ -52,41 +62,173 @@ class Table:
 
 
 TABLES = (
-    Table("stores", (("store_id", "id"), ("name", "text"), ("city", "text"), ("region", "text"), ("opened_on", "date"))),
-    Table("products", (("product_id", "id"), ("sku", "text"), ("name", "text"), ("category", "text"),
-                       ("unit_price", "money"), ("unit_cost", "money"))),
-    Table("customers", (("customer_id", "id"), ("name", "text"), ("email", "text"), ("city", "text"),
-                        ("region", "text"), ("segment", "text"), ("signup_date", "date"))),
-    Table("promotions", (("promotion_id", "id"), ("code", "text"), ("description", "text"), ("discount_pct", "pct"),
-                         ("starts_on", "date"), ("ends_on", "date"))),
-    Table("orders", (("order_id", "id"), ("customer_id", "id"), ("store_id", "id"), ("promotion_id", "id"),
-                     ("ordered_at", "ts"), ("channel", "text"), ("status", "text"), ("total", "money")),
-          references=(("customer_id", "customers"), ("store_id", "stores"), ("promotion_id", "promotions")),
-          nullable=("promotion_id",)),
-    Table("order_items", (("order_item_id", "id"), ("order_id", "id"), ("product_id", "id"), ("quantity", "int"),
-                          ("unit_price", "money"), ("discount", "money")),
-          references=(("order_id", "orders"), ("product_id", "products"))),
-    Table("refunds", (("refund_id", "id"), ("order_id", "id"), ("refunded_at", "ts"), ("amount", "money"),
-                      ("reason", "text")),
-          references=(("order_id", "orders"),)),
+    Table(
+        "stores",
+        (
+            ("store_id", "id"),
+            ("name", "text"),
+            ("city", "text"),
+            ("region", "text"),
+            ("opened_on", "date"),
+        ),
+    ),
+    Table(
+        "products",
+        (
+            ("product_id", "id"),
+            ("sku", "text"),
+            ("name", "text"),
+            ("category", "text"),
+            ("unit_price", "money"),
+            ("unit_cost", "money"),
+        ),
+    ),
+    Table(
+        "customers",
+        (
+            ("customer_id", "id"),
+            ("name", "text"),
+            ("email", "text"),
+            ("city", "text"),
+            ("region", "text"),
+            ("segment", "text"),
+            ("signup_date", "date"),
+        ),
+    ),
+    Table(
+        "promotions",
+        (
+            ("promotion_id", "id"),
+            ("code", "text"),
+            ("description", "text"),
+            ("discount_pct", "pct"),
+            ("starts_on", "date"),
+            ("ends_on", "date"),
+        ),
+    ),
+    Table(
+        "orders",
+        (
+            ("order_id", "id"),
+            ("customer_id", "id"),
+            ("store_id", "id"),
+            ("promotion_id", "id"),
+            ("ordered_at", "ts"),
+            ("channel", "text"),
+            ("status", "text"),
+            ("total", "money"),
+        ),
+        references=(
+            ("customer_id", "customers"),
+            ("store_id", "stores"),
+            ("promotion_id", "promotions"),
+        ),
+        nullable=("promotion_id",),
+    ),
+    Table(
+        "order_items",
+        (
+            ("order_item_id", "id"),
+            ("order_id", "id"),
+            ("product_id", "id"),
+            ("quantity", "int"),
+            ("unit_price", "money"),
+            ("discount", "money"),
+        ),
+        references=(("order_id", "orders"), ("product_id", "products")),
+    ),
+    Table(
+        "refunds",
+        (
+            ("refund_id", "id"),
+            ("order_id", "id"),
+            ("refunded_at", "ts"),
+            ("amount", "money"),
+            ("reason", "text"),
+        ),
+        references=(("order_id", "orders"),),
+    ),
 )
 TABLES_BY_NAME = {t.name: t for t in TABLES}
 
 CITIES = [
-    ("Seattle", "West"), ("Portland", "West"), ("San Francisco", "West"), ("Los Angeles", "West"),
-    ("Denver", "Mountain"), ("Phoenix", "Mountain"), ("Salt Lake City", "Mountain"), ("Dallas", "South"),
-    ("Houston", "South"), ("Atlanta", "South"), ("Miami", "South"), ("Chicago", "Midwest"),
-    ("Minneapolis", "Midwest"), ("Detroit", "Midwest"), ("New York", "Northeast"), ("Boston", "Northeast"),
-    ("Philadelphia", "Northeast"), ("Pittsburgh", "Northeast"),
+    ("Seattle", "West"),
+    ("Portland", "West"),
+    ("San Francisco", "West"),
+    ("Los Angeles", "West"),
+    ("Denver", "Mountain"),
+    ("Phoenix", "Mountain"),
+    ("Salt Lake City", "Mountain"),
+    ("Dallas", "South"),
+    ("Houston", "South"),
+    ("Atlanta", "South"),
+    ("Miami", "South"),
+    ("Chicago", "Midwest"),
+    ("Minneapolis", "Midwest"),
+    ("Detroit", "Midwest"),
+    ("New York", "Northeast"),
+    ("Boston", "Northeast"),
+    ("Philadelphia", "Northeast"),
+    ("Pittsburgh", "Northeast"),
 ]
 CATEGORIES = {
-    "grocery": (2, 40), "household": (3, 60), "electronics": (20, 900), "apparel": (8, 150),
-    "toys": (5, 120), "beauty": (4, 80), "garden": (6, 200), "sports": (10, 400),
+    "grocery": (2, 40),
+    "household": (3, 60),
+    "electronics": (20, 900),
+    "apparel": (8, 150),
+    "toys": (5, 120),
+    "beauty": (4, 80),
+    "garden": (6, 200),
+    "sports": (10, 400),
 }
-FIRST = ["Ava", "Ben", "Chloe", "Dev", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jon", "Kira", "Liam", "Maya",
-         "Noah", "Olga", "Priya", "Quinn", "Rosa", "Sam", "Tara", "Uma", "Victor", "Wen", "Xavier", "Yara", "Zoe"]
-LAST = ["Smith", "Garcia", "Chen", "Okafor", "Novak", "Patel", "Kim", "Rossi", "Silva", "Müller", "Haddad",
-        "Ivanova", "Tanaka", "Brown", "Nguyen", "O'Brien", "Lopez", "Khan"]
+FIRST = [
+    "Ava",
+    "Ben",
+    "Chloe",
+    "Dev",
+    "Elena",
+    "Farid",
+    "Grace",
+    "Hiro",
+    "Ines",
+    "Jon",
+    "Kira",
+    "Liam",
+    "Maya",
+    "Noah",
+    "Olga",
+    "Priya",
+    "Quinn",
+    "Rosa",
+    "Sam",
+    "Tara",
+    "Uma",
+    "Victor",
+    "Wen",
+    "Xavier",
+    "Yara",
+    "Zoe",
+]
+LAST = [
+    "Smith",
+    "Garcia",
+    "Chen",
+    "Okafor",
+    "Novak",
+    "Patel",
+    "Kim",
+    "Rossi",
+    "Silva",
+    "Müller",
+    "Haddad",
+    "Ivanova",
+    "Tanaka",
+    "Brown",
+    "Nguyen",
+    "O'Brien",
+    "Lopez",
+    "Khan",
+]
 SEGMENTS = ["consumer", "consumer", "consumer", "small_business", "corporate"]
 CHANNELS = ["store", "store", "store", "web", "web", "app"]
 STATUSES = ["completed"] * 17 + ["cancelled", "returned", "pending"]
@@ -135,7 +277,14 @@ def generate(orders: int = 200_000, seed: int = 7) -> dict[str, Iterator[tuple]]
             lo, hi = CATEGORIES[cat]
             price = round(rng.uniform(lo, hi), 2)
             prices.append(price)
-            yield (i, f"SKU-{i:06d}", f"{cat.title()} item {i}", cat, price, round(price * rng.uniform(0.4, 0.8), 2))
+            yield (
+                i,
+                f"SKU-{i:06d}",
+                f"{cat.title()} item {i}",
+                cat,
+                price,
+                round(price * rng.uniform(0.4, 0.8), 2),
+            )
 
     def customers() -> Iterator[tuple]:
         for i in range(1, scale.customers + 1):
@@ -143,7 +292,15 @@ def generate(orders: int = 200_000, seed: int = 7) -> dict[str, Iterator[tuple]]
             city, region = rng.choice(CITIES)
             signup = dt.date(2020, 1, 1) + dt.timedelta(days=rng.randrange(1800))
             email = f"{first.lower()}.{i}@example.com"
-            yield (i, f"{first} {last}", email, city, region, rng.choice(SEGMENTS), signup.isoformat())
+            yield (
+                i,
+                f"{first} {last}",
+                email,
+                city,
+                region,
+                rng.choice(SEGMENTS),
+                signup.isoformat(),
+            )
 
     promo_windows: list[tuple[float, float, float]] = []
 
@@ -155,7 +312,14 @@ def generate(orders: int = 200_000, seed: int = 7) -> dict[str, Iterator[tuple]]
             promo_windows.append((start, start + length, pct))
             s = (START + dt.timedelta(seconds=start)).date()
             e = (START + dt.timedelta(seconds=start + length)).date()
-            yield (i, f"PROMO{i:03d}", f"{int(pct)}% off event {i}", pct, s.isoformat(), e.isoformat())
+            yield (
+                i,
+                f"PROMO{i:03d}",
+                f"{int(pct)}% off event {i}",
+                pct,
+                s.isoformat(),
+                e.isoformat(),
+            )
 
     order_rows: list[tuple] = []
     item_rows: list[tuple] = []
@@ -191,14 +355,31 @@ def generate(orders: int = 200_000, seed: int = 7) -> dict[str, Iterator[tuple]]
                 item_rows.append((item_id, order_id, product, qty, price, discount))
             when = start_ts + delta(seconds=offset)
             status = STATUSES[int(rand() * n_status)]
-            order_rows.append((order_id, 1 + int(rand() * n_customers), 1 + int(rand() * n_stores), promo,
-                               str(when), CHANNELS[int(rand() * n_channel)], status, round(total, 2)))
+            order_rows.append(
+                (
+                    order_id,
+                    1 + int(rand() * n_customers),
+                    1 + int(rand() * n_stores),
+                    promo,
+                    str(when),
+                    CHANNELS[int(rand() * n_channel)],
+                    status,
+                    round(total, 2),
+                )
+            )
             if status == "returned" or rand() < 0.02:
                 refund_id += 1
                 later = when + delta(seconds=3600 + int(rand() * 30 * 86400))
                 share = 1.0 if status == "returned" else round(rand() * 0.8 + 0.1, 2)
-                refund_rows.append((refund_id, order_id, str(later), round(total * share, 2),
-                                    REASONS[int(rand() * n_reason)]))
+                refund_rows.append(
+                    (
+                        refund_id,
+                        order_id,
+                        str(later),
+                        round(total * share, 2),
+                        REASONS[int(rand() * n_reason)],
+                    )
+                )
 
     def lazy(rows: list[tuple]) -> Iterator[tuple]:
         if not order_rows:
@@ -206,8 +387,12 @@ def generate(orders: int = 200_000, seed: int = 7) -> dict[str, Iterator[tuple]]
         yield from rows
 
     # Dimensions first (small, and the facts draw on their prices and promotion windows).
-    dims = {"stores": list(stores()), "products": list(products()), "customers": list(customers()),
-            "promotions": list(promotions())}
+    dims = {
+        "stores": list(stores()),
+        "products": list(products()),
+        "customers": list(customers()),
+        "promotions": list(promotions()),
+    }
     return {
         **{name: iter(rows) for name, rows in dims.items()},
         "orders": lazy(order_rows),
@@ -230,7 +415,9 @@ def write_sqlite(path: str | Path, orders: int = 200_000, seed: int = 7) -> dict
             conn.execute(table.ddl("sqlite"))
         for name, rows in generate(orders, seed).items():
             cols = TABLES_BY_NAME[name].column_names
-            cur = conn.executemany(f"INSERT INTO {name} VALUES ({', '.join('?' * len(cols))})", rows)
+            cur = conn.executemany(
+                f"INSERT INTO {name} VALUES ({', '.join('?' * len(cols))})", rows
+            )
             counts[name] = cur.rowcount
         conn.execute("CREATE INDEX orders_customer ON orders(customer_id)")
         conn.execute("CREATE INDEX orders_ordered_at ON orders(ordered_at)")
@@ -241,7 +428,9 @@ def write_sqlite(path: str | Path, orders: int = 200_000, seed: int = 7) -> dict
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("path", help="SQLite file to create (replaced if it exists)")
     parser.add_argument("--orders", type=int, default=200_000)
     parser.add_argument("--seed", type=int, default=7)

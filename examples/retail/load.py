@@ -19,7 +19,9 @@ from .generate import TABLES, TABLES_BY_NAME, generate
 _BATCH = 5_000
 
 
-def load_postgres(url: str, schema: str = "retail", orders: int = 200_000, seed: int = 7) -> dict[str, int]:
+def load_postgres(
+    url: str, schema: str = "retail", orders: int = 200_000, seed: int = 7
+) -> dict[str, int]:
     import psycopg
 
     conninfo = url.replace("postgresql+psycopg://", "postgresql://")
@@ -50,8 +52,14 @@ def _mysql_connect(url: str) -> Any:
     from sqlalchemy.engine import make_url
 
     u = make_url(url)
-    return pymysql.connect(host=u.host or "127.0.0.1", port=u.port or 3306, user=u.username or "root",
-                           password=u.password or "", autocommit=False, charset="utf8mb4")
+    return pymysql.connect(
+        host=u.host or "127.0.0.1",
+        port=u.port or 3306,
+        user=u.username or "root",
+        password=u.password or "",
+        autocommit=False,
+        charset="utf8mb4",
+    )
 
 
 def load_mysql(url: str, orders: int = 200_000, seed: int = 7) -> dict[str, int]:
@@ -121,7 +129,9 @@ def load_duckdb(path: str, orders: int = 200_000, seed: int = 7) -> dict[str, in
     return counts
 
 
-def load(url: str, *, schema: str = "retail", orders: int = 200_000, seed: int = 7) -> dict[str, int]:
+def load(
+    url: str, *, schema: str = "retail", orders: int = 200_000, seed: int = 7
+) -> dict[str, int]:
     scheme = url.split(":", 1)[0].split("+", 1)[0]
     if scheme in ("postgresql", "postgres"):
         return load_postgres(url, schema, orders, seed)
@@ -137,7 +147,9 @@ def load(url: str, *, schema: str = "retail", orders: int = 200_000, seed: int =
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("url")
     parser.add_argument("--schema", default="retail", help="PostgreSQL schema to (re)create")
     parser.add_argument("--orders", type=int, default=200_000)
@@ -145,7 +157,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     started = time.perf_counter()
     counts = load(args.url, schema=args.schema, orders=args.orders, seed=args.seed)
-    print(", ".join(f"{k} {v:,}" for k, v in counts.items()) + f" in {time.perf_counter() - started:.1f} s")
+    print(
+        ", ".join(f"{k} {v:,}" for k, v in counts.items())
+        + f" in {time.perf_counter() - started:.1f} s"
+    )
 
 
 if __name__ == "__main__":

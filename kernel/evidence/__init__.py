@@ -43,13 +43,19 @@ from .errors import (
     ArtifactQuotaExceeded,
     ArtifactSelectorInvalid,
 )
-from .manifest import artifact_details, evidence_manifest, manifest_entry
-from .preview import render_preview
-from .readback import get_record, open_verified_content, read_artifact_result, resolve_catalog, verify
-from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
-from .settings import EvidenceSettings
 from .kernel_evidence import KernelEvidence
 from .local_store import LocalContentStore
+from .manifest import artifact_details, evidence_manifest, manifest_entry
+from .preview import render_preview
+from .readback import (
+    get_record,
+    open_verified_content,
+    read_artifact_result,
+    resolve_catalog,
+    verify,
+)
+from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
+from .settings import EvidenceSettings
 
 __all__ = [
     "ARTIFACT_CAPTURE_FAILED",

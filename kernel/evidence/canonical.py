@@ -91,8 +91,12 @@ def _fallback(o: Any) -> Any:
     if isinstance(o, dt.date):
         return o.isoformat()
     fn: Any  # the converter of the matching type
-    for base, fn in ((decimal.Decimal, _decimal), (dt.time, dt.time.isoformat),
-                     (dt.timedelta, _duration), (uuid.UUID, str)):
+    for base, fn in (
+        (decimal.Decimal, _decimal),
+        (dt.time, dt.time.isoformat),
+        (dt.timedelta, _duration),
+        (uuid.UUID, str),
+    ):
         if isinstance(o, base):
             return fn(o)
     if isinstance(o, (bytes, bytearray, memoryview)):
@@ -165,8 +169,21 @@ _batch_bytes = partial(orjson.dumps, default=_fallback, option=_OPTS)
 _native_batch_bytes = partial(orjson.dumps, option=_OPTS)
 _SEQUENCES = {tuple, list}
 # Column value types that orjson cannot turn into a NaN/Infinity "null".
-_NO_NAN = {type(None), int, str, bool, decimal.Decimal, dt.date, dt.datetime, dt.time,
-           dt.timedelta, uuid.UUID, bytes, bytearray, memoryview}
+_NO_NAN = {
+    type(None),
+    int,
+    str,
+    bool,
+    decimal.Decimal,
+    dt.date,
+    dt.datetime,
+    dt.time,
+    dt.timedelta,
+    uuid.UUID,
+    bytes,
+    bytearray,
+    memoryview,
+}
 _NUMBERS = {type(None), int, float, bool}
 
 
@@ -189,8 +206,12 @@ def row_line(row: Any, columns: Sequence[str] = ()) -> bytes:
     return orjson.dumps(canonical_value(row), option=_OPTS | orjson.OPT_APPEND_NEWLINE)
 
 
-def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequence[int] = (),
-               value_kinds: Sequence[str] | None = None) -> bytes:
+def rows_bytes(
+    batch: list[Any],
+    columns: Sequence[str] = (),
+    decimal_text: Sequence[int] = (),
+    value_kinds: Sequence[str] | None = None,
+) -> bytes:
     """Rows as canonical JSON lines (UTF-8, each ending in a newline).
 
     Fast path: one orjson call for the whole batch, cut at the row
@@ -255,8 +276,9 @@ def rows_bytes(batch: list[Any], columns: Sequence[str] = (), decimal_text: Sequ
 # decimal context) returns None and the general path does the work.
 # tests/evidence/test_canonical_fast_types.py checks both write the same bytes.
 
-_SCALARS = frozenset({type(None), int, str, bool, float, uuid.UUID, decimal.Decimal, dt.date, dt.datetime,
-                      dt.time})
+_SCALARS = frozenset(
+    {type(None), int, str, bool, float, uuid.UUID, decimal.Decimal, dt.date, dt.datetime, dt.time}
+)
 _TYPED = frozenset({decimal.Decimal, dt.date, dt.datetime, dt.time})
 # only scalars and one-key tag objects: nothing to sort
 _plain_batch = orjson.dumps
@@ -271,8 +293,14 @@ def _decimals_from_text(batch: list[Any], text_cols: frozenset[int]) -> list[Any
     for row in batch:
         if not isinstance(row, (list, tuple)):
             row = list(row)
-        out.append(tuple(dec(v.decode("ascii") if type(v) is bytes else v)
-                         if j in text_cols and type(v) in (str, bytes) else v for j, v in enumerate(row)))
+        out.append(
+            tuple(
+                dec(v.decode("ascii") if type(v) is bytes else v)
+                if j in text_cols and type(v) in (str, bytes)
+                else v
+                for j, v in enumerate(row)
+            )
+        )
     return out
 
 
@@ -340,7 +368,9 @@ def _typed_rows_bytes(batch: list[Any], text_cols: frozenset[int] = frozenset())
                 return None
     except (TypeError, ValueError):  # integers beyond 64 bits; more values asked for than made
         return None
-    if floats and b"null" in data:  # a NaN or infinity is written as null: let the general path tag it
+    if (
+        floats and b"null" in data
+    ):  # a NaN or infinity is written as null: let the general path tag it
         for col in floats:
             try:
                 if not math.isfinite(sum(filter(None, col))):
@@ -359,8 +389,17 @@ def _feed(fed: list[tuple[int, list[Any], list[Any], bool]]) -> Iterator[Any]:
     """The converted values of the fed columns, in the order orjson meets them (row by row), None skipped."""
     if len(fed) == 1:
         return iter(fed[0][2])
-    return filter(partial(is_not, None), chain.from_iterable(
-        zip(*(_with_nones(col, values) if nullable else values for _, col, values, nullable in fed))))
+    return filter(
+        partial(is_not, None),
+        chain.from_iterable(
+            zip(
+                *(
+                    _with_nones(col, values) if nullable else values
+                    for _, col, values, nullable in fed
+                )
+            )
+        ),
+    )
 
 
 # --- promised columns: the driver says what each column holds --------------------------
@@ -374,17 +413,27 @@ def _feed(fed: list[tuple[int, list[Any], list[Any], bool]]) -> Iterator[Any]:
 # per-column type pass. The first row is still checked against the promise.
 
 PROMISED_KINDS: dict[str, tuple[type, ...]] = {
-    "int": (int,), "str": (str,), "bool": (bool,), "date": (dt.date,), "naive_datetime": (dt.datetime,),
+    "int": (int,),
+    "str": (str,),
+    "bool": (bool,),
+    "date": (dt.date,),
+    "naive_datetime": (dt.datetime,),
     "decimal_text": (bytes,),  # a driver's ASCII numeric text, as in ``decimal_text``
 }
 _NONE = type(None)
 
 
-def _promised_rows_bytes(batch: list[Any], kinds: Sequence[str], text_cols: frozenset[int]) -> bytes | None:
+def _promised_rows_bytes(
+    batch: list[Any], kinds: Sequence[str], text_cols: frozenset[int]
+) -> bytes | None:
     """Canonical lines for a batch whose every column is promised, or None (use the other paths)."""
     width = len(kinds)
-    if (not set(kinds) <= PROMISED_KINDS.keys() or {j for j, k in enumerate(kinds) if k == "decimal_text"} != text_cols
-            or not set(map(type, batch)) <= _SEQUENCES or set(map(len, batch)) != {width}):
+    if (
+        not set(kinds) <= PROMISED_KINDS.keys()
+        or {j for j, k in enumerate(kinds) if k == "decimal_text"} != text_cols
+        or not set(map(type, batch)) <= _SEQUENCES
+        or set(map(len, batch)) != {width}
+    ):
         return None
     first = batch[0]
     for value, kind in zip(first, kinds):  # a wrong promise is caught here, not written
@@ -435,7 +484,9 @@ def _with_nones(col: list[Any], values: list[Any]) -> list[Any]:
 def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
     """True when orjson's own text for every datetime of ``col`` equals its ``isoformat()``."""
     if kind is not dt.datetime:
-        return False  # times: orjson refuses zones, and orjson 3.x drops a zero of some microseconds
+        return (
+            False  # times: orjson refuses zones, and orjson 3.x drops a zero of some microseconds
+        )
     try:  # ordering a naive and an aware datetime raises: a naive maximum means all are naive
         if max(filter(None, col)).tzinfo is None:
             return True
@@ -453,13 +504,18 @@ def _orjson_writes_isoformat(col: list[Any], kind: type) -> bool:
         if zoneinfo is None or type(tz) is not zoneinfo.ZoneInfo:
             return False  # pytz, dateutil, custom zones: orjson may ask them differently
         fixed = False
-    offsets: set[Any] = set(map(dt.timezone.utcoffset, zones, repeat(None))) if fixed else \
-        set(map(dt.datetime.utcoffset, filter(None, col)))
+    offsets: set[Any] = (
+        set(map(dt.timezone.utcoffset, zones, repeat(None)))
+        if fixed
+        else set(map(dt.datetime.utcoffset, filter(None, col)))
+    )
     offsets.discard(None)
     return all(off.seconds % 60 == 0 and not off.microseconds for off in offsets)
 
 
-def _decimal_column(col: list[Any], nullable: bool, text_kind: type | None = None) -> list[Any] | None:
+def _decimal_column(
+    col: list[Any], nullable: bool, text_kind: type | None = None
+) -> list[Any] | None:
     """The Decimals of ``col`` (its None skipped) as canonical JSON values, or None when one is unusual.
 
     Handled: finite values that ``str`` writes with a point and no exponent, at
@@ -485,8 +541,11 @@ def _decimal_column(col: list[Any], nullable: bool, text_kind: type | None = Non
         if not text.isascii():
             return None
         joined, longest = text.encode("ascii"), max(map(len, texts))
-    if (joined.translate(None, _DEC_CHARS) != b"None" * nones or text.count(".") != len(col) - nones
-            or longest > ctx.prec):
+    if (
+        joined.translate(None, _DEC_CHARS) != b"None" * nones
+        or text.count(".") != len(col) - nones
+        or longest > ctx.prec
+    ):
         return None  # exponents, NaN, infinities, no point, long digits
     if nones:
         text = text.replace("\x00None", "")
@@ -497,8 +556,15 @@ def _decimal_column(col: list[Any], nullable: bool, text_kind: type | None = Non
         text = text.replace("\x00-0\x00", "\x000\x00")
     # a value keeping a point is tagged, the others are digits (also beyond 64 bits);
     # written as they are through orjson.Fragment, no per-value Python function call
-    return list(map(orjson.Fragment, [f'{{"$decimal":"{p}"}}' if "." in p else p  # one string built per value
-                                      for p in text[1:-1].split("\x00")]))
+    return list(
+        map(
+            orjson.Fragment,
+            [
+                f'{{"$decimal":"{p}"}}' if "." in p else p  # one string built per value
+                for p in text[1:-1].split("\x00")
+            ],
+        )
+    )
 
 
 def _no_nan(batch: list[Any]) -> bool:
@@ -534,7 +600,7 @@ def decode(value: Any) -> Any:
         return [decode(v) for v in value]
     if isinstance(value, dict):
         if len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if key == "$float" and isinstance(inner, str):
                 return float(inner.replace("Infinity", "inf").replace("NaN", "nan"))
             if key == "$decimal" and isinstance(inner, str):

@@ -13,12 +13,12 @@ import hashlib
 import os
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain, islice
 from dataclasses import dataclass
+from itertools import chain, islice
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Literal
+from typing import Any, BinaryIO, Literal
 
 from .canonical import canonical_value, dumps_bytes, rows_bytes
 from .catalog import ArtifactCatalog
@@ -66,16 +66,26 @@ class ArtifactSink:
     counted too, so captures running at once in one run cannot both take the last room.
     """
 
-    def __init__(self, catalog: ArtifactCatalog, run_id: str, settings: EvidenceSettings | None = None) -> None:
+    def __init__(
+        self, catalog: ArtifactCatalog, run_id: str, settings: EvidenceSettings | None = None
+    ) -> None:
         self.catalog = catalog
         self.run_id = run_id
-        self.thread: tuple[str, ...] = ()  # a follow-up's earlier runs (RunContext.continue_thread): citable too
+        self.thread: tuple[
+            str, ...
+        ] = ()  # a follow-up's earlier runs (RunContext.continue_thread): citable too
         self.settings = settings or EvidenceSettings()
         # read as the run's records are written: through a catalog outage for a run on a worker
-        self.quotas: list[Quota] = [Quota("run", self.settings.run_max_bytes,
-                                          lambda: catalog.read_through_outage(run_id,
-                                                                              lambda: catalog.bytes_of_runs([run_id])),
-                                          "ASSAY_ARTIFACT_RUN_MAX_BYTES")]
+        self.quotas: list[Quota] = [
+            Quota(
+                "run",
+                self.settings.run_max_bytes,
+                lambda: catalog.read_through_outage(
+                    run_id, lambda: catalog.bytes_of_runs([run_id])
+                ),
+                "ASSAY_ARTIFACT_RUN_MAX_BYTES",
+            )
+        ]
         self._pending = 0
         self._lock = threading.Lock()
 
@@ -220,7 +230,9 @@ def _writeback_starter() -> Any:
         return None
 
     def start(fd: int, offset: int, length: int) -> None:
-        fn(fd, offset, length, 2)  # a hint only: the fsync before publishing is what makes it durable
+        fn(
+            fd, offset, length, 2
+        )  # a hint only: the fsync before publishing is what makes it durable
 
     return start
 
@@ -249,9 +261,16 @@ def _stage(sink: ArtifactSink, fill, held: list[int]) -> tuple[str, int, Any]:
     return sha, size, out
 
 
-def _write_rows(staged: _Staged, columns: list[str], rows: Iterable[Sequence[Any]],
-                preview: PreviewBuilder, max_bytes: int, decimal_text: Sequence[int] = (),
-                value_kinds: Sequence[str] | None = None, count_rest: bool = False) -> tuple[int, int | None]:
+def _write_rows(
+    staged: _Staged,
+    columns: list[str],
+    rows: Iterable[Sequence[Any]],
+    preview: PreviewBuilder,
+    max_bytes: int,
+    decimal_text: Sequence[int] = (),
+    value_kinds: Sequence[str] | None = None,
+    count_rest: bool = False,
+) -> tuple[int, int | None]:
     """Write the rows; returns (rows kept, rows returned). When ``max_bytes`` cuts the capture, the rest
     is read only to be counted if ``count_rest`` (else reading stops there and the total is ``None``)."""
     staged.write(dumps_bytes({"columns": columns}) + b"\n")
@@ -291,7 +310,7 @@ def _batches(rows: Iterable[Sequence[Any]], size: list[int]) -> Iterator[list[An
             start = 0
             while start < len(incoming):
                 n = size[0]
-                yield incoming[start:start + n]
+                yield incoming[start : start + n]
                 start += n
         return
     it = iter(rows)
@@ -308,11 +327,19 @@ def _guarded(what: str, fn):
         raise ArtifactCaptureFailed(what, exc) from exc
 
 
-def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows: Iterable[Sequence[Any]],
-                 status: str = "succeeded", column_types: Sequence[str] | None = None,
-                 provenance: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
-                 decimal_text_columns: Sequence[int] = (),
-                 value_kinds: Sequence[str] | None = None, count_rest: bool = False) -> ArtifactRecord:
+def capture_rows(
+    sink: ArtifactSink,
+    *,
+    kind: str,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    status: str = "succeeded",
+    column_types: Sequence[str] | None = None,
+    provenance: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+    decimal_text_columns: Sequence[int] = (),
+    value_kinds: Sequence[str] | None = None,
+    count_rest: bool = False,
+) -> ArtifactRecord:
     """Capture a tabular result of any kind (the engine under :func:`capture_sql_execution`).
 
     ``decimal_text_columns``: columns whose ``str`` values are decimal text from
@@ -327,50 +354,108 @@ def capture_rows(sink: ArtifactSink, *, kind: str, columns: Sequence[str], rows:
     """
     held: list[int] = []
     try:
-        return _capture_rows(sink, held, kind, columns, rows, status, column_types, provenance,
-                             decimal_text_columns, value_kinds, count_rest)
+        return _capture_rows(
+            sink,
+            held,
+            kind,
+            columns,
+            rows,
+            status,
+            column_types,
+            provenance,
+            decimal_text_columns,
+            value_kinds,
+            count_rest,
+        )
     finally:
         sink.release(sum(held))
 
 
-def _capture_rows(sink, held, kind, columns, rows, status, column_types, provenance, decimal_text_columns,
-                  value_kinds, count_rest) -> ArtifactRecord:
+def _capture_rows(
+    sink,
+    held,
+    kind,
+    columns,
+    rows,
+    status,
+    column_types,
+    provenance,
+    decimal_text_columns,
+    value_kinds,
+    count_rest,
+) -> ArtifactRecord:
     cfg = sink.settings
     cols = [str(c) for c in columns]
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
     sha, size, (count, returned) = _stage(
-        sink, lambda st: _write_rows(st, cols, rows if rows is not None else (), preview, cfg.max_bytes,
-                                     tuple(decimal_text_columns), value_kinds, count_rest), held)
+        sink,
+        lambda st: _write_rows(
+            st,
+            cols,
+            rows if rows is not None else (),
+            preview,
+            cfg.max_bytes,
+            tuple(decimal_text_columns),
+            value_kinds,
+            count_rest,
+        ),
+        held,
+    )
     complete = returned == count
     prev_rows, prev_truncated = preview.result(count)
     prov = dict((provenance() if callable(provenance) else provenance) or {})
     if not complete:
         limit = f"the capture stopped at ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}"
         if returned is None:
-            prov["incomplete_reason"] = f"only the first {count:,} rows were kept ({limit}; the rest were not counted)"
+            prov["incomplete_reason"] = (
+                f"only the first {count:,} rows were kept ({limit}; the rest were not counted)"
+            )
         else:
             source = "query" if kind == "sql" else "execution"
-            prov["incomplete_reason"] = f"the {source} returned {returned:,} rows; {count:,} were kept ({limit})"
+            prov["incomplete_reason"] = (
+                f"the {source} returned {returned:,} rows; {count:,} were kept ({limit})"
+            )
             prov["rows_returned"] = returned
     record = ArtifactRecord(
-        artifact_id=new_artifact_id(), kind=kind, status=status, run_id=sink.run_id,
+        artifact_id=new_artifact_id(),
+        kind=kind,
+        status=status,
+        run_id=sink.run_id,
         # a failed attempt has no row count (None), which is not an empty result (0)
-        created_at=utcnow(), row_count=None if status == "failed" else count, columns=cols,
-        column_types=[str(t) for t in (column_types or [])], byte_size=size, sha256=sha,
-        content_uri=sink.store.uri(sha), media_type=TABULAR, preview=prev_rows,
-        preview_truncated=prev_truncated, complete=complete, provenance=prov,
+        created_at=utcnow(),
+        row_count=None if status == "failed" else count,
+        columns=cols,
+        column_types=[str(t) for t in (column_types or [])],
+        byte_size=size,
+        sha256=sha,
+        content_uri=sink.store.uri(sha),
+        media_type=TABULAR,
+        preview=prev_rows,
+        preview_truncated=prev_truncated,
+        complete=complete,
+        provenance=prov,
     )
     sink.catalog.add(record)
     return record
 
 
 def capture_sql_execution(
-    sink: ArtifactSink | None, *, columns: Sequence[str], rows: Iterable[Sequence[Any]], sql: str,
-    database: str, dialect: str, elapsed_ms: float | Callable[[], float],
+    sink: ArtifactSink | None,
+    *,
+    columns: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    sql: str,
+    database: str,
+    dialect: str,
+    elapsed_ms: float | Callable[[], float],
     status: Literal["succeeded", "failed"] = "succeeded",
-    error: str | None = None, column_types: Sequence[str] | None = None,
-    decimal_text_columns: Sequence[int] = (), value_kinds: Sequence[str] | None = None,
-    count_rest: bool = False, submitted_sql: str | None = None, sources: Sequence[str] = (),
+    error: str | None = None,
+    column_types: Sequence[str] | None = None,
+    decimal_text_columns: Sequence[int] = (),
+    value_kinds: Sequence[str] | None = None,
+    count_rest: bool = False,
+    submitted_sql: str | None = None,
+    sources: Sequence[str] = (),
 ) -> ArtifactRecord | None:
     """Keep a SQL result as evidence; ``None`` when the run captures nothing.
 
@@ -394,34 +479,67 @@ def capture_sql_execution(
 
     def provenance() -> dict[str, Any]:
         ms = elapsed_ms() if callable(elapsed_ms) else elapsed_ms
-        prov = {"sql": sql, "datasource": database, "dialect": dialect, "elapsed_ms": round(float(ms), 3),
-                "error": error}
+        prov = {
+            "sql": sql,
+            "datasource": database,
+            "dialect": dialect,
+            "elapsed_ms": round(float(ms), 3),
+            "error": error,
+        }
         if submitted_sql is not None and submitted_sql != sql:
             prov["submitted_sql"] = submitted_sql
         if sources:
             prov["sources"] = list(sources)
         return prov
 
-    return _guarded("sql", lambda: capture_rows(
-        sink, kind="sql", columns=columns, rows=rows, status=status,
-        column_types=column_types, provenance=provenance, decimal_text_columns=decimal_text_columns,
-        value_kinds=value_kinds, count_rest=count_rest))
+    return _guarded(
+        "sql",
+        lambda: capture_rows(
+            sink,
+            kind="sql",
+            columns=columns,
+            rows=rows,
+            status=status,
+            column_types=column_types,
+            provenance=provenance,
+            decimal_text_columns=decimal_text_columns,
+            value_kinds=value_kinds,
+            count_rest=count_rest,
+        ),
+    )
 
 
-def capture_file(sink: ArtifactSink | None, *, data: bytes | BinaryIO, name: str, media_type: str,
-                 kind: str = "file", provenance: dict | None = None) -> ArtifactRecord | None:
+def capture_file(
+    sink: ArtifactSink | None,
+    *,
+    data: bytes | BinaryIO,
+    name: str,
+    media_type: str,
+    kind: str = "file",
+    provenance: dict | None = None,
+) -> ArtifactRecord | None:
     """Keep a file (a chart, an export...) as evidence, byte for byte."""
     if sink is None:
         return None
     held: list[int] = []
     try:
-        return _guarded(kind, lambda: _capture_file(sink, data, name, media_type, kind, provenance, held))
+        return _guarded(
+            kind, lambda: _capture_file(sink, data, name, media_type, kind, provenance, held)
+        )
     finally:
         sink.release(sum(held))
 
 
-def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kind: str,
-                  provenance: dict | None, held: list[int], record: bool = True) -> ArtifactRecord:
+def _capture_file(
+    sink: ArtifactSink,
+    data: Any,
+    name: str,
+    media_type: str,
+    kind: str,
+    provenance: dict | None,
+    held: list[int],
+    record: bool = True,
+) -> ArtifactRecord:
     limit = sink.settings.max_bytes
 
     def fill(st: _Staged) -> bool:
@@ -443,10 +561,19 @@ def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kin
     if not complete:
         prov["incomplete_reason"] = f"file cut at ASSAY_ARTIFACT_MAX_BYTES={limit}"
     out = ArtifactRecord(
-        artifact_id=new_artifact_id(), kind=kind, status="succeeded", run_id=sink.run_id,
-        created_at=utcnow(), row_count=None, byte_size=size, sha256=sha,
-        content_uri=sink.store.uri(sha), media_type=media_type, name=name,
-        complete=complete, provenance=prov,
+        artifact_id=new_artifact_id(),
+        kind=kind,
+        status="succeeded",
+        run_id=sink.run_id,
+        created_at=utcnow(),
+        row_count=None,
+        byte_size=size,
+        sha256=sha,
+        content_uri=sink.store.uri(sha),
+        media_type=media_type,
+        name=name,
+        complete=complete,
+        provenance=prov,
     )
     if record:
         sink.catalog.add(out)
@@ -454,19 +581,43 @@ def _capture_file(sink: ArtifactSink, data: Any, name: str, media_type: str, kin
 
 
 def capture_python_execution(
-    sink: ArtifactSink | None, *, code: str, result: Any, result_set: bool, stdout: str, stderr: str,
-    files: Sequence[ProducedFile] = (), status: Literal["succeeded", "failed"], error: str | None = None,
-    elapsed_ms: float = 0.0, inputs: Sequence[str] = (),
+    sink: ArtifactSink | None,
+    *,
+    code: str,
+    result: Any,
+    result_set: bool,
+    stdout: str,
+    stderr: str,
+    files: Sequence[ProducedFile] = (),
+    status: Literal["succeeded", "failed"],
+    error: str | None = None,
+    elapsed_ms: float = 0.0,
+    inputs: Sequence[str] = (),
 ) -> ArtifactRecord | None:
     """Keep a Python execution (result, output, produced files) as evidence."""
     if sink is None:
         return None
     lost = "nothing of this execution was kept (not its result, output" + (
-        f" or its {len(files)} produced file(s): {', '.join(f.name for f in files)[:300]})" if files else ")")
+        f" or its {len(files)} produced file(s): {', '.join(f.name for f in files)[:300]})"
+        if files
+        else ")"
+    )
     held: list[int] = []
     try:
-        return _capture_python(sink, held, code, result, result_set, stdout, stderr, files, status, error,
-                               elapsed_ms, inputs)
+        return _capture_python(
+            sink,
+            held,
+            code,
+            result,
+            result_set,
+            stdout,
+            stderr,
+            files,
+            status,
+            error,
+            elapsed_ms,
+            inputs,
+        )
     except ArtifactQuotaExceeded:
         raise
     except Exception as exc:
@@ -475,8 +626,9 @@ def capture_python_execution(
         sink.release(sum(held))
 
 
-def _capture_python(sink, held, code, result, result_set, stdout, stderr, files, status, error,
-                    elapsed_ms, inputs) -> ArtifactRecord:
+def _capture_python(
+    sink, held, code, result, result_set, stdout, stderr, files, status, error, elapsed_ms, inputs
+) -> ArtifactRecord:
     """All or nothing: every file and the execution's document are staged and published first, then
     all their records are written together (:meth:`ArtifactCatalog.add_all`); a failure anywhere leaves
     no record (published content nothing refers to is left to ``gc``)."""
@@ -484,13 +636,33 @@ def _capture_python(sink, held, code, result, result_set, stdout, stderr, files,
     file_records = []
     for f in files:
         kind = f.kind or ("chart" if f.media_type.startswith("image/") else "file")
-        file_records.append(_capture_file(sink, f.data, f.name, f.media_type, kind,
-                                          {"produced_by": "python", "code": code}, held, record=False))
+        file_records.append(
+            _capture_file(
+                sink,
+                f.data,
+                f.name,
+                f.media_type,
+                kind,
+                {"produced_by": "python", "code": code},
+                held,
+                record=False,
+            )
+        )
     value = canonical_value(result) if result_set else None
     doc = {
-        "result_set": bool(result_set), "result": value, "stdout": stdout, "stderr": stderr,
-        "files": [{"name": r.name, "media_type": r.media_type, "sha256": r.sha256,
-                   "byte_size": r.byte_size} for r in file_records],
+        "result_set": bool(result_set),
+        "result": value,
+        "stdout": stdout,
+        "stderr": stderr,
+        "files": [
+            {
+                "name": r.name,
+                "media_type": r.media_type,
+                "sha256": r.sha256,
+                "byte_size": r.byte_size,
+            }
+            for r in file_records
+        ],
     }
     content = dumps_bytes(doc) + b"\n"
     complete = True
@@ -510,17 +682,33 @@ def _capture_python(sink, held, code, result, result_set, stdout, stderr, files,
     if len(dumps_bytes(value)) > cfg.preview_bytes:
         inline, prev_truncated = None, True
     prov: dict[str, Any] = {
-        "code": code, "elapsed_ms": float(elapsed_ms), "error": error, "inputs": list(inputs),
-        "result_set": bool(result_set), "files": [r.artifact_id for r in file_records],
-        "stdout_chars": len(stdout), "stderr_chars": len(stderr),
+        "code": code,
+        "elapsed_ms": float(elapsed_ms),
+        "error": error,
+        "inputs": list(inputs),
+        "result_set": bool(result_set),
+        "files": [r.artifact_id for r in file_records],
+        "stdout_chars": len(stdout),
+        "stderr_chars": len(stderr),
     }
     if not complete:
         prov["incomplete_reason"] = f"result dropped: over ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}"
     record = ArtifactRecord(
-        artifact_id=new_artifact_id(), kind="python", status=status, run_id=sink.run_id,
-        created_at=utcnow(), row_count=None if status == "failed" else row_count, columns=columns,
-        byte_size=size, sha256=sha, content_uri=sink.store.uri(sha), media_type=PYTHON_DOC, preview=preview,
-        preview_truncated=prev_truncated, complete=complete, provenance=prov,
+        artifact_id=new_artifact_id(),
+        kind="python",
+        status=status,
+        run_id=sink.run_id,
+        created_at=utcnow(),
+        row_count=None if status == "failed" else row_count,
+        columns=columns,
+        byte_size=size,
+        sha256=sha,
+        content_uri=sink.store.uri(sha),
+        media_type=PYTHON_DOC,
+        preview=preview,
+        preview_truncated=prev_truncated,
+        complete=complete,
+        provenance=prov,
         result=inline,
     )
     sink.catalog.add_all([*file_records, record])
@@ -544,5 +732,3 @@ def _python_preview(value: Any, result_set: bool, cfg: EvidenceSettings):
         builder.offer_line(dumps_bytes(row))
     prev, truncated = builder.result(len(value))
     return columns, prev, len(value), truncated
-
-

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from ..database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, open_database
-from .records import ArtifactRecord
 from .content_store import ContentStore
+from .records import ArtifactRecord
 
 T = TypeVar("T")
 _COLUMNS = "artifact_id, run_id, kind, status, created_at, sha256, byte_size, row_count, record"
@@ -66,15 +66,24 @@ SCHEMA_VERSION = 1
 class ArtifactCatalog:
     """Records of one content store, plus access to that store."""
 
-    def __init__(self, store: ContentStore, path: Path | None = None, *, database: Database | None = None) -> None:
+    def __init__(
+        self, store: ContentStore, path: Path | None = None, *, database: Database | None = None
+    ) -> None:
         self.store = store
         if database is None:
-            database = (SQLiteDatabase(path, busy_ms=_BUSY_MS, owner="catalog") if path is not None else
-                        open_database(store.settings, store.catalog_path, busy_ms=_BUSY_MS, owner="catalog"))
+            database = (
+                SQLiteDatabase(path, busy_ms=_BUSY_MS, owner="catalog")
+                if path is not None
+                else open_database(
+                    store.settings, store.catalog_path, busy_ms=_BUSY_MS, owner="catalog"
+                )
+            )
         self.db = database
         # run id -> (check(tx) run inside the transaction writing that run's records, raising to refuse the
         # write (a worker that lost the run's lease); how to run that transaction again through an outage)
-        self.fences: dict[str, tuple[Callable[[Any], None], Callable[[Callable[[], None]], None]]] = {}
+        self.fences: dict[
+            str, tuple[Callable[[Any], None], Callable[[Callable[[], None]], None]]
+        ] = {}
         #: the SQLite file (``None`` when the catalog is in PostgreSQL)
         self.path: Path | None = database.path if isinstance(database, SQLiteDatabase) else None
 
@@ -86,8 +95,12 @@ class ArtifactCatalog:
         self.db.close()
 
     # --- records ------------------------------------------------------------
-    def fence(self, run_id: str, check: Callable[[Any], None] | None,
-              retrying: Callable[[Callable[[], None]], None] | None = None) -> None:
+    def fence(
+        self,
+        run_id: str,
+        check: Callable[[Any], None] | None,
+        retrying: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
         """Run ``check(tx)`` in the transaction of every record written for ``run_id``, the transaction run by
         ``retrying`` (default: once); ``check`` None: no more."""
         if check is None:
@@ -109,7 +122,13 @@ class ArtifactCatalog:
         fences = [self.fences[r] for r in run_ids if r in self.fences]
         if not fences:
             db = self._ready()
-            db.retry(lambda: db.executemany(_INSERT, rows) if len(rows) != 1 else db.execute(_INSERT, rows[0]))
+            db.retry(
+                lambda: (
+                    db.executemany(_INSERT, rows)
+                    if len(rows) != 1
+                    else db.execute(_INSERT, rows[0])
+                )
+            )
             return db
 
         def write() -> None:
@@ -129,7 +148,11 @@ class ArtifactCatalog:
             self.store.put_record(record.artifact_id, data.encode())
         except BaseException:
             # a record only some workers can see would be a half-kept artifact
-            db.retry(lambda: db.execute("DELETE FROM artifacts WHERE artifact_id = ?", (record.artifact_id,)))
+            db.retry(
+                lambda: db.execute(
+                    "DELETE FROM artifacts WHERE artifact_id = ?", (record.artifact_id,)
+                )
+            )
             raise
 
     def add_all(self, records: list[ArtifactRecord]) -> None:
@@ -146,7 +169,11 @@ class ArtifactCatalog:
                 self.store.put_record(row[0], row[-1].encode())
         except BaseException:
             ids = [row[0] for row in rows]
-            db.retry(lambda: db.executemany("DELETE FROM artifacts WHERE artifact_id = ?", [(i,) for i in ids]))
+            db.retry(
+                lambda: db.executemany(
+                    "DELETE FROM artifacts WHERE artifact_id = ?", [(i,) for i in ids]
+                )
+            )
             for r in records:  # a mirror may be half written too: take back every one
                 try:
                     self.store.delete_record(r.artifact_id, r.run_id)
@@ -156,7 +183,9 @@ class ArtifactCatalog:
 
     def get(self, artifact_id: str) -> ArtifactRecord | None:
         db = self._ready()
-        row = db.execute("SELECT record FROM artifacts WHERE artifact_id = ?", (artifact_id,)).fetchone()
+        row = db.execute(
+            "SELECT record FROM artifacts WHERE artifact_id = ?", (artifact_id,)
+        ).fetchone()
         if row is not None:
             return ArtifactRecord.model_validate_json(row[0])
         shared = self.store.get_record(artifact_id)
@@ -164,8 +193,11 @@ class ArtifactCatalog:
             return None
         record = ArtifactRecord.model_validate_json(shared)
         try:
-            db.retry(lambda: db.execute(_INSERT + " ON CONFLICT (artifact_id) DO NOTHING",
-                                        _row(record, shared.decode())))
+            db.retry(
+                lambda: db.execute(
+                    _INSERT + " ON CONFLICT (artifact_id) DO NOTHING", _row(record, shared.decode())
+                )
+            )
         except Exception:  # noqa: BLE001 - a cache miss next time is harmless
             pass
         return record
@@ -175,18 +207,21 @@ class ArtifactCatalog:
         db = self._ready()
         total = 0
         for start in range(0, len(run_ids), 500):
-            chunk = run_ids[start:start + 500]
+            chunk = run_ids[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            row = db.execute(f"SELECT COALESCE(SUM(byte_size), 0) FROM artifacts WHERE run_id IN ({marks})",
-                             tuple(chunk)).fetchone()
+            row = db.execute(
+                f"SELECT COALESCE(SUM(byte_size), 0) FROM artifacts WHERE run_id IN ({marks})",
+                tuple(chunk),
+            ).fetchone()
             total += int(row[0] or 0)
         return total
 
     def list(self, run_id: str | None = None, limit: int | None = None) -> list[ArtifactRecord]:
         return list(self.iter(run_id, limit))
 
-    def iter(self, run_id: str | None = None, limit: int | None = None, *,
-             newest_first: bool = False) -> Iterator[ArtifactRecord]:
+    def iter(
+        self, run_id: str | None = None, limit: int | None = None, *, newest_first: bool = False
+    ) -> Iterator[ArtifactRecord]:
         sql = "SELECT record FROM artifacts"
         args: tuple = ()
         if run_id is not None:
@@ -205,7 +240,9 @@ class ArtifactCatalog:
         ids = self.store.shared_record_ids(run_id)
         if not ids:
             return 0
-        known = {a for (a,) in self._ready().execute("SELECT artifact_id FROM artifacts").fetchall()}
+        known = {
+            a for (a,) in self._ready().execute("SELECT artifact_id FROM artifacts").fetchall()
+        }
         added = 0
         for artifact_id in ids:
             if artifact_id not in known and self.get(artifact_id) is not None:
@@ -216,16 +253,26 @@ class ArtifactCatalog:
         db = self._ready()
         if run_id is None:
             return db.execute("SELECT count(*) FROM artifacts").fetchone()[0]
-        return db.execute("SELECT count(*) FROM artifacts WHERE run_id = ?", (run_id,)).fetchone()[0]
+        return db.execute("SELECT count(*) FROM artifacts WHERE run_id = ?", (run_id,)).fetchone()[
+            0
+        ]
 
     def has_hash(self, sha256: str) -> bool:
         """Whether any record refers to this content."""
-        return self._ready().execute("SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (sha256,)).fetchone() \
+        return (
+            self._ready()
+            .execute("SELECT 1 FROM artifacts WHERE sha256 = ? LIMIT 1", (sha256,))
+            .fetchone()
             is not None
+        )
 
     def run_ages(self) -> dict[str, str]:
         """Every run with records, and its newest record's ``created_at`` (ISO 8601, UTC)."""
-        rows = self._ready().execute("SELECT run_id, MAX(created_at) FROM artifacts GROUP BY run_id").fetchall()
+        rows = (
+            self._ready()
+            .execute("SELECT run_id, MAX(created_at) FROM artifacts GROUP BY run_id")
+            .fetchall()
+        )
         return dict(rows)
 
     def delete_records(self, records: Sequence[ArtifactRecord]) -> None:
@@ -239,9 +286,20 @@ class ArtifactCatalog:
             self.store.delete_record(record.artifact_id, record.run_id)
 
     def referenced_hashes(self) -> set[str]:
-        return {h for (h,) in self._ready().execute("SELECT DISTINCT sha256 FROM artifacts").fetchall()}
+        return {
+            h for (h,) in self._ready().execute("SELECT DISTINCT sha256 FROM artifacts").fetchall()
+        }
 
 
 def _row(record: ArtifactRecord, data: str) -> tuple:
-    return (record.artifact_id, record.run_id, record.kind, record.status, record.created_at.isoformat(),
-            record.sha256, record.byte_size, record.row_count, data)
+    return (
+        record.artifact_id,
+        record.run_id,
+        record.kind,
+        record.status,
+        record.created_at.isoformat(),
+        record.sha256,
+        record.byte_size,
+        record.row_count,
+        data,
+    )

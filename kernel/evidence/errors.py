@@ -52,7 +52,11 @@ class ArtifactIntegrityFailed(ArtifactError):
             message=f"artifact {artifact_id!r} content does not match its SHA-256 (expected "
             f"{expected[:12]}..., found {actual[:12]}...)",
             hint="The stored evidence was altered; it cannot be trusted. Do not cite it.",
-            details={"artifact_id": artifact_id, "expected_sha256": expected, "actual_sha256": actual},
+            details={
+                "artifact_id": artifact_id,
+                "expected_sha256": expected,
+                "actual_sha256": actual,
+            },
         )
 
 
@@ -73,11 +77,16 @@ class ArtifactIncomplete(ArtifactError):
     code = ARTIFACT_INCOMPLETE
 
     def __init__(self, artifact_id: str, what: str, note: str, kept: int | None = None) -> None:
-        rows = (f"Only rows 0..{kept - 1} were kept and nothing is known of the rows after them: cite one "
-                "of those by a non-negative index, " if kept else "Its result was not kept: ")
+        rows = (
+            f"Only rows 0..{kept - 1} were kept and nothing is known of the rows after them: cite one "
+            "of those by a non-negative index, "
+            if kept
+            else "Its result was not kept: "
+        )
         super().__init__(
             message=f"artifact {artifact_id!r}: {what}; {note}",
-            hint=rows + "or compute the figure in the query itself (an aggregate, ORDER BY ... LIMIT) "
+            hint=rows
+            + "or compute the figure in the query itself (an aggregate, ORDER BY ... LIMIT) "
             "so the whole answer fits, or raise ASSAY_ARTIFACT_MAX_BYTES and run it again.",
             details={"artifact_id": artifact_id, "rows_kept": kept},
         )
@@ -90,7 +99,8 @@ class ArtifactCaptureFailed(ArtifactError):
         reason = cause if isinstance(cause, str) else f"{type(cause).__name__}: {cause}"
         already = "query" if what == "sql" else ("code" if what == "python" else "call")
         super().__init__(
-            message=f"the {what} result could not be stored as evidence: {reason}" + (f"; {lost}" if lost else ""),
+            message=f"the {what} result could not be stored as evidence: {reason}"
+            + (f"; {lost}" if lost else ""),
             hint=f"The {already} already ran; do not re-run it. Its result was not kept, so do not "
             "cite it; report that the evidence could not be captured.",
             details={"kind": what},
@@ -116,8 +126,8 @@ class ArtifactQuotaExceeded(ArtifactError):
     def __init__(self, scope: str, limit: int, used: int, size: int, setting: str) -> None:
         super().__init__(
             message=f"this {scope}'s evidence quota is {limit:,} bytes: {used:,} are taken and this capture "
-                    f"needs {size:,} more, so nothing of it was kept",
+            f"needs {size:,} more, so nothing of it was kept",
             hint="Capture less: select fewer rows or columns, aggregate in SQL, write smaller files. "
-                 f"The operator can raise {setting}.",
+            f"The operator can raise {setting}.",
             details={"scope": scope, "limit": limit, "used": used, "size": size},
         )

@@ -29,7 +29,7 @@ DEFAULT_STORE = "local"
 class KernelEvidence:
     """One kernel's evidence store: its catalog and the sinks its runs capture into."""
 
-    def __init__(self, kernel: "KernelAPI") -> None:
+    def __init__(self, kernel: KernelAPI) -> None:
         self._kernel = kernel
         self._catalog: ArtifactCatalog | None = None
         self._lock = threading.Lock()
@@ -48,9 +48,11 @@ class KernelEvidence:
     def catalog(self) -> ArtifactCatalog:
         """The catalog on the configured store (created once per kernel)."""
         if not self.enabled:
-            raise ArtifactError(ARTIFACT_STORE_UNAVAILABLE,
-                                "evidence capture is switched off (ASSAY_ARTIFACT_STORE=none)",
-                                "There is no evidence to read; set ASSAY_ARTIFACT_STORE=local to keep some.")
+            raise ArtifactError(
+                ARTIFACT_STORE_UNAVAILABLE,
+                "evidence capture is switched off (ASSAY_ARTIFACT_STORE=none)",
+                "There is no evidence to read; set ASSAY_ARTIFACT_STORE=local to keep some.",
+            )
         with self._lock:
             if self._catalog is None:
                 store = self.store_class(self.store_name)(self._kernel.settings)
@@ -73,8 +75,11 @@ class KernelEvidence:
             cls = LocalContentStore
         if cls is None:
             known = sorted(registry) or [DEFAULT_STORE]
-            raise ArtifactError(ARTIFACT_STORE_UNKNOWN, f"no artifact store {name!r}",
-                                f"Set ASSAY_ARTIFACT_STORE to one of: {', '.join(known)}.")
+            raise ArtifactError(
+                ARTIFACT_STORE_UNKNOWN,
+                f"no artifact store {name!r}",
+                f"Set ASSAY_ARTIFACT_STORE to one of: {', '.join(known)}.",
+            )
         return cls
 
     def close(self) -> None:

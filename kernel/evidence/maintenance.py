@@ -31,7 +31,9 @@ class VerifyReport:
 def verify_all(catalog: ArtifactCatalog) -> VerifyReport:
     """Re-hash the content of every record; list artifacts whose content is missing or altered."""
     report = VerifyReport()
-    seen: dict[str, str | None] = {}  # sha256 -> error code (content shared by records is hashed once)
+    seen: dict[
+        str, str | None
+    ] = {}  # sha256 -> error code (content shared by records is hashed once)
     for record in catalog.iter():
         report.checked += 1
         if record.sha256 not in seen:
@@ -57,7 +59,9 @@ class GcReport:
     staging_removed: int = 0
 
 
-def collect_garbage(catalog: ArtifactCatalog, *, grace_s: float = 3600.0, dry_run: bool = False) -> GcReport:
+def collect_garbage(
+    catalog: ArtifactCatalog, *, grace_s: float = 3600.0, dry_run: bool = False
+) -> GcReport:
     """Delete content no record references (older than ``grace_s``, so a capture
     that has published its bytes but not yet its record is never robbed)."""
     report = GcReport()
@@ -118,8 +122,11 @@ def export(catalog: ArtifactCatalog, artifact_id: str, fmt: str, out: IO[bytes])
             if cols:
                 writer.writerow(cols)
             for item in result:
-                row = [item.get(c) for c in cols] if isinstance(item, dict) else (
-                    item if isinstance(item, list) else [item])
+                row = (
+                    [item.get(c) for c in cols]
+                    if isinstance(item, dict)
+                    else (item if isinstance(item, list) else [item])
+                )
                 writer.writerow([_csv_cell(v) for v in decode(row)])
                 n += 1
         else:

@@ -20,8 +20,12 @@ from .settings import DETAILS_MAX_IDS
 def manifest_entry(record: ArtifactRecord, max_columns: int = 20) -> dict[str, Any]:
     cols = record.columns[:max_columns]
     entry: dict[str, Any] = {
-        "artifact_id": record.artifact_id, "kind": record.kind, "status": record.status,
-        "row_count": record.row_count, "columns": cols, "summary": record.summary(),
+        "artifact_id": record.artifact_id,
+        "kind": record.kind,
+        "status": record.status,
+        "row_count": record.row_count,
+        "columns": cols,
+        "summary": record.summary(),
     }
     if len(record.columns) > max_columns:
         entry["more_columns"] = len(record.columns) - max_columns
@@ -37,7 +41,9 @@ def manifest_entry(record: ArtifactRecord, max_columns: int = 20) -> dict[str, A
     return entry
 
 
-def evidence_manifest(catalog: ArtifactCatalog, run_id: str | None, max_chars: int = 12_000) -> dict[str, Any]:
+def evidence_manifest(
+    catalog: ArtifactCatalog, run_id: str | None, max_chars: int = 12_000
+) -> dict[str, Any]:
     """One entry per artifact of ``run_id`` (all runs when ``None``) within ``max_chars``."""
     catalog.import_shared(run_id)  # records other workers kept in a shared store
     entries: list[dict[str, Any]] = []
@@ -50,12 +56,22 @@ def evidence_manifest(catalog: ArtifactCatalog, run_id: str | None, max_chars: i
             continue
         entries.append(entry)
         used += size
-    return {"run_id": run_id, "count": total, "artifacts": entries,
-            "omitted": total - len(entries), "truncated": total > len(entries)}
+    return {
+        "run_id": run_id,
+        "count": total,
+        "artifacts": entries,
+        "omitted": total - len(entries),
+        "truncated": total > len(entries),
+    }
 
 
-def artifact_details(catalog: ArtifactCatalog, artifact_ids: Iterable[str], *, preview_rows: int = 20,
-                     max_text: int = 4_000) -> list[dict[str, Any]]:
+def artifact_details(
+    catalog: ArtifactCatalog,
+    artifact_ids: Iterable[str],
+    *,
+    preview_rows: int = 20,
+    max_text: int = 4_000,
+) -> list[dict[str, Any]]:
     """Full records (preview and SQL/code clipped) of at most 12 artifacts.
 
     An unknown id yields an entry with ``error: ARTIFACT_NOT_FOUND`` so the

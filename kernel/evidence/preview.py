@@ -86,15 +86,23 @@ class PreviewBuilder:
         return rows, self.clipped or len(rows) < row_count
 
 
-def markdown_table(columns: Sequence[Any], rows: Iterable[Sequence[Any]], cell: Callable[[Any], str], *,
-                   max_rows: int | None = None, max_chars: int | None = None) -> tuple[str, int]:
+def markdown_table(
+    columns: Sequence[Any],
+    rows: Iterable[Sequence[Any]],
+    cell: Callable[[Any], str],
+    *,
+    max_rows: int | None = None,
+    max_chars: int | None = None,
+) -> tuple[str, int]:
     """The one Markdown table writer: (text, rows shown) of ``rows`` under ``columns``, each cell written
     by ``cell`` (which escapes ``|`` and newlines its own way).
 
     At most ``max_rows`` rows and ``max_chars`` characters (newlines counted); the header always fits: a
     header too wide for the budget is itself cut, and no row is shown then.
     """
-    header = "| " + " | ".join(cell(c) for c in columns) + " |\n" + "|" + "---|" * len(columns) + "\n"
+    header = (
+        "| " + " | ".join(cell(c) for c in columns) + " |\n" + "|" + "---|" * len(columns) + "\n"
+    )
     if max_chars is not None and len(header) > max_chars:
         return header[: max_chars - 2] + _CLIP_MARK + "\n", 0
     parts, used, shown = [header], len(header), 0
@@ -110,7 +118,9 @@ def markdown_table(columns: Sequence[Any], rows: Iterable[Sequence[Any]], cell: 
     return "".join(parts).rstrip("\n"), shown
 
 
-def render_preview(record: Any, max_rows: int = 50, max_chars: int = 8_000, cell_chars: int = 200) -> str:
+def render_preview(
+    record: Any, max_rows: int = 50, max_chars: int = 8_000, cell_chars: int = 200
+) -> str:
     """A markdown table of the record's first rows, for a tool's model-facing content.
 
     States the total row count and the artifact id, and says when the table
@@ -120,8 +130,13 @@ def render_preview(record: Any, max_rows: int = 50, max_chars: int = 8_000, cell
     lines: list[str] = []
     shown = 0
     if columns:
-        table, shown = markdown_table(columns, record.preview, lambda v: _cell(v, cell_chars),
-                                      max_rows=max_rows, max_chars=max_chars)
+        table, shown = markdown_table(
+            columns,
+            record.preview,
+            lambda v: _cell(v, cell_chars),
+            max_rows=max_rows,
+            max_chars=max_chars,
+        )
         lines.append(table)
     total = record.row_count
     cut = _cut_by(shown, len(record.preview), total, max_rows, max_chars)

@@ -111,7 +111,9 @@ def _still_verified(catalog: ArtifactCatalog, record: ArtifactRecord) -> bool:
     return known is not None and known == _signature(catalog, record)
 
 
-def _remember(catalog: ArtifactCatalog, record: ArtifactRecord, before: tuple[int, ...] | None) -> None:
+def _remember(
+    catalog: ArtifactCatalog, record: ArtifactRecord, before: tuple[int, ...] | None
+) -> None:
     """Trust the file from now on, if it did not change while it was being hashed."""
     if before is None or before != _signature(catalog, record):
         return
@@ -170,6 +172,7 @@ def _cached_copy(catalog: ArtifactCatalog, record: ArtifactRecord) -> Path:
 
 # --- selectors ---------------------------------------------------------------
 
+
 def parse_selectors(selectors: Selectors | dict | None) -> Selectors:
     if selectors is None:
         return Selectors()
@@ -179,12 +182,16 @@ def parse_selectors(selectors: Selectors | dict | None) -> Selectors:
         try:
             selectors = json.loads(selectors)
         except ValueError:
-            raise ArtifactSelectorInvalid("selectors must be an object such as {\"rows\": [0, 10]}") from None
+            raise ArtifactSelectorInvalid(
+                'selectors must be an object such as {"rows": [0, 10]}'
+            ) from None
     try:
         return Selectors.model_validate(selectors)
     except ValidationError as exc:
-        problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'selectors'}: {e['msg']}"
-                             for e in exc.errors(include_url=False))
+        problems = "; ".join(
+            f"{'.'.join(map(str, e['loc'])) or 'selectors'}: {e['msg']}"
+            for e in exc.errors(include_url=False)
+        )
         raise ArtifactSelectorInvalid(f"invalid selectors: {problems}") from None
 
 
@@ -233,8 +240,10 @@ def _range(spec: Any, total: int, what: str) -> tuple[int, int]:
 def _index(i: int, total: int) -> int:
     j = i + total if i < 0 else i
     if not 0 <= j < total:
-        raise ArtifactSelectorInvalid(f"row {i} is out of range: the artifact has {total} rows "
-                                      f"(0..{total - 1}, or -1..-{total})")
+        raise ArtifactSelectorInvalid(
+            f"row {i} is out of range: the artifact has {total} rows "
+            f"(0..{total - 1}, or -1..-{total})"
+        )
     return j
 
 
@@ -257,8 +266,15 @@ def _step_into(value: Any, step: int | str, columns: list[str] | None = None) ->
 
 # --- reading -------------------------------------------------------------------
 
-def read_artifact_result(source: Any, artifact_id: str, selectors: Selectors | dict | None = None, *,
-                         max_rows: int = 100, max_chars: int = 20_000) -> SelectedResult:
+
+def read_artifact_result(
+    source: Any,
+    artifact_id: str,
+    selectors: Selectors | dict | None = None,
+    *,
+    max_rows: int = 100,
+    max_chars: int = 20_000,
+) -> SelectedResult:
     """The selected part of an artifact, hash-verified, within ``max_rows``/``max_chars``."""
     sel = parse_selectors(selectors)
     catalog = resolve_catalog(source)
@@ -273,11 +289,20 @@ def read_artifact_result(source: Any, artifact_id: str, selectors: Selectors | d
 def _base(record: ArtifactRecord, **fields: Any) -> SelectedResult:
     """The answer, with what a reader must know about the record itself in ``note``: that it is
     incomplete (and what was kept of what), or that it records a failed attempt."""
-    notes = [n for n in (fields.pop("note", ""), record.incomplete_note(), _failed_note(record)) if n]
+    notes = [
+        n for n in (fields.pop("note", ""), record.incomplete_note(), _failed_note(record)) if n
+    ]
     returned = record.rows_returned if not record.complete and record.is_tabular else None
-    return SelectedResult(artifact_id=record.artifact_id, kind=record.kind, status=record.status,
-                          sha256=record.sha256, complete=record.complete, rows_returned=returned,
-                          note="; ".join(notes), **fields)
+    return SelectedResult(
+        artifact_id=record.artifact_id,
+        kind=record.kind,
+        status=record.status,
+        sha256=record.sha256,
+        complete=record.complete,
+        rows_returned=returned,
+        note="; ".join(notes),
+        **fields,
+    )
 
 
 def _failed_note(record: ArtifactRecord) -> str:
@@ -304,12 +329,18 @@ def _end_free(record: ArtifactRecord, spec: Any, what: str) -> None:
         bad = "a range to the end"
     elif any(isinstance(b, int) and b < 0 for b in bounds):
         bad = "an index counted from the end"
-    elif isinstance(spec, int) and spec >= kept or isinstance(spec, (list, tuple)) and any(
-            isinstance(b, int) and b > kept for b in bounds):
+    elif (
+        isinstance(spec, int)
+        and spec >= kept
+        or isinstance(spec, (list, tuple))
+        and any(isinstance(b, int) and b > kept for b in bounds)
+    ):
         bad = "rows past the kept ones"
     else:
         return
-    raise ArtifactIncomplete(record.artifact_id, f"{what} {spec!r} is {bad}", record.incomplete_note(), kept)
+    raise ArtifactIncomplete(
+        record.artifact_id, f"{what} {spec!r} is {bad}", record.incomplete_note(), kept
+    )
 
 
 def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int) -> SelectedResult:
@@ -329,7 +360,9 @@ def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int
         else:
             raise ArtifactSelectorInvalid(f"a path starts with a row index or range, not {first!r}")
         if sel.rows is not None:
-            raise ArtifactSelectorInvalid("use either rows or a path that starts with rows, not both")
+            raise ArtifactSelectorInvalid(
+                "use either rows or a path that starts with rows, not both"
+            )
     elif sel.rows is not None:
         _end_free(record, sel.rows, "rows")
         start, stop = _range(sel.rows, total, "rows")
@@ -348,25 +381,46 @@ def _read_tabular(catalog, record, sel: Selectors, max_rows: int, max_chars: int
         columns = [sel.field]
     if single is not None:
         if not rows:
-            raise ArtifactSelectorInvalid(f"row {single} could not be read within max_chars={max_chars}")
+            raise ArtifactSelectorInvalid(
+                f"row {single} could not be read within max_chars={max_chars}"
+            )
         if steps or col_index is not None:
             value = rows[0][0] if col_index is not None else rows[0]
             for step in steps:
                 value = _step_into(value, step, columns if value is rows[0] else None)
             value, clipped = _clip_to(value, max_chars)
-            return _base(record, total_rows=record.row_count, columns=columns, start=single, value=value,
-                         truncated=clipped)
+            return _base(
+                record,
+                total_rows=record.row_count,
+                columns=columns,
+                start=single,
+                value=value,
+                truncated=clipped,
+            )
     truncated = over or len(rows) < stop - start
     if single is not None:  # one row by path: the row is also the value
         row, clipped = _clip_to(rows[0], max_chars) if rows else (None, False)
-        return _base(record, total_rows=record.row_count, columns=columns, start=single, rows=[row],
-                     value=row, truncated=clipped)
+        return _base(
+            record,
+            total_rows=record.row_count,
+            columns=columns,
+            start=single,
+            rows=[row],
+            value=row,
+            truncated=clipped,
+        )
     if steps:  # a range then a column/key: project every row
         rows = [[_step_into(r, steps[0], columns)] for r in rows]
         columns = [str(steps[0])] if isinstance(steps[0], str) else columns
     rows, clipped = _clip_rows(rows, max_chars)
-    return _base(record, total_rows=record.row_count, columns=columns, start=start, rows=rows,
-                 truncated=truncated or clipped)
+    return _base(
+        record,
+        total_rows=record.row_count,
+        columns=columns,
+        start=start,
+        rows=rows,
+        truncated=truncated or clipped,
+    )
 
 
 def _scan_rows(catalog, record, start: int, stop: int, max_chars: int) -> tuple[list[bytes], bool]:
@@ -400,7 +454,7 @@ def _scan_rows(catalog, record, start: int, stop: int, max_chars: int) -> tuple[
                             picked.append(part)
                             picked_chars += len(part)
             else:
-                carry = buf[buf.rfind(b"\n") + 1:]
+                carry = buf[buf.rfind(b"\n") + 1 :]
             line_no += n
     if h is not None:
         _check(record, h.hexdigest())
@@ -434,10 +488,16 @@ def _read_python(catalog, record, sel: Selectors, max_rows: int, max_chars: int)
     value = doc.get("result")
     if not doc.get("result_set"):
         return _base(record, value=None, note="the code did not set REPORT_RESULT (no result)")
-    if not record.complete and value is None:  # the result itself was dropped: there is nothing to select
+    if (
+        not record.complete and value is None
+    ):  # the result itself was dropped: there is nothing to select
         if sel.path is not None or sel.rows is not None or sel.field is not None:
-            raise ArtifactIncomplete(record.artifact_id, "its result was not kept", record.incomplete_note())
-        return _base(record, value=None, note="the result was not kept: null here is not the result")
+            raise ArtifactIncomplete(
+                record.artifact_id, "its result was not kept", record.incomplete_note()
+            )
+        return _base(
+            record, value=None, note="the result was not kept: null here is not the result"
+        )
     steps = _path_steps(sel.path)
     if isinstance(value, list):
         total = len(value)
@@ -459,8 +519,13 @@ def _read_python(catalog, record, sel: Selectors, max_rows: int, max_chars: int)
     if isinstance(value, list) and len(value) > max_rows:
         value, truncated = value[:max_rows], True
     value, clipped = _clip_to(value, max_chars)
-    return _base(record, total_rows=record.row_count, columns=record.columns, value=value,
-                 truncated=truncated or clipped)
+    return _base(
+        record,
+        total_rows=record.row_count,
+        columns=record.columns,
+        value=value,
+        truncated=truncated or clipped,
+    )
 
 
 def _read_file(catalog, record, sel: Selectors, max_chars: int) -> SelectedResult:
@@ -472,4 +537,6 @@ def _read_file(catalog, record, sel: Selectors, max_chars: int) -> SelectedResul
         text = data.decode("utf-8", errors="replace")
         info["text"] = text[:max_chars]
         return _base(record, value=info, truncated=len(text) > max_chars)
-    return _base(record, value=info, note="binary content; cite the artifact id, it cannot be shown as text")
+    return _base(
+        record, value=info, note="binary content; cite the artifact id, it cannot be shown as text"
+    )

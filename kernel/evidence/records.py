@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from .canonical import dumps
 from ..tool_result import ArtifactRef
+from .canonical import dumps
 
 URI_PREFIX = "artifact://sha256/"
 
@@ -59,8 +59,12 @@ class ArtifactRecord(BaseModel):
             extra["name"] = self.name
             extra["media_type"] = self.media_type
         return ArtifactRef(
-            artifact_id=self.artifact_id, kind=self.kind, status=self.status,
-            row_count=self.row_count, uri=self.content_uri, **extra,
+            artifact_id=self.artifact_id,
+            kind=self.kind,
+            status=self.status,
+            row_count=self.row_count,
+            uri=self.content_uri,
+            **extra,
         )
 
     @property
@@ -80,7 +84,9 @@ class ArtifactRecord(BaseModel):
         """Empty for a complete artifact; else that it is incomplete, and what was kept of what."""
         if self.complete:
             return ""
-        return "INCOMPLETE artifact: " + str(self.provenance.get("incomplete_reason") or "the capture stopped early")
+        return "INCOMPLETE artifact: " + str(
+            self.provenance.get("incomplete_reason") or "the capture stopped early"
+        )
 
     def summary(self, width: int = 120) -> str:
         """One line of the SQL or code (or the file name, or the knowledge search) that produced it."""
@@ -142,7 +148,11 @@ class SelectedResult(BaseModel):
         head = f"artifact {self.artifact_id} ({self.kind}, {self.status}, sha256 verified)"
         if not self.complete:
             kept = "" if self.total_rows is None else f" {self.total_rows} rows kept"
-            of = f" of {self.rows_returned} returned" if self.rows_returned is not None and kept else ""
+            of = (
+                f" of {self.rows_returned} returned"
+                if self.rows_returned is not None and kept
+                else ""
+            )
             head += f", INCOMPLETE:{kept}{of}" if kept else ", INCOMPLETE"
         elif self.total_rows is not None:
             head += f", {self.total_rows} rows in total"
@@ -161,4 +171,8 @@ class SelectedResult(BaseModel):
         if self.note:
             lines.append(self.note)
         out = "\n".join(lines)
-        return out if len(out) <= max_chars else out[: max_chars - 40] + "\n... (truncated to the budget)"
+        return (
+            out
+            if len(out) <= max_chars
+            else out[: max_chars - 40] + "\n... (truncated to the budget)"
+        )

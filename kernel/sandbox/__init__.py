@@ -13,7 +13,14 @@ which re-exports these names too.
 
 from .config import SandboxConfig, parse_size
 from .errors import SandboxError
-from .results import ExecutionResult, FileInfo, OutputCapture, ProbeResult, ProducedFile, SessionStatus
+from .results import (
+    ExecutionResult,
+    FileInfo,
+    OutputCapture,
+    ProbeResult,
+    ProducedFile,
+    SessionStatus,
+)
 from .runtime import ExecRequest, RuntimeSession, SandboxRuntime
 from .selection import LOCAL_WARNING, select_runtime
 

@@ -21,8 +21,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from .errors import SANDBOX_CONFIG_INVALID, SandboxError
-from .uids import DEFAULT_RANGE as DEFAULT_UID_RANGE
-from .uids import parse_range as parse_uid_range
+from .uids import DEFAULT_RANGE as DEFAULT_UID_RANGE, parse_range as parse_uid_range
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -53,44 +52,79 @@ class SandboxConfig(BaseSettings):
 
     model_config = SettingsConfigDict(env_prefix="SANDBOX_", extra="ignore", validate_default=True)
 
-    runtime: str | None = Field(default=None, description="docker, podman, nerdctl or local; unset detects.")
-    allow_local_runtime: bool = Field(
-        default=False, description="Allow the unisolated local runtime (explicitly, or as the last resort)."
+    runtime: str | None = Field(
+        default=None, description="docker, podman, nerdctl or local; unset detects."
     )
-    memory_limit: int = Field(default=256 * 1024**2, description="Memory per sandbox (swap equals it).")
-    cpu_limit: float = Field(default=0.5, gt=0, le=64, description="CPU quota in cores (0.5 = 50% of one).")
+    allow_local_runtime: bool = Field(
+        default=False,
+        description="Allow the unisolated local runtime (explicitly, or as the last resort).",
+    )
+    memory_limit: int = Field(
+        default=256 * 1024**2, description="Memory per sandbox (swap equals it)."
+    )
+    cpu_limit: float = Field(
+        default=0.5, gt=0, le=64, description="CPU quota in cores (0.5 = 50% of one)."
+    )
     timeout: float = Field(default=30.0, gt=0, le=3600, description="Seconds per execution.")
-    max_file_size: int = Field(default=10 * 1024**2, description="Largest file written, uploaded or downloaded.")
+    max_file_size: int = Field(
+        default=10 * 1024**2, description="Largest file written, uploaded or downloaded."
+    )
     max_processes: int = Field(default=10, ge=1, le=4096, description="pids limit (threads count).")
     workdir: str = Field(default="/workspace", description="Working directory inside the sandbox.")
-    workspace_size: int = Field(default=64 * 1024**2, description="tmpfs size of the working directory.")
+    workspace_size: int = Field(
+        default=64 * 1024**2, description="tmpfs size of the working directory."
+    )
     tmp_size: int = Field(default=16 * 1024**2, description="tmpfs size of /tmp.")
-    shm_size: int = Field(default=16 * 1024**2, description="Size of /dev/shm (a tmpfs; counts as memory).")
-    output_limit: int = Field(default=1024**2, description="Bytes kept of stdout and of stderr, each.")
+    shm_size: int = Field(
+        default=16 * 1024**2, description="Size of /dev/shm (a tmpfs; counts as memory)."
+    )
+    output_limit: int = Field(
+        default=1024**2, description="Bytes kept of stdout and of stderr, each."
+    )
     open_files: int = Field(default=256, ge=16, le=1024, description="RLIMIT_NOFILE inside.")
     uid_range: str = Field(
         default=DEFAULT_UID_RANGE,
         description="Host uids (first-last) sessions take their own uids from: each session's keeper, code and "
-                    "resident run as uids no other session has (per-uid kernel quotas are host-wide).",
+        "resident run as uids no other session has (per-uid kernel quotas are host-wide).",
     )
     # Removed settings (one fixed uid for every session): refused when set, never silently ignored.
     user: str | None = Field(default=None, description="Removed: see uid_range.")
     keeper_user: str | None = Field(default=None, description="Removed: see uid_range.")
     resident_user: str | None = Field(default=None, description="Removed: see uid_range.")
     image_python: str = Field(default="python:3.11-slim", description="Image for Python.")
-    image_shell: str | None = Field(default=None, description="Image for shell; defaults to the Python image.")
-    oci_runtime: str | None = Field(default=None, description="OCI runtime, e.g. 'runsc' for gVisor (opt-in).")
-    env_allow: str = Field(default="", description="Comma-separated host variables passed into the sandbox.")
+    image_shell: str | None = Field(
+        default=None, description="Image for shell; defaults to the Python image."
+    )
+    oci_runtime: str | None = Field(
+        default=None, description="OCI runtime, e.g. 'runsc' for gVisor (opt-in)."
+    )
+    env_allow: str = Field(
+        default="", description="Comma-separated host variables passed into the sandbox."
+    )
     idle_ttl: float = Field(default=300.0, gt=0, description="Seconds an unused session lives.")
-    max_lifetime: float = Field(default=3600.0, gt=0, description="Seconds any session lives at most.")
+    max_lifetime: float = Field(
+        default=3600.0, gt=0, description="Seconds any session lives at most."
+    )
     reap_interval: float = Field(default=15.0, gt=0, description="Seconds between reaper passes.")
     max_sessions: int = Field(default=32, ge=1, description="Open sessions per process.")
-    pool_size: int = Field(default=0, ge=0, le=16, description="Warm containers kept ready (0 = off).")
-    host_grace: float = Field(default=5.0, gt=0, description="Seconds past the timeout before the host kills.")
-    podman_socket: str | None = Field(default=None, description="podman API socket; unset starts a service.")
-    docker_host: str | None = Field(default=None, description="Docker API URL; unset uses DOCKER_HOST/default.")
-    nerdctl_binary: str = Field(default="nerdctl", description="nerdctl CLI (point at podman to test).")
-    nerdctl_namespace: str | None = Field(default=None, description="nerdctl --namespace, when set.")
+    pool_size: int = Field(
+        default=0, ge=0, le=16, description="Warm containers kept ready (0 = off)."
+    )
+    host_grace: float = Field(
+        default=5.0, gt=0, description="Seconds past the timeout before the host kills."
+    )
+    podman_socket: str | None = Field(
+        default=None, description="podman API socket; unset starts a service."
+    )
+    docker_host: str | None = Field(
+        default=None, description="Docker API URL; unset uses DOCKER_HOST/default."
+    )
+    nerdctl_binary: str = Field(
+        default="nerdctl", description="nerdctl CLI (point at podman to test)."
+    )
+    nerdctl_namespace: str | None = Field(
+        default=None, description="nerdctl --namespace, when set."
+    )
     probe_timeout: float = Field(default=5.0, gt=0, description="Seconds a runtime probe may take.")
 
     @field_validator("runtime", mode="before")
@@ -103,8 +137,15 @@ class SandboxConfig(BaseSettings):
             raise ValueError(f"not a runtime name: {value!r}")
         return name
 
-    @field_validator("memory_limit", "max_file_size", "workspace_size", "tmp_size", "shm_size", "output_limit",
-                     mode="before")
+    @field_validator(
+        "memory_limit",
+        "max_file_size",
+        "workspace_size",
+        "tmp_size",
+        "shm_size",
+        "output_limit",
+        mode="before",
+    )
     @classmethod
     def _size(cls, value: Any) -> int:
         size = parse_size(value)
@@ -130,9 +171,11 @@ class SandboxConfig(BaseSettings):
     @classmethod
     def _removed_user(cls, value: str | None) -> None:
         if value not in (None, ""):
-            raise ValueError("fixed sandbox uids were removed: every session runs as uids of its own, "
-                             "taken from SANDBOX_UID_RANGE (unset SANDBOX_USER, SANDBOX_KEEPER_USER, "
-                             "SANDBOX_RESIDENT_USER)")
+            raise ValueError(
+                "fixed sandbox uids were removed: every session runs as uids of its own, "
+                "taken from SANDBOX_UID_RANGE (unset SANDBOX_USER, SANDBOX_KEEPER_USER, "
+                "SANDBOX_RESIDENT_USER)"
+            )
         return None
 
     @field_validator("uid_range")
@@ -153,7 +196,7 @@ class SandboxConfig(BaseSettings):
     # --- derived values ---------------------------------------------------
 
     @classmethod
-    def from_settings(cls, settings: "Settings", **overrides: Any) -> "SandboxConfig":
+    def from_settings(cls, settings: Settings, **overrides: Any) -> SandboxConfig:
         """The ``[sandbox]`` section of ``settings``: ``SANDBOX_*`` variables over the
         config file's ``[sandbox]`` table over the defaults, keyword ``overrides``
         over all three. Errors become ``SANDBOX_CONFIG_INVALID``."""
@@ -163,12 +206,13 @@ class SandboxConfig(BaseSettings):
             return settings.section(SECTION, cls, **overrides)
         except ConfigError as exc:
             raise SandboxError(
-                SANDBOX_CONFIG_INVALID, exc.message,
+                SANDBOX_CONFIG_INVALID,
+                exc.message,
                 "Fix the SANDBOX_* environment variables or the [sandbox] table of the config file.",
             ) from None
 
     @classmethod
-    def from_env(cls, **overrides: Any) -> "SandboxConfig":
+    def from_env(cls, **overrides: Any) -> SandboxConfig:
         """:meth:`from_settings` on the settings the environment names (``ASSAY_CONFIG`` too)."""
         from ..settings import Settings
 

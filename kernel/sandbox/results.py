@@ -48,7 +48,9 @@ class ExecutionResult(BaseModel):
     runtime: str = ""
     session_id: str | None = None
     language: str = "python"
-    warnings: list[str] = Field(default_factory=list, description="Loud notes, e.g. the local runtime.")
+    warnings: list[str] = Field(
+        default_factory=list, description="Loud notes, e.g. the local runtime."
+    )
 
     @property
     def ok(self) -> bool:

@@ -162,7 +162,9 @@ class SandboxRuntime(ABC):
         sessions (``SANDBOX_START_FAILED``), since two sessions sharing uids share the kernel's
         per-uid quotas. Raise on an engine error.
         """
-        raise NotImplementedError(f"the {self.name} runtime cannot list its containers by uid block")
+        raise NotImplementedError(
+            f"the {self.name} runtime cannot list its containers by uid block"
+        )
 
     def image_present(self, image: str) -> bool | None:
         """Whether ``image`` exists locally (None when the runtime cannot tell)."""

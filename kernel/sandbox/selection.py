@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from typing import Mapping
+from collections.abc import Mapping
 
 from assay.kernel.log import get_logger
 
@@ -42,13 +42,23 @@ def _probe(runtime: SandboxRuntime) -> ProbeResult:
     try:
         return runtime.probe()
     except SandboxError as exc:
-        if exc.code in REFUSALS:  # the host is unsafe to use: fail closed with that reason, try nothing else
+        if (
+            exc.code in REFUSALS
+        ):  # the host is unsafe to use: fail closed with that reason, try nothing else
             raise
-        return ProbeResult(runtime=runtime.name, available=False, isolated=runtime.isolated,
-                           detail=f"probe raised {exc.code}: {exc.message}")
+        return ProbeResult(
+            runtime=runtime.name,
+            available=False,
+            isolated=runtime.isolated,
+            detail=f"probe raised {exc.code}: {exc.message}",
+        )
     except Exception as exc:  # noqa: BLE001 - a probe that raises is a failed probe
-        return ProbeResult(runtime=runtime.name, available=False, isolated=runtime.isolated,
-                           detail=f"probe raised {type(exc).__name__}: {exc}")
+        return ProbeResult(
+            runtime=runtime.name,
+            available=False,
+            isolated=runtime.isolated,
+            detail=f"probe raised {type(exc).__name__}: {exc}",
+        )
 
 
 def select_runtime(
@@ -58,11 +68,17 @@ def select_runtime(
     if config.runtime:
         return _named(config, runtimes, config.runtime)
     probes: list[ProbeResult] = []
-    extra = sorted(n for n, cls in runtimes.items() if n not in DETECTION_ORDER and getattr(cls, "isolated", True))
+    extra = sorted(
+        n
+        for n, cls in runtimes.items()
+        if n not in DETECTION_ORDER and getattr(cls, "isolated", True)
+    )
     for name in (*DETECTION_ORDER, *extra):
         cls = runtimes.get(name)
         if cls is None:
-            probes.append(ProbeResult(runtime=name, available=False, detail="runtime plugin not loaded"))
+            probes.append(
+                ProbeResult(runtime=name, available=False, detail="runtime plugin not loaded")
+            )
             continue
         runtime = cls(config)
         probe = _probe(runtime)

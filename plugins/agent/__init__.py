@@ -16,12 +16,12 @@ from .status import EXIT_CODES, RunStatus
 from .transcript import AgentEvent, Transcript
 
 __all__ = [
-           "EXIT_CODES",
-           "AgentEvent",
-           "AgentRun",
-           "AgentSettings",
-           "RunStatus",
-           "Transcript",
-           "arun_agent",
-           "run_agent",
+    "EXIT_CODES",
+    "AgentEvent",
+    "AgentRun",
+    "AgentSettings",
+    "RunStatus",
+    "Transcript",
+    "arun_agent",
+    "run_agent",
 ]

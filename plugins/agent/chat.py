@@ -49,7 +49,9 @@ def _save_history(readline: Any, home: Path) -> None:
         pass
 
 
-def chat_loop(kernel: Any, base: AskOptions, *, parent: str | None = None, read: Any = input) -> int:
+def chat_loop(
+    kernel: Any, base: AskOptions, *, parent: str | None = None, read: Any = input
+) -> int:
     """Ask each line read as a follow-up of the previous run; returns the number of runs made."""
     from ..agent.ask import ask
     from ..agent.cli_ask import StepPrinter, print_result
@@ -74,7 +76,9 @@ def chat_loop(kernel: Any, base: AskOptions, *, parent: str | None = None, read:
             cancelled = _own_newest(kernel)
             click.echo("")
             if cancelled is not None:
-                click.echo(f"cancelled: run {cancelled.run_id} ({cancelled.status}); the thread goes on from it")
+                click.echo(
+                    f"cancelled: run {cancelled.run_id} ({cancelled.status}); the thread goes on from it"
+                )
                 parent = cancelled.run_id
             else:
                 click.echo("cancelled before the run started")
@@ -91,22 +95,46 @@ def _own_newest(kernel: Any) -> Any:
     return next((r for r in kernel.runs.list(limit=20) if r.pid == os.getpid()), None)
 
 
-def make_chat_command(open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None) -> click.Command:
+def make_chat_command(
+    open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None
+) -> click.Command:
     """The ``chat`` command (the ``ask_cli`` plugin adds it beside ``ask``)."""
 
     @click.command("chat")
-    @click.option("--db", "databases", multiple=True,
-                  help="A database URL or a configured datasource name (repeatable; default: every configured "
-                       "one, or the continued run's).")
-    @click.option("--model", "model_spec", default=None, help="PROVIDER[:NAME] (default: ASSAY_AGENT_MODEL).")
-    @click.option("--continue", "continue_run", metavar="RUN_ID|last", default=None,
-                  help="Continue that run's thread instead of starting one.")
-    @click.option("--max-steps", type=click.IntRange(min=1), default=None, help="Model turns per question.")
-    @click.option("--allow-privileged", is_flag=True,
-                  help="Accept a --db login that can reach server files, other sessions or server settings.")
+    @click.option(
+        "--db",
+        "databases",
+        multiple=True,
+        help="A database URL or a configured datasource name (repeatable; default: every configured "
+        "one, or the continued run's).",
+    )
+    @click.option(
+        "--model", "model_spec", default=None, help="PROVIDER[:NAME] (default: ASSAY_AGENT_MODEL)."
+    )
+    @click.option(
+        "--continue",
+        "continue_run",
+        metavar="RUN_ID|last",
+        default=None,
+        help="Continue that run's thread instead of starting one.",
+    )
+    @click.option(
+        "--max-steps", type=click.IntRange(min=1), default=None, help="Model turns per question."
+    )
+    @click.option(
+        "--allow-privileged",
+        is_flag=True,
+        help="Accept a --db login that can reach server files, other sessions or server settings.",
+    )
     @click.pass_context
-    def chat_cmd(ctx: click.Context, databases: tuple[str, ...], model_spec: str | None, continue_run: str | None,
-                 max_steps: int | None, allow_privileged: bool) -> None:
+    def chat_cmd(
+        ctx: click.Context,
+        databases: tuple[str, ...],
+        model_spec: str | None,
+        continue_run: str | None,
+        max_steps: int | None,
+        allow_privileged: bool,
+    ) -> None:
         """Ask questions one after another; each continues the thread (its answers and evidence).
 
         Ctrl-C cancels the current step (the run is recorded cancelled), Ctrl-D ends the chat.
@@ -122,8 +150,15 @@ def make_chat_command(open_url: UrlOpener | None = None, record_model: ModelReco
         parent = resolve_parent(kernel.runs, continue_run).run_id if continue_run else None
         home = Path(kernel.settings.home)
         readline = _readline(home)
-        base = AskOptions(question="", databases=list(databases), model=model_spec, settings=settings,
-                          allow_privileged=allow_privileged, open_url=open_url, record_model=record_model)
+        base = AskOptions(
+            question="",
+            databases=list(databases),
+            model=model_spec,
+            settings=settings,
+            allow_privileged=allow_privileged,
+            open_url=open_url,
+            record_model=record_model,
+        )
         try:
             chat_loop(kernel, base, parent=parent)
         finally:

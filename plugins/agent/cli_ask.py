@@ -19,14 +19,18 @@ import click
 from assay.kernel.cli import error_text
 
 if TYPE_CHECKING:
-    from .transcript import AgentEvent, Transcript
     from .ask import ModelRecorder, UrlOpener
+    from .transcript import AgentEvent, Transcript
 
-EXIT_HELP = ("Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
-             "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 12 answered_unverified "
-             "(a figure of the answer is not found in the evidence), 130 cancelled.")
-SIGNAL_HELP = (" Ctrl-C or SIGTERM (timeout, kill, systemd) cancels the running call (a SQL query on its server) "
-               "and records the run cancelled; after SIGTERM the process then ends as killed by it (143).")
+EXIT_HELP = (
+    "Exit codes: 0 answered, 3 needs_analysis, 4 partial, 5 failed, 6 max_steps, 7 max_time, "
+    "8 max_tokens, 9 model_unreachable, 10 model_failed, 11 invalid_input, 12 answered_unverified "
+    "(a figure of the answer is not found in the evidence), 130 cancelled."
+)
+SIGNAL_HELP = (
+    " Ctrl-C or SIGTERM (timeout, kill, systemd) cancels the running call (a SQL query on its server) "
+    "and records the run cancelled; after SIGTERM the process then ends as killed by it (143)."
+)
 
 
 def summarize_arguments(tool: str, arguments: Any, width: int = 90) -> str:
@@ -117,13 +121,17 @@ class StepPrinter:
 
     def _on_tool_finished(self, event: AgentEvent) -> None:
         d = event.data
-        self.echo(f"[{event.step}] {d['tool']}  {summarize_arguments(d['tool'], d.get('arguments'))}".rstrip())
+        self.echo(
+            f"[{event.step}] {d['tool']}  {summarize_arguments(d['tool'], d.get('arguments'))}".rstrip()
+        )
         self.echo(f"    -> {outcome_line(d)}")
 
     def _on_compaction(self, event: AgentEvent) -> None:
         d = event.data
-        self.echo(f"    (compacted {len(d['call_ids'])} older tool result(s): ~{d['tokens_before']:,} -> "
-                  f"~{d['tokens_after']:,} tokens)")
+        self.echo(
+            f"    (compacted {len(d['call_ids'])} older tool result(s): ~{d['tokens_before']:,} -> "
+            f"~{d['tokens_after']:,} tokens)"
+        )
 
     def _on_limit(self, event: AgentEvent) -> None:
         d = event.data
@@ -133,8 +141,11 @@ class StepPrinter:
         d = event.data
         if d.get("correction_asked"):
             self._end_stream()
-            self.echo("    (figure check: " + unsupported_line(d)
-                      + "; the model is asked to correct or cite them)")
+            self.echo(
+                "    (figure check: "
+                + unsupported_line(d)
+                + "; the model is asked to correct or cite them)"
+            )
 
 
 def unsupported_line(figures: dict[str, Any] | None) -> str:
@@ -142,7 +153,9 @@ def unsupported_line(figures: dict[str, Any] | None) -> str:
     listed = list(dict.fromkeys(f["text"] for f in (figures or {}).get("unsupported") or []))
     if not listed:
         return ""
-    return "not found in the evidence: " + "; ".join(click.style(text, fg="red", bold=True) for text in listed)
+    return "not found in the evidence: " + "; ".join(
+        click.style(text, fg="red", bold=True) for text in listed
+    )
 
 
 def highlight(answer: str, figures: dict[str, Any] | None) -> str:
@@ -152,7 +165,10 @@ def highlight(answer: str, figures: dict[str, Any] | None) -> str:
     for start, end in spans:
         if start < at or end > len(answer):
             continue
-        out += [answer[at:start], click.style(answer[start:end], fg="red", bold=True, underline=True)]
+        out += [
+            answer[at:start],
+            click.style(answer[start:end], fg="red", bold=True, underline=True),
+        ]
         at = end
     return "".join(out) + answer[at:]
 
@@ -184,13 +200,17 @@ def print_result(transcript: Transcript, printer: StepPrinter | None, mode: str)
         if report["text"]:
             click.echo(report["text"])
         if report.get("unbound_figures"):
-            click.echo("report figures not bound to evidence: "
-                       + "; ".join(click.style(f, fg="red", bold=True) for f in report["unbound_figures"]))
+            click.echo(
+                "report figures not bound to evidence: "
+                + "; ".join(click.style(f, fg="red", bold=True) for f in report["unbound_figures"])
+            )
     click.echo("")
     usage = transcript.usage
-    click.echo(f"status: {transcript.status} ({transcript.status_reason}) · {transcript.steps} step(s) · "
-               f"{len(transcript.calls)} tool call(s) · tokens {usage.prompt_tokens:,}+{usage.completion_tokens:,}"
-               f" · {transcript.elapsed_s:.1f} s")
+    click.echo(
+        f"status: {transcript.status} ({transcript.status_reason}) · {transcript.steps} step(s) · "
+        f"{len(transcript.calls)} tool call(s) · tokens {usage.prompt_tokens:,}+{usage.completion_tokens:,}"
+        f" · {transcript.elapsed_s:.1f} s"
+    )
     click.echo(f"artifacts: {', '.join(transcript.artifact_ids) or 'none'}")
     click.echo(f"run: {transcript.run_id} (assay runs show {transcript.run_id})")
     _error_line(transcript)
@@ -202,40 +222,83 @@ def _error_line(transcript: Transcript) -> None:
         click.echo(f"error: {error_text(e.code, e.message, e.hint)}", err=True)
 
 
-def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None,
-                     open_files: Any = None) -> click.Command:
+def make_ask_command(
+    open_url: UrlOpener | None = None,
+    record_model: ModelRecorder | None = None,
+    open_files: Any = None,
+) -> click.Command:
     """The ``ask`` command; ``open_url`` attaches a ``--db URL``, ``record_model`` serves ``--record`` and
     ``open_files`` attaches ``--file`` (the ``ask_cli`` plugin passes the SQL, models and files plugins')."""
 
     @click.command("ask", epilog=EXIT_HELP + SIGNAL_HELP)
     @click.argument("question")
-    @click.option("--db", "databases", multiple=True,
-                  help="A database URL or a configured datasource name (repeatable; default: every configured one).")
-    @click.option("--file", "files", multiple=True,
-                  help="A CSV/TSV, Parquet, JSON/NDJSON or Excel file as a table; NAME=PATH names it; a directory "
-                       "or glob adds each file (repeatable; docs/files.md).")
-    @click.option("--model", "model_spec", default=None,
-                  help="PROVIDER[:NAME], e.g. openai_compatible:gpt-4o-mini (default: ASSAY_AGENT_MODEL).")
+    @click.option(
+        "--db",
+        "databases",
+        multiple=True,
+        help="A database URL or a configured datasource name (repeatable; default: every configured one).",
+    )
+    @click.option(
+        "--file",
+        "files",
+        multiple=True,
+        help="A CSV/TSV, Parquet, JSON/NDJSON or Excel file as a table; NAME=PATH names it; a directory "
+        "or glob adds each file (repeatable; docs/files.md).",
+    )
+    @click.option(
+        "--model",
+        "model_spec",
+        default=None,
+        help="PROVIDER[:NAME], e.g. openai_compatible:gpt-4o-mini (default: ASSAY_AGENT_MODEL).",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print one machine-readable run record.")
     @click.option("--quiet", "-q", is_flag=True, help="Print only the answer.")
-    @click.option("--max-steps", type=click.IntRange(min=1), default=None,
-                  help="Model turns (ASSAY_AGENT_MAX_STEPS).")
-    @click.option("--record", "record", type=click.Path(dir_okay=False), default=None,
-                  help="Write every model exchange to this JSONL cassette (play it back with --model replay:PATH).")
-    @click.option("--allow-privileged", is_flag=True,
-                  help="Accept a --db login that can reach server files, other sessions or server settings.")
-    @click.option("--continue", "continue_run", metavar="RUN_ID|last", default=None,
-                  help="A follow-up: continue that run's thread (its questions, answers and evidence; "
-                       "default --db: that run's).")
+    @click.option(
+        "--max-steps",
+        type=click.IntRange(min=1),
+        default=None,
+        help="Model turns (ASSAY_AGENT_MAX_STEPS).",
+    )
+    @click.option(
+        "--record",
+        "record",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Write every model exchange to this JSONL cassette (play it back with --model replay:PATH).",
+    )
+    @click.option(
+        "--allow-privileged",
+        is_flag=True,
+        help="Accept a --db login that can reach server files, other sessions or server settings.",
+    )
+    @click.option(
+        "--continue",
+        "continue_run",
+        metavar="RUN_ID|last",
+        default=None,
+        help="A follow-up: continue that run's thread (its questions, answers and evidence; "
+        "default --db: that run's).",
+    )
     @click.pass_context
-    def ask_cmd(ctx: click.Context, question: str, databases: tuple[str, ...], files: tuple[str, ...],
-                model_spec: str | None, as_json: bool, quiet: bool, max_steps: int | None, record: str | None,
-                allow_privileged: bool, continue_run: str | None) -> None:
+    def ask_cmd(
+        ctx: click.Context,
+        question: str,
+        databases: tuple[str, ...],
+        files: tuple[str, ...],
+        model_spec: str | None,
+        as_json: bool,
+        quiet: bool,
+        max_steps: int | None,
+        record: str | None,
+        allow_privileged: bool,
+        continue_run: str | None,
+    ) -> None:
         """Ask QUESTION of your data; the agent answers from evidence, step by step."""
+        from assay.kernel.exit_signals import Terminated, die_of
+
+        from .ask import AskOptions, ask
         from .loop import agent_settings
         from .status import EXIT_CODES, RunStatus
-        from .ask import AskOptions, ask
-        from assay.kernel.exit_signals import Terminated, die_of
 
         if as_json and quiet:
             raise click.UsageError("--json and --quiet exclude each other")
@@ -250,16 +313,27 @@ def make_ask_command(open_url: UrlOpener | None = None, record_model: ModelRecor
             from assay.plugins.runs.thread import resolve_parent
 
             parent = resolve_parent(kernel.runs, continue_run).run_id
-        options = AskOptions(question=question, databases=list(databases), model=model_spec,
-                             allow_privileged=allow_privileged, settings=settings, open_url=open_url,
-                             record=record, record_model=record_model, files=list(files), open_files=open_files,
-                             parent_run_id=parent)
+        options = AskOptions(
+            question=question,
+            databases=list(databases),
+            model=model_spec,
+            allow_privileged=allow_privileged,
+            settings=settings,
+            open_url=open_url,
+            record=record,
+            record_model=record_model,
+            files=list(files),
+            open_files=open_files,
+            parent_run_id=parent,
+        )
         try:
             transcript = ask(kernel, options, observers=[printer] if printer else [])
         except KeyboardInterrupt:
             _print_cancelled(kernel, mode)
             sys.exit(EXIT_CODES[RunStatus.CANCELLED])
-        except Terminated as stop:  # SIGTERM (timeout, kill, systemd): cancelled the same way, then killed by it
+        except (
+            Terminated
+        ) as stop:  # SIGTERM (timeout, kill, systemd): cancelled the same way, then killed by it
             _print_cancelled(kernel, mode)
             sys.stdout.flush()
             sys.stderr.flush()
@@ -279,9 +353,14 @@ def _print_cancelled(kernel: Any, mode: str) -> None:
         click.echo("cancelled before the run started", err=True)
         return
     if mode == "json":
-        click.echo(json.dumps(record.summary or record.model_dump(), default=str, ensure_ascii=False))
+        click.echo(
+            json.dumps(record.summary or record.model_dump(), default=str, ensure_ascii=False)
+        )
         return
     click.echo("")
-    click.echo(f"status: {record.status} · {record.steps} step(s) · {record.tool_calls} tool call(s)", err=True)
+    click.echo(
+        f"status: {record.status} · {record.steps} step(s) · {record.tool_calls} tool call(s)",
+        err=True,
+    )
     click.echo(f"artifacts: {', '.join(record.artifact_ids) or 'none'}", err=True)
     click.echo(f"run: {record.run_id} (assay runs show {record.run_id})", err=True)

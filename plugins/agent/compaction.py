@@ -44,13 +44,21 @@ def tokens_for(chars: int, messages: int, chars_per_token: float) -> int:
 
 def stub_text(info: ToolMessageInfo, original_chars: int) -> str:
     ids = ", ".join(info.artifact_ids) if info.artifact_ids else "none"
-    return (f"{STUB_PREFIX} {info.tool} result ({info.outcome}; {original_chars:,} characters) removed to stay "
-            f"within the run's token budget. Its evidence is whole in artifacts: {ids}"
-            + (" (read them back with read_artifact_result)." if info.artifact_ids else "."))
+    return (
+        f"{STUB_PREFIX} {info.tool} result ({info.outcome}; {original_chars:,} characters) removed to stay "
+        f"within the run's token budget. Its evidence is whole in artifacts: {ids}"
+        + (" (read them back with read_artifact_result)." if info.artifact_ids else ".")
+    )
 
 
-def compact(messages: list[Message], infos: dict[str, ToolMessageInfo], *, target_tokens: int,
-            keep_recent: int, chars_per_token: float) -> tuple[list[str], int, int]:
+def compact(
+    messages: list[Message],
+    infos: dict[str, ToolMessageInfo],
+    *,
+    target_tokens: int,
+    keep_recent: int,
+    chars_per_token: float,
+) -> tuple[list[str], int, int]:
     """Stub the oldest tool messages in place until the estimate is under ``target_tokens``.
 
     Returns (the call ids stubbed, tokens before, tokens after).
@@ -66,7 +74,9 @@ def compact(messages: list[Message], infos: dict[str, ToolMessageInfo], *, targe
         message = messages[index]
         if (message.content or "").startswith(STUB_PREFIX):
             continue
-        info = infos.get(message.tool_call_id or "", ToolMessageInfo(message.name or "tool", "unknown"))
+        info = infos.get(
+            message.tool_call_id or "", ToolMessageInfo(message.name or "tool", "unknown")
+        )
         old = message.content or ""
         new = stub_text(info, len(old))
         if len(new) >= len(old):

@@ -32,9 +32,16 @@ Started = Callable[[ToolCall], None]
 Finished = Callable[[ToolCall, ToolResult], None]
 
 
-async def run_tool_calls(kernel: Kernel, run: RunContext, calls: list[ToolCall], *,
-                         allowed: frozenset[str] | None, max_calls: int,
-                         started: Started, finished: Finished) -> list[ToolResult]:
+async def run_tool_calls(
+    kernel: Kernel,
+    run: RunContext,
+    calls: list[ToolCall],
+    *,
+    allowed: frozenset[str] | None,
+    max_calls: int,
+    started: Started,
+    finished: Finished,
+) -> list[ToolResult]:
     """Results of ``calls``, in their order."""
     results: list[ToolResult | None] = [None] * len(calls)
 
@@ -44,11 +51,19 @@ async def run_tool_calls(kernel: Kernel, run: RunContext, calls: list[ToolCall],
         began = time.monotonic()
         try:
             result = await _call(kernel, run, call, allowed)
-        except asyncio.CancelledError:  # the run was cancelled (Ctrl-C, SIGTERM) while the call ran: record it
-            finished(call, ToolResult.fail(
-                AGENT_TOOL_CALL_CANCELLED, f"{call.name} was cancelled while it ran: the run was cancelled",
-                "Ask again if the answer is still needed.", tool=call.name,
-                elapsed_ms=(time.monotonic() - began) * 1000))
+        except (
+            asyncio.CancelledError
+        ):  # the run was cancelled (Ctrl-C, SIGTERM) while the call ran: record it
+            finished(
+                call,
+                ToolResult.fail(
+                    AGENT_TOOL_CALL_CANCELLED,
+                    f"{call.name} was cancelled while it ran: the run was cancelled",
+                    "Ask again if the answer is still needed.",
+                    tool=call.name,
+                    elapsed_ms=(time.monotonic() - began) * 1000,
+                ),
+            )
             raise
         results[index] = result
         finished(call, result)
@@ -59,7 +74,9 @@ async def run_tool_calls(kernel: Kernel, run: RunContext, calls: list[ToolCall],
             result = ToolResult.fail(
                 AGENT_TOOL_CALLS_LIMIT,
                 f"not run: this turn asked for {len(calls)} tool calls and at most {max_calls} run per turn",
-                "Ask again for the calls you still need, fewer at a time.", tool=call.name)
+                "Ask again for the calls you still need, fewer at a time.",
+                tool=call.name,
+            )
             results[index] = result
             started(call)
             finished(call, result)
@@ -91,8 +108,14 @@ def _concurrent(kernel: Kernel, name: str, allowed: frozenset[str] | None) -> bo
     return tool is None or bool(getattr(tool, "concurrent", False))
 
 
-async def _call(kernel: Kernel, run: RunContext, call: ToolCall, allowed: frozenset[str] | None) -> ToolResult:
+async def _call(
+    kernel: Kernel, run: RunContext, call: ToolCall, allowed: frozenset[str] | None
+) -> ToolResult:
     if allowed is not None and call.name not in allowed:
-        return ToolResult.fail(TOOL_NOT_FOUND, f"no tool named {call.name!r} in this run",
-                               f"Available tools: {', '.join(sorted(allowed)) or 'none'}.", tool=call.name)
+        return ToolResult.fail(
+            TOOL_NOT_FOUND,
+            f"no tool named {call.name!r} in this run",
+            f"Available tools: {', '.join(sorted(allowed)) or 'none'}.",
+            tool=call.name,
+        )
     return await kernel.acall_tool(call.name, call.arguments, run=run)

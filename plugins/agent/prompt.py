@@ -15,9 +15,12 @@ from assay.kernel.resources import PromptBudget, Resource, ResourceType
 
 if TYPE_CHECKING:
     from assay.kernel.protocols import KernelAPI as Kernel
+
     from .settings import AgentSettings
 
-PREAMBLE = "You are a data-analysis agent. You answer questions about the user's data by calling tools."
+PREAMBLE = (
+    "You are a data-analysis agent. You answer questions about the user's data by calling tools."
+)
 
 EVIDENCE_RULES = """Rules of evidence:
 - Every number in your answer must come from a tool result. Cite the artifact id it came from, like [art_0f3a9c2e7b1d4e6f8a20].
@@ -41,8 +44,14 @@ def needs_evidence(resources: Iterable[Resource]) -> bool:
     return False
 
 
-def build_system_prompt(kernel: Kernel, resources: list[Resource], settings: AgentSettings,
-                        question: str | None = None, *, thread: str = "") -> str:
+def build_system_prompt(
+    kernel: Kernel,
+    resources: list[Resource],
+    settings: AgentSettings,
+    question: str | None = None,
+    *,
+    thread: str = "",
+) -> str:
     """The preamble, the rules, the resources, and a follow-up's ``thread`` part: the thread and the
     resources share the prompt budget (the resources get what the thread leaves); ``question`` lets
     each resource describe what the question needs."""

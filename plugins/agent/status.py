@@ -19,14 +19,17 @@ from enum import Enum
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..figures import FigureCheck
     from assay.kernel.tool_result import ToolResult
+
+    from ..figures import FigureCheck
 
 
 class RunStatus(str, Enum):
     RUNNING = "running"  # only while the run is going (or its process died: see `assay runs ls`)
     ANSWERED = "answered"
-    ANSWERED_UNVERIFIED = "answered_unverified"  # a figure of the answer (or its report) is not in the evidence
+    ANSWERED_UNVERIFIED = (
+        "answered_unverified"  # a figure of the answer (or its report) is not in the evidence
+    )
     PARTIAL = "partial"
     NEEDS_ANALYSIS = "needs_analysis"
     FAILED = "failed"
@@ -62,14 +65,31 @@ EXIT_CODES: dict[RunStatus, int] = {
 # Model error codes that mean "the server could not be reached in time".
 UNREACHABLE_CODES = frozenset({"MODEL_UNREACHABLE", "MODEL_TIMEOUT"})
 # Errors of the input, known before the model is asked anything.
-INPUT_CODES = frozenset({"MODEL_NOT_FOUND", "AGENT_QUESTION_EMPTY", "SQL_DATASOURCE_UNAVAILABLE",
-                         "SQL_DATASOURCE_INVALID", "SQL_DATASOURCE_NOT_FOUND", "SQL_DATASOURCE_PRIVILEGED",
-                         "CONFIG_INVALID"})
+INPUT_CODES = frozenset(
+    {
+        "MODEL_NOT_FOUND",
+        "AGENT_QUESTION_EMPTY",
+        "SQL_DATASOURCE_UNAVAILABLE",
+        "SQL_DATASOURCE_INVALID",
+        "SQL_DATASOURCE_NOT_FOUND",
+        "SQL_DATASOURCE_PRIVILEGED",
+        "CONFIG_INVALID",
+    }
+)
 
-REPORT_STATUSES = {"completed": RunStatus.ANSWERED, "partial": RunStatus.PARTIAL,
-                   "needs_analysis": RunStatus.NEEDS_ANALYSIS, "failed": RunStatus.FAILED}
-_SEVERITY = [RunStatus.ANSWERED, RunStatus.ANSWERED_UNVERIFIED, RunStatus.PARTIAL, RunStatus.NEEDS_ANALYSIS,
-             RunStatus.FAILED]
+REPORT_STATUSES = {
+    "completed": RunStatus.ANSWERED,
+    "partial": RunStatus.PARTIAL,
+    "needs_analysis": RunStatus.NEEDS_ANALYSIS,
+    "failed": RunStatus.FAILED,
+}
+_SEVERITY = [
+    RunStatus.ANSWERED,
+    RunStatus.ANSWERED_UNVERIFIED,
+    RunStatus.PARTIAL,
+    RunStatus.NEEDS_ANALYSIS,
+    RunStatus.FAILED,
+]
 
 REPORT_TOOL = "generate_report"
 REPORT_TOOLS = (REPORT_TOOL, "render_report")
@@ -93,8 +113,13 @@ def model_error_status(code: str) -> RunStatus:
     return RunStatus.MODEL_FAILED
 
 
-def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool,
-                  figures: FigureCheck | None = None, cites_thread: bool = False) -> tuple[RunStatus, str]:
+def answer_status(
+    results: Iterable[ToolResult],
+    *,
+    needs_evidence: bool,
+    figures: FigureCheck | None = None,
+    cites_thread: bool = False,
+) -> tuple[RunStatus, str]:
     """The status of a run that ended with an answer, and why (one line). ``figures`` is the answer's
     figure check (``None``: not checked, the run keeps no evidence); ``cites_thread``: the answer of a
     follow-up cites a verified artifact of its thread (evidence it need not produce again)."""
@@ -105,13 +130,19 @@ def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool,
     if sql and not any(r.success for r in sql) and not supported:
         status, why = RunStatus.FAILED, f"every SQL query failed ({len(sql)})"
     elif supported or not needs_evidence:
-        status, why = RunStatus.ANSWERED, ("answer follows evidence" if supported else "no evidence needed")
+        status, why = (
+            RunStatus.ANSWERED,
+            ("answer follows evidence" if supported else "no evidence needed"),
+        )
     elif attempts:
         status, why = RunStatus.FAILED, f"every evidence attempt failed ({len(attempts)})"
     else:
         status, why = RunStatus.NEEDS_ANALYSIS, "answered without any evidence-producing call"
     if status == RunStatus.ANSWERED and figures is not None and not figures.ok:
-        status, why = RunStatus.ANSWERED_UNVERIFIED, f"not found in the evidence: {figures.listing()}"
+        status, why = (
+            RunStatus.ANSWERED_UNVERIFIED,
+            f"not found in the evidence: {figures.listing()}",
+        )
     report = last_report_status(results)
     if report is not None:
         folded = REPORT_STATUSES.get(report, RunStatus.FAILED)
@@ -119,8 +150,10 @@ def answer_status(results: Iterable[ToolResult], *, needs_evidence: bool,
             status, why = folded, f"the last report says {report}"
     unbound = last_report_unbound(results)
     if unbound and _SEVERITY.index(RunStatus.ANSWERED_UNVERIFIED) > _SEVERITY.index(status):
-        status, why = RunStatus.ANSWERED_UNVERIFIED, "the report states figures that are not bound citations: " + \
-            "; ".join(unbound)
+        status, why = (
+            RunStatus.ANSWERED_UNVERIFIED,
+            "the report states figures that are not bound citations: " + "; ".join(unbound),
+        )
     return status, why
 
 
@@ -138,5 +171,8 @@ def last_report_status(results: Iterable[ToolResult]) -> str | None:
     found = None
     for result in results:
         if result.tool == REPORT_TOOL:
-            found = str(result.metadata.get("report_status") or ("failed" if not result.success else "completed"))
+            found = str(
+                result.metadata.get("report_status")
+                or ("failed" if not result.success else "completed")
+            )
     return found

@@ -29,10 +29,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from assay.kernel.errors import AssayError
+
 from ..runs.thread import THREAD_PARENT_NOT_FOUND, thread_chain
 
 if TYPE_CHECKING:
     from assay.kernel.kernel import Kernel
+
     from ..runs.records import RunRecord
     from .settings import AgentSettings
 
@@ -62,37 +64,61 @@ class ThreadContext:
     artifact_ids: list[str] = field(default_factory=list)  # verified: the follow-up may cite these
     problems: list[ThreadProblem] = field(default_factory=list)
     summarised: list[str] = field(default_factory=list)  # runs whose turn was summarised
-    not_shown: list[str] = field(default_factory=list)  # the oldest summarised turns left out (a very long thread)
+    not_shown: list[str] = field(
+        default_factory=list
+    )  # the oldest summarised turns left out (a very long thread)
     listed: int = 0  # artifacts the manifest lists
-    omitted: dict[str, int] = field(default_factory=dict)  # per run: artifacts left out of the manifest
+    omitted: dict[str, int] = field(
+        default_factory=dict
+    )  # per run: artifacts left out of the manifest
     datasources: list[str] = field(default_factory=list)  # the parent's
 
     def record(self) -> dict[str, Any]:
         """What the run record keeps of the thread."""
-        return {"parent_run_id": self.parent_run_id, "chain": self.run_ids,
-                "verified_artifacts": len(self.artifact_ids), "manifest_listed": self.listed,
-                "manifest_omitted": self.omitted, "summarised_turns": self.summarised,
-                "turns_not_shown": self.not_shown,
-                "problems": [vars(p) for p in self.problems]}
+        return {
+            "parent_run_id": self.parent_run_id,
+            "chain": self.run_ids,
+            "verified_artifacts": len(self.artifact_ids),
+            "manifest_listed": self.listed,
+            "manifest_omitted": self.omitted,
+            "summarised_turns": self.summarised,
+            "turns_not_shown": self.not_shown,
+            "problems": [vars(p) for p in self.problems],
+        }
 
 
-def load_thread(kernel: Kernel, parent_run_id: str, settings: AgentSettings, *, budget_chars: int | None = None,
-                ) -> ThreadContext:
+def load_thread(
+    kernel: Kernel,
+    parent_run_id: str,
+    settings: AgentSettings,
+    *,
+    budget_chars: int | None = None,
+) -> ThreadContext:
     """Read ``parent_run_id``'s thread, verify its artifacts, and write the prompt part (within the budget)."""
     chain = thread_chain(kernel.runs, parent_run_id)
     if not chain:
-        raise AssayError(THREAD_PARENT_NOT_FOUND, f"no run {parent_run_id!r} to continue",
-                         "Give a run id `assay runs list` shows, or `last`.")
-    ctx = ThreadContext(parent_run_id=parent_run_id, run_ids=[r.run_id for r in chain],
-                        datasources=list((chain[-1].summary or {}).get("datasources") or []))
+        raise AssayError(
+            THREAD_PARENT_NOT_FOUND,
+            f"no run {parent_run_id!r} to continue",
+            "Give a run id `assay runs list` shows, or `last`.",
+        )
+    ctx = ThreadContext(
+        parent_run_id=parent_run_id,
+        run_ids=[r.run_id for r in chain],
+        datasources=list((chain[-1].summary or {}).get("datasources") or []),
+    )
     if budget_chars is None:
-        budget_chars = int(settings.prompt_tokens * settings.chars_per_token * settings.thread_share)
+        budget_chars = int(
+            settings.prompt_tokens * settings.chars_per_token * settings.thread_share
+        )
     evidence = _verified_evidence(kernel, chain, ctx)
     turns = _turns(chain, settings.thread_recent_turns, ctx, max_chars=budget_chars // 2)
-    head = (f"This question continues a thread of {len(chain)} earlier run(s). Their tool results are not "
-            "repeated here: each is an artifact, verified just now, that you may cite by its id and read back "
-            "with read_artifact_result. Do not re-run a query whose artifact is listed: cite it. Re-query only "
-            "when the question is about data that may have changed since; then cite the new artifact.")
+    head = (
+        f"This question continues a thread of {len(chain)} earlier run(s). Their tool results are not "
+        "repeated here: each is an artifact, verified just now, that you may cite by its id and read back "
+        "with read_artifact_result. Do not re-run a query whose artifact is listed: cite it. Re-query only "
+        "when the question is about data that may have changed since; then cite the new artifact."
+    )
     problems = _problems_text(ctx.problems)
     fixed = len(head) + len(turns) + len(problems) + 64
     manifest = _manifest_text(evidence, max(0, budget_chars - fixed), ctx)
@@ -110,8 +136,10 @@ def _turns(chain: list[RunRecord], recent: int, ctx: ThreadContext, *, max_chars
             ctx.summarised.append(record.run_id)
         clipped = answer if len(answer) <= limit else answer[: limit - 3] + "..."
         tag = "" if whole else " [summarised]"
-        entries.append(f"{index}. run {record.run_id} ({record.status}){tag}\n   Q: "
-                       f"{_one_line(record.question, 500)}\n   A: {clipped}")
+        entries.append(
+            f"{index}. run {record.run_id} ({record.status}){tag}\n   Q: "
+            f"{_one_line(record.question, 500)}\n   A: {clipped}"
+        )
     # a very long thread: the oldest summarised turns are counted, not shown, until the turns fit
     hidden = 0
     while hidden < len(ctx.summarised) and sum(len(e) + 1 for e in entries[hidden:]) > max_chars:
@@ -119,12 +147,16 @@ def _turns(chain: list[RunRecord], recent: int, ctx: ThreadContext, *, max_chars
     ctx.not_shown = ctx.summarised[:hidden]
     lines = ["Earlier turns (oldest first):"]
     if hidden:
-        lines.append(f"({hidden} older turn(s) not shown, over the prompt budget: runs {ctx.not_shown[0]} to "
-                     f"{ctx.not_shown[-1]}; their artifacts are listed below as far as the budget allows)")
+        lines.append(
+            f"({hidden} older turn(s) not shown, over the prompt budget: runs {ctx.not_shown[0]} to "
+            f"{ctx.not_shown[-1]}; their artifacts are listed below as far as the budget allows)"
+        )
     return "\n".join(lines + entries[hidden:])
 
 
-def _verified_evidence(kernel: Kernel, chain: list[RunRecord], ctx: ThreadContext) -> list[tuple[str, Any]]:
+def _verified_evidence(
+    kernel: Kernel, chain: list[RunRecord], ctx: ThreadContext
+) -> list[tuple[str, Any]]:
     """(run id, record) of every verified artifact of the thread, newest run first; problems into ``ctx``."""
     from assay.kernel.evidence import ArtifactError, verify
 
@@ -135,14 +167,22 @@ def _verified_evidence(kernel: Kernel, chain: list[RunRecord], ctx: ThreadContex
             catalog.import_shared(run.run_id)
             known = {r.artifact_id: r for r in catalog.iter(run.run_id)}
         except AssayError as exc:
-            ctx.problems.extend(ThreadProblem(a, run.run_id, exc.code, exc.message) for a in run.artifact_ids)
+            ctx.problems.extend(
+                ThreadProblem(a, run.run_id, exc.code, exc.message) for a in run.artifact_ids
+            )
             continue
         ids = list(dict.fromkeys([*run.artifact_ids, *known]))
         for artifact_id in ids:
             record = known.get(artifact_id)
             if record is None:
-                ctx.problems.append(ThreadProblem(artifact_id, run.run_id, "ARTIFACT_NOT_FOUND",
-                                                  f"no artifact {artifact_id!r} in the catalog (deleted)"))
+                ctx.problems.append(
+                    ThreadProblem(
+                        artifact_id,
+                        run.run_id,
+                        "ARTIFACT_NOT_FOUND",
+                        f"no artifact {artifact_id!r} in the catalog (deleted)",
+                    )
+                )
                 continue
             try:
                 verify(catalog, record)
@@ -161,7 +201,11 @@ def _manifest_text(evidence: list[tuple[str, Any]], budget: int, ctx: ThreadCont
     used = len(lines[0])
     for run_id, record in evidence:
         rows = "-" if record.row_count is None else f"{record.row_count:,}"
-        state = record.status if record.status != "succeeded" else ("complete" if record.complete else "INCOMPLETE")
+        state = (
+            record.status
+            if record.status != "succeeded"
+            else ("complete" if record.complete else "INCOMPLETE")
+        )
         line = f"- {record.artifact_id} {record.kind} rows={rows} {state} (run {run_id}): {record.summary(100)}"
         if used + len(line) + 1 > budget:
             ctx.omitted[run_id] = ctx.omitted.get(run_id, 0) + 1
@@ -171,14 +215,18 @@ def _manifest_text(evidence: list[tuple[str, Any]], budget: int, ctx: ThreadCont
         ctx.listed += 1
     if ctx.omitted:
         left = ", ".join(f"{n} of run {r}" for r, n in ctx.omitted.items())
-        lines.append(f"(not listed, over the prompt budget: {left}; artifact_details shows any of them by id)")
+        lines.append(
+            f"(not listed, over the prompt budget: {left}; artifact_details shows any of them by id)"
+        )
     return "\n".join(lines)
 
 
 def _problems_text(problems: list[ThreadProblem]) -> str:
     if not problems:
         return ""
-    lines = ["Unavailable evidence of the thread (do NOT cite these; re-run the analysis if you need it):"]
+    lines = [
+        "Unavailable evidence of the thread (do NOT cite these; re-run the analysis if you need it):"
+    ]
     for p in problems[:PROBLEMS_LISTED]:
         lines.append(f"- {p.artifact_id} (run {p.run_id}): {p.code}: {_one_line(p.message, 200)}")
     if len(problems) > PROBLEMS_LISTED:
@@ -195,7 +243,9 @@ def parent_datasources(ctx: ThreadContext) -> list[str]:
     """The parent's datasources to attach again; one recorded with its password masked cannot be."""
     masked = [d for d in ctx.datasources if "***" in d]
     if masked:
-        raise AssayError(THREAD_DATASOURCE_NEEDED,
-                         f"the run being continued used {masked[0]}, whose password is not kept",
-                         "Give the database again with --db (the thread's evidence is kept either way).")
+        raise AssayError(
+            THREAD_DATASOURCE_NEEDED,
+            f"the run being continued used {masked[0]}, whose password is not kept",
+            "Give the database again with --db (the thread's evidence is kept either way).",
+        )
     return list(ctx.datasources)

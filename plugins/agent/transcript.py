@@ -15,17 +15,18 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from assay.kernel.messages import Message, Usage
 from assay.kernel.tool_result import ToolResult
+
 from .status import RunStatus
 
 EventKind = Literal[
-    "run_started",   # question, model, settings, system prompt size
-    "message",       # a message added to the conversation (system, user, assistant, tool)
+    "run_started",  # question, model, settings, system prompt size
+    "message",  # a message added to the conversation (system, user, assistant, tool)
     "model_request",  # the model is asked (step, estimated tokens)
-    "text",          # a streamed text delta (not stored)
+    "text",  # a streamed text delta (not stored)
     "tool_started",  # one tool call starts (name, arguments)
     "tool_finished",  # its outcome (rows, artifacts, error code, time, preview)
-    "compaction",    # older tool results replaced by stubs
-    "limit",         # a bound was hit (max_steps, max_time, max_tool_calls_per_turn, max_tokens)
+    "compaction",  # older tool results replaced by stubs
+    "limit",  # a bound was hit (max_steps, max_time, max_tool_calls_per_turn, max_tokens)
     "figure_check",  # an answer's figures checked against the evidence (unsupported ones, a correction asked)
     "run_finished",  # the final status
 ]
@@ -96,7 +97,9 @@ class Transcript(BaseModel):
     limits_hit: list[dict[str, Any]] = Field(default_factory=list)
     answer: str | None = None
     figures: dict[str, Any] | None = None  # the final answer's figure check (None: not checked)
-    figure_checks: list[dict[str, Any]] = Field(default_factory=list)  # every check, corrections asked included
+    figure_checks: list[dict[str, Any]] = Field(
+        default_factory=list
+    )  # every check, corrections asked included
     status: RunStatus = RunStatus.RUNNING
     status_reason: str = ""
     error: RunError | None = None
@@ -104,8 +107,12 @@ class Transcript(BaseModel):
     usage: Usage = Field(default_factory=Usage)
     started_at: float = Field(default_factory=time.time)
     ended_at: float | None = None
-    datasources: list[str] = Field(default_factory=list)  # what the run was given (a URL's password masked)
-    thread: dict[str, Any] | None = None  # a follow-up's thread: chain, what was summarised, evidence problems
+    datasources: list[str] = Field(
+        default_factory=list
+    )  # what the run was given (a URL's password masked)
+    thread: dict[str, Any] | None = (
+        None  # a follow-up's thread: chain, what was summarised, evidence problems
+    )
 
     @property
     def stopped(self) -> Literal["final", "max_steps"]:
@@ -129,20 +136,29 @@ class Transcript(BaseModel):
             if result.tool == REPORT_TOOL:
                 data = result.data if isinstance(result.data, dict) else {}
                 ids = [a.artifact_id for a in result.artifacts if a.kind == "report"]
-                return {"status": result.metadata.get("report_status") or ("completed" if result.success else "failed"),
-                        "artifact_id": ids[0] if ids else None,
-                        "text": data.get("report") if isinstance(data.get("report"), str) else None,
-                        "unbound_figures": list(result.metadata.get("unbound_figures") or [])}
+                return {
+                    "status": result.metadata.get("report_status")
+                    or ("completed" if result.success else "failed"),
+                    "artifact_id": ids[0] if ids else None,
+                    "text": data.get("report") if isinstance(data.get("report"), str) else None,
+                    "unbound_figures": list(result.metadata.get("unbound_figures") or []),
+                }
         return None
 
     def summary(self) -> dict[str, Any]:
         """The machine-readable run record (`assay ask --json`)."""
         return {
-            "run_id": self.run_id, "question": self.question, "model": self.model,
-            "status": str(self.status), "status_reason": self.status_reason,
+            "run_id": self.run_id,
+            "question": self.question,
+            "model": self.model,
+            "status": str(self.status),
+            "status_reason": self.status_reason,
             "error": self.error.model_dump() if self.error else None,
-            "answer": self.answer, "figures": self.figures, "figure_checks": self.figure_checks,
-            "report": self.report(), "steps": self.steps,
+            "answer": self.answer,
+            "figures": self.figures,
+            "figure_checks": self.figure_checks,
+            "report": self.report(),
+            "steps": self.steps,
             "artifact_ids": self.artifact_ids,
             "tool_calls": [c.model_dump() for c in self.calls],
             "compactions": [c.model_dump() for c in self.compactions],

@@ -25,8 +25,8 @@ from typing import IO, Any
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from assay.kernel.evidence.errors import ARTIFACT_STORE_UNAVAILABLE, ArtifactError
 from assay.kernel.evidence.content_store import ContentStore
+from assay.kernel.evidence.errors import ARTIFACT_STORE_UNAVAILABLE, ArtifactError
 
 
 class S3Settings(BaseSettings):
@@ -50,9 +50,12 @@ class S3ContentStore(ContentStore):
         super().__init__(settings)
         self.config = settings.section("artifact_s3", S3Settings)
         if not self.config.bucket:
-            raise ArtifactError(ARTIFACT_STORE_UNAVAILABLE, "the s3 artifact store has no bucket",
-                                "Set ASSAY_ARTIFACT_S3_BUCKET (and ASSAY_ARTIFACT_S3_ENDPOINT_URL "
-                                "for a non-AWS server).")
+            raise ArtifactError(
+                ARTIFACT_STORE_UNAVAILABLE,
+                "the s3 artifact store has no bucket",
+                "Set ASSAY_ARTIFACT_S3_BUCKET (and ASSAY_ARTIFACT_S3_ENDPOINT_URL "
+                "for a non-AWS server).",
+            )
         prefix = self.config.prefix
         self.prefix = prefix if not prefix or prefix.endswith("/") else prefix + "/"
         self._client = None
@@ -62,7 +65,11 @@ class S3ContentStore(ContentStore):
     def root(self) -> Path:
         where = f"{self.config.endpoint_url or 'aws'}|{self.config.bucket}|{self.prefix}"
         slug = re.sub(r"[^A-Za-z0-9_.-]", "_", self.config.bucket)[:40]
-        return Path(self.settings.home) / "artifacts" / f"s3-{slug}-{hashlib.sha256(where.encode()).hexdigest()[:10]}"
+        return (
+            Path(self.settings.home)
+            / "artifacts"
+            / f"s3-{slug}-{hashlib.sha256(where.encode()).hexdigest()[:10]}"
+        )
 
     # --- client --------------------------------------------------------------
     @property
@@ -78,11 +85,14 @@ class S3ContentStore(ContentStore):
             import boto3
             from botocore.config import Config
         except ImportError:  # pragma: no cover - depends on the install
-            raise ArtifactError(ARTIFACT_STORE_UNAVAILABLE, "boto3 is not installed",
-                                "pip install 'assay[s3]'") from None
+            raise ArtifactError(
+                ARTIFACT_STORE_UNAVAILABLE, "boto3 is not installed", "pip install 'assay[s3]'"
+            ) from None
         c = self.config
-        kwargs: dict[str, Any] = {"region_name": c.region,
-                                  "config": Config(retries={"max_attempts": 5, "mode": "standard"})}
+        kwargs: dict[str, Any] = {
+            "region_name": c.region,
+            "config": Config(retries={"max_attempts": 5, "mode": "standard"}),
+        }
         if c.endpoint_url:
             kwargs["endpoint_url"] = c.endpoint_url
         if c.access_key_id and c.secret_access_key:
@@ -115,8 +125,9 @@ class S3ContentStore(ContentStore):
         try:
             head = self._head(key)
             if head is None or head.get("ContentLength") != byte_size:
-                self.client.upload_file(str(temp), self.config.bucket, key,
-                                        ExtraArgs={"Metadata": {"sha256": sha256}})
+                self.client.upload_file(
+                    str(temp), self.config.bucket, key, ExtraArgs={"Metadata": {"sha256": sha256}}
+                )
         finally:
             Path(temp).unlink(missing_ok=True)
 
@@ -152,29 +163,46 @@ class S3ContentStore(ContentStore):
     # --- shared records ------------------------------------------------------------
     def put_record(self, artifact_id: str, data: bytes) -> None:
         run_id = json.loads(data)["run_id"]
-        self.client.put_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-id/{artifact_id}.json",
-                               Body=data, ContentType="application/json")
-        self.client.put_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-run/{run_id}/{artifact_id}",
-                               Body=b"")
+        self.client.put_object(
+            Bucket=self.config.bucket,
+            Key=f"{self.prefix}records/by-id/{artifact_id}.json",
+            Body=data,
+            ContentType="application/json",
+        )
+        self.client.put_object(
+            Bucket=self.config.bucket,
+            Key=f"{self.prefix}records/by-run/{run_id}/{artifact_id}",
+            Body=b"",
+        )
 
     def delete_record(self, artifact_id: str, run_id: str) -> None:
-        self.client.delete_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-run/{run_id}/{artifact_id}")
-        self.client.delete_object(Bucket=self.config.bucket, Key=f"{self.prefix}records/by-id/{artifact_id}.json")
+        self.client.delete_object(
+            Bucket=self.config.bucket, Key=f"{self.prefix}records/by-run/{run_id}/{artifact_id}"
+        )
+        self.client.delete_object(
+            Bucket=self.config.bucket, Key=f"{self.prefix}records/by-id/{artifact_id}.json"
+        )
 
     def get_record(self, artifact_id: str) -> bytes | None:
         if not re.fullmatch(r"[A-Za-z0-9_.-]{1,128}", artifact_id):
             return None
         try:
-            obj = self.client.get_object(Bucket=self.config.bucket,
-                                         Key=f"{self.prefix}records/by-id/{artifact_id}.json")
+            obj = self.client.get_object(
+                Bucket=self.config.bucket, Key=f"{self.prefix}records/by-id/{artifact_id}.json"
+            )
         except self.client.exceptions.NoSuchKey:
             return None
         return obj["Body"].read()
 
     def shared_record_ids(self, run_id: str | None = None) -> list[str]:
         if run_id is not None:
-            return [k.rsplit("/", 1)[-1] for k in self._list(f"{self.prefix}records/by-run/{run_id}/")]
-        return [k.rsplit("/", 1)[-1].removesuffix(".json") for k in self._list(f"{self.prefix}records/by-id/")]
+            return [
+                k.rsplit("/", 1)[-1] for k in self._list(f"{self.prefix}records/by-run/{run_id}/")
+            ]
+        return [
+            k.rsplit("/", 1)[-1].removesuffix(".json")
+            for k in self._list(f"{self.prefix}records/by-id/")
+        ]
 
     def close(self) -> None:
         self._client = None
@@ -197,4 +225,3 @@ class _Body:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-

@@ -13,4 +13,6 @@ from assay import hookimpl
 
 @hookimpl
 def register_tools(register):
-    register("assay.plugins.code_interpreter.tool:code_interpreter")  # a Lazy entry: the module loads on first use
+    register(
+        "assay.plugins.code_interpreter.tool:code_interpreter"
+    )  # a Lazy entry: the module loads on first use

@@ -81,7 +81,7 @@ def parse_frame(text: str, nonce: str, *, bare: bool = False) -> tuple[Frame | N
         at = text.rfind(marker)
         if at < 0:
             return None, "the runner did not reply (the process ended before it could report)"
-        payload = text[at + len(marker):]
+        payload = text[at + len(marker) :]
         end = payload.find("\n")
         payload = payload[:end] if end >= 0 else payload
     value, problem = load_json(payload)

@@ -15,9 +15,10 @@ import hashlib
 import json
 import posixpath
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from assay.kernel.evidence import ArtifactIntegrityFailed, ArtifactNotFound, open_verified_content
 from assay.kernel.evidence.readback import resolve_catalog
@@ -51,8 +52,9 @@ def _extension(record: Any) -> str:
     return _SAFE.sub("", suffix)[:12] or ".bin"
 
 
-def resolve_inputs(source: Any, ids: list[str], workdir: str,
-                   may_read: Callable[[str], bool] | None = None) -> list[InputArtifact]:
+def resolve_inputs(
+    source: Any, ids: list[str], workdir: str, may_read: Callable[[str], bool] | None = None
+) -> list[InputArtifact]:
     """Read and verify each artifact; raises the evidence store's ARTIFACT_* errors.
 
     ``may_read(run_id)``: whether the caller may read an artifact that run captured
@@ -76,7 +78,9 @@ def resolve_inputs(source: Any, ids: list[str], workdir: str,
         if actual != record.sha256:  # changed between the store's check and this read
             raise ArtifactIntegrityFailed(artifact_id, record.sha256, actual)
         safe_id = _SAFE.sub("_", artifact_id)
-        path = f"inputs/{safe_id}{_extension(record)}"  # relative to the sandbox's working directory
+        path = (
+            f"inputs/{safe_id}{_extension(record)}"  # relative to the sandbox's working directory
+        )
         meta = {
             "id": artifact_id,
             "kind": record.kind,
@@ -89,8 +93,11 @@ def resolve_inputs(source: Any, ids: list[str], workdir: str,
             "sha256": record.sha256,
             "path": path,
         }
-        out.append(InputArtifact(artifact_id, record.sha256, data, meta, path,
-                                 f"inputs/{safe_id}.meta.json"))
+        out.append(
+            InputArtifact(
+                artifact_id, record.sha256, data, meta, path, f"inputs/{safe_id}.meta.json"
+            )
+        )
     return out
 
 

@@ -7,7 +7,9 @@ from typing import Any
 
 from .frame import Frame, Stream
 
-NO_RESULT = "no REPORT_RESULT was assigned; printed output is not a result (the artifact's result is None)"
+NO_RESULT = (
+    "no REPORT_RESULT was assigned; printed output is not a result (the artifact's result is None)"
+)
 
 
 # Characters a name shown to the model never carries as such: controls (a newline would start a
@@ -38,7 +40,10 @@ def clip(text: str, limit: int) -> tuple[str, bool]:
         return text, False
     head = limit * 3 // 4
     tail = limit - head
-    return f"{text[:head]}\n... [{len(text) - head - tail:,} characters not shown] ...\n{text[-tail:]}", True
+    return (
+        f"{text[:head]}\n... [{len(text) - head - tail:,} characters not shown] ...\n{text[-tail:]}",
+        True,
+    )
 
 
 def stream_block(label: str, stream: Stream, full: str, limit: int, artifact_id: str | None) -> str:
@@ -47,8 +52,10 @@ def stream_block(label: str, stream: Stream, full: str, limit: int, artifact_id:
     shown, clipped = clip(full, limit)
     notes = []
     if stream.truncated:
-        notes.append(f"{stream.total_chars:,} characters printed; {stream.omitted_chars:,} in the middle were "
-                      "dropped even from the artifact (output truncated)")
+        notes.append(
+            f"{stream.total_chars:,} characters printed; {stream.omitted_chars:,} in the middle were "
+            "dropped even from the artifact (output truncated)"
+        )
     elif clipped:
         where = f"artifact {artifact_id}" if artifact_id else "the tool's data"
         notes.append(f"{len(full):,} characters; preview only, full text in {where}")
@@ -60,17 +67,27 @@ def result_block(frame: Frame, value_text: str, limit: int, artifact_id: str | N
     if not frame.result_set:
         return NO_RESULT + "."
     shown, clipped = clip(value_text, limit)
-    where = f" (preview; the full value is in artifact {artifact_id})" if clipped and artifact_id else ""
+    where = (
+        f" (preview; the full value is in artifact {artifact_id})"
+        if clipped and artifact_id
+        else ""
+    )
     return f"REPORT_RESULT{where}: {shown}"
 
 
-def produced_lines(charts: list[dict[str, Any]], files: list[dict[str, Any]], skipped: list[str]) -> list[str]:
+def produced_lines(
+    charts: list[dict[str, Any]], files: list[dict[str, Any]], skipped: list[str]
+) -> list[str]:
     lines = []
     for c in charts:
         size = f"{c['width']}x{c['height']} " if c.get("width") else ""
-        lines.append(f"chart: {c['artifact_id'] or '(not captured)'} {c['name']} ({size}PNG, {c['size']:,} bytes)")
+        lines.append(
+            f"chart: {c['artifact_id'] or '(not captured)'} {c['name']} ({size}PNG, {c['size']:,} bytes)"
+        )
     for f in files:
-        lines.append(f"file: {f['artifact_id'] or '(not captured)'} out/{f['name']} ({f['size']:,} bytes)")
+        lines.append(
+            f"file: {f['artifact_id'] or '(not captured)'} out/{f['name']} ({f['size']:,} bytes)"
+        )
     lines.extend(f"not captured: {s}" for s in skipped)
     return lines
 
@@ -78,18 +95,25 @@ def produced_lines(charts: list[dict[str, Any]], files: list[dict[str, Any]], sk
 def state_lines(frame: Frame | None, state_lost: bool, holder_note: str | None = None) -> list[str]:
     lines = [f"warning: {holder_note}"] if holder_note else []
     if state_lost:
-        lines.append("warning: this run's sandbox was reset or had expired (idle too long) since the last call; "
-                     "variables and files from earlier calls are gone - recompute what you need")
+        lines.append(
+            "warning: this run's sandbox was reset or had expired (idle too long) since the last call; "
+            "variables and files from earlier calls are gone - recompute what you need"
+        )
     if frame is None:
         return lines
     if frame.restore_error:
         lines.append(f"warning: {frame.restore_error}")
     if frame.not_persisted:
-        parts = [shown_name(f"{p.get('name')} ({p.get('type')}: {p.get('reason')})") for p in frame.not_persisted[:10]]
+        parts = [
+            shown_name(f"{p.get('name')} ({p.get('type')}: {p.get('reason')})")
+            for p in frame.not_persisted[:10]
+        ]
         more = f" and {len(frame.not_persisted) - 10} more" if len(frame.not_persisted) > 10 else ""
         if frame.kept_live:
-            lines.append("kept in memory but not in the notebook's snapshot (lost if the notebook's process "
-                         "is lost): " + "; ".join(parts) + more)
+            lines.append(
+                "kept in memory but not in the notebook's snapshot (lost if the notebook's process "
+                "is lost): " + "; ".join(parts) + more
+            )
         else:
             lines.append("not persisted for the next call: " + "; ".join(parts) + more)
     if frame.state_error:

@@ -66,7 +66,10 @@ def receive(conn: socket.socket, nfds: int = 2) -> tuple[dict, list]:
     data, ancillary, _flags, _addr = conn.recvmsg(HEADER.size, socket.CMSG_SPACE(nfds * 4))
     for level, kind, payload in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            fds.extend(int.from_bytes(payload[i:i + 4], sys.byteorder) for i in range(0, len(payload) - 3, 4))
+            fds.extend(
+                int.from_bytes(payload[i : i + 4], sys.byteorder)
+                for i in range(0, len(payload) - 3, 4)
+            )
     if len(data) != HEADER.size or len(fds) != nfds:
         for fd in fds:
             os.close(fd)

@@ -18,7 +18,9 @@ class Capture(io.TextIOBase):
     killed process still leaves its early output in the sandbox's stdout.
     """
 
-    def __init__(self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"):
+    def __init__(
+        self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"
+    ):
         self.limit, self.tail_limit, self.tee_left, self.fd, self.name = limit, tail, tee, fd, name
         self.lock = None  # set when a second thread (the fd 1 pump) writes too
         self.before_write = None  # FdCapture.drain: what reached fd 1 first comes first
@@ -78,7 +80,12 @@ class Capture(io.TextIOBase):
         head = "".join(self.head)
         tail = "".join(self.tail)[-self.tail_limit :] if self.tail_limit else ""
         omitted = self.total - len(head) - len(tail)
-        return {"head": clean_text(head), "tail": clean_text(tail), "total_chars": self.total, "omitted_chars": omitted}
+        return {
+            "head": clean_text(head),
+            "tail": clean_text(tail),
+            "total_chars": self.total,
+            "omitted_chars": omitted,
+        }
 
 
 class FdCapture:

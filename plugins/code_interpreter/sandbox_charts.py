@@ -24,8 +24,15 @@ class Charts:
         path = os.path.join(self.charts_dir, f"figure-{self.count}.png")
         (self.original_savefig or type(fig).savefig)(fig, path, format="png")
         width, height = _png_size(path)
-        self.saved.append({"path": os.path.relpath(path, self.workdir), "name": f"figure-{self.count}.png",
-                           "size": os.path.getsize(path), "width": width, "height": height})
+        self.saved.append(
+            {
+                "path": os.path.relpath(path, self.workdir),
+                "name": f"figure-{self.count}.png",
+                "size": os.path.getsize(path),
+                "width": width,
+                "height": height,
+            }
+        )
 
     def save_open(self) -> None:
         plt = sys.modules.get("matplotlib.pyplot")
@@ -58,14 +65,25 @@ class Charts:
             if isinstance(fname, (str, os.PathLike)):
                 path = os.path.abspath(os.fspath(fname))
                 fmt = (kwargs.get("format") or os.path.splitext(path)[1][1:] or "png").lower()
-                if fmt == "png" and os.path.exists(path) and not path.startswith(charts.out_dir + "/"):
+                if (
+                    fmt == "png"
+                    and os.path.exists(path)
+                    and not path.startswith(charts.out_dir + "/")
+                ):
                     charts.count += 1
                     target = os.path.join(charts.charts_dir, f"figure-{charts.count}.png")
                     with open(path, "rb") as src, open(target, "wb") as dst:
                         dst.write(src.read())
                     w, h = _png_size(target)
-                    charts.saved.append({"path": os.path.relpath(target, charts.workdir), "name": os.path.basename(path),
-                                         "size": os.path.getsize(target), "width": w, "height": h})
+                    charts.saved.append(
+                        {
+                            "path": os.path.relpath(target, charts.workdir),
+                            "name": os.path.basename(path),
+                            "size": os.path.getsize(target),
+                            "width": w,
+                            "height": h,
+                        }
+                    )
                 # The figure is saved: do not save it again at the end of the cell.
                 if plt.fignum_exists(getattr(fig, "number", -1)):
                     plt.close(fig)

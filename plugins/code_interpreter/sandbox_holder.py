@@ -50,10 +50,13 @@ import socket
 import sys
 import time
 
-from assay_ci_calls import HEADER, Anchor  # uploaded beside this file, loaded before it
-from assay_ci_calls import accept_call as _accept_call
-from assay_ci_calls import receive as _receive
-from assay_ci_calls import report as _report
+from assay_ci_calls import (  # uploaded beside this file, loaded before it
+    HEADER,
+    Anchor,
+    accept_call as _accept_call,
+    receive as _receive,
+    report as _report,
+)
 from assay_ci_recorder import Recorder
 
 SOCKET_NAME = "holder.sock"
@@ -102,7 +105,9 @@ def _kill_the_rest() -> None:
 
 
 class Holder:
-    def __init__(self, runner, listener: socket.socket, clients: frozenset, anchor, recorder) -> None:
+    def __init__(
+        self, runner, listener: socket.socket, clients: frozenset, anchor, recorder
+    ) -> None:
         self.runner = runner
         self.listener = listener
         self.clients = clients
@@ -214,11 +219,18 @@ class Holder:
             if got is None:
                 continue
             conn, req, fds = got
-            told = json.dumps({"deadline": time.monotonic() + req["timeout_s"], "oom_before": _oom_kills(),
-                               "token": req["token"]})
+            told = json.dumps(
+                {
+                    "deadline": time.monotonic() + req["timeout_s"],
+                    "oom_before": _oom_kills(),
+                    "token": req["token"],
+                }
+            )
             try:
-                holder.sendmsg([HEADER.pack(len(told)) + told.encode("ascii")],
-                               [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno()]))])
+                holder.sendmsg(
+                    [HEADER.pack(len(told)) + told.encode("ascii")],
+                    [(socket.SOL_SOCKET, socket.SCM_RIGHTS, _fd_bytes([conn.fileno()]))],
+                )
             except OSError:
                 _report(conn, outcome="no_holder")
                 return None
@@ -305,7 +317,12 @@ class Holder:
             killed = signum == signal.SIGKILL
             oom = killed and (oom_before is None or oom_after is None or oom_after > oom_before)
             outcome = "oom" if oom else "crashed"
-        _report(conn, outcome=outcome, exit_code=exit_code if signum is None else 128 + signum, signal=signum)
+        _report(
+            conn,
+            outcome=outcome,
+            exit_code=exit_code if signum is None else 128 + signum,
+            signal=signum,
+        )
 
     # --- in the cell's process -------------------------------------------------------
 
@@ -379,7 +396,12 @@ class Spare:
         call's token), or None if it is gone (died while idle)."""
         try:
             told, fds = _receive(self.taken_sock, 1)
-            return socket.socket(fileno=fds[0]), float(told["deadline"]), told["oom_before"], told["token"]
+            return (
+                socket.socket(fileno=fds[0]),
+                float(told["deadline"]),
+                told["oom_before"],
+                told["token"],
+            )
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
@@ -526,9 +548,19 @@ def serve(config: dict, code: dict) -> None:
     listener.listen(8)
     _pages()  # imported once here, not in each cell's process
     import resource  # noqa: F401 - the runner counts each cell's page faults with it
-    holder = Holder(runner, listener, frozenset(int(uid) for uid in config["clients"]), Anchor(config["anchor"]),
-                    recorder)
-    info = {"pid": os.getpid(), "state_found": holder.nb.state_found, "restore_error": holder.nb.restore_error}
+
+    holder = Holder(
+        runner,
+        listener,
+        frozenset(int(uid) for uid in config["clients"]),
+        Anchor(config["anchor"]),
+        recorder,
+    )
+    info = {
+        "pid": os.getpid(),
+        "state_found": holder.nb.state_found,
+        "restore_error": holder.nb.restore_error,
+    }
     os.write(ready_fd, ("ready " + json.dumps(info) + "\n").encode("ascii"))
     os.close(ready_fd)
     holder.serve()

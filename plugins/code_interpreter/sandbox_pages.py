@@ -41,11 +41,18 @@ def written_ranges(max_bytes: int) -> list:
     """
     ranges, total = [], 0
     try:
-        with open("/proc/self/maps") as maps, open("/proc/self/pagemap", "rb", buffering=0) as pagemap:
+        with (
+            open("/proc/self/maps") as maps,
+            open("/proc/self/pagemap", "rb", buffering=0) as pagemap,
+        ):
             for line in maps:
                 fields = line.split(None, 5)
                 perms = fields[1]
-                if perms[1] != "w" or perms[3] != "p" or (len(fields) > 5 and fields[5].strip() in _SPECIAL):
+                if (
+                    perms[1] != "w"
+                    or perms[3] != "p"
+                    or (len(fields) > 5 and fields[5].strip() in _SPECIAL)
+                ):
                     continue
                 lo, hi = (int(x, 16) for x in fields[0].split("-"))
                 pagemap.seek(lo // PAGE * 8)
@@ -97,9 +104,13 @@ def populate(ranges: list, stop=None) -> int:
 
 def budget(fraction: float = 0.125, ceiling: int = 16 * 1024 * 1024) -> int:
     """Bytes the spare may copy ahead: a share of the memory left under the sandbox's limit."""
-    for usage_path, limit_path in (("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
-                                   ("/sys/fs/cgroup/memory/memory.usage_in_bytes",
-                                    "/sys/fs/cgroup/memory/memory.limit_in_bytes")):
+    for usage_path, limit_path in (
+        ("/sys/fs/cgroup/memory.current", "/sys/fs/cgroup/memory.max"),
+        (
+            "/sys/fs/cgroup/memory/memory.usage_in_bytes",
+            "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+        ),
+    ):
         try:
             with open(usage_path) as fh:
                 usage = int(fh.read())

@@ -29,10 +29,29 @@ import sys
 import types
 
 # Executed anew for every cell, in this order on first use (each imports only earlier ones).
-FRESH = ("assay_ci_capture", "assay_ci_state", "assay_ci_results", "assay_ci_tables", "assay_ci_runner")
+FRESH = (
+    "assay_ci_capture",
+    "assay_ci_state",
+    "assay_ci_results",
+    "assay_ci_tables",
+    "assay_ci_runner",
+)
 # Standard modules the recorder imports: copies of their namespaces as the holder started.
-COPIED = ("os", "posixpath", "io", "time", "types", "base64", "binascii", "codecs", "select", "marshal",
-          "hashlib", "linecache", "traceback")
+COPIED = (
+    "os",
+    "posixpath",
+    "io",
+    "time",
+    "types",
+    "base64",
+    "binascii",
+    "codecs",
+    "select",
+    "marshal",
+    "hashlib",
+    "linecache",
+    "traceback",
+)
 
 
 class Recorder:
@@ -45,7 +64,9 @@ class Recorder:
         self.live_import = builtins.__import__
         self.modules = {name: dict(vars(__import__(name))) for name in COPIED}
         self.encode = _own_json_encoder()
-        self.capture_slot = sys.modules["assay_ci_capture"]._ACTIVE  # its fork hook's, registered once
+        self.capture_slot = sys.modules[
+            "assay_ci_capture"
+        ]._ACTIVE  # its fork hook's, registered once
 
     def fresh(self, workdir: str):
         """This cell's own runner module (its companions made on first import)."""
@@ -72,7 +93,9 @@ class Recorder:
         module = types.ModuleType(name)
         module.__file__ = f"{self.runner_dir}/{name}.py"
         module.__builtins__ = names
-        if name == "assay_ci_capture":  # its fork hook is registered once per process: share its slot
+        if (
+            name == "assay_ci_capture"
+        ):  # its fork hook is registered once per process: share its slot
             module._ACTIVE = self.capture_slot
         made[name] = module
         exec(self.code[name], module.__dict__)

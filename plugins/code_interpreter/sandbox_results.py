@@ -10,7 +10,11 @@ import base64
 
 def _type_name(value) -> str:
     t = type(value)
-    return t.__name__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
+    return (
+        t.__name__
+        if t.__module__ in ("builtins", "__main__")
+        else f"{t.__module__}.{t.__qualname__}"
+    )
 
 
 def jsonable(value, depth: int = 0):
@@ -51,13 +55,19 @@ def jsonable(value, depth: int = 0):
     if isinstance(value, datetime.timedelta):
         return {"$duration": f"PT{value.total_seconds()!r}S"}
     if isinstance(value, decimal.Decimal):
-        return {"$decimal": format(value.normalize(), "f")} if value.is_finite() else {"$decimal": str(value)}
+        return (
+            {"$decimal": format(value.normalize(), "f")}
+            if value.is_finite()
+            else {"$decimal": str(value)}
+        )
     if isinstance(value, uuid.UUID):
         return str(value)
     if isinstance(value, (bytes, bytearray)):
         return {"$bytes": base64.b64encode(bytes(value)).decode("ascii")}
-    raise TypeError(f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form; convert it "
-                    "(for example to a dict, list, number or string)")
+    raise TypeError(
+        f"REPORT_RESULT holds a {_type_name(value)}, which has no JSON form; convert it "
+        "(for example to a dict, list, number or string)"
+    )
 
 
 def _pandas_jsonable(value, depth: int):
@@ -74,7 +84,10 @@ def _pandas_jsonable(value, depth: int):
         if not default and not positional:
             frame = frame.reset_index()
         frame = frame.astype(object).where(frame.notna(), None)
-        return [{str(k): jsonable(v, depth + 1) for k, v in row.items()} for row in frame.to_dict("records")]
+        return [
+            {str(k): jsonable(v, depth + 1) for k, v in row.items()}
+            for row in frame.to_dict("records")
+        ]
     if isinstance(value, pd.Series):
         return {str(k): jsonable(None if _isna(v) else v, depth + 1) for k, v in value.items()}
     if isinstance(value, pd.Timestamp):

@@ -26,6 +26,7 @@ it: ``assay_ci_tables`` (load_artifact), ``assay_ci_charts`` (matplotlib) and
 ``assay_ci_results`` (REPORT_RESULT to JSON data). The host treats the frame as untrusted
 data: the cell runs in this process and could forge it.
 """
+
 # Only modules the interpreter has already loaded, or builtin ones, at the top:
 # this file is imported by every call, on a fraction of a CPU. json (which pulls
 # in re), pickle, _ast, hashlib, base64 and traceback load only when needed.
@@ -63,8 +64,17 @@ SNAPSHOT_PENDING = False  # set in a holder's cell: the snapshot goes to state.p
 CELL = "<cell>"
 FRAME_MARK = "\x1eASSAY-FRAME "
 HELPERS = ("load_artifact", "list_artifacts")
-NOT_STATE = frozenset(HELPERS) | {"REPORT_RESULT", "__builtins__", "__name__", "__doc__", "__loader__",
-                                  "__spec__", "__package__", "__file__", "__cached__"}  # never state
+NOT_STATE = frozenset(HELPERS) | {
+    "REPORT_RESULT",
+    "__builtins__",
+    "__name__",
+    "__doc__",
+    "__loader__",
+    "__spec__",
+    "__package__",
+    "__file__",
+    "__cached__",
+}  # never state
 
 
 # --- inputs -------------------------------------------------------------------
@@ -105,13 +115,19 @@ def verify_inputs(inputs: list) -> dict | None:
     for item in inputs:
         path = os.path.join(WORKDIR, item["path"])
         if not os.path.exists(path):
-            return {"code": "ARTIFACT_FILE_MISSING", "artifact_id": item["id"],
-                    "message": f"input {item['id']!r} is not in the sandbox at {path}"}
+            return {
+                "code": "ARTIFACT_FILE_MISSING",
+                "artifact_id": item["id"],
+                "message": f"input {item['id']!r} is not in the sandbox at {path}",
+            }
         actual = _sha256(path)
         if actual != item["sha256"]:
-            return {"code": "ARTIFACT_INTEGRITY_FAILED", "artifact_id": item["id"],
-                    "message": f"input {item['id']!r} in the sandbox does not match its SHA-256 (expected "
-                               f"{item['sha256'][:12]}..., found {actual[:12]}...)"}
+            return {
+                "code": "ARTIFACT_INTEGRITY_FAILED",
+                "artifact_id": item["id"],
+                "message": f"input {item['id']!r} in the sandbox does not match its SHA-256 (expected "
+                f"{item['sha256'][:12]}..., found {actual[:12]}...)",
+            }
     return None
 
 
@@ -168,19 +184,47 @@ def list_artifacts() -> list:
 # --- the cell ---------------------------------------------------------------
 
 
-_STATEMENTS = ("def ", "class ", "if ", "elif ", "else", "for ", "while ", "with ", "try", "except", "finally",
-               "import ", "from ", "return", "pass", "raise", "assert ", "del ", "global ", "nonlocal ", "@",
-               "print(", "async ", "REPORT_RESULT")
+_STATEMENTS = (
+    "def ",
+    "class ",
+    "if ",
+    "elif ",
+    "else",
+    "for ",
+    "while ",
+    "with ",
+    "try",
+    "except",
+    "finally",
+    "import ",
+    "from ",
+    "return",
+    "pass",
+    "raise",
+    "assert ",
+    "del ",
+    "global ",
+    "nonlocal ",
+    "@",
+    "print(",
+    "async ",
+    "REPORT_RESULT",
+)
 
 
 def _may_end_in_expression(code: str) -> bool:
     """A cheap pre-check, so the parse to find a final expression is skipped for most cells."""
-    lines = [ln for ln in code.rstrip().splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+    lines = [
+        ln for ln in code.rstrip().splitlines() if ln.strip() and not ln.lstrip().startswith("#")
+    ]
     if not lines:
         return False
     last = lines[-1]
-    return not last.startswith((" ", "\t")) and not last.startswith(_STATEMENTS) and "=" not in last.replace(
-        "==", "").replace("!=", "").replace("<=", "").replace(">=", "")
+    return (
+        not last.startswith((" ", "\t"))
+        and not last.startswith(_STATEMENTS)
+        and "=" not in last.replace("==", "").replace("!=", "").replace("<=", "").replace(">=", "")
+    )
 
 
 def _compile(code: str):
@@ -205,7 +249,7 @@ def _error(exc: BaseException, code: str) -> dict:
     frames = [f for f in traceback.extract_tb(exc.__traceback__) if f.filename == CELL]
     lines = []
     for f in frames:
-        lines.append(f'  line {f.lineno}, in {f.name}')
+        lines.append(f"  line {f.lineno}, in {f.name}")
         if f.line:
             lines.append(f"    {f.line.strip()}")
     if isinstance(exc, SyntaxError) and exc.filename == CELL:
@@ -216,8 +260,13 @@ def _error(exc: BaseException, code: str) -> dict:
                 indent = len(exc.text) - len(exc.text.lstrip())
                 lines.append("    " + " " * max(0, exc.offset - 1 - indent) + "^")
     message = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return {"type": type(exc).__name__, "message": str(exc) if not isinstance(exc, SyntaxError) else exc.msg,
-            "traceback": lines, "summary": message, "line": frames[-1].lineno if frames else getattr(exc, "lineno", None)}
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc) if not isinstance(exc, SyntaxError) else exc.msg,
+        "traceback": lines,
+        "summary": message,
+        "line": frames[-1].lineno if frames else getattr(exc, "lineno", None),
+    }
 
 
 def _listing(root: str) -> dict:
@@ -255,9 +304,15 @@ class Namespace:
         for name in [n for n in self.ns if n != "__builtins__"]:
             del self.ns[name]
         self.state_found = os.path.exists(STATE_PATH)
-        self.restore_error = companion("assay_ci_state").restore_state(self.ns, STATE_PATH) if self.state_found else None
+        self.restore_error = (
+            companion("assay_ci_state").restore_state(self.ns, STATE_PATH)
+            if self.state_found
+            else None
+        )
         if not self.state_found and expect_state:
-            self.restore_error = "the saved notebook state is gone (the sandbox's files were reset); starting empty"
+            self.restore_error = (
+                "the saved notebook state is gone (the sandbox's files were reset); starting empty"
+            )
 
     def take_report(self) -> tuple[bool, str | None]:
         """(state_found, restore_error), said once: later cells of a holder report a found state."""
@@ -293,7 +348,9 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     if "matplotlib.pyplot" in sys.modules:  # imported by something before the cell
         hook.attach(sys.modules["matplotlib.pyplot"])
     limits = req["limits"]
-    out = Capture(limits["capture_chars"], limits["tail_chars"], limits["tee_chars"], real_fd, "<stdout>")
+    out = Capture(
+        limits["capture_chars"], limits["tail_chars"], limits["tee_chars"], real_fd, "<stdout>"
+    )
     err = Capture(limits["capture_chars"], limits["tail_chars"], 0, None, "<stderr>")
     saved_main = sys.modules.get("__main__")
     sys.modules["__main__"] = module
@@ -301,7 +358,9 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     fd_capture = FdCapture(1, out)
     sys.stdout, sys.stderr = out, err
     error = None
-    usage = sys.modules.get("resource")  # loaded by the notebook holder; a one-shot call does without
+    usage = sys.modules.get(
+        "resource"
+    )  # loaded by the notebook holder; a one-shot call does without
     faults_before = usage.getrusage(usage.RUSAGE_SELF).ru_minflt if usage else 0
     cell_started = time.perf_counter()
     try:
@@ -324,7 +383,9 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
             except Exception:  # noqa: BLE001
                 pass
     if _lingering_threads():
-        err.write("note: threads the cell started were still running; they were stopped with the cell\n")
+        err.write(
+            "note: threads the cell started were still running; they were stopped with the cell\n"
+        )
     if hook.charts is not None:
         try:
             hook.charts.save_open()
@@ -345,11 +406,14 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     after = _listing(OUT_DIR)
     frame["files"] = [
         {"path": os.path.relpath(p, WORKDIR), "name": os.path.relpath(p, OUT_DIR), "size": s}
-        for p, (s, m) in sorted(after.items()) if before.get(p) != (s, m)
+        for p, (s, m) in sorted(after.items())
+        if before.get(p) != (s, m)
     ]
     frame["charts"] = hook.charts.saved if hook.charts is not None else []
     target = STATE_PATH + ".next" if SNAPSHOT_PENDING else STATE_PATH
-    not_persisted, state_error = companion("assay_ci_state").save_state(ns, limits["max_state_bytes"], target, NOT_STATE)
+    not_persisted, state_error = companion("assay_ci_state").save_state(
+        ns, limits["max_state_bytes"], target, NOT_STATE
+    )
     frame.update(
         status="failed" if error else "succeeded",
         error=error,
@@ -451,13 +515,17 @@ def emit(frame: dict, real_fd: int, max_inline: int, max_file: int) -> None:
         if len(text) > max_file:
             size = len(dumps(frame.get("result")))
             frame["result"] = None
-            frame["result_error"] = (f"REPORT_RESULT is too large to return ({size:,} characters of JSON; the "
-                                     f"limit is about {max_file:,}); report a summary, or write the full data "
-                                     "to a file under out/")
+            frame["result_error"] = (
+                f"REPORT_RESULT is too large to return ({size:,} characters of JSON; the "
+                f"limit is about {max_file:,}); report a summary, or write the full data "
+                "to a file under out/"
+            )
             text = dumps(frame)
         with open(FRAME_PATH, "w", encoding="ascii") as fh:
             fh.write(text)
-        text = dumps({"v": 1, "nonce": frame["nonce"], "frame_file": os.path.relpath(FRAME_PATH, WORKDIR)})
+        text = dumps(
+            {"v": 1, "nonce": frame["nonce"], "frame_file": os.path.relpath(FRAME_PATH, WORKDIR)}
+        )
     os.write(real_fd, ("\n" + FRAME_MARK + frame["nonce"] + "\n" + text + "\n").encode("ascii"))
 
 
@@ -468,9 +536,16 @@ def run_safely(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     except BaseException as exc:  # noqa: BLE001 - a runner failure is reported, not hidden
         import traceback
 
-        return {"v": 1, "nonce": req["nonce"], "status": "runner_failed",
-                "error": {"type": type(exc).__name__, "message": str(exc),
-                          "traceback": traceback.format_exc().splitlines()[-12:]}}
+        return {
+            "v": 1,
+            "nonce": req["nonce"],
+            "status": "runner_failed",
+            "error": {
+                "type": type(exc).__name__,
+                "message": str(exc),
+                "traceback": traceback.format_exc().splitlines()[-12:],
+            },
+        }
 
 
 def emit_frame(frame: dict, real_fd: int, req: dict) -> None:

@@ -31,7 +31,9 @@ def restore_state(ns: dict, path: str) -> str | None:
 
             state = pickle.loads(blob[1:])
     except Exception as exc:  # noqa: BLE001
-        return f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
+        return (
+            f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
+        )
     problems = []
     for name, module in state.get("modules", {}).items():
         ns[name] = sys.modules.get(module) or _ModuleProxy(module)
@@ -52,7 +54,9 @@ class _ModuleProxy(types.ModuleType):
         return getattr(importlib.import_module(self.__name__), attr)
 
 
-def save_state(ns: dict, max_bytes: int, path: str, not_state: frozenset) -> tuple[list, str | None]:
+def save_state(
+    ns: dict, max_bytes: int, path: str, not_state: frozenset
+) -> tuple[list, str | None]:
     """Pickle the namespace to ``path``; the names left out (with reasons) and a state-level error."""
     modules, values, skipped = {}, {}, []
     for name, value in ns.items():
@@ -63,16 +67,24 @@ def save_state(ns: dict, max_bytes: int, path: str, not_state: frozenset) -> tup
         else:
             size = _estimated_size(value)
             if size > max_bytes:  # known too big: skip it without paying for a pickle
-                skipped.append({"name": name, "type": _type_name(value),
-                                "reason": f"too large to keep (about {size:,} bytes; state limit {max_bytes:,})"})
+                skipped.append(
+                    {
+                        "name": name,
+                        "type": _type_name(value),
+                        "reason": f"too large to keep (about {size:,} bytes; state limit {max_bytes:,})",
+                    }
+                )
                 continue
             values[name] = value
     state = {"modules": modules, "values": values}
     try:
         # Plain data (numbers, strings, lists, dicts...) needs no pickle at all, either way.
         blob = b"M" + marshal.dumps(state)
-        return _write_state(blob, path, skipped) if len(blob) <= max_bytes else _save_pickled(
-            state, max_bytes, path, skipped)
+        return (
+            _write_state(blob, path, skipped)
+            if len(blob) <= max_bytes
+            else _save_pickled(state, max_bytes, path, skipped)
+        )
     except ValueError:
         return _save_pickled(state, max_bytes, path, skipped)
 
@@ -124,15 +136,25 @@ def _save_pickled(state: dict, max_bytes: int, path: str, skipped: list) -> tupl
             try:
                 sizes[name] = len(dumps(value))
             except Exception as exc:  # noqa: BLE001
-                skipped.append({"name": name, "type": _type_name(value),
-                                "reason": f"cannot be pickled: {type(exc).__name__}: {str(exc)[:200]}"})
+                skipped.append(
+                    {
+                        "name": name,
+                        "type": _type_name(value),
+                        "reason": f"cannot be pickled: {type(exc).__name__}: {str(exc)[:200]}",
+                    }
+                )
                 del values[name]
         total = sum(sizes.values())
         for name in sorted(sizes, key=sizes.get, reverse=True):
             if total <= max_bytes * 0.95:
                 break
-            skipped.append({"name": name, "type": _type_name(values[name]),
-                            "reason": f"too large to keep ({sizes[name]:,} bytes; state limit {max_bytes:,})"})
+            skipped.append(
+                {
+                    "name": name,
+                    "type": _type_name(values[name]),
+                    "reason": f"too large to keep ({sizes[name]:,} bytes; state limit {max_bytes:,})",
+                }
+            )
             total -= sizes[name]
             del values[name]
         try:
@@ -153,7 +175,10 @@ def _write_state(blob: bytes, path: str, skipped: list) -> tuple[list, str | Non
             os.unlink(tmp)
         except OSError:
             pass
-        return skipped, f"the state could not be written ({exc.strerror or exc}); the previous state is kept"
+        return (
+            skipped,
+            f"the state could not be written ({exc.strerror or exc}); the previous state is kept",
+        )
     return skipped, None
 
 
@@ -173,4 +198,8 @@ def _pickler():
 
 def _type_name(value) -> str:
     t = type(value)
-    return t.__name__ if t.__module__ in ("builtins", "__main__") else f"{t.__module__}.{t.__qualname__}"
+    return (
+        t.__name__
+        if t.__module__ in ("builtins", "__main__")
+        else f"{t.__module__}.{t.__qualname__}"
+    )

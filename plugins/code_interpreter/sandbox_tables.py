@@ -22,7 +22,9 @@ def configure(workdir: str) -> None:
 def _meta(artifact_id: str) -> dict:
     import re
 
-    path = os.path.join(INPUTS_DIR, re.sub(r"[^A-Za-z0-9._-]+", "_", str(artifact_id)) + ".meta.json")
+    path = os.path.join(
+        INPUTS_DIR, re.sub(r"[^A-Za-z0-9._-]+", "_", str(artifact_id)) + ".meta.json"
+    )
     try:
         return _meta_file(path)
     except FileNotFoundError:
@@ -43,7 +45,9 @@ def list_artifacts() -> list:
         for entry in sorted(os.listdir(INPUTS_DIR)):
             if entry.endswith(".meta.json"):
                 m = _meta_file(os.path.join(INPUTS_DIR, entry))
-                out.append({k: m.get(k) for k in ("id", "kind", "name", "row_count", "columns", "path")})
+                out.append(
+                    {k: m.get(k) for k in ("id", "kind", "name", "row_count", "columns", "path")}
+                )
     return out
 
 
@@ -80,7 +84,7 @@ def _decode(value):
         return [_decode(v) for v in value]
     if isinstance(value, dict):
         if len(value) == 1:
-            (key, inner), = value.items()
+            ((key, inner),) = value.items()
             if key in ("$float", "$decimal") and isinstance(inner, str):
                 return float(inner.replace("Infinity", "inf"))
             if key == "$bytes" and isinstance(inner, str):
@@ -139,7 +143,9 @@ def _fast_table(pd, data: bytes, columns: list):
     # by SQL holds one kind of value; numbers or nulls elsewhere are checked below).
     head = data[: 1 << 16]
     cut = head.rfind(b"\n")
-    sample_rows = json.loads(b"[" + head[:cut].replace(b"\n", b",") + b"]") if cut > 0 else [json.loads(data)]
+    sample_rows = (
+        json.loads(b"[" + head[:cut].replace(b"\n", b",") + b"]") if cut > 0 else [json.loads(data)]
+    )
     text_cols = set()
     for row in sample_rows:
         if len(row) != len(columns):
@@ -156,9 +162,18 @@ def _fast_table(pd, data: bytes, columns: list):
         body = body[:-1]
     try:
         frame = pd.read_csv(
-            io.BytesIO(body), header=None, names=columns, quotechar='"', doublequote=False,
-            na_values=["null"], keep_default_na=False, true_values=["true"], false_values=["false"],
-            dtype=dict.fromkeys(text_cols, object), engine="c", low_memory=False,
+            io.BytesIO(body),
+            header=None,
+            names=columns,
+            quotechar='"',
+            doublequote=False,
+            na_values=["null"],
+            keep_default_na=False,
+            true_values=["true"],
+            false_values=["false"],
+            dtype=dict.fromkeys(text_cols, object),
+            engine="c",
+            low_memory=False,
         )
     except Exception:  # noqa: BLE001 - the exact path decides
         return None

@@ -45,21 +45,37 @@ SANDBOX_MODULES = {
 }
 # The notebook holder compiles these from the uploaded files as it starts, and runs them in this
 # order (each imports only earlier ones); see _holder_program.
-HOLDER_MODULES = ("assay_ci_capture", "assay_ci_state", "assay_ci_results", "assay_ci_tables", "assay_ci_charts",
-                  "assay_ci_pages", "assay_ci_runner", "assay_ci_calls", "assay_ci_recorder", "assay_ci_holder")
+HOLDER_MODULES = (
+    "assay_ci_capture",
+    "assay_ci_state",
+    "assay_ci_results",
+    "assay_ci_tables",
+    "assay_ci_charts",
+    "assay_ci_pages",
+    "assay_ci_runner",
+    "assay_ci_calls",
+    "assay_ci_recorder",
+    "assay_ci_holder",
+)
 HOLDER_MARK = "\x1eASSAY-HOLDER "
 HOLDER_SOCKET = ".assay/holder.sock"
 # Seconds the client waits past the cell's limit for the holder's report, and the launcher past that.
 CLIENT_WAIT_S = 2.0
 CLIENT_GRACE_S = 4.0
-RESTARTED_WARNING = ("the notebook process did not answer and was restarted; the next call restores the "
-                     "variables of the last finished call's snapshot")
+RESTARTED_WARNING = (
+    "the notebook process did not answer and was restarted; the next call restores the "
+    "variables of the last finished call's snapshot"
+)
 # When the notebook process could not be killed (e.g. its processes hold every pid), the sandbox is
 # hard-reset instead (plugins/sandbox/container.py: stop_resident): then the snapshot is gone too.
-RESET_WARNING = ("the notebook process did not answer and could not be stopped, so the sandbox was reset (restarted): "
-                 "its variables and files are gone, and the next call starts empty")
-NOT_STOPPED_WARNING = ("the notebook process did not answer and could not be stopped, and the sandbox did not run "
-                       "again after a restart; pass reset=true")
+RESET_WARNING = (
+    "the notebook process did not answer and could not be stopped, so the sandbox was reset (restarted): "
+    "its variables and files are gone, and the next call starts empty"
+)
+NOT_STOPPED_WARNING = (
+    "the notebook process did not answer and could not be stopped, and the sandbox did not run "
+    "again after a restart; pass reset=true"
+)
 # Seconds the host waits past the relay's own wait before it gives up on the channel.
 CHANNEL_GRACE_S = 5.0
 
@@ -77,7 +93,9 @@ class CallOutcome:
     problem: str | None = None  # why there is no frame
     state_lost: bool = False
     holder_note: str | None = None  # the notebook process was lost and restarted: what came back
-    committed: bool = False  # the notebook holder says the cell finished and its state was committed
+    committed: bool = (
+        False  # the notebook holder says the cell finished and its state was committed
+    )
 
 
 @dataclass
@@ -89,7 +107,9 @@ class Notebook:
     uploaded: dict[str, str] = field(default_factory=dict)  # artifact id -> sha256
     state_saved: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
-    holder: bool | None = None  # cells run in the notebook holder (container runtimes); None: not decided
+    holder: bool | None = (
+        None  # cells run in the notebook holder (container runtimes); None: not decided
+    )
     holder_up: bool = False
     channel: Any = None  # kernel.sandbox.channel.Channel to the relay, when the runtime has them
     channel_supported: bool = True
@@ -108,7 +128,9 @@ class Notebook:
         if not self.runner_ready:
             # Its own directory, owned by the sandbox's keeper: the code can read it, not change it.
             for source, target in SANDBOX_MODULES.items():
-                self.session.put_file(f"{RUNNER_DIR}/{target}", module_source(source), read_only=True)
+                self.session.put_file(
+                    f"{RUNNER_DIR}/{target}", module_source(source), read_only=True
+                )
             self.runner_ready = True
 
     def place_inputs(self, inputs: list[InputArtifact]) -> None:
@@ -123,12 +145,22 @@ class Notebook:
     def forget_input(self, artifact_id: str) -> None:
         self.uploaded.pop(artifact_id, None)
 
-    def execute(self, code: str, inputs: list[InputArtifact], limits: dict[str, int],
-                timeout_s: float | None, default_timeout_s: float = 30.0) -> CallOutcome:
+    def execute(
+        self,
+        code: str,
+        inputs: list[InputArtifact],
+        limits: dict[str, int],
+        timeout_s: float | None,
+        default_timeout_s: float = 30.0,
+    ) -> CallOutcome:
         nonce = secrets.token_hex(8)
         request = {
-            "nonce": nonce, "code": code, "workdir": self.workdir, "limits": limits,
-            "inputs": [i.manifest() for i in inputs], "expect_state": self.state_saved,
+            "nonce": nonce,
+            "code": code,
+            "workdir": self.workdir,
+            "limits": limits,
+            "inputs": [i.manifest() for i in inputs],
+            "expect_state": self.state_saved,
         }
         if self.holder is None:
             self.holder = bool(self.session.supports_resident)
@@ -162,7 +194,9 @@ class Notebook:
         from assay.plugins.sandbox import SandboxError
 
         try:
-            self.channel = self.session.open_channel(RELAY_PROGRAM, [f"{self.workdir.rstrip('/')}/{HOLDER_SOCKET}"])
+            self.channel = self.session.open_channel(
+                RELAY_PROGRAM, [f"{self.workdir.rstrip('/')}/{HOLDER_SOCKET}"]
+            )
         except SandboxError as exc:
             if exc.code in ("SANDBOX_SESSION_NOT_FOUND", "SANDBOX_SESSION_CLOSED"):
                 raise
@@ -185,7 +219,9 @@ class Notebook:
         started = time.perf_counter()
         warnings: list[str] = []
         try:
-            out, err, truncated, complete = self.channel.exchange(message, mark + b"\n", wait + CHANNEL_GRACE_S, limit)
+            out, err, truncated, complete = self.channel.exchange(
+                message, mark + b"\n", wait + CHANNEL_GRACE_S, limit
+            )
         except SandboxError as exc:
             if not getattr(exc, "delivered", True) or self._sandbox_was_reset():
                 # Not sent, or sent to a relay whose container has restarted since: nothing of
@@ -196,18 +232,31 @@ class Notebook:
             self.channel = None
             stopped = self._stop_holder()
             out, err, truncated, complete = b"", b"", False, False
-            warnings.append(f"the channel to the notebook broke ({exc.message}); "
-                            + ("the notebook process was restarted" if stopped == RESTARTED_WARNING else stopped))
+            warnings.append(
+                f"the channel to the notebook broke ({exc.message}); "
+                + (
+                    "the notebook process was restarted"
+                    if stopped == RESTARTED_WARNING
+                    else stopped
+                )
+            )
         if not complete and self.channel is not None:
             self.channel.close()
             self.channel = None
         execution = ExecutionResult(
-            exit_code=0, stdout=out.decode("utf-8", "replace"), stderr=err.decode("utf-8", "replace"),
-            stdout_truncated=truncated, duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            isolated=self.session.isolated, runtime=self.session.runtime, session_id=self.session.id,
+            exit_code=0,
+            stdout=out.decode("utf-8", "replace"),
+            stderr=err.decode("utf-8", "replace"),
+            stdout_truncated=truncated,
+            duration_ms=round((time.perf_counter() - started) * 1000, 3),
+            isolated=self.session.isolated,
+            runtime=self.session.runtime,
+            session_id=self.session.id,
             warnings=warnings,
         )
-        return _split_report(execution, mark.decode("ascii"), "unresponsive" if not warnings else "lost")
+        return _split_report(
+            execution, mark.decode("ascii"), "unresponsive" if not warnings else "lost"
+        )
 
     def _sandbox_was_reset(self) -> bool:
         """Whether the sandbox's working directory was reset (the runner is gone): a restart."""
@@ -219,14 +268,22 @@ class Notebook:
             return exc.code == "SANDBOX_FILE_NOT_FOUND"
         return False
 
-    def _execute_in_holder(self, request: dict[str, Any], inputs: list[InputArtifact], timeout_s: float | None,
-                           default_timeout_s: float) -> CallOutcome:
+    def _execute_in_holder(
+        self,
+        request: dict[str, Any],
+        inputs: list[InputArtifact],
+        timeout_s: float | None,
+        default_timeout_s: float,
+    ) -> CallOutcome:
         limit = float(timeout_s if timeout_s is not None else default_timeout_s)
-        if not 0 < limit <= default_timeout_s:  # the ceiling run_code applies (the channel bypasses it)
+        if (
+            not 0 < limit <= default_timeout_s
+        ):  # the ceiling run_code applies (the channel bypasses it)
             from assay.plugins.sandbox import SANDBOX_OVERRIDE_REFUSED, SandboxError
 
             raise SandboxError(
-                SANDBOX_OVERRIDE_REFUSED, f"timeout {timeout_s!r} s is outside (0, {default_timeout_s}] s",
+                SANDBOX_OVERRIDE_REFUSED,
+                f"timeout {timeout_s!r} s is outside (0, {default_timeout_s}] s",
                 "Raise SANDBOX_TIMEOUT on the host if longer executions are really needed.",
             )
         request["timeout_s"] = limit
@@ -276,8 +333,9 @@ class Notebook:
             return NOT_STOPPED_WARNING
         return RESET_WARNING if self._sandbox_was_reset() else RESTARTED_WARNING
 
-    def _ensure_holder(self, inputs: list[InputArtifact],
-                       why: str = "was lost and restarted") -> tuple[bool, str | None]:
+    def _ensure_holder(
+        self, inputs: list[InputArtifact], why: str = "was lost and restarted"
+    ) -> tuple[bool, str | None]:
         """Start the holder if it is not running: (state lost with the files, note on what came back).
 
         ``why``: what happened to the notebook's process, for the note.
@@ -293,26 +351,36 @@ class Notebook:
         if RUNNER_MISSING in line:
             lost = self._runner_lost(inputs)
             line = self.session.start_resident(program)
-        info, problem = load_json(line[len("ready "):]) if line.startswith("ready ") else (None, line[:300])
+        info, problem = (
+            load_json(line[len("ready ") :]) if line.startswith("ready ") else (None, line[:300])
+        )
         if not isinstance(info, dict):
             from assay.plugins.sandbox import SANDBOX_EXEC_FAILED, SandboxError
 
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"the notebook process did not start: {problem or line[:300]}")
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"the notebook process did not start: {problem or line[:300]}"
+            )
         self.holder_up = True
         note = None
         if self.state_saved and not lost:
             if info.get("restore_error"):
-                note = (f"the notebook's process {why}; {info['restore_error']}")
+                note = f"the notebook's process {why}; {info['restore_error']}"
             elif info.get("state_found"):
-                note = (f"the notebook's process {why}: variables were restored from the "
-                        "snapshot of the last finished call (values named as not in the snapshot are gone, "
-                        "and imports run again when first used)")
+                note = (
+                    f"the notebook's process {why}: variables were restored from the "
+                    "snapshot of the last finished call (values named as not in the snapshot are gone, "
+                    "and imports run again when first used)"
+                )
             else:
                 note = f"the notebook's process {why}, and no snapshot was found: starting empty"
         return lost, note
 
-    def _call_holder(self, request: dict[str, Any], timeout_s: float | None) -> tuple[Any, dict[str, Any]]:
-        request["token"] = self.tokens.take() if self.tokens is not None and self.tokens.left else None
+    def _call_holder(
+        self, request: dict[str, Any], timeout_s: float | None
+    ) -> tuple[Any, dict[str, Any]]:
+        request["token"] = (
+            self.tokens.take() if self.tokens is not None and self.tokens.left else None
+        )
         for _ in range(2):
             if (self.channel is None or self.channel.closed) and self.channel_supported:
                 self._open_channel()
@@ -335,7 +403,11 @@ class Notebook:
                 frame, problem = parse_frame(raw.decode("utf-8", "replace"), nonce, bare=True)
             except Exception as exc:  # noqa: BLE001 - reported as a protocol problem
                 frame, problem = None, f"the runner's reply file could not be read: {exc}"
-        if frame is not None and frame.status in ("succeeded", "failed") and frame.state_error is None:
+        if (
+            frame is not None
+            and frame.status in ("succeeded", "failed")
+            and frame.state_error is None
+        ):
             self.state_saved = True
         return CallOutcome(execution, frame, problem)
 
@@ -371,7 +443,7 @@ def _split_report(execution: Any, mark: str, missing: str) -> tuple[Any, dict[st
     at = text.rfind(mark + "\n")
     if at < 0:
         return execution, {"outcome": missing}
-    report, _ = load_json(text[at + len(mark) + 1:].split("\n", 1)[0])
+    report, _ = load_json(text[at + len(mark) + 1 :].split("\n", 1)[0])
     execution = execution.model_copy(update={"stdout": text[:at].rstrip("\n")})
     return execution, report if isinstance(report, dict) else {"outcome": "lost"}
 
@@ -436,7 +508,7 @@ def _client_program(request: dict[str, Any], wait_s: float, workdir: str, mark_t
         "try:\n"
         f"    s.connect({path!r})\n"
         "except OSError:\n"
-        "    reply = b'{\"outcome\": \"no_holder\"}'\n"
+        '    reply = b\'{"outcome": "no_holder"}\'\n'
         "else:\n"
         "    fds = array.array('i', [1, 2]).tobytes()\n"
         "    s.sendmsg([_struct.pack('!Q', len(req))], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])\n"
@@ -450,8 +522,8 @@ def _client_program(request: dict[str, Any], wait_s: float, workdir: str, mark_t
         "                break\n"
         "            reply += chunk\n"
         "    except OSError:\n"
-        "        reply = b'{\"outcome\": \"unresponsive\"}'\n"
-        "    reply = reply.strip() or b'{\"outcome\": \"lost\"}'\n"
+        '        reply = b\'{"outcome": "unresponsive"}\'\n'
+        '    reply = reply.strip() or b\'{"outcome": "lost"}\'\n'
         f"os.write(1, b'\\n' + {mark!r} + b'\\n' + reply + b'\\n')\n"
     )
 

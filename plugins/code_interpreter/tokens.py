@@ -24,7 +24,7 @@ class CallTokens:
     def __init__(self, length: int = CHAIN_LENGTH) -> None:
         links = bytearray(secrets.token_bytes(LINK))
         for i in range(length):
-            links += hashlib.sha256(links[i * LINK:(i + 1) * LINK]).digest()
+            links += hashlib.sha256(links[i * LINK : (i + 1) * LINK]).digest()
         self._links = bytes(links)
         self._next = length - 1  # the link given out next: the one just below the anchor
 
@@ -40,6 +40,6 @@ class CallTokens:
         """The next call's token; IndexError when the chain is used up."""
         if self._next < 0:
             raise IndexError("the chain of call tokens is used up")
-        link = self._links[self._next * LINK:(self._next + 1) * LINK]
+        link = self._links[self._next * LINK : (self._next + 1) * LINK]
         self._next -= 1
         return link.hex()

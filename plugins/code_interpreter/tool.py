@@ -13,16 +13,31 @@ import threading
 import time
 from typing import Annotated, Any
 
-from assay.kernel.evidence import ProducedFile, canonical_value, capture_python_execution, dumps, get_record
 from pydantic import Field
 
 from assay import AssayError, RunContext, ToolResult, tool
+from assay.kernel.evidence import (
+    ProducedFile,
+    canonical_value,
+    capture_python_execution,
+    dumps,
+    get_record,
+)
 from assay.kernel.log import get_logger
 
 from . import errors as E
 from .frame import Frame, Stream, raw_before_frame
 from .inputs import resolve_inputs
-from .render import NO_RESULT, clip, error_text, produced_lines, result_block, shown_name, state_lines, stream_block
+from .render import (
+    NO_RESULT,
+    clip,
+    error_text,
+    produced_lines,
+    result_block,
+    shown_name,
+    state_lines,
+    stream_block,
+)
 from .session import SESSION_KEY, STATE_KEY, CallOutcome, Notebook
 from .settings import CodeInterpreterSettings
 
@@ -60,8 +75,11 @@ def code_interpreter(
     settings = _settings(kernel)
     ids = list(dict.fromkeys(inputs))
     if kernel is None:
-        return ToolResult.fail(E.SANDBOX_UNAVAILABLE, "this run has no kernel, so it has no sandbox",
-                               E.UNAVAILABLE_HINT)
+        return ToolResult.fail(
+            E.SANDBOX_UNAVAILABLE,
+            "this run has no kernel, so it has no sandbox",
+            E.UNAVAILABLE_HINT,
+        )
     from assay.plugins.sandbox import SandboxError
 
     try:
@@ -69,8 +87,9 @@ def code_interpreter(
         workdir = manager.config.workdir
         resolved = []
         if ids:
-            resolved = resolve_inputs(run.artifacts if run.artifacts is not None else kernel, ids, workdir,
-                                      run.may_read)
+            resolved = resolve_inputs(
+                run.artifacts if run.artifacts is not None else kernel, ids, workdir, run.may_read
+            )
         with run.scoped(LOCK_KEY, threading.Lock):
             if reset:
                 run.discard(STATE_KEY)
@@ -79,7 +98,10 @@ def code_interpreter(
             try:
                 notebook, outcome = _attempt(run, manager, settings, code, resolved, timeout_s)
             except SandboxError as exc:
-                if exc.code not in (SANDBOX_SESSION_NOT_FOUND, "SANDBOX_SESSION_CLOSED") or not run.peek(STATE_KEY):
+                if exc.code not in (
+                    SANDBOX_SESSION_NOT_FOUND,
+                    "SANDBOX_SESSION_CLOSED",
+                ) or not run.peek(STATE_KEY):
                     raise
                 # The run's session expired (idle TTL or maximum lifetime): start a new one, and say
                 # that what the old one held is gone.
@@ -92,7 +114,9 @@ def code_interpreter(
     except SandboxError as exc:
         if exc.code in E.UNAVAILABLE_CAUSES:
             return ToolResult.fail(
-                E.SANDBOX_UNAVAILABLE, f"no sandbox to run the code in: {exc.message}", E.UNAVAILABLE_HINT,
+                E.SANDBOX_UNAVAILABLE,
+                f"no sandbox to run the code in: {exc.message}",
+                E.UNAVAILABLE_HINT,
                 metadata={"cause": exc.code, **exc.details},
             )
         return ToolResult.from_error(exc)
@@ -103,13 +127,20 @@ def code_interpreter(
 SANDBOX_SESSION_NOT_FOUND = "SANDBOX_SESSION_NOT_FOUND"
 
 
-def _attempt(run: RunContext, manager: Any, settings: CodeInterpreterSettings, code: str, resolved: list,
-             timeout_s: float | None) -> tuple[Notebook, CallOutcome]:
+def _attempt(
+    run: RunContext,
+    manager: Any,
+    settings: CodeInterpreterSettings,
+    code: str,
+    resolved: list,
+    timeout_s: float | None,
+) -> tuple[Notebook, CallOutcome]:
     notebook = _notebook(run, manager)
     notebook.ensure_runner()
     notebook.place_inputs(resolved)
-    return notebook, notebook.execute(code, resolved, _limits(settings, manager.config), timeout_s,
-                                      manager.config.timeout)
+    return notebook, notebook.execute(
+        code, resolved, _limits(settings, manager.config), timeout_s, manager.config.timeout
+    )
 
 
 def _settings(kernel: Any) -> CodeInterpreterSettings:
@@ -140,11 +171,24 @@ def _limits(settings: CodeInterpreterSettings, cfg: Any) -> dict[str, int]:
     }
 
 
-def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettings, cfg: Any, code: str,
-            ids: list[str], outcome: CallOutcome, started: float) -> ToolResult:
+def _finish(
+    run: RunContext,
+    notebook: Notebook,
+    settings: CodeInterpreterSettings,
+    cfg: Any,
+    code: str,
+    ids: list[str],
+    outcome: CallOutcome,
+    started: float,
+) -> ToolResult:
     ex, frame = outcome.execution, outcome.frame
-    meta = {"runtime": ex.runtime, "isolated": ex.isolated, "session_id": ex.session_id,
-            "sandbox_ms": ex.duration_ms, "warnings": list(ex.warnings)}
+    meta = {
+        "runtime": ex.runtime,
+        "isolated": ex.isolated,
+        "session_id": ex.session_id,
+        "sandbox_ms": ex.duration_ms,
+        "warnings": list(ex.warnings),
+    }
     if frame is not None:  # where the time went inside: the cell itself, and the runner around it
         meta.update(cell_ms=frame.cell_ms, runner_ms=frame.runner_ms, cell_faults=frame.cell_faults)
     if frame is not None and frame.status == "input_failed":
@@ -152,27 +196,42 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
         if err.get("artifact_id"):
             notebook.forget_input(err["artifact_id"])
         return ToolResult.fail(
-            err.get("code", "ARTIFACT_INTEGRITY_FAILED"), f"{err.get('message', '')}; nothing was run",
+            err.get("code", "ARTIFACT_INTEGRITY_FAILED"),
+            f"{err.get('message', '')}; nothing was run",
             "The copy inside the sandbox was changed after it was placed there; call again to place a "
             "fresh verified copy, or pass reset=true.",
             metadata=meta,
         )
     raw_out = raw_before_frame(ex.stdout, frame.nonce if frame else "-")
     stdout = frame.stdout.text if frame else raw_out
-    stderr = (frame.stderr.text if frame else "") + ("\n" if frame and ex.stderr.strip() else "") + ex.stderr
+    stderr = (
+        (frame.stderr.text if frame else "")
+        + ("\n" if frame and ex.stderr.strip() else "")
+        + ex.stderr
+    )
     elapsed_ms = (time.perf_counter() - started) * 1000
     code_ok = frame is not None and frame.status == "succeeded"
     failure = _failure(ex, frame, outcome, cfg, stdout, stderr)
     result_value = frame.result if (frame and frame.result_set and code_ok) else None
     result_set = bool(frame and frame.result_set and code_ok and failure is None)
     sink = run.artifacts
-    files, produced, skipped = _collect(notebook, frame, settings, sink.remaining() if sink is not None else None)
+    files, produced, skipped = _collect(
+        notebook, frame, settings, sink.remaining() if sink is not None else None
+    )
     record, file_refs = None, []
     if sink is not None:
         record = capture_python_execution(
-            sink, code=code, result=result_value if result_set else None, result_set=result_set,
-            stdout=stdout, stderr=stderr, files=files, status="succeeded" if failure is None else "failed",
-            error=None if failure is None else f"{failure[0]}: {failure[1]}", elapsed_ms=elapsed_ms, inputs=ids,
+            sink,
+            code=code,
+            result=result_value if result_set else None,
+            result_set=result_set,
+            stdout=stdout,
+            stderr=stderr,
+            files=files,
+            status="succeeded" if failure is None else "failed",
+            error=None if failure is None else f"{failure[0]}: {failure[1]}",
+            elapsed_ms=elapsed_ms,
+            inputs=ids,
         )
         file_ids = record.provenance.get("files", []) if record else []
         for item, fid in zip(produced, file_ids):
@@ -184,27 +243,49 @@ def _finish(run: RunContext, notebook: Notebook, settings: CodeInterpreterSettin
     value_text = dumps(canonical) if result_set else ""
     charts = [p for p in produced if p["kind"] == "chart"]
     outs = [p for p in produced if p["kind"] == "file"]
-    body = _body(ex, frame, outcome, settings, stdout, stderr, value_text, charts, outs, skipped,
-                 artifact_id, failure)
+    body = _body(
+        ex,
+        frame,
+        outcome,
+        settings,
+        stdout,
+        stderr,
+        value_text,
+        charts,
+        outs,
+        skipped,
+        artifact_id,
+        failure,
+    )
     data = {
-        "artifact_id": artifact_id, "result_set": result_set, "result": canonical,
-        "stdout_truncated": bool(frame and frame.stdout.truncated) or (frame is None and ex.stdout_truncated),
+        "artifact_id": artifact_id,
+        "result_set": result_set,
+        "result": canonical,
+        "stdout_truncated": bool(frame and frame.stdout.truncated)
+        or (frame is None and ex.stdout_truncated),
         "stderr_truncated": bool(frame and frame.stderr.truncated) or ex.stderr_truncated,
-        "charts": charts, "files": outs, "not_captured": skipped,
-        "not_persisted": frame.not_persisted if frame else [], "elapsed_ms": round(elapsed_ms, 3),
+        "charts": charts,
+        "files": outs,
+        "not_captured": skipped,
+        "not_persisted": frame.not_persisted if frame else [],
+        "elapsed_ms": round(elapsed_ms, 3),
     }
     if not result_set and failure is None:
         data["note"] = NO_RESULT
     partial = _incomplete_inputs(run, ids)
     if partial:  # what was computed covers only the rows those inputs kept: say so, every time
         data["incomplete_inputs"] = partial
-        body += "".join(f"\nwarning: input {aid} is an {note}; anything computed from it covers only the kept rows"
-                        for aid, note in partial.items())
+        body += "".join(
+            f"\nwarning: input {aid} is an {note}; anything computed from it covers only the kept rows"
+            for aid, note in partial.items()
+        )
     refs = ([record.ref()] if record else []) + file_refs
     if failure is None:
         return ToolResult.ok(data, content=body, artifacts=refs, metadata=meta)
     code_, message, hint = failure
-    return ToolResult.fail(code_, message, hint, content=body, data=data, artifacts=refs, metadata=meta)
+    return ToolResult.fail(
+        code_, message, hint, content=body, data=data, artifacts=refs, metadata=meta
+    )
 
 
 def _incomplete_inputs(run: RunContext, ids: list[str]) -> dict[str, str]:
@@ -217,55 +298,80 @@ def _incomplete_inputs(run: RunContext, ids: list[str]) -> dict[str, str]:
     return {aid: note[0].lower() + note[1:] for aid, note in notes.items() if note}
 
 
-def _failure(ex: Any, frame: Frame | None, outcome: CallOutcome, cfg: Any, stdout: str,
-             stderr: str) -> tuple[str, str, str] | None:
+def _failure(
+    ex: Any, frame: Frame | None, outcome: CallOutcome, cfg: Any, stdout: str, stderr: str
+) -> tuple[str, str, str] | None:
     """(code, message, hint) when the call did not succeed, else None."""
     early, _ = clip(stdout.strip(), 1500)
     printed = f"\nOutput before it stopped:\n{early}" if early else ""
     if ex.timed_out:
         reset = any("reset" in w for w in ex.warnings)
-        return (E.PYTHON_TIMEOUT,
-                f"the code was still running after the time limit and was killed{printed}",
-                "Variables assigned by this call are lost: the notebook state is the one the last finished "
-                "call saved" + (" - and here the sandbox itself had to be restarted, so earlier variables "
-                                 "and files are gone too" if reset else "")
-                + ". Make the code faster (smaller data, vectorised pandas) or pass a larger timeout_s.")
+        return (
+            E.PYTHON_TIMEOUT,
+            f"the code was still running after the time limit and was killed{printed}",
+            "Variables assigned by this call are lost: the notebook state is the one the last finished "
+            "call saved"
+            + (
+                " - and here the sandbox itself had to be restarted, so earlier variables "
+                "and files are gone too"
+                if reset
+                else ""
+            )
+            + ". Make the code faster (smaller data, vectorised pandas) or pass a larger timeout_s.",
+        )
     if ex.oom_killed:
-        return (E.PYTHON_OUT_OF_MEMORY,
-                f"the code used more than the sandbox's {cfg.memory_limit // 1024**2} MiB of memory and was "
-                f"killed{printed}",
-                "Variables assigned by this call are lost (the state is the last finished call's). Use less "
-                "memory: select fewer columns or rows, or aggregate in SQL first.")
+        return (
+            E.PYTHON_OUT_OF_MEMORY,
+            f"the code used more than the sandbox's {cfg.memory_limit // 1024**2} MiB of memory and was "
+            f"killed{printed}",
+            "Variables assigned by this call are lost (the state is the last finished call's). Use less "
+            "memory: select fewer columns or rows, or aggregate in SQL first.",
+        )
     if frame is None and outcome.committed:
         # The notebook says the cell finished (its snapshot is committed), but what came back as its
         # reply cannot be read: something in the cell wrote to the runner's own channel.
-        return (E.CODE_INTERPRETER_PROTOCOL_ERROR,
-                f"the cell finished, but {outcome.problem}{printed}",
-                "The variables it assigned are kept (the notebook committed them, as after any finished "
-                "cell); everything it printed, the unreadable reply included, is in the artifact. Do not "
-                "write to descriptors the cell did not open.")
+        return (
+            E.CODE_INTERPRETER_PROTOCOL_ERROR,
+            f"the cell finished, but {outcome.problem}{printed}",
+            "The variables it assigned are kept (the notebook committed them, as after any finished "
+            "cell); everything it printed, the unreadable reply included, is in the artifact. Do not "
+            "write to descriptors the cell did not open.",
+        )
     if frame is None:
         tail, _ = clip(stderr.strip(), 1500)
-        return (E.PYTHON_EXECUTION_FAILED,
-                f"the Python process ended (exit code {ex.exit_code}) before reporting: "
-                f"{outcome.problem}" + (f"\nstderr:\n{tail}" if tail else "") + printed,
-                "Something ended the interpreter itself (os._exit, a crash in a C extension, a signal). "
-                "Variables assigned by this call are lost.")
+        return (
+            E.PYTHON_EXECUTION_FAILED,
+            f"the Python process ended (exit code {ex.exit_code}) before reporting: "
+            f"{outcome.problem}" + (f"\nstderr:\n{tail}" if tail else "") + printed,
+            "Something ended the interpreter itself (os._exit, a crash in a C extension, a signal). "
+            "Variables assigned by this call are lost.",
+        )
     if frame.status == "runner_failed":
-        return (E.CODE_INTERPRETER_PROTOCOL_ERROR, "the code interpreter's runner failed: "
-                + error_text(frame.error or {}), "This is a bug or a damaged session; pass reset=true.")
+        return (
+            E.CODE_INTERPRETER_PROTOCOL_ERROR,
+            "the code interpreter's runner failed: " + error_text(frame.error or {}),
+            "This is a bug or a damaged session; pass reset=true.",
+        )
     if frame.status == "failed":
-        return (E.PYTHON_EXECUTION_FAILED, error_text(frame.error or {}) + printed,
-                "Fix the code and call again. Variables assigned before the error are kept, as in a notebook.")
+        return (
+            E.PYTHON_EXECUTION_FAILED,
+            error_text(frame.error or {}) + printed,
+            "Fix the code and call again. Variables assigned before the error are kept, as in a notebook.",
+        )
     if frame.result_error:
-        return (E.PYTHON_RESULT_INVALID, frame.result_error,
-                "The code ran and its variables are kept; assign REPORT_RESULT a JSON-like value "
-                "(dict, list, number, string, DataFrame) and call again - a cheap call, e.g. "
-                "`REPORT_RESULT = summary.to_dict()`.")
+        return (
+            E.PYTHON_RESULT_INVALID,
+            frame.result_error,
+            "The code ran and its variables are kept; assign REPORT_RESULT a JSON-like value "
+            "(dict, list, number, string, DataFrame) and call again - a cheap call, e.g. "
+            "`REPORT_RESULT = summary.to_dict()`.",
+        )
     return None
 
 
-def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterSettings, room: int | None):
+def _collect(
+    notebook: Notebook, frame: Frame | None, settings: CodeInterpreterSettings, room: int | None
+):
     """Produced charts and files: (ProducedFile list, display dicts, skipped descriptions).
 
     ``room``: evidence bytes the run may still capture (its quota); files past it are not fetched.
@@ -280,45 +386,83 @@ def _collect(notebook: Notebook, frame: Frame | None, settings: CodeInterpreterS
             skipped.append(f"{name} (over the limit of {settings.max_files} files per call)")
             continue
         if item.size > settings.max_file_bytes:
-            skipped.append(f"{name} ({item.size:,} bytes > the {settings.max_file_bytes:,}-byte limit)")
+            skipped.append(
+                f"{name} ({item.size:,} bytes > the {settings.max_file_bytes:,}-byte limit)"
+            )
             continue
         if room is not None and item.size > room:
-            skipped.append(f"{item.name} ({item.size:,} bytes: over this run's evidence quota, {room:,} bytes left)")
+            skipped.append(
+                f"{item.name} ({item.size:,} bytes: over this run's evidence quota, {room:,} bytes left)"
+            )
             continue
         try:
             data = notebook.fetch(item.model_dump(), settings.max_file_bytes)
         except AssayError as exc:
             skipped.append(f"{name} (could not be read: {exc.message})")
             continue
-        media = "image/png" if kind == "chart" else (mimetypes.guess_type(item.name)[0] or "application/octet-stream")
+        media = (
+            "image/png"
+            if kind == "chart"
+            else (mimetypes.guess_type(item.name)[0] or "application/octet-stream")
+        )
         if room is not None:
             room -= len(data)
-        files.append(ProducedFile(name=item.name, data=data, media_type=media,
-                                  kind="chart" if kind == "chart" else None))
-        produced.append({"kind": "chart" if kind == "chart" or media.startswith("image/") else "file",
-                         "name": name, "size": len(data), "width": item.width, "height": item.height,
-                         "artifact_id": None})
+        files.append(
+            ProducedFile(
+                name=item.name,
+                data=data,
+                media_type=media,
+                kind="chart" if kind == "chart" else None,
+            )
+        )
+        produced.append(
+            {
+                "kind": "chart" if kind == "chart" or media.startswith("image/") else "file",
+                "name": name,
+                "size": len(data),
+                "width": item.width,
+                "height": item.height,
+                "artifact_id": None,
+            }
+        )
     return files, produced, skipped
 
 
-def _body(ex: Any, frame: Frame | None, outcome: CallOutcome, settings: CodeInterpreterSettings, stdout: str,
-          stderr: str, value_text: str, charts: list, outs: list, skipped: list, artifact_id: str | None,
-          failure: tuple[str, str, str] | None) -> str:
+def _body(
+    ex: Any,
+    frame: Frame | None,
+    outcome: CallOutcome,
+    settings: CodeInterpreterSettings,
+    stdout: str,
+    stderr: str,
+    value_text: str,
+    charts: list,
+    outs: list,
+    skipped: list,
+    artifact_id: str | None,
+    failure: tuple[str, str, str] | None,
+) -> str:
     iso = "" if ex.isolated else " - NOT ISOLATED (local runtime)"
     status = "succeeded" if failure is None else f"failed ({failure[0]})"
     lines = [f"Python {status} in the sandbox ({ex.runtime}{iso}, {ex.duration_ms / 1000:.2f} s)."]
     if failure is None and frame is not None:
         lines.append(result_block(frame, value_text, settings.result_preview_chars, artifact_id))
-    for label, text, stream in (("stdout", stdout, frame.stdout if frame else None),
-                                ("stderr", stderr, frame.stderr if frame else None)):
-        block = stream_block(label, stream or _plain(text), text, settings.preview_chars, artifact_id)
+    for label, text, stream in (
+        ("stdout", stdout, frame.stdout if frame else None),
+        ("stderr", stderr, frame.stderr if frame else None),
+    ):
+        block = stream_block(
+            label, stream or _plain(text), text, settings.preview_chars, artifact_id
+        )
         if block:
             lines.append(block)
     lines.extend(produced_lines(charts, outs, skipped))
     lines.extend(state_lines(frame, outcome.state_lost, outcome.holder_note))
     lines.extend(f"warning: {w}" for w in ex.warnings)
     if artifact_id:
-        lines.append(f"artifact: {artifact_id} (python, {'succeeded' if failure is None else 'failed'})")
+        lines.append(
+            f"artifact: {artifact_id} (python, {'succeeded' if failure is None else 'failed'})"
+        )
     else:
         lines.append("not captured as evidence: this run has no artifact sink")
     return "\n".join(lines)

@@ -19,6 +19,7 @@ from typing import Any
 
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
+
 from .extract import Figure, find_figures
 
 log = get_logger("assay.figures")
@@ -46,14 +47,28 @@ class FigureCheck:
 
     def to_dict(self) -> dict[str, Any]:
         """The run record's ``figures``: counts, each unsupported figure with its position."""
-        return {"checked": len(self.figures), "exempt": len(self.exempt),
-                "supported": len(self.figures) - len(self.exempt) - len(self.unsupported),
-                "unsupported": [{"text": f.text, "start": f.start, "end": f.end, "value": str(f.value),
-                                 "percent": f.percent} for f in self.unsupported],
-                "artifacts_read": len(self.artifacts), "unreadable": dict(self.unreadable)}
+        return {
+            "checked": len(self.figures),
+            "exempt": len(self.exempt),
+            "supported": len(self.figures) - len(self.exempt) - len(self.unsupported),
+            "unsupported": [
+                {
+                    "text": f.text,
+                    "start": f.start,
+                    "end": f.end,
+                    "value": str(f.value),
+                    "percent": f.percent,
+                }
+                for f in self.unsupported
+            ],
+            "artifacts_read": len(self.artifacts),
+            "unreadable": dict(self.unreadable),
+        }
 
 
-def check_figures(text: str, *, catalog: Any, artifact_ids: Iterable[str], question: str = "") -> FigureCheck:
+def check_figures(
+    text: str, *, catalog: Any, artifact_ids: Iterable[str], question: str = ""
+) -> FigureCheck:
     """Check ``text`` (an answer, or a report's prose) against the artifacts ``artifact_ids``.
 
     ``catalog`` may be ``None`` (no evidence store): then nothing is supported.
@@ -71,13 +86,15 @@ def check_figures(text: str, *, catalog: Any, artifact_ids: Iterable[str], quest
     return out
 
 
-def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
-            out: FigureCheck | None = None) -> set[int]:
+def support(
+    figures: list[Figure], catalog: Any, artifact_ids: Iterable[str], out: FigureCheck | None = None
+) -> set[int]:
     """The indexes of ``figures`` that some value of the artifacts supports."""
     out = out if out is not None else FigureCheck()
     if not figures or catalog is None:
         return set()
     from assay.kernel.evidence import verify
+
     from .evidence import artifact_numbers, readable
 
     ranges = _Ranges(figures)
@@ -99,7 +116,9 @@ def support(figures: list[Figure], catalog: Any, artifact_ids: Iterable[str],
                         finished = False
                         break
             if not finished:
-                verify(catalog, record)  # stopped early: the whole content still has to hash to its record
+                verify(
+                    catalog, record
+                )  # stopped early: the whole content still has to hash to its record
         except AssayError as exc:
             out.unreadable[artifact_id] = exc.code
             log.warning("figure_check_unreadable", artifact_id=artifact_id, code=exc.code)
@@ -116,8 +135,12 @@ def _accepts(figure: Figure, percent_only: bool) -> int:
     read as a percentage, only a value in percent; an identifier, only a figure written as a label is."""
     if percent_only:
         return 0b010
-    label = (figure.decimals == 0 and figure.scale == 1 and not (figure.percent or figure.currency or figure.negative)
-             and "," not in figure.text)
+    label = (
+        figure.decimals == 0
+        and figure.scale == 1
+        and not (figure.percent or figure.currency or figure.negative)
+        and "," not in figure.text
+    )
     return 0b111 if label else 0b011
 
 
@@ -125,8 +148,11 @@ class _Ranges:
     """The figures' ranges, sorted, so each evidence value is placed with a binary search."""
 
     def __init__(self, figures: list[Figure]) -> None:
-        spans = sorted((lo, hi, i, _accepts(f, percent_only)) for i, f in enumerate(figures)
-                       for lo, hi, percent_only in f.intervals())
+        spans = sorted(
+            (lo, hi, i, _accepts(f, percent_only))
+            for i, f in enumerate(figures)
+            for lo, hi, percent_only in f.intervals()
+        )
         self.lows = [s[0] for s in spans]
         self.spans = spans
         self.widest = max((hi - lo for lo, hi, _, _ in spans), default=0.0)
@@ -144,8 +170,12 @@ class _Ranges:
                 lo, hi, i, accepts = self.spans[j]
                 if candidate - lo > self.widest:
                     break
-                if (candidate <= hi and accepts & bit and i in self.remaining
-                        and (candidate == number or i in self.unsigned)):
+                if (
+                    candidate <= hi
+                    and accepts & bit
+                    and i in self.remaining
+                    and (candidate == number or i in self.unsigned)
+                ):
                     hits = hits or set()
                     hits.add(i)
                 j -= 1

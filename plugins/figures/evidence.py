@@ -41,14 +41,23 @@ import orjson
 
 from assay.kernel.evidence.capture import PYTHON_DOC, TABULAR
 from assay.kernel.evidence.errors import ArtifactFileMissing, ArtifactIntegrityFailed
+
 from .extract import Figure, find_figures
 
-TEXT_FIGURES = frozenset({"knowledge"})  # kinds whose text is the operator's, so figures written in it count
+TEXT_FIGURES = frozenset(
+    {"knowledge"}
+)  # kinds whose text is the operator's, so figures written in it count
 _CHUNK = 1 << 20
-_PERCENT_NAME = re.compile(r"pct|percent|perc|rate|ratio|share|margin|growth|change|yoy|mom|%", re.IGNORECASE)
+_PERCENT_NAME = re.compile(
+    r"pct|percent|perc|rate|ratio|share|margin|growth|change|yoy|mom|%", re.IGNORECASE
+)
 _ID_NAME = re.compile(r"(?:^|_)id$|^id_|(?:^|_)(?:code|sku|key|zip)$", re.IGNORECASE)
 _CAMEL_ID = re.compile(r"[a-z]I[dD]$")
-PLAIN, PERCENT, LABEL = 0, 1, 2  # what an evidence number is: a quantity, one in percent, an identifier
+PLAIN, PERCENT, LABEL = (
+    0,
+    1,
+    2,
+)  # what an evidence number is: a quantity, one in percent, an identifier
 Number = tuple[float, int]  # a value, and which of the three it is
 
 
@@ -63,7 +72,9 @@ def readable(record: Any) -> bool:
     """Whether an artifact holds values the figure check reads."""
     if record.status != "succeeded":
         return False
-    return record.media_type == PYTHON_DOC or (record.media_type == TABULAR and record.kind in ("sql", *TEXT_FIGURES))
+    return record.media_type == PYTHON_DOC or (
+        record.media_type == TABULAR and record.kind in ("sql", *TEXT_FIGURES)
+    )
 
 
 def artifact_numbers(catalog: Any, record: Any) -> Iterator[Number]:
@@ -88,7 +99,9 @@ def artifact_numbers(catalog: Any, record: Any) -> Iterator[Number]:
         rows += 1
         for i, cell in enumerate(orjson.loads(line)):
             kind = kinds[i] if i < len(kinds) else PLAIN
-            if type(cell) is int or type(cell) is float:  # most cells: no walk (orjson gives finite floats only)
+            if (
+                type(cell) is int or type(cell) is float
+            ):  # most cells: no walk (orjson gives finite floats only)
                 yield float(cell), kind
             else:
                 yield from values(cell, text, kind)

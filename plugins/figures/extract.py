@@ -33,33 +33,85 @@ from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-SCALES = {"k": 1_000, "K": 1_000, "thousand": 1_000, "M": 1_000_000, "MM": 1_000_000, "mn": 1_000_000,
-          "million": 1_000_000, "B": 1_000_000_000, "bn": 1_000_000_000, "billion": 1_000_000_000,
-          "trillion": 1_000_000_000_000}
+SCALES = {
+    "k": 1_000,
+    "K": 1_000,
+    "thousand": 1_000,
+    "M": 1_000_000,
+    "MM": 1_000_000,
+    "mn": 1_000_000,
+    "million": 1_000_000,
+    "B": 1_000_000_000,
+    "bn": 1_000_000_000,
+    "billion": 1_000_000_000,
+    "trillion": 1_000_000_000_000,
+}
 _CURRENCY = r"US\$|[$€£¥]|(?:USD|EUR|GBP|JPY|CHF|CAD|AUD)\s?"
 _NUMBER = r"(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+"
 _FIGURE = re.compile(
     rf"(?P<cur>{_CURRENCY})?(?P<num>{_NUMBER})"
     r"(?P<scale>(?:bn|mn|MM|[kKMB])(?![A-Za-z])|\s?(?:bn|mn)\b|\s(?:thousand|million|billion|trillion)s?\b)?"
-    r"(?P<pct>\s?%|\s(?:percent|per\s?cent)\b)?")
-_MONTH = (r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
-          r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)")
-_MASKS = [re.compile(p) for p in (
-    r"\b[A-Za-z][\w+.-]*://\S+",  # URLs
-    r"\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d|\.\d)",
-    r"\b\d{4}-\d{2}(?!\d|\.\d)",
-    r"\b\d{4}/\d{1,2}(?:/\d{1,2})?(?!\d|\.\d)",
-    r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?!\d|\.\d)",
-    r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d])",
-    rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?(?!\d)",
-    rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+\d{{4}})?(?!\d)",
-    rf"\b{_MONTH}\.?,?\s+\d{{4}}(?!\d)",
-    r"(?m)^[ \t]*(?:[-*+][ \t]+)?#*[ \t]*\d{1,3}[.)](?=\s)",  # list markers
-    r"\[\^?\d+\]",  # footnote marks
-)]
-_YEAR_BEFORE = {"in", "since", "of", "from", "to", "until", "till", "through", "by", "during", "before", "after",
-                "between", "and", "year", "years", "fy", "fiscal", "for", "early", "late", "mid", "end", "start",
-                "q1", "q2", "q3", "q4", "h1", "h2", "vs", "versus", "or", "than", "over", "each", "per"}
+    r"(?P<pct>\s?%|\s(?:percent|per\s?cent)\b)?"
+)
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?|"
+    r"Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+_MASKS = [
+    re.compile(p)
+    for p in (
+        r"\b[A-Za-z][\w+.-]*://\S+",  # URLs
+        r"\b\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?)?(?!\d|\.\d)",
+        r"\b\d{4}-\d{2}(?!\d|\.\d)",
+        r"\b\d{4}/\d{1,2}(?:/\d{1,2})?(?!\d|\.\d)",
+        r"\b\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?!\d|\.\d)",
+        r"\b\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?(?:\s?[AaPp]\.?[Mm]\.?)?(?![\d])",
+        rf"\b{_MONTH}\.?\s+\d{{1,2}}(?:st|nd|rd|th)?(?:,?\s+\d{{4}})?(?!\d)",
+        rf"\b\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH}\b\.?(?:,?\s+\d{{4}})?(?!\d)",
+        rf"\b{_MONTH}\.?,?\s+\d{{4}}(?!\d)",
+        r"(?m)^[ \t]*(?:[-*+][ \t]+)?#*[ \t]*\d{1,3}[.)](?=\s)",  # list markers
+        r"\[\^?\d+\]",  # footnote marks
+    )
+]
+_YEAR_BEFORE = {
+    "in",
+    "since",
+    "of",
+    "from",
+    "to",
+    "until",
+    "till",
+    "through",
+    "by",
+    "during",
+    "before",
+    "after",
+    "between",
+    "and",
+    "year",
+    "years",
+    "fy",
+    "fiscal",
+    "for",
+    "early",
+    "late",
+    "mid",
+    "end",
+    "start",
+    "q1",
+    "q2",
+    "q3",
+    "q4",
+    "h1",
+    "h2",
+    "vs",
+    "versus",
+    "or",
+    "than",
+    "over",
+    "each",
+    "per",
+}
 _RANGE = re.compile(r"\s?(?:[-–—]|to|and)\s?$")
 
 
@@ -100,7 +152,9 @@ class Figure:
         out = []
         for low_d, high_d, percent_only in ranges:
             lo, hi = float(low_d), float(high_d)
-            pad = max(abs(lo), abs(hi)) * 1e-9  # float rounding at the edges (0.07155 is 0.0715499...)
+            pad = (
+                max(abs(lo), abs(hi)) * 1e-9
+            )  # float rounding at the edges (0.07155 is 0.0715499...)
             lo, hi = lo - pad, hi + pad
             out.append((-hi, -lo, percent_only) if self.negative else (lo, hi, percent_only))
         return out
@@ -131,7 +185,7 @@ def mask(text: str) -> str:
     chars = list(text)
     for pattern in _MASKS:
         for m in pattern.finditer(text):
-            chars[m.start():m.end()] = " " * (m.end() - m.start())
+            chars[m.start() : m.end()] = " " * (m.end() - m.start())
     return "".join(chars)
 
 
@@ -139,9 +193,17 @@ def _figure(masked: str, text: str, m: re.Match[str]) -> Figure | None:
     start, end = m.start(), m.end()
     before = masked[start - 1] if start else " "
     after = masked[end] if end < len(masked) else " "
-    if before.isalnum() or before in "_#@" or (before in ".," and start > 1 and masked[start - 2].isdigit()):
+    if (
+        before.isalnum()
+        or before in "_#@"
+        or (before in ".," and start > 1 and masked[start - 2].isdigit())
+    ):
         return None  # inside a word, an id, a version, or a label such as "#1"
-    if after.isalnum() or after == "_" or (after in ".,:" and end + 1 < len(masked) and masked[end + 1].isdigit()):
+    if (
+        after.isalnum()
+        or after == "_"
+        or (after in ".,:" and end + 1 < len(masked) and masked[end + 1].isdigit())
+    ):
         return None  # "3rd", "10x", "1.2.3", "1,23"
     raw = m.group("num")
     try:
@@ -157,34 +219,57 @@ def _figure(masked: str, text: str, m: re.Match[str]) -> Figure | None:
     sign = start - 1
     if sign >= 0 and masked[sign] in "-−" and (sign == 0 or masked[sign - 1] in " \t\n(:[=/~≈"):
         negative, start = True, sign
-    if not (scale > 1 or percent or currency or negative or decimals or "," in raw) and _is_year(masked, m):
+    if not (scale > 1 or percent or currency or negative or decimals or "," in raw) and _is_year(
+        masked, m
+    ):
         return None
-    return Figure(text=text[start:end].strip(), start=start, end=end, number=number, decimals=decimals,
-                  scale=scale, percent=percent, negative=negative, currency=currency)
+    return Figure(
+        text=text[start:end].strip(),
+        start=start,
+        end=end,
+        number=number,
+        decimals=decimals,
+        scale=scale,
+        percent=percent,
+        negative=negative,
+        currency=currency,
+    )
 
 
 def _is_year(masked: str, m: re.Match[str]) -> bool:
     raw = m.group("num")
     if len(raw) != 4 or not 1900 <= int(raw) <= 2100:
         return False
-    words = re.findall(r"[A-Za-z]+|\S", masked[max(0, m.start() - 24):m.start()])
+    words = re.findall(r"[A-Za-z]+|\S", masked[max(0, m.start() - 24) : m.start()])
     if words and words[-1].lower() in _YEAR_BEFORE:
         return True
-    rest = masked[m.end():m.end() + 24]
-    return not re.match(r"\s*[A-Za-z]", rest) or bool(re.match(r"\s*(?:to|and|vs|versus|or)\s+\d{4}\b", rest))
+    rest = masked[m.end() : m.end() + 24]
+    return not re.match(r"\s*[A-Za-z]", rest) or bool(
+        re.match(r"\s*(?:to|and|vs|versus|or)\s+\d{4}\b", rest)
+    )
 
 
 def _share_range_unit(text: str, found: list[Figure], figure: Figure) -> Figure:
     """In ``10-20%`` or ``$4-5M`` the first end takes the unit of the second (and the second the currency of
     the first)."""
     first = found[-1]
-    between = text[first.end:figure.start]
-    if (len(between) > 6 or not _RANGE.search(between) or first.negative and figure.negative or "," in first.text
-            or first.number > figure.number):
+    between = text[first.end : figure.start]
+    if (
+        len(between) > 6
+        or not _RANGE.search(between)
+        or first.negative
+        and figure.negative
+        or "," in first.text
+        or first.number > figure.number
+    ):
         return figure
     if between.strip() in "-–—" and figure.negative:  # "10-20": the dash is the range's, not a sign
-        figure = _replace(figure, negative=False, start=figure.start + 1,
-                          text=text[figure.start + 1:figure.end].strip())
+        figure = _replace(
+            figure,
+            negative=False,
+            start=figure.start + 1,
+            text=text[figure.start + 1 : figure.end].strip(),
+        )
     if first.scale == 1 and not first.percent and (figure.scale > 1 or figure.percent):
         found[-1] = _replace(first, scale=figure.scale, percent=figure.percent)
     if first.currency and not figure.currency:

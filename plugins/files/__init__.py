@@ -42,11 +42,20 @@ def open_files(name: str, patterns: list[str], *, kernel: Any = None, settings: 
     roots = [Path(r) for r in fs.roots] if fs.roots is not None else None
     assignments = [a for p in patterns for a in parse_assignments(p)]
     specs = specs_from(assignments, roots=roots)
-    limits = Limits(max_columns=fs.max_columns, max_line_bytes=fs.max_line_bytes,
-                    max_excel_expanded_bytes=fs.max_excel_expanded_bytes)
+    limits = Limits(
+        max_columns=fs.max_columns,
+        max_line_bytes=fs.max_line_bytes,
+        max_excel_expanded_bytes=fs.max_excel_expanded_bytes,
+    )
     engines = kernel_engines(kernel) if kernel is not None else None
-    return FilesResource(name, specs, home=settings.home, limits=limits, settings=sql_settings(settings),
-                         engines=engines)
+    return FilesResource(
+        name,
+        specs,
+        home=settings.home,
+        limits=limits,
+        settings=sql_settings(settings),
+        engines=engines,
+    )
 
 
 def attach_files(kernel: Any, patterns: list[str], name: str | None = None) -> Any:
@@ -74,7 +83,9 @@ def register_resources(register, settings, kernel):
     name = files_settings(settings).datasource
     try:
         resource = open_files(name, patterns, kernel=kernel, settings=settings)
-    except FileError as exc:  # a bad file must not take the other datasources down; nothing is registered
+    except (
+        FileError
+    ) as exc:  # a bad file must not take the other datasources down; nothing is registered
         log.error("files_datasource_invalid", datasource=name, code=exc.code, message=exc.message)
         return
     register(resource)

@@ -29,17 +29,23 @@ class FilesEngine(DuckdbEngine):
 
         return make_url(url)
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
-                  limits: EngineLimits | None = None) -> Pool:
+    def make_pool(
+        self, url: Any, *, pool_size: int, pool_timeout_s: float, limits: EngineLimits | None = None
+    ) -> Pool:
         import duckdb
 
         limits = limits or EngineLimits()
         path = Path(url.database)
         manifest = Manifest.from_json((path.parent / "manifest.json").read_text())
-        config: dict[str, Any] = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+        config: dict[str, Any] = {
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        }
         database = duckdb.connect(str(path), read_only=True, config=config)
         locked = database.execute("SELECT current_setting('lock_configuration')").fetchone()[0]
-        if not locked:  # the first connection to this file in the process; later ones share its instance
+        if (
+            not locked
+        ):  # the first connection to this file in the process; later ones share its instance
             database.execute("SET allowed_paths = ?", [manifest.allowed_paths])
             if limits.duckdb_memory_limit_mb:
                 database.execute(f"SET memory_limit = '{int(limits.duckdb_memory_limit_mb)}MB'")
@@ -53,8 +59,11 @@ class FilesEngine(DuckdbEngine):
             BOUNDS[raw] = limits
             return raw
 
-        return Pool(queue_pool(cursor, pool_size, pool_timeout_s, reset=None), closers=[database.close],
-                    limits=limits)
+        return Pool(
+            queue_pool(cursor, pool_size, pool_timeout_s, reset=None),
+            closers=[database.close],
+            limits=limits,
+        )
 
 
 FILES = FilesEngine()

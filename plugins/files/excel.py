@@ -10,10 +10,18 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from .errors import FILE_CORRUPT, FILE_ENCRYPTED, FILE_NO_ROWS, FILE_READER_MISSING, FILE_TOO_LARGE, FileError
+from .errors import (
+    FILE_CORRUPT,
+    FILE_ENCRYPTED,
+    FILE_NO_ROWS,
+    FILE_READER_MISSING,
+    FILE_TOO_LARGE,
+    FileError,
+)
 
 _OLE = b"\xd0\xcf\x11\xe0"
 
@@ -23,21 +31,30 @@ def check_container(path: Path, ext: str, max_expanded_bytes: int) -> None:
     with open(path, "rb") as fh:
         head = fh.read(8)
     if ext != ".xls" and head.startswith(_OLE):
-        raise FileError(FILE_ENCRYPTED, f"{path.name}: the workbook is password-protected",
-                        "Save a copy without a password and register that.")
+        raise FileError(
+            FILE_ENCRYPTED,
+            f"{path.name}: the workbook is password-protected",
+            "Save a copy without a password and register that.",
+        )
     if ext == ".xls":
         return
     try:
         with zipfile.ZipFile(path) as zf:
             declared = sum(info.file_size for info in zf.infolist())
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
-        raise FileError(FILE_CORRUPT, f"{path.name}: not a readable workbook ({exc})",
-                        "Open and save the file again in a spreadsheet program.") from None
+        raise FileError(
+            FILE_CORRUPT,
+            f"{path.name}: not a readable workbook ({exc})",
+            "Open and save the file again in a spreadsheet program.",
+        ) from None
     if declared > max_expanded_bytes:
-        raise FileError(FILE_TOO_LARGE, f"{path.name}: the workbook declares {declared:,} bytes uncompressed "
-                        f"(the limit is {max_expanded_bytes:,})",
-                        "Raise [files] max_excel_expanded_bytes if the workbook is genuine.",
-                        details={"declared_bytes": declared})
+        raise FileError(
+            FILE_TOO_LARGE,
+            f"{path.name}: the workbook declares {declared:,} bytes uncompressed "
+            f"(the limit is {max_expanded_bytes:,})",
+            "Raise [files] max_excel_expanded_bytes if the workbook is genuine.",
+            details={"declared_bytes": declared},
+        )
 
 
 def table_name(base: str, sheet: str, sheets: int) -> str:
@@ -52,7 +69,9 @@ def read_sheets(path: Path) -> Iterator[tuple[str, Any]]:
     try:
         import fastexcel
     except ImportError:  # pragma: no cover - the files extra installs it
-        raise FileError(FILE_READER_MISSING, "fastexcel is not installed", "pip install 'assay[files]'") from None
+        raise FileError(
+            FILE_READER_MISSING, "fastexcel is not installed", "pip install 'assay[files]'"
+        ) from None
     try:
         reader = fastexcel.read_excel(str(path))
         names = list(reader.sheet_names)
@@ -72,13 +91,21 @@ def read_sheets(path: Path) -> Iterator[tuple[str, Any]]:
         found += 1
         yield name, table
     if not found:
-        raise FileError(FILE_NO_ROWS, f"{path.name}: no sheet has rows", "Register a workbook with data in it.")
+        raise FileError(
+            FILE_NO_ROWS, f"{path.name}: no sheet has rows", "Register a workbook with data in it."
+        )
 
 
 def _corrupt(path: Path, exc: BaseException) -> FileError:
     text = str(exc)
     if "password" in text.lower() or "encrypt" in text.lower():
-        return FileError(FILE_ENCRYPTED, f"{path.name}: the workbook is password-protected",
-                         "Save a copy without a password and register that.")
-    return FileError(FILE_CORRUPT, f"{path.name}: the workbook cannot be read ({text[:200]})",
-                     "Open and save the file again in a spreadsheet program.")
+        return FileError(
+            FILE_ENCRYPTED,
+            f"{path.name}: the workbook is password-protected",
+            "Save a copy without a password and register that.",
+        )
+    return FileError(
+        FILE_CORRUPT,
+        f"{path.name}: the workbook cannot be read ({text[:200]})",
+        "Open and save the file again in a spreadsheet program.",
+    )

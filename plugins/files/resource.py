@@ -13,8 +13,9 @@ import hashlib
 import json
 import threading
 import weakref
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from assay.kernel.database_engine import DatabaseEngine
 from assay.plugins.sql.errors import SqlError
@@ -41,14 +42,28 @@ def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
 class FilesResource(DatabaseResource):
     """Registered files as read-only tables of one embedded DuckDB database owned by assay."""
 
-    def __init__(self, name: str, specs: list[FileSpec], *, home: Path, limits: Limits | None = None,
-                 settings: SqlSettings | None = None, engines: Iterable[DatabaseEngine] | None = None,
-                 description: str = "") -> None:
+    def __init__(
+        self,
+        name: str,
+        specs: list[FileSpec],
+        *,
+        home: Path,
+        limits: Limits | None = None,
+        settings: SqlSettings | None = None,
+        engines: Iterable[DatabaseEngine] | None = None,
+        description: str = "",
+    ) -> None:
         self.directory, self.manifest = build(specs, Path(home), limits or Limits())
         url = f"{SCHEME}:///{self.directory / 'data.duckdb'}"
         engines = [FILES, *[e for e in (engines or ()) if getattr(e, "name", "") != FILES.name]]
-        super().__init__(name, url, settings=settings, config=DatasourceConfig(url=url, description=description),
-                         engines=engines, description=description or "registered files, one table each")
+        super().__init__(
+            name,
+            url,
+            settings=settings,
+            config=DatasourceConfig(url=url, description=description),
+            engines=engines,
+            description=description or "registered files, one table each",
+        )
         self._sources: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
         self._facts_lock = threading.Lock()
         self._counts: dict[str, int] = {}
@@ -69,17 +84,29 @@ class FilesResource(DatabaseResource):
             try:
                 st = Path(facts.path).stat()
             except OSError:
-                raise FileError(FILE_MISSING, f"{Path(facts.path).name} is gone (registered from {facts.path})",
-                                "Register the file again if it moved.", details={"path": facts.path}) from None
+                raise FileError(
+                    FILE_MISSING,
+                    f"{Path(facts.path).name} is gone (registered from {facts.path})",
+                    "Register the file again if it moved.",
+                    details={"path": facts.path},
+                ) from None
             if st.st_size == facts.size and st.st_mtime_ns == facts.mtime_ns:
                 continue
-            if st.st_size == facts.size and facts.sha256 is not None and sha256_of(facts.path) == facts.sha256:
+            if (
+                st.st_size == facts.size
+                and facts.sha256 is not None
+                and sha256_of(facts.path) == facts.sha256
+            ):
                 facts.mtime_ns = st.st_mtime_ns  # touched, same bytes
                 continue
-            raise FileError(FILE_CHANGED, f"{Path(facts.path).name} changed after it was registered "
-                            f"(size {facts.size:,} -> {st.st_size:,} bytes)",
-                            "Register the file again to query its new content; answers from the old content "
-                            "keep citing the old bytes.", details={"path": facts.path})
+            raise FileError(
+                FILE_CHANGED,
+                f"{Path(facts.path).name} changed after it was registered "
+                f"(size {facts.size:,} -> {st.st_size:,} bytes)",
+                "Register the file again to query its new content; answers from the old content "
+                "keep citing the old bytes.",
+                details={"path": facts.path},
+            )
 
     def _hash_files(self) -> None:
         """Each file's SHA-256, computed once and kept in the manifest (the next process reuses it)."""
@@ -98,11 +125,23 @@ class FilesResource(DatabaseResource):
     def source_document(self, facts: FileFacts) -> dict[str, Any]:
         tables = [t for t in self.manifest.tables if any(f.path == facts.path for f in t.files)]
         first: TableSource = tables[0]
-        return {"name": Path(facts.path).name, "path": facts.path, "size": facts.size, "sha256": facts.sha256,
-                "format": first.format, "datasource": self.name,
-                "tables": {t.name: {"columns": t.columns, **({"sheet": t.sheet} if t.sheet else {}),
-                                    **({"encoding": t.encoding} if t.encoding else {}),
-                                    **({"renamed_columns": t.renamed} if t.renamed else {})} for t in tables}}
+        return {
+            "name": Path(facts.path).name,
+            "path": facts.path,
+            "size": facts.size,
+            "sha256": facts.sha256,
+            "format": first.format,
+            "datasource": self.name,
+            "tables": {
+                t.name: {
+                    "columns": t.columns,
+                    **({"sheet": t.sheet} if t.sheet else {}),
+                    **({"encoding": t.encoding} if t.encoding else {}),
+                    **({"renamed_columns": t.renamed} if t.renamed else {}),
+                }
+                for t in tables
+            },
+        }
 
     def source_artifacts(self, sink: Any) -> list[str]:
         """The ``source`` artifacts of this run (captured on first use): their ids."""
@@ -118,9 +157,14 @@ class FilesResource(DatabaseResource):
         ids = []
         for facts in self.files:
             doc = self.source_document(facts)
-            record = capture_file(sink, data=json.dumps(doc, indent=1).encode(), name=doc["name"] + ".source.json",
-                                  media_type=SOURCE_MEDIA_TYPE, kind="source",
-                                  provenance={k: doc[k] for k in ("name", "size", "sha256", "format", "datasource")})
+            record = capture_file(
+                sink,
+                data=json.dumps(doc, indent=1).encode(),
+                name=doc["name"] + ".source.json",
+                media_type=SOURCE_MEDIA_TYPE,
+                kind="source",
+                provenance={k: doc[k] for k in ("name", "size", "sha256", "format", "datasource")},
+            )
             if record is not None:
                 ids.append(record.artifact_id)
         try:
@@ -140,8 +184,12 @@ class FilesResource(DatabaseResource):
                 raise
             for facts in self.files:  # a file deleted while the statement read it
                 if not Path(facts.path).exists():
-                    raise FileError(FILE_MISSING, f"{Path(facts.path).name} disappeared while it was read",
-                                    "Register the file again if it moved.", details={"path": facts.path}) from None
+                    raise FileError(
+                        FILE_MISSING,
+                        f"{Path(facts.path).name} disappeared while it was read",
+                        "Register the file again if it moved.",
+                        details={"path": facts.path},
+                    ) from None
             raise
 
     def tables(self, refresh: bool = False) -> list[TableInfo]:
@@ -149,7 +197,11 @@ class FilesResource(DatabaseResource):
         kinds = {t.name: t for t in self.manifest.tables}
         for info in tables:
             source = kinds.get(info.name)
-            if source is not None and source.format in ("parquet", "excel") and info.name not in self._counts:
+            if (
+                source is not None
+                and source.format in ("parquet", "excel")
+                and info.name not in self._counts
+            ):
                 self._counts[info.name] = self.row_count(info.name)
             if info.name in self._counts:
                 info.row_estimate = self._counts[info.name]
@@ -157,7 +209,9 @@ class FilesResource(DatabaseResource):
 
     def table(self, name: str) -> TableInfo:
         info = super().table(name)
-        if info.name not in self._counts:  # a CSV or JSON file is counted when it is described, not before
+        if (
+            info.name not in self._counts
+        ):  # a CSV or JSON file is counted when it is described, not before
             self._counts[info.name] = self.row_count(info.name)
         info.row_estimate = self._counts[info.name]
         return info
@@ -168,8 +222,11 @@ class FilesResource(DatabaseResource):
 
     def get_prompt(self, budget: Any = None) -> str:
         text = super().get_prompt(budget)
-        return text.replace(f"duckdb database {self.name!r}",
-                            f"files datasource {self.name!r} (DuckDB SQL; each file is a table)", 1)
+        return text.replace(
+            f"duckdb database {self.name!r}",
+            f"files datasource {self.name!r} (DuckDB SQL; each file is a table)",
+            1,
+        )
 
     def __repr__(self) -> str:
         return f"<FilesResource {self.name} {len(self.manifest.tables)} tables>"

@@ -8,7 +8,8 @@ unknown id.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import File, Request, UploadFile  # this module is imported by the service only
 
@@ -17,7 +18,9 @@ from .errors import FILE_NOT_FOUND, FILE_TOO_LARGE, FileError
 CHUNK = 1 << 20
 
 
-def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: Callable[..., Any]) -> None:
+def add_file_routes(
+    app: Any, kernel: Any, owner: Callable[[Any], str], error: Callable[..., Any]
+) -> None:
     from . import files_settings
     from .catalog import Limits, build
     from .sources import FileSpec
@@ -25,8 +28,11 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
 
     fs = files_settings(kernel.settings)
     store = UploadStore(kernel.settings.home, max_bytes=fs.max_upload_bytes)
-    limits = Limits(max_columns=fs.max_columns, max_line_bytes=fs.max_line_bytes,
-                    max_excel_expanded_bytes=fs.max_excel_expanded_bytes)
+    limits = Limits(
+        max_columns=fs.max_columns,
+        max_line_bytes=fs.max_line_bytes,
+        max_excel_expanded_bytes=fs.max_excel_expanded_bytes,
+    )
 
     def register(path: Any, table: str) -> list[str]:
         _, manifest = build([FileSpec(table, (path.resolve(),))], kernel.settings.home, limits)
@@ -39,8 +45,12 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
 
     auth = {401: body("No bearer token, or not a valid one.")}
     missing = {404: body("No such file (or not the token owner's).")}
-    bad = {400: body("A file assay cannot register (FILE_* code), or a name that is not a plain file name."),
-           413: body("Over the upload size limit (FILE_TOO_LARGE).")}
+    bad = {
+        400: body(
+            "A file assay cannot register (FILE_* code), or a name that is not a plain file name."
+        ),
+        413: body("Over the upload size limit (FILE_TOO_LARGE)."),
+    }
 
     def refused(exc: FileError) -> Any:
         status = 404 if exc.code == FILE_NOT_FOUND else 413 if exc.code == FILE_TOO_LARGE else 400
@@ -51,16 +61,21 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
         """Upload a data file (CSV/TSV, Parquet, JSON/NDJSON, Excel); it is checked and registered as a table."""
         declared = int(request.headers.get("content-length") or 0)
         if declared > fs.max_upload_bytes + CHUNK:  # refused before the body is read
-            return error(413, FILE_TOO_LARGE, f"the upload declares {declared:,} bytes (the limit is "
-                         f"{fs.max_upload_bytes:,})", "Upload a smaller file.")
+            return error(
+                413,
+                FILE_TOO_LARGE,
+                f"the upload declares {declared:,} bytes (the limit is {fs.max_upload_bytes:,})",
+                "Upload a smaller file.",
+            )
 
         async def chunks():
             while block := await file.read(CHUNK):
                 yield block
 
         try:
-            upload = await store.save(owner(request), file.filename or "", chunks(),
-                                      lambda p, t: register(p, t))
+            upload = await store.save(
+                owner(request), file.filename or "", chunks(), lambda p, t: register(p, t)
+            )
         except FileError as exc:
             return refused(exc)
         finally:
@@ -79,4 +94,3 @@ def add_file_routes(app: Any, kernel: Any, owner: Callable[[Any], str], error: C
             return (await asyncio.to_thread(store.delete, owner(request), file_id)).public()
         except FileError as exc:
             return refused(exc)
-

@@ -9,7 +9,13 @@ import stat
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import FILE_NAME_INVALID, FILE_NOT_FOUND, FILE_NOT_REGULAR, FILE_OUTSIDE_ROOTS, FileError
+from .errors import (
+    FILE_NAME_INVALID,
+    FILE_NOT_FOUND,
+    FILE_NOT_REGULAR,
+    FILE_OUTSIDE_ROOTS,
+    FileError,
+)
 from .formats import _EXTENSIONS, format_of
 
 _NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
@@ -32,8 +38,11 @@ def table_name_for(path: Path) -> str:
 
 def check_name(name: str) -> str:
     if not _NAME.match(name):
-        raise FileError(FILE_NAME_INVALID, f"{name!r} is not a usable table name",
-                        "Use lower-case letters, digits and _ (starting with a letter), at most 63 characters.")
+        raise FileError(
+            FILE_NAME_INVALID,
+            f"{name!r} is not a usable table name",
+            "Use lower-case letters, digits and _ (starting with a letter), at most 63 characters.",
+        )
     return name
 
 
@@ -62,7 +71,9 @@ def expand(pattern: str, *, roots: list[Path] | None = None) -> list[Path]:
     else:
         found = [path]
     if not found:
-        raise FileError(FILE_NOT_FOUND, f"{pattern!r} matches no file", "Check the path or the pattern.")
+        raise FileError(
+            FILE_NOT_FOUND, f"{pattern!r} matches no file", "Check the path or the pattern."
+        )
     return [checked(p, roots) for p in found]
 
 
@@ -83,18 +94,30 @@ def checked(path: Path, roots: list[Path] | None) -> Path:
     except FileNotFoundError:
         raise FileError(FILE_NOT_FOUND, f"{path} does not exist", "Check the path.") from None
     except OSError as exc:
-        raise FileError(FILE_NOT_FOUND, f"{path} cannot be read: {exc.strerror}", "Check the path.") from None
+        raise FileError(
+            FILE_NOT_FOUND, f"{path} cannot be read: {exc.strerror}", "Check the path."
+        ) from None
     if not stat.S_ISREG(st.st_mode):
-        raise FileError(FILE_NOT_REGULAR, f"{path} is not a regular file", "Give a file, not a device or pipe.")
+        raise FileError(
+            FILE_NOT_REGULAR, f"{path} is not a regular file", "Give a file, not a device or pipe."
+        )
     if roots is not None and not any(real.is_relative_to(r.resolve()) for r in roots):
-        raise FileError(FILE_OUTSIDE_ROOTS, f"{path} is outside the allowed roots",
-                        "Put the file under one of [files] roots.", details={"path": str(path)})
+        raise FileError(
+            FILE_OUTSIDE_ROOTS,
+            f"{path} is outside the allowed roots",
+            "Put the file under one of [files] roots.",
+            details={"path": str(path)},
+        )
     if not os.access(real, os.R_OK):
-        raise FileError(FILE_NOT_FOUND, f"{path} is not readable by this user", "Check the file's permissions.")
+        raise FileError(
+            FILE_NOT_FOUND, f"{path} is not readable by this user", "Check the file's permissions."
+        )
     return real
 
 
-def specs_from(assignments: list[tuple[str | None, str]], *, roots: list[Path] | None = None) -> list[FileSpec]:
+def specs_from(
+    assignments: list[tuple[str | None, str]], *, roots: list[Path] | None = None
+) -> list[FileSpec]:
     """One spec per named pattern (all its files one table); an unnamed pattern gives one table per file."""
     specs: list[FileSpec] = []
     for name, pattern in assignments:
@@ -106,7 +129,10 @@ def specs_from(assignments: list[tuple[str | None, str]], *, roots: list[Path] |
     seen: dict[str, FileSpec] = {}
     for spec in specs:
         if spec.name in seen and seen[spec.name].paths != spec.paths:
-            raise FileError(FILE_NAME_INVALID, f"two files would both be table {spec.name!r}",
-                            "Name them: --file name=path, or ASSAY_FILES='a=./x.csv; b=./y/x.csv'.")
+            raise FileError(
+                FILE_NAME_INVALID,
+                f"two files would both be table {spec.name!r}",
+                "Name them: --file name=path, or ASSAY_FILES='a=./x.csv; b=./y/x.csv'.",
+            )
         seen[spec.name] = spec
     return list(seen.values())

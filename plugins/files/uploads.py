@@ -14,9 +14,10 @@ import re
 import shutil
 import time
 import uuid
+from collections.abc import AsyncIterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any
 
 from .errors import FILE_NAME_INVALID, FILE_NOT_FOUND, FILE_TOO_LARGE, FileError
 from .formats import format_of
@@ -43,8 +44,11 @@ class Upload:
 def check_upload_name(name: str) -> str:
     """The client's file name, refused when it could name a path (``../``, a slash, a hidden file)."""
     if not name or "/" in name or "\\" in name or ".." in name or not _SAFE.match(name):
-        raise FileError(FILE_NAME_INVALID, f"upload name {name[:100]!r} is not a plain file name",
-                        "Send a file name without directories, e.g. sales.csv.")
+        raise FileError(
+            FILE_NAME_INVALID,
+            f"upload name {name[:100]!r} is not a plain file name",
+            "Send a file name without directories, e.g. sales.csv.",
+        )
     format_of(Path(name))  # FILE_FORMAT_UNKNOWN before a byte is stored
     return name
 
@@ -57,7 +61,9 @@ class UploadStore:
     def _owner_dir(self, owner: str) -> Path:
         return self.root / hashlib.sha256(owner.encode()).hexdigest()[:24]
 
-    async def save(self, owner: str, name: str, chunks: AsyncIterator[bytes], register: Any) -> Upload:
+    async def save(
+        self, owner: str, name: str, chunks: AsyncIterator[bytes], register: Any
+    ) -> Upload:
         """Store the upload and ``register(path, table)`` it (which raises FileError for a bad file)."""
         check_upload_name(name)
         file_id = "file_" + uuid.uuid4().hex[:20]
@@ -70,15 +76,20 @@ class UploadStore:
                 async for chunk in chunks:
                     size += len(chunk)
                     if size > self.max_bytes:
-                        raise FileError(FILE_TOO_LARGE, f"{name}: larger than the upload limit of "
-                                        f"{self.max_bytes:,} bytes", "Ask the operator to raise "
-                                        "ASSAY_FILES_MAX_UPLOAD_BYTES, or upload a smaller file.")
+                        raise FileError(
+                            FILE_TOO_LARGE,
+                            f"{name}: larger than the upload limit of {self.max_bytes:,} bytes",
+                            "Ask the operator to raise "
+                            "ASSAY_FILES_MAX_UPLOAD_BYTES, or upload a smaller file.",
+                        )
                     digest.update(chunk)
                     out.write(chunk)
             table = table_name_for(path)
             fmt = format_of(path)[0]
             tables = register(path, table)
-            upload = Upload(file_id, name, table, size, digest.hexdigest(), fmt, time.time(), tables)
+            upload = Upload(
+                file_id, name, table, size, digest.hexdigest(), fmt, time.time(), tables
+            )
             (folder / "upload.json").write_text(json.dumps(upload.public()))
             return upload
         except BaseException:

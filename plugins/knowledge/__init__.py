@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.kernel.log import get_logger
-
 from assay import Lazy, hookimpl
+from assay.kernel.log import get_logger
 
 log = get_logger("assay.knowledge")
 
@@ -39,13 +38,24 @@ def open_base(name: str, config: Any, *, kernel: Any) -> Any:
     """A :class:`~.resource.KnowledgeBase` with the kernel's settings, home and retrievers."""
     from .resource import KnowledgeBase
 
-    return KnowledgeBase(name, config, home=kernel.settings.home, settings=knowledge_settings(kernel.settings),
-                         retrievers=lambda: kernel_retrievers(kernel))
+    return KnowledgeBase(
+        name,
+        config,
+        home=kernel.settings.home,
+        settings=knowledge_settings(kernel.settings),
+        retrievers=lambda: kernel_retrievers(kernel),
+    )
 
 
 @hookimpl
 def register_tools(register):
-    register(Lazy("assay.plugins.knowledge.tools:knowledge_search_tool", name="knowledge_search", factory=True))
+    register(
+        Lazy(
+            "assay.plugins.knowledge.tools:knowledge_search_tool",
+            name="knowledge_search",
+            factory=True,
+        )
+    )
 
 
 @hookimpl

@@ -11,8 +11,6 @@ import click
 from assay.kernel.cli import cli_kernel, error_text, fail
 
 
-
-
 def _bases(ctx: click.Context, names: tuple[str, ...], paths: tuple[str, ...]) -> list[Any]:
     """The configured bases named (all when none), or one made of ``--path`` options."""
     from .errors import KnowledgeError
@@ -45,7 +43,9 @@ def add_commands(cli: click.Group) -> None:
     @click.option("--path", "paths", multiple=True, help=PATH_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print what each update did as JSON.")
     @click.pass_context
-    def index_cmd(ctx: click.Context, names: tuple[str, ...], paths: tuple[str, ...], as_json: bool) -> None:
+    def index_cmd(
+        ctx: click.Context, names: tuple[str, ...], paths: tuple[str, ...], as_json: bool
+    ) -> None:
         """Bring the index of each base (all by default) in step with its files; only changed files are parsed."""
         from .errors import KnowledgeError
 
@@ -55,12 +55,27 @@ def add_commands(cli: click.Group) -> None:
             try:
                 report = base.refresh(force=True)
             except KnowledgeError as exc:
-                click.echo(f"{base.name}: error: {error_text(exc.code, exc.message, exc.hint)}", err=True)
+                click.echo(
+                    f"{base.name}: error: {error_text(exc.code, exc.message, exc.hint)}", err=True
+                )
                 failed = True
                 continue
-            out[base.name] = {"index": str(base.index.path), **{k: getattr(report, k) for k in (
-                "files", "passages", "added", "changed", "unchanged", "removed", "elapsed_ms")},
-                "failed": [{"file": f, "code": c, "message": m} for f, c, m in report.failed]}
+            out[base.name] = {
+                "index": str(base.index.path),
+                **{
+                    k: getattr(report, k)
+                    for k in (
+                        "files",
+                        "passages",
+                        "added",
+                        "changed",
+                        "unchanged",
+                        "removed",
+                        "elapsed_ms",
+                    )
+                },
+                "failed": [{"file": f, "code": c, "message": m} for f, c, m in report.failed],
+            }
             if not as_json:
                 click.echo(f"{base.name}: {report.summary()}")
                 for file, code, message in report.failed:
@@ -77,8 +92,14 @@ def add_commands(cli: click.Group) -> None:
     @click.option("--path", "paths", multiple=True, help=PATH_HELP)
     @click.option("--json", "as_json", is_flag=True, help="Print the result envelope as JSON.")
     @click.pass_context
-    def search_cmd(ctx: click.Context, query: str, k: int, base: str | None, paths: tuple[str, ...],
-                   as_json: bool) -> None:
+    def search_cmd(
+        ctx: click.Context,
+        query: str,
+        k: int,
+        base: str | None,
+        paths: tuple[str, ...],
+        as_json: bool,
+    ) -> None:
         """Search the knowledge bases, keep the result as an artifact and print the passages."""
         kernel = cli_kernel(ctx)
         if paths:
@@ -112,8 +133,10 @@ def add_commands(cli: click.Group) -> None:
             except KnowledgeError as exc:
                 click.echo(f"{base.name}: error: {error_text(exc.code, exc.message, exc.hint)}")
                 continue
-            click.echo(f"{base.name}: {report.files} files, {report.passages} passages ({base.index.path})"
-                       + (f" - {base.description}" if base.description else ""))
+            click.echo(
+                f"{base.name}: {report.files} files, {report.passages} passages ({base.index.path})"
+                + (f" - {base.description}" if base.description else "")
+            )
             for path in base.config.paths:
                 click.echo(f"  path: {path}")
             for state in base.index.files():

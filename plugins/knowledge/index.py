@@ -33,12 +33,42 @@ from .parsing import Passage, kind_of
 # Bump when parsing changes what passages a file gives: every file is then parsed again.
 PARSER_VERSION = 3
 MAX_QUERY_TERMS = 32
-PRUNE_MIN_PASSAGES = 2_000  # from this size on, a search drops words most passages hold (see _without_common_terms)
+PRUNE_MIN_PASSAGES = (
+    2_000  # from this size on, a search drops words most passages hold (see _without_common_terms)
+)
 HEADING_WEIGHT = 4.0  # bm25() column weight of the heading against 1.0 for the text
 _WORD = re.compile(r"[^\W_]+")
 # Words too common to rank by; dropped from a query unless nothing else is left.
 STOP_WORDS = frozenset(
-    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "how", "in", "is", "it", "of", "on", "or", "the", "to", "was", "what", "when", "which", "who", "why", "with"])
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "for",
+        "from",
+        "how",
+        "in",
+        "is",
+        "it",
+        "of",
+        "on",
+        "or",
+        "the",
+        "to",
+        "was",
+        "what",
+        "when",
+        "which",
+        "who",
+        "why",
+        "with",
+    ]
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -129,13 +159,17 @@ class IndexReport:
     passages: int = 0
     files: int = 0
     elapsed_ms: float = 0.0
-    new_files: list[int] = field(default_factory=list, repr=False)  # file ids whose passages were written
+    new_files: list[int] = field(
+        default_factory=list, repr=False
+    )  # file ids whose passages were written
     new_passages: int = 0
 
     def summary(self) -> str:
-        text = (f"{self.files} files, {self.passages} passages: {self.added} added, {self.changed} changed, "
-                f"{self.unchanged} unchanged, {self.removed} removed, {len(self.failed)} failed "
-                f"({self.elapsed_ms:.0f} ms)")
+        text = (
+            f"{self.files} files, {self.passages} passages: {self.added} added, {self.changed} changed, "
+            f"{self.unchanged} unchanged, {self.removed} removed, {len(self.failed)} failed "
+            f"({self.elapsed_ms:.0f} ms)"
+        )
         return text
 
 
@@ -145,8 +179,11 @@ Parser = Callable[[Path, bytes], list[Passage]]
 def _delete_passages(db: sqlite3.Connection, file_id: int) -> None:
     """Remove a file's passages from the FTS index (with their old values, as an external-content table
     needs) and from the table."""
-    db.execute("INSERT INTO passages_fts (passages_fts, rowid, heading, text)"
-               " SELECT 'delete', id, heading, text FROM passages WHERE file_id = ?", (file_id,))
+    db.execute(
+        "INSERT INTO passages_fts (passages_fts, rowid, heading, text)"
+        " SELECT 'delete', id, heading, text FROM passages WHERE file_id = ?",
+        (file_id,),
+    )
     db.execute("DELETE FROM passages WHERE file_id = ?", (file_id,))
 
 
@@ -155,7 +192,9 @@ class KnowledgeIndex:
 
     def __init__(self, path: Path, config_key: str) -> None:
         self.path = path
-        self.config_key = json.dumps({"parser": PARSER_VERSION, "config": config_key}, sort_keys=True)
+        self.config_key = json.dumps(
+            {"parser": PARSER_VERSION, "config": config_key}, sort_keys=True
+        )
         self._conn: sqlite3.Connection | None = None
         self._lock = threading.RLock()
 
@@ -163,14 +202,19 @@ class KnowledgeIndex:
         if self._conn is None:
             try:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-                conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
+                conn = sqlite3.connect(
+                    self.path, check_same_thread=False, isolation_level=None, timeout=30
+                )
                 conn.execute("PRAGMA journal_mode=WAL")
                 conn.execute("PRAGMA synchronous=NORMAL")
                 conn.executescript(_SCHEMA)
                 conn.executescript(_TEMP)
             except sqlite3.Error as exc:
-                raise KnowledgeError(KNOWLEDGE_INDEX_FAILED, f"cannot open the knowledge index {self.path}: {exc}",
-                                     "Check that ASSAY_HOME is writable; `assay knowledge index` rebuilds it.") from None
+                raise KnowledgeError(
+                    KNOWLEDGE_INDEX_FAILED,
+                    f"cannot open the knowledge index {self.path}: {exc}",
+                    "Check that ASSAY_HOME is writable; `assay knowledge index` rebuilds it.",
+                ) from None
             self._conn = conn
         return self._conn
 
@@ -191,13 +235,21 @@ class KnowledgeIndex:
             try:
                 db.execute("BEGIN IMMEDIATE")
                 row = db.execute("SELECT value FROM meta WHERE key = 'config'").fetchone()
-                if row is None or row[0] != self.config_key:  # new index, or parsing changed: start over
+                if (
+                    row is None or row[0] != self.config_key
+                ):  # new index, or parsing changed: start over
                     db.execute("INSERT INTO passages_fts (passages_fts) VALUES ('delete-all')")
                     db.execute("DELETE FROM passages")
                     db.execute("DELETE FROM files")
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('config', ?)", (self.config_key,))
-                known = {path: (fid, sha, status) for fid, path, sha, status
-                         in db.execute("SELECT id, path, sha256, status FROM files")}
+                    db.execute(
+                        "INSERT OR REPLACE INTO meta VALUES ('config', ?)", (self.config_key,)
+                    )
+                known = {
+                    path: (fid, sha, status)
+                    for fid, path, sha, status in db.execute(
+                        "SELECT id, path, sha256, status FROM files"
+                    )
+                }
                 seen: set[str] = set()
                 for source in sources:
                     key = str(source.path)
@@ -216,17 +268,27 @@ class KnowledgeIndex:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise KnowledgeError(KNOWLEDGE_INDEX_FAILED, f"cannot update the knowledge index {self.path}: "
-                                         f"{exc}", "Check the disk and ASSAY_HOME; the index was left as it was.") \
-                        from None
+                    raise KnowledgeError(
+                        KNOWLEDGE_INDEX_FAILED,
+                        f"cannot update the knowledge index {self.path}: {exc}",
+                        "Check the disk and ASSAY_HOME; the index was left as it was.",
+                    ) from None
                 raise
             report.files, report.passages = db.execute(
-                "SELECT count(*), coalesce(sum(passages), 0) FROM files").fetchone()
+                "SELECT count(*), coalesce(sum(passages), 0) FROM files"
+            ).fetchone()
         report.elapsed_ms = (time.perf_counter() - started) * 1000
         return report
 
-    def _update_file(self, db: sqlite3.Connection, source: SourceFile, known: tuple[int, str, str] | None,
-                     parser: Parser, max_file_bytes: int, report: IndexReport) -> None:
+    def _update_file(
+        self,
+        db: sqlite3.Connection,
+        source: SourceFile,
+        known: tuple[int, str, str] | None,
+        parser: Parser,
+        max_file_bytes: int,
+        report: IndexReport,
+    ) -> None:
         kind = kind_of(source.path)
         now = time.time()
         sha = size = None
@@ -235,8 +297,13 @@ class KnowledgeIndex:
         try:
             size = source.path.stat().st_size
             if size > max_file_bytes:
-                status, code, error = "skipped", "KNOWLEDGE_FILE_UNREADABLE", (
-                    f"{size:,} bytes, over the {max_file_bytes:,}-byte limit (ASSAY_KNOWLEDGE_MAX_FILE_BYTES)")
+                status, code, error = (
+                    "skipped",
+                    "KNOWLEDGE_FILE_UNREADABLE",
+                    (
+                        f"{size:,} bytes, over the {max_file_bytes:,}-byte limit (ASSAY_KNOWLEDGE_MAX_FILE_BYTES)"
+                    ),
+                )
             else:
                 data = source.path.read_bytes()
                 sha = hashlib.sha256(data).hexdigest()
@@ -245,7 +312,11 @@ class KnowledgeIndex:
                     return
                 passages = parser(source.path, data)
         except OSError as exc:
-            status, code, error = "failed", "KNOWLEDGE_FILE_UNREADABLE", f"{type(exc).__name__}: {exc.strerror or exc}"
+            status, code, error = (
+                "failed",
+                "KNOWLEDGE_FILE_UNREADABLE",
+                f"{type(exc).__name__}: {exc.strerror or exc}",
+            )
         except KnowledgeError as exc:
             status, code, error = "failed", exc.code, exc.message
         if known is not None:
@@ -255,19 +326,46 @@ class KnowledgeIndex:
             report.added += 1
         if code is not None:
             report.failed.append((source.display, code, error or ""))
-        title = next((p.heading.split(" > ")[0] for p in passages if p.heading), None) if kind == "markdown" else None
+        title = (
+            next((p.heading.split(" > ")[0] for p in passages if p.heading), None)
+            if kind == "markdown"
+            else None
+        )
         fid = db.execute(
             "INSERT INTO files (path, display, kind, sha256, byte_size, status, error_code, error, passages, title,"
             " indexed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(path) DO UPDATE SET display=excluded.display,"
             " kind=excluded.kind, sha256=excluded.sha256, byte_size=excluded.byte_size, status=excluded.status,"
             " error_code=excluded.error_code, error=excluded.error, passages=excluded.passages, title=excluded.title,"
             " indexed_at=excluded.indexed_at RETURNING id",
-            (str(source.path), source.display, kind, sha, size, status, code, error, len(passages), title, now),
+            (
+                str(source.path),
+                source.display,
+                kind,
+                sha,
+                size,
+                status,
+                code,
+                error,
+                len(passages),
+                title,
+                now,
+            ),
         ).fetchone()[0]
         db.executemany(
             "INSERT INTO passages (file_id, heading, text, line_start, line_end, page, sha256) VALUES (?,?,?,?,?,?,?)",
-            ((fid, p.heading, p.text, p.line_start, p.line_end, p.page,
-              hashlib.sha256(p.text.encode("utf-8")).hexdigest()) for p in passages))
+            (
+                (
+                    fid,
+                    p.heading,
+                    p.text,
+                    p.line_start,
+                    p.line_end,
+                    p.page,
+                    hashlib.sha256(p.text.encode("utf-8")).hexdigest(),
+                )
+                for p in passages
+            ),
+        )
         if passages:
             report.new_files.append(fid)
             report.new_passages += len(passages)
@@ -281,12 +379,17 @@ class KnowledgeIndex:
             db.execute("INSERT INTO passages_fts (passages_fts) VALUES ('rebuild')")
             return
         for fid in report.new_files:
-            db.execute("INSERT INTO passages_fts (rowid, heading, text) SELECT id, heading, text FROM passages"
-                       " WHERE file_id = ?", (fid,))
+            db.execute(
+                "INSERT INTO passages_fts (rowid, heading, text) SELECT id, heading, text FROM passages"
+                " WHERE file_id = ?",
+                (fid,),
+            )
 
     # --- reading ------------------------------------------------------------
 
-    _HIT_COLUMNS = ("p.id, f.display, p.heading, p.line_start, p.line_end, p.page, p.text, f.sha256, p.sha256")
+    _HIT_COLUMNS = (
+        "p.id, f.display, p.heading, p.line_start, p.line_end, p.page, p.text, f.sha256, p.sha256"
+    )
 
     def search(self, match: str, limit: int) -> list[Hit]:
         """The best ``limit`` passages for a MATCH expression from :func:`match_expression` (BM25, best first)."""
@@ -295,13 +398,20 @@ class KnowledgeIndex:
         with self._lock:
             match = self._without_common_terms(match)
             # rank the matches inside FTS5 first, then join only the best few to their passages and files
-            rows = self._db().execute(
-                f"SELECT {self._HIT_COLUMNS}, best.score FROM"
-                f" (SELECT rowid, bm25(passages_fts, {HEADING_WEIGHT}, 1.0) AS score FROM passages_fts"
-                "  WHERE passages_fts MATCH ? ORDER BY score LIMIT ?) AS best"
-                " JOIN passages p ON p.id = best.rowid JOIN files f ON f.id = p.file_id ORDER BY best.score",
-                (match, limit)).fetchall()
-        return [Hit(*row[:9], bm25=-row[9]) for row in rows]  # bm25() is lower-is-better; shown higher-is-better
+            rows = (
+                self._db()
+                .execute(
+                    f"SELECT {self._HIT_COLUMNS}, best.score FROM"
+                    f" (SELECT rowid, bm25(passages_fts, {HEADING_WEIGHT}, 1.0) AS score FROM passages_fts"
+                    "  WHERE passages_fts MATCH ? ORDER BY score LIMIT ?) AS best"
+                    " JOIN passages p ON p.id = best.rowid JOIN files f ON f.id = p.file_id ORDER BY best.score",
+                    (match, limit),
+                )
+                .fetchall()
+            )
+        return [
+            Hit(*row[:9], bm25=-row[9]) for row in rows
+        ]  # bm25() is lower-is-better; shown higher-is-better
 
     def _without_common_terms(self, match: str) -> str:
         """``match`` less the words found in more than half the passages, when another word is left.
@@ -318,7 +428,9 @@ class KnowledgeIndex:
             return match
         db = self._db()
         total = self._passage_count(db)
-        if total < PRUNE_MIN_PASSAGES:  # cheap anyway: keep every match (passages holding only common words too)
+        if (
+            total < PRUNE_MIN_PASSAGES
+        ):  # cheap anyway: keep every match (passages holding only common words too)
             return match
         db.execute("DELETE FROM temp.query_words")
         db.executemany("INSERT INTO temp.query_words (rowid, word) VALUES (?, ?)", enumerate(words))
@@ -327,7 +439,10 @@ class KnowledgeIndex:
             stems.setdefault(row, []).append(term)
         common = set()
         for i, terms in stems.items():
-            counts = [db.execute("SELECT doc FROM temp.passage_terms WHERE term = ?", (t,)).fetchone() for t in terms]
+            counts = [
+                db.execute("SELECT doc FROM temp.passage_terms WHERE term = ?", (t,)).fetchone()
+                for t in terms
+            ]
             if all(c is not None and c[0] * 2 > total for c in counts):
                 common.add(i)
         kept = [w for i, w in enumerate(words) if i not in common]
@@ -342,29 +457,48 @@ class KnowledgeIndex:
             return {}
         marks = ",".join("?" * len(ids))
         with self._lock:
-            rows = self._db().execute(
-                f"SELECT {self._HIT_COLUMNS} FROM passages p JOIN files f ON f.id = p.file_id WHERE p.id IN ({marks})",
-                ids).fetchall()
+            rows = (
+                self._db()
+                .execute(
+                    f"SELECT {self._HIT_COLUMNS} FROM passages p JOIN files f ON f.id = p.file_id WHERE p.id IN ({marks})",
+                    ids,
+                )
+                .fetchall()
+            )
         return {row[0]: Hit(*row) for row in rows}
 
     def passages(self) -> Iterator[tuple[int, str, str, str]]:
         """Every passage as ``(id, heading, text, sha256)``: what a second ranker indexes."""
         with self._lock:
-            rows = self._db().execute("SELECT id, heading, text, sha256 FROM passages ORDER BY id").fetchall()
+            rows = (
+                self._db()
+                .execute("SELECT id, heading, text, sha256 FROM passages ORDER BY id")
+                .fetchall()
+            )
         yield from rows
 
     def files(self) -> list[FileState]:
         with self._lock:
-            rows = self._db().execute(
-                "SELECT display, kind, status, passages, sha256, byte_size, error_code, error, title"
-                " FROM files ORDER BY display").fetchall()
+            rows = (
+                self._db()
+                .execute(
+                    "SELECT display, kind, status, passages, sha256, byte_size, error_code, error, title"
+                    " FROM files ORDER BY display"
+                )
+                .fetchall()
+            )
         return [FileState(*row) for row in rows]
 
     def headings(self, limit: int) -> list[tuple[str, str]]:
         """``(file, heading)`` of the top-level sections, in file order (for the prompt's short index)."""
         with self._lock:
-            rows = self._db().execute(
-                "SELECT f.display, p.heading FROM passages p JOIN files f ON f.id = p.file_id"
-                " WHERE p.heading != '' GROUP BY f.display, p.heading ORDER BY f.display, min(p.id) LIMIT ?",
-                (limit,)).fetchall()
+            rows = (
+                self._db()
+                .execute(
+                    "SELECT f.display, p.heading FROM passages p JOIN files f ON f.id = p.file_id"
+                    " WHERE p.heading != '' GROUP BY f.display, p.heading ORDER BY f.display, min(p.id) LIMIT ?",
+                    (limit,),
+                )
+                .fetchall()
+            )
         return rows

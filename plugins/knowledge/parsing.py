@@ -67,8 +67,11 @@ def decode(data: bytes) -> str:
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise KnowledgeError(KNOWLEDGE_FILE_UNREADABLE, f"not UTF-8 text (byte {exc.start})",
-                             "Save the file as UTF-8.") from None
+        raise KnowledgeError(
+            KNOWLEDGE_FILE_UNREADABLE,
+            f"not UTF-8 text (byte {exc.start})",
+            "Save the file as UTF-8.",
+        ) from None
 
 
 def parse_markdown(text: str, passage_chars: int) -> list[Passage]:
@@ -113,7 +116,9 @@ def _split(heading: str, lines: list[tuple[int, str]], limit: int) -> list[Passa
         size += len(line) + 1
         if not line.strip():
             cut = len(chunk)
-        if size > limit and (cut or size >= 2 * limit):  # a paragraph longer than 2x the limit is cut anyway
+        if size > limit and (
+            cut or size >= 2 * limit
+        ):  # a paragraph longer than 2x the limit is cut anyway
             head, chunk = (chunk[:cut], chunk[cut:]) if cut else (chunk, [])
             out.extend(_passage(heading, head))
             size, cut = sum(len(text) + 1 for _, text in chunk), 0
@@ -145,14 +150,20 @@ def parse_csv(text: str) -> list[Passage]:
         for row in reader:
             end = reader.line_num
             if any(cell.strip() for cell in row):
-                pairs = [f"{names[i] if i < len(names) else f'column {i + 1}'}: {cell.strip()}"
-                         for i, cell in enumerate(row) if cell.strip()]
+                pairs = [
+                    f"{names[i] if i < len(names) else f'column {i + 1}'}: {cell.strip()}"
+                    for i, cell in enumerate(row)
+                    if cell.strip()
+                ]
                 out.append(Passage(row[0].strip() if row else "", start, end, "\n".join(pairs)))
             start = end + 1
         return out
     except csv.Error as exc:
-        raise KnowledgeError(KNOWLEDGE_FILE_UNPARSABLE, f"not a readable CSV file (line {reader.line_num}): {exc}",
-                             "Fix the CSV (quotes must be balanced).") from None
+        raise KnowledgeError(
+            KNOWLEDGE_FILE_UNPARSABLE,
+            f"not a readable CSV file (line {reader.line_num}): {exc}",
+            "Fix the CSV (quotes must be balanced).",
+        ) from None
 
 
 def parse_pdf(data: bytes, passage_chars: int) -> list[Passage]:
@@ -161,22 +172,39 @@ def parse_pdf(data: bytes, passage_chars: int) -> list[Passage]:
         from pypdf import PdfReader
         from pypdf.errors import PyPdfError
     except ImportError:
-        raise KnowledgeError(KNOWLEDGE_PDF_UNSUPPORTED, "PDF files need a text extractor, and pypdf is not installed",
-                             "pip install 'assay[knowledge]'") from None
+        raise KnowledgeError(
+            KNOWLEDGE_PDF_UNSUPPORTED,
+            "PDF files need a text extractor, and pypdf is not installed",
+            "pip install 'assay[knowledge]'",
+        ) from None
     out: list[Passage] = []
     try:
         reader = PdfReader(io.BytesIO(data), strict=False)
         if reader.is_encrypted:
-            raise KnowledgeError(KNOWLEDGE_FILE_UNPARSABLE, "the PDF is encrypted",
-                                 "Index a decrypted copy of it.")
+            raise KnowledgeError(
+                KNOWLEDGE_FILE_UNPARSABLE, "the PDF is encrypted", "Index a decrypted copy of it."
+            )
         for number, page in enumerate(reader.pages, 1):
             text = page.extract_text() or ""
             for p in _split(f"page {number}", list(enumerate(text.splitlines(), 1)), passage_chars):
                 out.append(Passage(p.heading, p.line_start, p.line_end, p.text, page=number))
     except KnowledgeError:
         raise
-    except (PyPdfError, ValueError, KeyError, TypeError, IndexError, AttributeError, RecursionError,
-            UnicodeError, OSError, AssertionError) as exc:
-        raise KnowledgeError(KNOWLEDGE_FILE_UNPARSABLE, f"the PDF cannot be parsed: {type(exc).__name__}: "
-                             f"{str(exc)[:200]}", "Check the file opens in a PDF reader, or remove it.") from None
+    except (
+        PyPdfError,
+        ValueError,
+        KeyError,
+        TypeError,
+        IndexError,
+        AttributeError,
+        RecursionError,
+        UnicodeError,
+        OSError,
+        AssertionError,
+    ) as exc:
+        raise KnowledgeError(
+            KNOWLEDGE_FILE_UNPARSABLE,
+            f"the PDF cannot be parsed: {type(exc).__name__}: {str(exc)[:200]}",
+            "Check the file opens in a PDF reader, or remove it.",
+        ) from None
     return out

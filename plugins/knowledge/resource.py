@@ -43,9 +43,15 @@ class KnowledgeBase(Resource):
 
     type = ResourceType.KNOWLEDGE
 
-    def __init__(self, name: str, config: KnowledgeBaseConfig, *, home: Path,
-                 settings: KnowledgeSettings | None = None,
-                 retrievers: list[Any] | Callable[[], list[Any]] | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        config: KnowledgeBaseConfig,
+        *,
+        home: Path,
+        settings: KnowledgeSettings | None = None,
+        retrievers: list[Any] | Callable[[], list[Any]] | None = None,
+    ) -> None:
         self.name = name
         self.config = config
         self.description = config.description
@@ -74,7 +80,10 @@ class KnowledgeBase(Resource):
                     dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                     for fname in sorted(filenames):
                         path = Path(dirpath) / fname
-                        if fname.startswith(".") or path.suffix.lower() not in self.settings.extensions:
+                        if (
+                            fname.startswith(".")
+                            or path.suffix.lower() not in self.settings.extensions
+                        ):
                             continue
                         rel = path.relative_to(root).as_posix()
                         files.append(SourceFile(path, f"{root.name}/{rel}" if several else rel))
@@ -86,8 +95,11 @@ class KnowledgeBase(Resource):
         """Bring the index in step with the files: unless ``force``, only when the last check is older than
         ``refresh_s`` (a long-running process sees edited files; an unchanged base costs one hash per file)."""
         with self._lock:
-            if (self._fresh is not None and not force
-                    and time.monotonic() - self._checked_at < self.settings.refresh_s):
+            if (
+                self._fresh is not None
+                and not force
+                and time.monotonic() - self._checked_at < self.settings.refresh_s
+            ):
                 return self._fresh
             files, missing = self.sources()
             if missing and not files:
@@ -95,11 +107,16 @@ class KnowledgeBase(Resource):
                     KNOWLEDGE_BASE_NOT_FOUND,
                     f"knowledge base {self.name!r}: no such path: {', '.join(missing)}",
                     "Fix the path in ASSAY_KNOWLEDGE or [knowledge.bases] (relative paths are resolved against "
-                    "the working directory).")
+                    "the working directory).",
+                )
             report = self.index.update(
-                files, lambda path, data: parse(path, data, self.settings.passage_chars),
-                self.settings.max_file_bytes)
-            report.failed.extend((path, KNOWLEDGE_BASE_NOT_FOUND, "no such path") for path in missing)
+                files,
+                lambda path, data: parse(path, data, self.settings.passage_chars),
+                self.settings.max_file_bytes,
+            )
+            report.failed.extend(
+                (path, KNOWLEDGE_BASE_NOT_FOUND, "no such path") for path in missing
+            )
             self._fresh, self._checked_at = report, time.monotonic()
             return report
 
@@ -109,14 +126,19 @@ class KnowledgeBase(Resource):
         """The ``k`` best passages for ``query`` (any text: it is never read as FTS5 syntax)."""
         match = match_expression(query)
         if not match:
-            raise KnowledgeError(KNOWLEDGE_QUERY_EMPTY, "the query holds no word to search for",
-                                 "Search with words, such as 'refund rate denominator'.")
+            raise KnowledgeError(
+                KNOWLEDGE_QUERY_EMPTY,
+                "the query holds no word to search for",
+                "Search with words, such as 'refund rate denominator'.",
+            )
         self.refresh()
         k = max(1, min(int(k), self.settings.max_k))
         retrievers = self.active_retrievers()
         bm25 = self.index.search(match, k * BM25_POOL if retrievers else k)
         hits, warnings = run_retrievers(retrievers, query, self.name, self.index, bm25, k)
-        return SearchResult(self.name, query, match, hits, ["bm25", *(r.name for r in retrievers)], warnings)
+        return SearchResult(
+            self.name, query, match, hits, ["bm25", *(r.name for r in retrievers)], warnings
+        )
 
     def active_retrievers(self) -> list[Any]:
         """The registered second rankers, less those ``ASSAY_KNOWLEDGE_RETRIEVERS`` leaves out."""
@@ -128,14 +150,18 @@ class KnowledgeBase(Resource):
 
     def get_prompt(self, budget: PromptBudget | None = None) -> str:
         limit = min((budget or PromptBudget()).max_chars, self.settings.prompt_chars)
-        head = f"knowledge base {self.name!r}" + (f": {self.description}" if self.description else "")
+        head = f"knowledge base {self.name!r}" + (
+            f": {self.description}" if self.description else ""
+        )
         try:
             report = self.refresh()
         except KnowledgeError as exc:
             return f"{head}\n(unavailable: {exc.code}: {exc.message})"[:limit]
-        head += (f"\n{report.files} files, {report.passages} passages. Search it with knowledge_search(query) "
-                 "for the definition of a metric or term before computing it, and cite the passage from the "
-                 "search's artifact. Contents:")
+        head += (
+            f"\n{report.files} files, {report.passages} passages. Search it with knowledge_search(query) "
+            "for the definition of a metric or term before computing it, and cite the passage from the "
+            "search's artifact. Contents:"
+        )
         if report.failed:
             head += f"\n({len(report.failed)} file(s) could not be indexed: `assay knowledge ls {self.name}`)"
         lines = [head]
@@ -146,7 +172,9 @@ class KnowledgeBase(Resource):
         for display, heading in headings:
             line = (f"- {display}: " if display != shown_file else "  ") + heading
             if used + len(line) + 1 > limit - 40:
-                lines.append(f"... ({len(headings)} sections in {len(files)} files; search to see the rest)")
+                lines.append(
+                    f"... ({len(headings)} sections in {len(files)} files; search to see the rest)"
+                )
                 break
             lines.append(line)
             used += len(line) + 1

@@ -54,8 +54,14 @@ def fuse(rankings: dict[str, list[int]], k: int) -> list[tuple[int, float, list[
     return [(pid, scores[pid], found[pid]) for pid in best]
 
 
-def run_retrievers(retrievers: list[Any], query: str, base: str, index: KnowledgeIndex, bm25: list[Hit], k: int,
-                   ) -> tuple[list[Hit], list[dict[str, str]]]:
+def run_retrievers(
+    retrievers: list[Any],
+    query: str,
+    base: str,
+    index: KnowledgeIndex,
+    bm25: list[Hit],
+    k: int,
+) -> tuple[list[Hit], list[dict[str, str]]]:
     """BM25's hits fused with each retriever's picks; and the warnings of retrievers that failed."""
     rankings: dict[str, list[int]] = {"bm25": [h.id for h in bm25]}
     warnings: list[dict[str, str]] = []
@@ -65,8 +71,13 @@ def run_retrievers(retrievers: list[Any], query: str, base: str, index: Knowledg
             picks = retriever.retrieve(query, source, k)
             rankings[retriever.name] = [int(pid) for pid, _ in picks][: max(k, len(bm25))]
         except Exception as exc:  # noqa: BLE001 - a plugin's ranker must not take the search down
-            warnings.append({"code": "KNOWLEDGE_RETRIEVER_FAILED", "retriever": retriever.name,
-                             "message": f"{type(exc).__name__}: {str(exc)[:300]}"})
+            warnings.append(
+                {
+                    "code": "KNOWLEDGE_RETRIEVER_FAILED",
+                    "retriever": retriever.name,
+                    "message": f"{type(exc).__name__}: {str(exc)[:300]}",
+                }
+            )
     if len(rankings) == 1:
         for hit in bm25[:k]:
             hit.score, hit.rankers = hit.bm25 or 0.0, ["bm25"]

@@ -30,8 +30,10 @@ from pydantic import BaseModel, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, PydanticBaseSettingsSource, SettingsConfigDict
 
 VARIABLE = "ASSAY_KNOWLEDGE"
-_EXPECTED = ("expected name=PATH pairs separated by ';' (glossary=./docs/metrics; policies=./a.pdf,./b.md), "
-             "a JSON object of name -> path or list of paths, or one bare path")
+_EXPECTED = (
+    "expected name=PATH pairs separated by ';' (glossary=./docs/metrics; policies=./a.pdf,./b.md), "
+    "a JSON object of name -> path or list of paths, or one bare path"
+)
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _NAME_OK = re.compile(r"[^a-z0-9_-]+")
 
@@ -39,7 +41,9 @@ _NAME_OK = re.compile(r"[^a-z0-9_-]+")
 class KnowledgeBaseConfig(BaseModel):
     """One knowledge base: its paths and what it is about."""
 
-    paths: list[str] = Field(min_length=1, description="Directories (searched recursively) or files.")
+    paths: list[str] = Field(
+        min_length=1, description="Directories (searched recursively) or files."
+    )
     description: str = ""
 
     @field_validator("paths", mode="before")
@@ -77,26 +81,52 @@ class KnowledgeSettings(BaseSettings):
     bases: Annotated[dict[str, KnowledgeBaseConfig], NoDecode] = Field(default_factory=dict)
     extensions: list[str] = Field(
         default=[".md", ".markdown", ".txt", ".csv", ".pdf"],
-        description="File name endings indexed inside a directory (a file named directly is always read).")
-    max_file_bytes: int = Field(default=20_000_000, ge=1, description="Larger files are skipped, and said so.")
-    passage_chars: int = Field(default=1_200, ge=200, le=20_000,
-                               description="Sections longer than this are split at paragraph ends.")
-    max_k: int = Field(default=20, ge=1, le=200, description="The most passages one search returns.")
-    result_chars: int = Field(default=12_000, ge=500, description="Budget of a search result's text.")
-    prompt_chars: int = Field(default=2_000, ge=200, description="Budget of one base's system-prompt section.")
+        description="File name endings indexed inside a directory (a file named directly is always read).",
+    )
+    max_file_bytes: int = Field(
+        default=20_000_000, ge=1, description="Larger files are skipped, and said so."
+    )
+    passage_chars: int = Field(
+        default=1_200,
+        ge=200,
+        le=20_000,
+        description="Sections longer than this are split at paragraph ends.",
+    )
+    max_k: int = Field(
+        default=20, ge=1, le=200, description="The most passages one search returns."
+    )
+    result_chars: int = Field(
+        default=12_000, ge=500, description="Budget of a search result's text."
+    )
+    prompt_chars: int = Field(
+        default=2_000, ge=200, description="Budget of one base's system-prompt section."
+    )
     refresh_s: float = Field(
-        default=60.0, ge=0,
-        description="A search re-checks the files' hashes when the last check is older than this (0: every search).")
+        default=60.0,
+        ge=0,
+        description="A search re-checks the files' hashes when the last check is older than this (0: every search).",
+    )
     retrievers: list[str] | None = Field(
-        default=None, description="Second rankers to fuse with BM25, by name (default: every registered one).")
+        default=None,
+        description="Second rankers to fuse with BM25, by name (default: every registered one).",
+    )
 
     @classmethod
-    def settings_customise_sources(cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-                                   env_settings: PydanticBaseSettingsSource,
-                                   dotenv_settings: PydanticBaseSettingsSource,
-                                   file_secret_settings: PydanticBaseSettingsSource,
-                                   ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _BasesVariable(settings_cls), dotenv_settings, file_secret_settings)
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (
+            init_settings,
+            env_settings,
+            _BasesVariable(settings_cls),
+            dotenv_settings,
+            file_secret_settings,
+        )
 
     @field_validator("bases", mode="before")
     @classmethod
@@ -104,7 +134,10 @@ class KnowledgeSettings(BaseSettings):
         if isinstance(value, str):
             value = parse_bases(value)
         if isinstance(value, dict):
-            return {name: ({"paths": v} if isinstance(v, (str, list)) else v) for name, v in value.items()}
+            return {
+                name: ({"paths": v} if isinstance(v, (str, list)) else v)
+                for name, v in value.items()
+            }
         return value
 
     @field_validator("bases")
@@ -112,7 +145,9 @@ class KnowledgeSettings(BaseSettings):
     def _names(cls, value: dict[str, KnowledgeBaseConfig]) -> dict[str, KnowledgeBaseConfig]:
         for name in value:
             if not _NAME.fullmatch(name):
-                raise ValueError(f"knowledge base name {name!r} is not a name (letters, digits, '_' and '-')")
+                raise ValueError(
+                    f"knowledge base name {name!r} is not a name (letters, digits, '_' and '-')"
+                )
         return value
 
     @field_validator("extensions")
@@ -146,7 +181,9 @@ def parse_bases(text: str) -> dict[str, Any]:
         if not sep:
             name, rest = name_for_path(part), part
         elif not _NAME.fullmatch(name.strip()):
-            raise ValueError(f"{VARIABLE}: {part!r} has no usable base name before '=' (got {name!r}); {_EXPECTED}")
+            raise ValueError(
+                f"{VARIABLE}: {part!r} has no usable base name before '=' (got {name!r}); {_EXPECTED}"
+            )
         name = name.strip()
         paths = [p.strip() for p in rest.split(",") if p.strip()]
         if not paths:

@@ -24,9 +24,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.kernel.models import Model, _accepts_on_text
-
 from assay import AssayError
+from assay.kernel.models import Model, _accepts_on_text
 
 from .errors import MODEL_CASSETTE_INVALID
 
@@ -41,7 +40,10 @@ def message_record(message: Message) -> dict[str, Any]:
     """A message as sent on the wire (no ``usage``; ``arguments`` as text)."""
     out: dict[str, Any] = {"role": message.role, "content": message.content}
     if message.tool_calls:
-        out["tool_calls"] = [{"id": c.id, "name": c.name, "arguments": c.arguments_json()} for c in message.tool_calls]
+        out["tool_calls"] = [
+            {"id": c.id, "name": c.name, "arguments": c.arguments_json()}
+            for c in message.tool_calls
+        ]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
     if message.name is not None and message.role == "tool":
@@ -54,12 +56,16 @@ def request_record(messages: list[Message], tools: list[dict[str, Any]]) -> dict
 
 
 def response_record(message: Message) -> dict[str, Any]:
-    return message.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {"role": "assistant"}
+    return message.model_dump(mode="json", exclude_none=True, exclude_defaults=True) | {
+        "role": "assistant"
+    }
 
 
 def model_label(model: Model) -> str:
     provider = getattr(type(model), "model_id", "") or type(model).__name__
-    name = getattr(getattr(model, "settings", None), "model", None) or getattr(model, "model_name", None)
+    name = getattr(getattr(model, "settings", None), "model", None) or getattr(
+        model, "model_name", None
+    )
     return f"{provider}:{name}" if name else provider
 
 
@@ -83,14 +89,24 @@ class RecordingModel(Model):
             self._file = self.path.open("w", encoding="utf-8")
         except OSError as exc:
             raise AssayError(
-                MODEL_CASSETTE_INVALID, f"cannot write the cassette {self.path}: {exc.strerror or exc}",
+                MODEL_CASSETTE_INVALID,
+                f"cannot write the cassette {self.path}: {exc.strerror or exc}",
                 "Choose a writable path for --record.",
             ) from None
-        self._write({"cassette": FORMAT_VERSION, "model": self.model_name,
-                     "created": datetime.now(UTC).isoformat(timespec="seconds")})
+        self._write(
+            {
+                "cassette": FORMAT_VERSION,
+                "model": self.model_name,
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+            }
+        )
 
     def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         request = request_record(messages, tools)
         deltas, sink = self._sink(on_text)
@@ -106,7 +122,11 @@ class RecordingModel(Model):
         return reply
 
     async def acomplete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         request = request_record(messages, tools)
         deltas, sink = self._sink(on_text)
@@ -138,8 +158,12 @@ class RecordingModel(Model):
         return deltas, sink
 
     def _exchange(
-        self, request: dict[str, Any], *, reply: Message | None = None,
-        error: AssayError | None = None, deltas: list[str] | None = None,
+        self,
+        request: dict[str, Any],
+        *,
+        reply: Message | None = None,
+        error: AssayError | None = None,
+        deltas: list[str] | None = None,
     ) -> None:
         with self._lock:
             self.turns += 1
@@ -171,7 +195,8 @@ def read_cassette(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise AssayError(
-            MODEL_CASSETTE_INVALID, f"cannot read the cassette {path}: {exc.strerror or exc}",
+            MODEL_CASSETTE_INVALID,
+            f"cannot read the cassette {path}: {exc.strerror or exc}",
             "Check the path given to replay: (record a cassette with --record).",
         ) from None
     records = []
@@ -186,20 +211,30 @@ def read_cassette(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]
             raise _bad(path, number, "not a JSON object")
         records.append((number, record))
     if not records or records[0][1].get("cassette") != FORMAT_VERSION:
-        raise _bad(path, 1, f"no cassette header (expected {{\"cassette\": {FORMAT_VERSION}, ...}})")
+        raise _bad(path, 1, f'no cassette header (expected {{"cassette": {FORMAT_VERSION}, ...}})')
     exchanges = []
     for number, record in records[1:]:
         request = record.get("request")
-        if (record.get("turn") != len(exchanges) + 1 or not isinstance(request, dict)
-                or not isinstance(request.get("messages"), list)
-                or not (isinstance(record.get("response"), dict) or isinstance(record.get("error"), dict))):
-            raise _bad(path, number, f"not exchange {len(exchanges) + 1} (turn, request, response or error)")
+        if (
+            record.get("turn") != len(exchanges) + 1
+            or not isinstance(request, dict)
+            or not isinstance(request.get("messages"), list)
+            or not (
+                isinstance(record.get("response"), dict) or isinstance(record.get("error"), dict)
+            )
+        ):
+            raise _bad(
+                path,
+                number,
+                f"not exchange {len(exchanges) + 1} (turn, request, response or error)",
+            )
         exchanges.append(record)
     return records[0][1], exchanges
 
 
 def _bad(path: Path, line: int, why: str) -> AssayError:
     return AssayError(
-        MODEL_CASSETTE_INVALID, f"{path} line {line}: {why}",
+        MODEL_CASSETTE_INVALID,
+        f"{path} line {line}: {why}",
         "A cassette is written by --record; record it again rather than editing it by hand.",
     )

@@ -60,4 +60,6 @@ def tls_context(url: str) -> ssl.SSLContext:
     """The SSL context for the clients of ``url`` (see the module's docstring)."""
     if tls_possible(url):
         return import_httpx().create_ssl_context()
-    return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED, hostname checked, nothing trusted
+    return ssl.SSLContext(
+        ssl.PROTOCOL_TLS_CLIENT
+    )  # CERT_REQUIRED, hostname checked, nothing trusted

@@ -28,9 +28,8 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from assay.kernel.models import Model
-
 from assay import AssayError, hookimpl
+from assay.kernel.models import Model
 
 from .errors import (
     MODEL_AUTH_FAILED,
@@ -55,7 +54,8 @@ class LLMModel(Model):
             self.llm_model = llm.get_model(model) if model else llm.get_model()
         except llm.UnknownModelError as exc:
             raise AssayError(
-                MODEL_NAME_UNKNOWN, f"the llm library knows no model {model or '(default)'!r}: {exc}",
+                MODEL_NAME_UNKNOWN,
+                f"the llm library knows no model {model or '(default)'!r}: {exc}",
                 "`llm models` lists the ids and aliases; install the llm plugin that provides it "
                 "(llm install PLUGIN).",
             ) from None
@@ -71,7 +71,8 @@ class LLMModel(Model):
         merged = {**settings.options, **options.pop("options", {})}
         if options:
             raise AssayError(
-                "MODEL_CONFIG_INVALID", f"the llm model takes model= and options=, not {sorted(options)}",
+                "MODEL_CONFIG_INVALID",
+                f"the llm model takes model= and options=, not {sorted(options)}",
                 "Pass model options as options={...} (ASSAY_LLM_OPTIONS).",
             )
         return cls(name, options=merged)
@@ -81,7 +82,11 @@ class LLMModel(Model):
         return bool(getattr(self.llm_model, "supports_tools", False))
 
     def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         from assay.kernel.messages import Message, ToolCall, Usage
 
@@ -120,14 +125,21 @@ class LLMModel(Model):
             raise _error_for(llm, exc, self.model_name) from None
         text = "".join(pieces)
         tool_calls = [
-            ToolCall(id=call.tool_call_id or f"call_{number}", name=call.name,
-                     arguments=parse_arguments(call.arguments))
+            ToolCall(
+                id=call.tool_call_id or f"call_{number}",
+                name=call.name,
+                arguments=parse_arguments(call.arguments),
+            )
             for number, call in enumerate(calls or [], start=1)
         ]
         return Message(
-            role="assistant", content=text if text or not tool_calls else None, tool_calls=tool_calls,
-            usage=Usage(prompt_tokens=_count(getattr(usage, "input", 0)),
-                        completion_tokens=_count(getattr(usage, "output", 0))),
+            role="assistant",
+            content=text if text or not tool_calls else None,
+            tool_calls=tool_calls,
+            usage=Usage(
+                prompt_tokens=_count(getattr(usage, "input", 0)),
+                completion_tokens=_count(getattr(usage, "output", 0)),
+            ),
         )
 
 
@@ -163,8 +175,13 @@ def to_llm_request(messages: list[Message]) -> LLMRequest:
     pending_results: list[Any] = []
     for message in messages[:tail]:
         if message.role == "tool":
-            pending_results.append(ToolResultPart(
-                name=message.name or "", output=message.content or "", tool_call_id=message.tool_call_id))
+            pending_results.append(
+                ToolResultPart(
+                    name=message.name or "",
+                    output=message.content or "",
+                    tool_call_id=message.tool_call_id,
+                )
+            )
             continue
         if pending_results:
             request.history.append(llm.tool_message(*pending_results))
@@ -175,8 +192,10 @@ def to_llm_request(messages: list[Message]) -> LLMRequest:
             request.history.append(llm.user(TextPart(text=message.content or "")))
         else:
             parts: list[Any] = [TextPart(text=message.content)] if message.content else []
-            parts += [ToolCallPart(name=c.name, arguments=_as_object(c.arguments), tool_call_id=c.id)
-                      for c in message.tool_calls]
+            parts += [
+                ToolCallPart(name=c.name, arguments=_as_object(c.arguments), tool_call_id=c.id)
+                for c in message.tool_calls
+            ]
             request.history.append(llm.assistant(*parts))
     if pending_results:
         request.history.append(llm.tool_message(*pending_results))
@@ -189,7 +208,8 @@ def to_llm_tool(definition: dict[str, Any]) -> Any:
 
     function = definition.get("function", definition)
     return llm.Tool(
-        name=function["name"], description=function.get("description"),
+        name=function["name"],
+        description=function.get("description"),
         input_schema=function.get("parameters") or {"type": "object", "properties": {}},
         implementation=None,
     )
@@ -208,16 +228,32 @@ def _as_object(arguments: dict[str, Any] | str) -> dict[str, Any]:
 def _error_for(llm: Any, exc: Exception, model_name: str) -> AssayError:
     text = str(exc).strip() or type(exc).__name__
     where = f"llm model {model_name!r}: {type(exc).__name__}: {text[:500]}"
-    status = getattr(exc, "status_code", None) or getattr(getattr(exc, "response", None), "status_code", None)
+    status = getattr(exc, "status_code", None) or getattr(
+        getattr(exc, "response", None), "status_code", None
+    )
     if isinstance(exc, llm.NeedsKeyException) or status in (401, 403):
-        return AssayError(MODEL_AUTH_FAILED, where, "Set the key the way llm keeps it: `llm keys set NAME`.")
+        return AssayError(
+            MODEL_AUTH_FAILED, where, "Set the key the way llm keeps it: `llm keys set NAME`."
+        )
     if status == 429:
-        return AssayError(MODEL_RATE_LIMITED, where, "The service is rate limiting: wait and run again.")
+        return AssayError(
+            MODEL_RATE_LIMITED, where, "The service is rate limiting: wait and run again."
+        )
     if status == 404:
-        return AssayError(MODEL_NAME_UNKNOWN, where, "The service does not serve that model; `llm models` lists them.")
+        return AssayError(
+            MODEL_NAME_UNKNOWN,
+            where,
+            "The service does not serve that model; `llm models` lists them.",
+        )
     if "connect" in type(exc).__name__.lower():
-        return AssayError(MODEL_UNREACHABLE, where, "Is the service (or the local model server) reachable?")
-    return AssayError(MODEL_REQUEST_FAILED, where, "See the llm plugin's message; `llm -m MODEL 'hi'` tries the model alone.")
+        return AssayError(
+            MODEL_UNREACHABLE, where, "Is the service (or the local model server) reachable?"
+        )
+    return AssayError(
+        MODEL_REQUEST_FAILED,
+        where,
+        "See the llm plugin's message; `llm -m MODEL 'hi'` tries the model alone.",
+    )
 
 
 def _count(value: Any) -> int:
@@ -229,7 +265,8 @@ def _import_llm() -> Any:
         import llm
     except ImportError:
         raise AssayError(
-            "MODEL_CONFIG_INVALID", "the llm library is not installed",
+            "MODEL_CONFIG_INVALID",
+            "the llm library is not installed",
             "pip install 'assay[llm]' (and the llm plugins of the models you use).",
         ) from None
     return llm
@@ -237,5 +274,7 @@ def _import_llm() -> Any:
 
 @hookimpl
 def register_models(register, settings):
-    settings.declare_section("llm", "assay.plugins.models.llm_settings:LLMSettings")  # for `assay config`
+    settings.declare_section(
+        "llm", "assay.plugins.models.llm_settings:LLMSettings"
+    )  # for `assay config`
     register(LLMModel)

@@ -11,7 +11,10 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class LLMSettings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="ASSAY_LLM_", extra="ignore")
 
-    model: str | None = Field(default=None, description="llm model id or alias; unset: llm's default model.")
+    model: str | None = Field(
+        default=None, description="llm model id or alias; unset: llm's default model."
+    )
     options: dict[str, Any] = Field(
-        default_factory=dict, description="Model options passed to llm (e.g. temperature), as llm names them."
+        default_factory=dict,
+        description="Model options passed to llm (e.g. temperature), as llm names them.",
     )

@@ -41,10 +41,9 @@ import re
 import time
 from typing import TYPE_CHECKING, Any
 
+from assay import AssayError, hookimpl
 from assay.kernel.log import get_logger
 from assay.kernel.models import Model
-
-from assay import AssayError, hookimpl
 
 from .errors import MODEL_REQUEST_FAILED, MODEL_TIMEOUT, MODEL_UNREACHABLE
 from .http_client import import_httpx, tls_context
@@ -52,9 +51,10 @@ from .http_client import import_httpx, tls_context
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from tenacity import RetryCallState
+
     from assay.kernel.messages import Message
     from assay.kernel.models import TextSink
-    from tenacity import RetryCallState
 
     from .openai_settings import OpenAISettings
 
@@ -84,8 +84,9 @@ class OpenAICompatibleModel(Model):
     model_id = "openai_compatible"
 
     def __init__(self, settings: OpenAISettings | None = None, **overrides: Any) -> None:
-        from assay.kernel.messages import Usage
         from pydantic import SecretStr
+
+        from assay.kernel.messages import Usage
 
         from .openai_settings import OpenAISettings
 
@@ -95,9 +96,15 @@ class OpenAICompatibleModel(Model):
             self.settings.api_key = SecretStr(self.settings.api_key)
         self.last_usage = Usage()
         self._client: Any = None
-        self._tls: tuple[str, Any] | None = None  # (base URL, its SSL context): made once, shared by the clients
-        self.streams_with_tools = True  # False once the server refused to stream a request with tools
-        self.sleep: Callable[[float], None] = time.sleep  # the retries' waits (a test records them instead)
+        self._tls: tuple[str, Any] | None = (
+            None  # (base URL, its SSL context): made once, shared by the clients
+        )
+        self.streams_with_tools = (
+            True  # False once the server refused to stream a request with tools
+        )
+        self.sleep: Callable[[float], None] = (
+            time.sleep
+        )  # the retries' waits (a test records them instead)
         self.asleep: Callable[[float], Awaitable[None]] = asyncio.sleep
 
     @classmethod
@@ -118,12 +125,20 @@ class OpenAICompatibleModel(Model):
 
         s = self.settings
         return request_body(
-            s.model, messages, tools, temperature=s.temperature, max_tokens=s.max_tokens, stream=stream,
+            s.model,
+            messages,
+            tools,
+            temperature=s.temperature,
+            max_tokens=s.max_tokens,
+            stream=stream,
             stream_usage=s.stream_usage,
         )
 
     def _headers(self) -> dict[str, str]:
-        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+        }
         if self.settings.api_key is not None:
             headers["Authorization"] = f"Bearer {self.settings.api_key.get_secret_value()}"
         return headers
@@ -133,12 +148,20 @@ class OpenAICompatibleModel(Model):
 
         if self._tls is None or self._tls[0] != self.settings.base_url:
             self._tls = (self.settings.base_url, tls_context(self.settings.base_url))
-        return {"timeout": httpx.Timeout(self.settings.timeout_s, connect=self.settings.connect_timeout_s),
-                "verify": self._tls[1]}
+        return {
+            "timeout": httpx.Timeout(
+                self.settings.timeout_s, connect=self.settings.connect_timeout_s
+            ),
+            "verify": self._tls[1],
+        }
 
     # -- sync -----------------------------------------------------------------
     def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         httpx = import_httpx()
 
@@ -151,16 +174,31 @@ class OpenAICompatibleModel(Model):
             self._stop_streaming_with_tools(refused)
             return self._finish(self._send(self._client, messages, tools, False, on_text))
 
-    def _send(self, client: Any, messages: list[Message], tools: list[dict[str, Any]], stream: bool,
-              on_text: Any) -> Any:
+    def _send(
+        self,
+        client: Any,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        stream: bool,
+        on_text: Any,
+    ) -> Any:
         data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         for attempt in self.retrying(asynchronous=False):
             with attempt:
-                return self._attempt(client, data, stream, on_text, attempt.retry_state.attempt_number, bool(tools))
+                return self._attempt(
+                    client, data, stream, on_text, attempt.retry_state.attempt_number, bool(tools)
+                )
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def _attempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int,
-                 tools: bool = False) -> Any:
+    def _attempt(
+        self,
+        client: Any,
+        data: bytes,
+        stream: bool,
+        on_text: Any,
+        attempt: int,
+        tools: bool = False,
+    ) -> Any:
         httpx = import_httpx()
 
         from .openai_wire import Assembler
@@ -169,8 +207,13 @@ class OpenAICompatibleModel(Model):
         try:
             with client.stream("POST", self.url, content=data, headers=self._headers()) as response:
                 if response.status_code >= 400:
-                    self._status_failure(response.status_code, response.read(), response.headers, attempt,
-                                         stream and tools)
+                    self._status_failure(
+                        response.status_code,
+                        response.read(),
+                        response.headers,
+                        attempt,
+                        stream and tools,
+                    )
                 if stream and _is_event_stream(response):
                     for line in response.iter_lines():
                         assembler.sse_line(line)
@@ -183,7 +226,11 @@ class OpenAICompatibleModel(Model):
 
     # -- async ----------------------------------------------------------------
     async def acomplete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         """Native async (cancelling the task closes the request); one client per call."""
         httpx = import_httpx()
@@ -196,27 +243,48 @@ class OpenAICompatibleModel(Model):
                 self._stop_streaming_with_tools(refused)
                 return self._finish(await self._asend(client, messages, tools, False, on_text))
 
-    async def _asend(self, client: Any, messages: list[Message], tools: list[dict[str, Any]], stream: bool,
-                     on_text: Any) -> Any:
+    async def _asend(
+        self,
+        client: Any,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        stream: bool,
+        on_text: Any,
+    ) -> Any:
         data = json.dumps(self.request_body(messages, tools, stream=stream)).encode()
         async for attempt in self.retrying(asynchronous=True):
             with attempt:
-                return await self._aattempt(client, data, stream, on_text, attempt.retry_state.attempt_number,
-                                            bool(tools))
+                return await self._aattempt(
+                    client, data, stream, on_text, attempt.retry_state.attempt_number, bool(tools)
+                )
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    async def _aattempt(self, client: Any, data: bytes, stream: bool, on_text: Any, attempt: int,
-                        tools: bool = False) -> Any:
+    async def _aattempt(
+        self,
+        client: Any,
+        data: bytes,
+        stream: bool,
+        on_text: Any,
+        attempt: int,
+        tools: bool = False,
+    ) -> Any:
         httpx = import_httpx()
 
         from .openai_wire import Assembler
 
         assembler = Assembler(on_text)
         try:
-            async with client.stream("POST", self.url, content=data, headers=self._headers()) as response:
+            async with client.stream(
+                "POST", self.url, content=data, headers=self._headers()
+            ) as response:
                 if response.status_code >= 400:
-                    self._status_failure(response.status_code, await response.aread(), response.headers, attempt,
-                                         stream and tools)
+                    self._status_failure(
+                        response.status_code,
+                        await response.aread(),
+                        response.headers,
+                        attempt,
+                        stream and tools,
+                    )
                 if stream and _is_event_stream(response):
                     async for line in response.aiter_lines():
                         assembler.sse_line(line)
@@ -231,7 +299,9 @@ class OpenAICompatibleModel(Model):
     def _streams(self, on_text: Any, tools: list[dict[str, Any]]) -> bool:
         """Whether this request streams: the caller takes text as it comes, streaming is on, and (when it
         carries tools) the server has not refused to stream with tools."""
-        return on_text is not None and self.settings.stream and (self.streams_with_tools or not tools)
+        return (
+            on_text is not None and self.settings.stream and (self.streams_with_tools or not tools)
+        )
 
     def _end_of_stream(self, assembler: Any, tools: bool) -> None:
         """A streamed request with tools whose stream closed without a single event: the server refused to
@@ -243,11 +313,16 @@ class OpenAICompatibleModel(Model):
         assembler.end_of_stream()
 
     def _stop_streaming_with_tools(self, refused: _StreamRefused) -> None:
-        if self.streams_with_tools:  # said once per model: every later request with tools goes unstreamed
+        if (
+            self.streams_with_tools
+        ):  # said once per model: every later request with tools goes unstreamed
             get_logger("assay.models").warning(
-                "model_stream_with_tools_refused", url=self.url, why=refused.why,
+                "model_stream_with_tools_refused",
+                url=self.url,
+                why=refused.why,
                 detail="the server does not stream answers to requests with tools; sending them unstreamed "
-                       "(each answer shows when complete). ASSAY_OPENAI_STREAM=false says so up front.")
+                "(each answer shows when complete). ASSAY_OPENAI_STREAM=false says so up front.",
+            )
         self.streams_with_tools = False
 
     def _finish(self, assembler: Any) -> Message:
@@ -255,8 +330,9 @@ class OpenAICompatibleModel(Model):
         self.last_usage = message.usage
         return message
 
-    def _status_failure(self, status: int, body: bytes, headers: Any, attempt: int,
-                        streamed_tools: bool = False) -> None:
+    def _status_failure(
+        self, status: int, body: bytes, headers: Any, attempt: int, streamed_tools: bool = False
+    ) -> None:
         from .openai_wire import error_text, retry_after_s, retryable, status_error
 
         if streamed_tools and status in (400, 422, 500, 501):
@@ -275,17 +351,20 @@ class OpenAICompatibleModel(Model):
         can_retry = attempt <= self.settings.max_retries and not assembler.emitted
         if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
             error = AssayError(
-                MODEL_UNREACHABLE, f"cannot reach {url}{tried}: {_reason(exc)}",
+                MODEL_UNREACHABLE,
+                f"cannot reach {url}{tried}: {_reason(exc)}",
                 "Is the model server running? Check ASSAY_OPENAI_BASE_URL (host, port, http/https).",
             )
         elif isinstance(exc, httpx.TimeoutException):
             raise AssayError(
-                MODEL_TIMEOUT, f"{url} did not answer within {self.settings.timeout_s:g} s",
+                MODEL_TIMEOUT,
+                f"{url} did not answer within {self.settings.timeout_s:g} s",
                 "The model is slow or stuck: raise ASSAY_OPENAI_TIMEOUT_S, or use a smaller model or prompt.",
             ) from None
         elif isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL)):
             raise AssayError(
-                MODEL_REQUEST_FAILED, f"cannot send a request to {url}: {_reason(exc)}",
+                MODEL_REQUEST_FAILED,
+                f"cannot send a request to {url}: {_reason(exc)}",
                 "Check ASSAY_OPENAI_BASE_URL: it must be an http:// or https:// URL.",
             ) from None
         elif isinstance(exc, httpx.DecodingError):
@@ -294,13 +373,15 @@ class OpenAICompatibleModel(Model):
             raise invalid(f"the answer from {url} could not be decoded: {_reason(exc)}") from None
         elif not isinstance(exc, httpx.TransportError):  # redirects, ...
             raise AssayError(
-                MODEL_REQUEST_FAILED, f"the request to {url} failed: {_reason(exc)}",
+                MODEL_REQUEST_FAILED,
+                f"the request to {url} failed: {_reason(exc)}",
                 "Check ASSAY_OPENAI_BASE_URL.",
             ) from None
         else:  # the connection dropped (reset, closed mid-answer, protocol error)
             shown = " after part of the answer was shown" if assembler.emitted else ""
             error = AssayError(
-                MODEL_REQUEST_FAILED, f"the connection to {url} broke{shown}{tried}: {_reason(exc)}",
+                MODEL_REQUEST_FAILED,
+                f"the connection to {url} broke{shown}{tried}: {_reason(exc)}",
                 "See the model server's log; run again.",
             )
         if can_retry:
@@ -315,10 +396,17 @@ class OpenAICompatibleModel(Model):
         from tenacity import AsyncRetrying, Retrying, retry_if_exception_type, stop_after_attempt
 
         options: dict[str, Any] = dict(
-            retry=retry_if_exception_type(_Retry), stop=stop_after_attempt(self.settings.max_retries + 1),
-            wait=self._wait, before_sleep=self._log_retry, reraise=True,
+            retry=retry_if_exception_type(_Retry),
+            stop=stop_after_attempt(self.settings.max_retries + 1),
+            wait=self._wait,
+            before_sleep=self._log_retry,
+            reraise=True,
         )
-        return AsyncRetrying(sleep=self.asleep, **options) if asynchronous else Retrying(sleep=self.sleep, **options)
+        return (
+            AsyncRetrying(sleep=self.asleep, **options)
+            if asynchronous
+            else Retrying(sleep=self.sleep, **options)
+        )
 
     def _wait(self, state: RetryCallState) -> float:
         """The server's ``Retry-After``, else ``retry_backoff_s`` doubled each retry with jitter; capped."""
@@ -330,8 +418,12 @@ class OpenAICompatibleModel(Model):
     def _log_retry(self, state: RetryCallState) -> None:
         retry = state.outcome.exception()  # type: ignore[union-attr]  # next_action: set before this hook
         get_logger("assay.models").warning(
-            "model_request_retry", code=retry.error.code, attempt=state.attempt_number,
-            max_retries=self.settings.max_retries, wait_s=round(state.next_action.sleep, 3), error=retry.error.message,
+            "model_request_retry",
+            code=retry.error.code,
+            attempt=state.attempt_number,
+            max_retries=self.settings.max_retries,
+            wait_s=round(state.next_action.sleep, 3),
+            error=retry.error.message,
         )
 
     def close(self) -> None:
@@ -361,5 +453,7 @@ def _reason(exc: Exception) -> str:
 
 @hookimpl
 def register_models(register, settings):
-    settings.declare_section("openai", "assay.plugins.models.openai_settings:OpenAISettings")  # for `assay config`
+    settings.declare_section(
+        "openai", "assay.plugins.models.openai_settings:OpenAISettings"
+    )  # for `assay config`
     register(OpenAICompatibleModel)

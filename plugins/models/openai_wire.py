@@ -17,9 +17,8 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
-from assay.kernel.messages import Message, ToolCall, Usage
-
 from assay import AssayError
+from assay.kernel.messages import Message, ToolCall, Usage
 
 from .errors import (
     MODEL_AUTH_FAILED,
@@ -35,8 +34,12 @@ if TYPE_CHECKING:
 RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504})
 """Statuses worth another try: rate limits, overload, a gateway or server hiccup."""
 
-_MODEL_MISSING = re.compile(r"model\b.*\b(not found|does not exist|not exist|unknown|no such)", re.IGNORECASE | re.DOTALL)
-_CONTEXT_FULL = re.compile(r"context (window|length|size)|exceeds? the (available )?context|too many tokens", re.IGNORECASE)
+_MODEL_MISSING = re.compile(
+    r"model\b.*\b(not found|does not exist|not exist|unknown|no such)", re.IGNORECASE | re.DOTALL
+)
+_CONTEXT_FULL = re.compile(
+    r"context (window|length|size)|exceeds? the (available )?context|too many tokens", re.IGNORECASE
+)
 
 
 def wire_messages(messages: list[Message]) -> list[dict[str, Any]]:
@@ -91,7 +94,9 @@ class Assembler:
     def __init__(self, on_text: TextSink | None = None) -> None:
         self.on_text = on_text
         self.text: list[str] = []
-        self.calls: dict[Any, dict[str, Any]] = {}  # stream index (or id) -> {"id", "name", "arguments"}
+        self.calls: dict[
+            Any, dict[str, Any]
+        ] = {}  # stream index (or id) -> {"id", "name", "arguments"}
         self.usage: dict[str, Any] = {}
         self.emitted = False
         self.done = False
@@ -153,7 +158,9 @@ class Assembler:
                 self.finish_reason = str(choice["finish_reason"])
             delta = choice.get("delta")
             if delta is None:
-                delta = choice.get("message") or {}  # a server that sends whole messages in its chunks
+                delta = (
+                    choice.get("message") or {}
+                )  # a server that sends whole messages in its chunks
             if not isinstance(delta, dict):
                 raise invalid(f"a stream event's delta is not an object: {_start(delta)}")
             text = delta.get("content")
@@ -177,10 +184,12 @@ class Assembler:
                 "the server accepted the request (HTTP 200, an event stream) and closed the stream without a "
                 "single event: it failed while answering",
                 "The model server's log says why (a context too small for the prompt, a template or tool "
-                "error...). A server that cannot stream works with ASSAY_OPENAI_STREAM=false.")
+                "error...). A server that cannot stream works with ASSAY_OPENAI_STREAM=false.",
+            )
         if not (self.done or self.finish_reason):
             raise AssayError(
-                MODEL_REQUEST_FAILED, "the stream ended before the answer was complete (no finish_reason, no [DONE])",
+                MODEL_REQUEST_FAILED,
+                "the stream ended before the answer was complete (no finish_reason, no [DONE])",
                 "The server or a proxy cut the answer off; see the server's log and run again.",
             )
         self.done = True
@@ -189,15 +198,24 @@ class Assembler:
     def message(self) -> Message:
         calls = []
         for number, slot in enumerate(self.calls.values(), start=1):
-            calls.append(ToolCall(
-                id=slot["id"] or f"call_{number}", name=slot["name"], arguments=parse_arguments(slot["arguments"])
-            ))
+            calls.append(
+                ToolCall(
+                    id=slot["id"] or f"call_{number}",
+                    name=slot["name"],
+                    arguments=parse_arguments(slot["arguments"]),
+                )
+            )
         text = "".join(self.text)
         usage = Usage(
             prompt_tokens=_count(self.usage.get("prompt_tokens")),
             completion_tokens=_count(self.usage.get("completion_tokens")),
         )
-        return Message(role="assistant", content=text if text or not calls else None, tool_calls=calls, usage=usage)
+        return Message(
+            role="assistant",
+            content=text if text or not calls else None,
+            tool_calls=calls,
+            usage=usage,
+        )
 
     def _usage(self, usage: Any) -> None:
         if isinstance(usage, dict):
@@ -223,7 +241,9 @@ class Assembler:
             if isinstance(slot["arguments"], str):
                 slot["arguments"] += arguments
         elif arguments is not None:
-            slot["arguments"] = arguments  # an object already (some servers), or junk the kernel will refuse
+            slot["arguments"] = (
+                arguments  # an object already (some servers), or junk the kernel will refuse
+            )
 
 
 def parse_arguments(raw: Any) -> dict[str, Any] | str:
@@ -256,42 +276,55 @@ def invalid(message: str) -> AssayError:
     )
 
 
-def status_error(status: int, body: bytes, url: str, model: str, *, attempts: int = 1) -> AssayError:
+def status_error(
+    status: int, body: bytes, url: str, model: str, *, attempts: int = 1
+) -> AssayError:
     """What an HTTP error status means, with the server's own words."""
     text, code = error_text(body)
     tried = f" (after {attempts} attempts)" if attempts > 1 else ""
     where = f"{url} answered HTTP {status}{tried}: {text}"
     if status in (401, 403):
         return AssayError(
-            MODEL_AUTH_FAILED, where,
+            MODEL_AUTH_FAILED,
+            where,
             "Check the API key (ASSAY_OPENAI_API_KEY) for this server; a local server may need none.",
         )
     if code == "model_not_found" or (status in (400, 404) and _MODEL_MISSING.search(text)):
         return AssayError(
-            MODEL_NAME_UNKNOWN, f"the server does not know the model {model!r}: {where}",
+            MODEL_NAME_UNKNOWN,
+            f"the server does not know the model {model!r}: {where}",
             "Use a model name the server lists (GET /v1/models; ASSAY_OPENAI_MODEL or --model PROVIDER:NAME).",
         )
     if status == 429:
         if code == "insufficient_quota":
-            return AssayError(MODEL_RATE_LIMITED, where, "The account's quota is used up; retrying will not help.")
+            return AssayError(
+                MODEL_RATE_LIMITED, where, "The account's quota is used up; retrying will not help."
+            )
         return AssayError(
-            MODEL_RATE_LIMITED, where,
+            MODEL_RATE_LIMITED,
+            where,
             "The server is rate limiting: wait and run again, or raise ASSAY_OPENAI_MAX_RETRIES.",
         )
     if status == 404:
         return AssayError(
-            MODEL_REQUEST_FAILED, where,
+            MODEL_REQUEST_FAILED,
+            where,
             "No chat-completions endpoint there: check ASSAY_OPENAI_BASE_URL (it usually ends in /v1).",
         )
     if _CONTEXT_FULL.search(text):
         return AssayError(
-            MODEL_REQUEST_FAILED, where,
+            MODEL_REQUEST_FAILED,
+            where,
             "The conversation does not fit the model's context: start the server with a larger one (llama.cpp: "
-            "--n_ctx 8192), or lower ASSAY_AGENT_TOKEN_BUDGET and ASSAY_OPENAI_MAX_TOKENS to fit it.")
+            "--n_ctx 8192), or lower ASSAY_AGENT_TOKEN_BUDGET and ASSAY_OPENAI_MAX_TOKENS to fit it.",
+        )
     if status >= 500:
-        return AssayError(MODEL_REQUEST_FAILED, where, "The model server failed; see its log, then run again.")
+        return AssayError(
+            MODEL_REQUEST_FAILED, where, "The model server failed; see its log, then run again."
+        )
     return AssayError(
-        MODEL_REQUEST_FAILED, where,
+        MODEL_REQUEST_FAILED,
+        where,
         "The server refused the request; its message says why (model name, context length, tool schema).",
     )
 
@@ -329,7 +362,9 @@ def error_text(body: bytes) -> tuple[str, str | None]:
         return str(err.get("message") or raw[:300]), (str(code) if code else None)
     if isinstance(err, str):
         return err, None
-    if isinstance(payload, dict) and isinstance(payload.get("detail"), (str, list)):  # FastAPI-style servers
+    if isinstance(payload, dict) and isinstance(
+        payload.get("detail"), (str, list)
+    ):  # FastAPI-style servers
         return str(payload["detail"])[:300], None
     return raw[:300], None
 
@@ -337,7 +372,8 @@ def error_text(body: bytes) -> tuple[str, str | None]:
 def _server_error(err: Any) -> AssayError:
     message = err.get("message") if isinstance(err, dict) else str(err)
     return AssayError(
-        MODEL_REQUEST_FAILED, f"the server reported an error in its answer: {message}",
+        MODEL_REQUEST_FAILED,
+        f"the server reported an error in its answer: {message}",
         "See the model server's log; run again.",
     )
 

@@ -20,9 +20,8 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from assay.kernel.models import Model
-
 from assay import AssayError, hookimpl
+from assay.kernel.models import Model
 
 from .errors import MODEL_REPLAY_DIVERGED, MODEL_REPLAY_EXHAUSTED
 
@@ -42,7 +41,8 @@ class ReplayModel(Model):
         source = path if path is not None else model
         if source is None:
             raise AssayError(
-                "MODEL_CASSETTE_INVALID", "the replay model needs a cassette path",
+                "MODEL_CASSETTE_INVALID",
+                "the replay model needs a cassette path",
                 "Use --model replay:PATH (a file written by --record).",
             )
         self.path = Path(source)
@@ -50,7 +50,9 @@ class ReplayModel(Model):
         self.model_name = str(self.path)
         self.recorded_model = str(self.header.get("model", ""))
         self.turn = 0
-        self.ids: dict[str, str] = {}  # recorded artifact/run id -> the id this run gave the same thing
+        self.ids: dict[
+            str, str
+        ] = {}  # recorded artifact/run id -> the id this run gave the same thing
         self._lock = threading.Lock()
 
     @property
@@ -69,11 +71,20 @@ class ReplayModel(Model):
                 MODEL_REPLAY_DIVERGED,
                 f"{self.path}: the run stopped after turn {self.turn}, the recording has {len(self.exchanges)}",
                 "The conversation ended earlier than recorded: re-record the cassette if that is intended.",
-                details={"turn": self.turn + 1, "path": "", "recorded": "more turns", "actual": "end of run"},
+                details={
+                    "turn": self.turn + 1,
+                    "path": "",
+                    "recorded": "more turns",
+                    "actual": "end of run",
+                },
             )
 
     def complete(
-        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: TextSink | None = None
+        self,
+        messages: list[Message],
+        tools: list[dict[str, Any]],
+        *,
+        on_text: TextSink | None = None,
     ) -> Message:
         from assay.kernel.messages import Message
 
@@ -96,7 +107,9 @@ class ReplayModel(Model):
                 normalise(exchange["request"], recorded_ids), normalise(request, actual_ids)
             )
             if difference is None:
-                for old, new in zip(recorded_ids, actual_ids, strict=True):  # same placeholders: same count
+                for old, new in zip(
+                    recorded_ids, actual_ids, strict=True
+                ):  # same placeholders: same count
                     known = self.ids.setdefault(old, new)
                     if known != new:
                         difference = ("(an id)", old, f"{new}, where earlier turns had {known}")
@@ -114,7 +127,9 @@ class ReplayModel(Model):
             self.turn = turn
         if "error" in exchange:
             err = exchange["error"]
-            raise AssayError(str(err.get("code")), str(err.get("message", "")), str(err.get("hint", "")))
+            raise AssayError(
+                str(err.get("code")), str(err.get("message", "")), str(err.get("hint", ""))
+            )
         response = self._translate(exchange["response"])
         if on_text is not None:
             for delta in exchange.get("deltas", [exchange["response"].get("content") or ""]):
@@ -149,6 +164,7 @@ def normalise(value: Any, ids: list[str]) -> Any:
     took normalise to the same value; the ids' order pairs them up.
     """
     if isinstance(value, str):
+
         def number(match: re.Match[str]) -> str:
             found = match.group(0)
             if found not in ids:
@@ -183,8 +199,11 @@ def first_difference(recorded: Any, actual: Any, where: str = "") -> tuple[str, 
                 return found
         if len(recorded) != len(actual):
             index = min(len(recorded), len(actual))
-            return (f"{where}[{index}]", recorded[index] if index < len(recorded) else _MISSING,
-                    actual[index] if index < len(actual) else _MISSING)
+            return (
+                f"{where}[{index}]",
+                recorded[index] if index < len(recorded) else _MISSING,
+                actual[index] if index < len(actual) else _MISSING,
+            )
         return None
     if recorded == actual and type(recorded) is type(actual):
         return None
@@ -199,18 +218,31 @@ def _key_order(key: str) -> tuple[int, str]:
 
 
 def _describe(recorded: Any, actual: Any) -> str:
-    if isinstance(recorded, str) and isinstance(actual, str) and recorded != _MISSING and actual != _MISSING:
-        at = next((i for i, (a, b) in enumerate(zip(recorded, actual, strict=False)) if a != b),
-                  min(len(recorded), len(actual)))
+    if (
+        isinstance(recorded, str)
+        and isinstance(actual, str)
+        and recorded != _MISSING
+        and actual != _MISSING
+    ):
+        at = next(
+            (i for i, (a, b) in enumerate(zip(recorded, actual, strict=False)) if a != b),
+            min(len(recorded), len(actual)),
+        )
         start = max(0, at - 40)
         lead = "..." if start else ""
-        return (f" (character {at}): recorded {lead}{_show(recorded[start:])}, "
-                f"now {lead}{_show(actual[start:])}")
+        return (
+            f" (character {at}): recorded {lead}{_show(recorded[start:])}, "
+            f"now {lead}{_show(actual[start:])}"
+        )
     return f": recorded {_show(recorded)}, now {_show(actual)}"
 
 
 def _show(value: Any) -> str:
-    text = value if isinstance(value, str) and value == _MISSING else json.dumps(value, ensure_ascii=False)
+    text = (
+        value
+        if isinstance(value, str) and value == _MISSING
+        else json.dumps(value, ensure_ascii=False)
+    )
     return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
 
 

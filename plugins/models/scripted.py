@@ -21,8 +21,9 @@ from __future__ import annotations
 import json
 import threading
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from assay import hookimpl
 from assay.kernel.models import Model
@@ -36,9 +37,16 @@ Step = dict[str, Any] | Callable[[list["Message"]], dict[str, Any]]
 class ScriptedModel(Model):
     model_id = "scripted"
 
-    def __init__(self, steps: Sequence[Step] = (), *, script: str | Path | None = None,
-                 model: str | None = None) -> None:
-        script = script or model  # `--model scripted:PATH` passes the script's path as the model name
+    def __init__(
+        self,
+        steps: Sequence[Step] = (),
+        *,
+        script: str | Path | None = None,
+        model: str | None = None,
+    ) -> None:
+        script = (
+            script or model
+        )  # `--model scripted:PATH` passes the script's path as the model name
         if script is not None:
             steps = json.loads(Path(script).read_text())
         self.steps = list(steps)
@@ -47,7 +55,9 @@ class ScriptedModel(Model):
         self._lock = threading.Lock()
         self.seen: list[list[Message]] = []  # the conversation at each turn, for assertions
 
-    def complete(self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: Any = None) -> Message:
+    def complete(
+        self, messages: list[Message], tools: list[dict[str, Any]], *, on_text: Any = None
+    ) -> Message:
         from assay.kernel.messages import Message
 
         with self._lock:
@@ -71,10 +81,14 @@ class ScriptedModel(Model):
         tool_calls = []
         for call in calls:
             if "tool" not in call:
-                raise ValueError(f"a script step needs 'text', 'tool' or 'tools', got {sorted(call)}")
+                raise ValueError(
+                    f"a script step needs 'text', 'tool' or 'tools', got {sorted(call)}"
+                )
             self._calls += 1
             tool_calls.append(
-                ToolCall(id=f"call_{self._calls}", name=call["tool"], arguments=call.get("arguments", {}))
+                ToolCall(
+                    id=f"call_{self._calls}", name=call["tool"], arguments=call.get("arguments", {})
+                )
             )
         return Message(role="assistant", content=step.get("content"), tool_calls=tool_calls)
 

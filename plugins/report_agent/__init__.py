@@ -17,7 +17,9 @@ def register_tools(register):
 
 @hookimpl
 def register_resources(settings):
-    settings.declare_section("report", "assay.plugins.report_agent.settings:ReportAgentSettings")  # `assay config`
+    settings.declare_section(
+        "report", "assay.plugins.report_agent.settings:ReportAgentSettings"
+    )  # `assay config`
 
 
 @hookimpl

@@ -22,6 +22,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay import AssayError
 from assay.kernel.evidence import capture_file, open_verified_content, read_artifact_result
 from assay.kernel.reports import (
     MISSING_MARK,
@@ -37,8 +38,6 @@ from assay.plugins.reports.html import HtmlRenderer
 from assay.plugins.reports.markdown import MarkdownRenderer, table_cell
 from assay.plugins.reports.resolve import _ChartRows
 from assay.plugins.reports.tables import resolve_table
-
-from assay import AssayError
 
 from .precheck import check_block
 
@@ -73,8 +72,14 @@ def _code(exc: BaseException) -> str:
     return getattr(exc, "code", None) or type(exc).__name__
 
 
-def assemble(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...], *, lenient: bool = False,
-             missing_calculations: list[str] = ()) -> Assembled:
+def assemble(
+    doc: ReportDocument,
+    catalog: Any,
+    run_id: str | tuple[str, ...],
+    *,
+    lenient: bool = False,
+    missing_calculations: list[str] = (),
+) -> Assembled:
     """The document with its gaps recorded (see the module docstring)."""
     doc = ReportDocument.coerce(doc.model_dump(mode="json"))  # a copy we may change
     gaps: list[Gap] = []
@@ -97,8 +102,14 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...], *
         except AssayError as exc:
             if not lenient:
                 raise PhaseError("precheck", exc, index) from None
-            gaps.append(Gap(block=position, kind=_kind(block), artifact_id=getattr(block, "artifact_id", None),
-                            reason=f"left out: {exc.code}: {exc.message}"))
+            gaps.append(
+                Gap(
+                    block=position,
+                    kind=_kind(block),
+                    artifact_id=getattr(block, "artifact_id", None),
+                    reason=f"left out: {exc.code}: {exc.message}",
+                )
+            )
             continue
         try:
             if isinstance(block, NumberBlock):
@@ -109,9 +120,16 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...], *
                     if not degradable(exc):
                         raise
                     block.unavailable = _code(exc)
-                    gaps.append(Gap(block=position, kind="value", artifact_id=block.artifact_id, field=block.label,
-                                    reason=f"{block.label}: could not be verified ({_code(exc)}); shown as "
-                                           f"{MISSING_MARK}"))
+                    gaps.append(
+                        Gap(
+                            block=position,
+                            kind="value",
+                            artifact_id=block.artifact_id,
+                            field=block.label,
+                            reason=f"{block.label}: could not be verified ({_code(exc)}); shown as "
+                            f"{MISSING_MARK}",
+                        )
+                    )
             elif isinstance(block, TextBlock):
                 for name, citation in block.cite.items():
                     try:
@@ -121,9 +139,16 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...], *
                         if not degradable(exc):
                             raise
                         citation.unavailable = _code(exc)
-                        gaps.append(Gap(block=position, kind="value", artifact_id=citation.artifact_id, field=name,
-                                        reason=f"{{{name}}}: could not be verified ({_code(exc)}); shown as "
-                                               f"{MISSING_MARK}"))
+                        gaps.append(
+                            Gap(
+                                block=position,
+                                kind="value",
+                                artifact_id=citation.artifact_id,
+                                field=name,
+                                reason=f"{{{name}}}: could not be verified ({_code(exc)}); shown as "
+                                f"{MISSING_MARK}",
+                            )
+                        )
             elif isinstance(block, (ImageBlock, ChartBlock, TableBlock)):
                 try:
                     _verify_shown(catalog, block)
@@ -131,15 +156,26 @@ def assemble(doc: ReportDocument, catalog: Any, run_id: str | tuple[str, ...], *
                 except Exception as exc:
                     if not degradable(exc):
                         raise
-                    gaps.append(Gap(block=position, kind=_kind(block), artifact_id=block.artifact_id,
-                                    reason=f"{_what(block)} omitted: {_code(exc)}"))
+                    gaps.append(
+                        Gap(
+                            block=position,
+                            kind=_kind(block),
+                            artifact_id=block.artifact_id,
+                            reason=f"{_what(block)} omitted: {_code(exc)}",
+                        )
+                    )
                     continue
         except AssayError as exc:
             raise PhaseError("assembly", exc, index) from None
         kept.append(block)
     for name in missing_calculations:
-        gaps.append(Gap(block=len(kept), kind="value", reason=f"calculation {name!r} could not be computed: "
-                                                             "its attempts were spent"))
+        gaps.append(
+            Gap(
+                block=len(kept),
+                kind="value",
+                reason=f"calculation {name!r} could not be computed: its attempts were spent",
+            )
+        )
     doc.blocks = kept
     doc.gaps = gaps
     return Assembled(doc, [g.reason for g in gaps], verified)
@@ -155,15 +191,25 @@ def _verify_shown(catalog: Any, block: Any) -> None:
 
 
 def _what(block: Any) -> str:
-    return f"table {block.caption or ''!r}" if isinstance(block, TableBlock) else f"chart {block.caption!r}"
+    return (
+        f"table {block.caption or ''!r}"
+        if isinstance(block, TableBlock)
+        else f"chart {block.caption!r}"
+    )
 
 
 def _kind(block: Any) -> str:
     return {"image": "chart", "chart": "chart", "table": "table"}.get(block.type, "value")
 
 
-def render(doc: ReportDocument, catalog: Any, run: Any, *, status: str | None = None,
-           draft: bool | None = None) -> tuple[bytes, list[dict[str, Any]]]:
+def render(
+    doc: ReportDocument,
+    catalog: Any,
+    run: Any,
+    *,
+    status: str | None = None,
+    draft: bool | None = None,
+) -> tuple[bytes, list[dict[str, Any]]]:
     """The Markdown with its provenance table, and the citations (render phase). ``status`` and
     ``draft`` are the pipeline's fields of the document, set here (never by the writer)."""
     if status is not None:
@@ -180,8 +226,13 @@ def render(doc: ReportDocument, catalog: Any, run: Any, *, status: str | None = 
 
 def provenance_table(citations: list[dict[str, Any]]) -> str:
     """Every value shown, with the artifact, selector and SHA-256 it was read from."""
-    lines = ["", "## Provenance", "",
-             "| # | block | value | artifact | selector | sha256 |", "|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        "## Provenance",
+        "",
+        "| # | block | value | artifact | selector | sha256 |",
+        "|---|---|---|---|---|---|",
+    ]
     for n, c in enumerate(citations, 1):
         if c.get("unavailable"):
             value = f"{MISSING_MARK} (unavailable: {c['unavailable']})"
@@ -194,20 +245,45 @@ def provenance_table(citations: list[dict[str, Any]]) -> str:
             value = "chart"
         selector = table_cell(json.dumps(c.get("selector"), sort_keys=True, separators=(",", ":")))
         sha = c.get("sha256") or "-"
-        lines.append(f"| {n} | {c['block']} | {table_cell(value)} | `{c['artifact_id']}` | `{selector}` | `{sha}` |")
+        lines.append(
+            f"| {n} | {c['block']} | {table_cell(value)} | `{c['artifact_id']}` | `{selector}` | `{sha}` |"
+        )
     return "\n".join(lines) + "\n"
 
 
-def store_report(run: Any, data: bytes, citations: list[dict[str, Any]], doc: ReportDocument, *,
-                 status: str, formal: bool, warnings: list[str], unbound: list[str] = ()) -> str:
+def store_report(
+    run: Any,
+    data: bytes,
+    citations: list[dict[str, Any]],
+    doc: ReportDocument,
+    *,
+    status: str,
+    formal: bool,
+    warnings: list[str],
+    unbound: list[str] = (),
+) -> str:
     """Keep the report as evidence; its id. ``unbound``: the figures its prose states without a citation."""
-    provenance = {"title": doc.title, "renderer": "markdown", "missing_mark": MISSING_MARK, "status": status,
-                  "formal": formal, "warnings": warnings, "citations": citations,
-                  "document": doc.model_dump(mode="json"), "provenance_table": True,
-                  "unbound_figures": list(unbound)}
+    provenance = {
+        "title": doc.title,
+        "renderer": "markdown",
+        "missing_mark": MISSING_MARK,
+        "status": status,
+        "formal": formal,
+        "warnings": warnings,
+        "citations": citations,
+        "document": doc.model_dump(mode="json"),
+        "provenance_table": True,
+        "unbound_figures": list(unbound),
+    }
     name = "report.md" if formal else "report.partial.md"
-    record = capture_file(run.artifacts, data=data, name=name, media_type="text/markdown", kind="report",
-                          provenance=provenance)
+    record = capture_file(
+        run.artifacts,
+        data=data,
+        name=name,
+        media_type="text/markdown",
+        kind="report",
+        provenance=provenance,
+    )
     _store_html(run, doc, provenance, formal)
     return record.artifact_id
 
@@ -216,5 +292,11 @@ def _store_html(run: Any, doc: ReportDocument, provenance: dict[str, Any], forma
     """The same report as the HTML page people open (`assay report show RUN_ID`), kept beside it."""
 
     page, _ = HtmlRenderer().render_cited(doc, run.artifacts)
-    capture_file(run.artifacts, data=page, name="report.html" if formal else "report.partial.html",
-                 media_type="text/html", kind="report", provenance=provenance | {"renderer": "html"})
+    capture_file(
+        run.artifacts,
+        data=page,
+        name="report.html" if formal else "report.partial.html",
+        media_type="text/html",
+        kind="report",
+        provenance=provenance | {"renderer": "html"},
+    )

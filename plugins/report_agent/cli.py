@@ -29,10 +29,14 @@ def add_commands(cli: Any, kernel: Any) -> None:
         for figure in result.unbound:
             click.echo(f"UNBOUND  {figure}", err=True)
         if not result.ok:
-            click.echo(f"{report_id}: FAILED ({len(result.problems)} problem(s), {len(result.unbound)} figure(s) not "
-                       f"bound to evidence, {result.checked} citation(s) read)")
+            click.echo(
+                f"{report_id}: FAILED ({len(result.problems)} problem(s), {len(result.unbound)} figure(s) not "
+                f"bound to evidence, {result.checked} citation(s) read)"
+            )
             sys.exit(1)
-        click.echo(f"{report_id}: OK ({result.checked} citation(s) re-read, re-rendered identically)")
+        click.echo(
+            f"{report_id}: OK ({result.checked} citation(s) re-read, re-rendered identically)"
+        )
 
     @reports.command("status")
     @click.argument("run_id")
@@ -50,13 +54,23 @@ def add_commands(cli: Any, kernel: Any) -> None:
             click.echo(state.model_dump_json(indent=2))
             return
         settings = kernel.settings.section("report", ReportAgentSettings)
-        click.echo(f"run {run_id}: {state.status}" + (f" ({state.stop_code})" if state.stop_code else ""))
+        click.echo(
+            f"run {run_id}: {state.status}" + (f" ({state.stop_code})" if state.stop_code else "")
+        )
         if state.report_artifact_id:
-            click.echo(f"report: {state.report_artifact_id} ({'formal' if state.formal else 'not formal'})")
+            click.echo(
+                f"report: {state.report_artifact_id} ({'formal' if state.formal else 'not formal'})"
+            )
         for r in state.requests:
-            click.echo(f"request {r.request_id} {r.name!r}: {r.status}, attempts {r.attempts}/{state.max_attempts}"
-                       + (f", result {r.result_artifact_id}" if r.result_artifact_id else ""))
+            click.echo(
+                f"request {r.request_id} {r.name!r}: {r.status}, attempts {r.attempts}/{state.max_attempts}"
+                + (f", result {r.result_artifact_id}" if r.result_artifact_id else "")
+            )
         for w in state.warnings:
             click.echo(f"warning: {w}")
-        click.echo("counters: " + json.dumps(state.counters(settings.max_steps, settings.max_tool_calls),
-                                             sort_keys=True))
+        click.echo(
+            "counters: "
+            + json.dumps(
+                state.counters(settings.max_steps, settings.max_tool_calls), sort_keys=True
+            )
+        )

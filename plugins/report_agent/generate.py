@@ -23,13 +23,13 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal
 
-from assay.kernel.evidence import open_verified_content, resolve_catalog
-from assay.kernel.reports import ReportDocument, TextBlock
-from assay.kernel.tool_result import ArtifactRef
 from pydantic import BaseModel, Field
 
 from assay import AssayError, RunContext, ToolResult, tool
+from assay.kernel.evidence import open_verified_content, resolve_catalog
 from assay.kernel.log import get_logger
+from assay.kernel.reports import ReportDocument, TextBlock
+from assay.kernel.tool_result import ArtifactRef
 
 from .assemble import PhaseError, assemble, render, store_report
 from .errors import (
@@ -67,7 +67,9 @@ class ReportOutcome(BaseModel):
     formal: bool = False
     report: str | None = None
     warnings: list[str] = Field(default_factory=list)
-    unbound_figures: list[str] = Field(default_factory=list)  # figures in the prose that are not citations
+    unbound_figures: list[str] = Field(
+        default_factory=list
+    )  # figures in the prose that are not citations
     pending_request: dict[str, Any] | None = None
     counters: dict[str, Any] = Field(default_factory=dict)
     execution_error: str | None = None
@@ -101,17 +103,25 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
     settings = _settings(kernel)
     catalog = resolve_catalog(run)
     store = ReportStateStore.for_run(run)
-    state = store.load(run.run_id) or ReportState(run_id=run.run_id, max_handbacks=settings.max_handbacks,
-                                                   max_attempts=settings.max_attempts, instructions=instructions)
+    state = store.load(run.run_id) or ReportState(
+        run_id=run.run_id,
+        max_handbacks=settings.max_handbacks,
+        max_attempts=settings.max_attempts,
+        instructions=instructions,
+    )
     state.generate_calls += 1
     if state.status in ("completed", "partial", "failed"):
         store.save(state)
-        return _outcome(state, settings, catalog, "the report was already finished; nothing was run again")
+        return _outcome(
+            state, settings, catalog, "the report was already finished; nothing was run again"
+        )
     if state.status == "new":
         reason = needs_result(catalog, run.evidence_runs())
         if reason is not None:
             store.save(state)
-            return _outcome(state, settings, catalog, reason, status="needs_analysis", code=REPORT_NEEDS_RESULT)
+            return _outcome(
+                state, settings, catalog, reason, status="needs_analysis", code=REPORT_NEEDS_RESULT
+            )
     notes = scan_attempts(state, catalog, run.run_id)
     state.memory.extend(notes)
     pending = state.pending()
@@ -130,26 +140,41 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
     store.save(state)
     if model is None:
         state.execution_error = state.execution_error or (
-            f"{REPORT_NO_MODEL}: no model for the report writer (ASSAY_REPORT_MODEL or the run's)")
+            f"{REPORT_NO_MODEL}: no model for the report writer (ASSAY_REPORT_MODEL or the run's)"
+        )
         return _fallback(state, store, settings, catalog, run)
     try:
         stop = _run_bounded(session.run_loop(), settings.timeout_s)
     except TimeoutError:
-        state.execution_error = f"{REPORT_SUBAGENT_TIMEOUT}: the report writer ran past {settings.timeout_s} s"
+        state.execution_error = (
+            f"{REPORT_SUBAGENT_TIMEOUT}: the report writer ran past {settings.timeout_s} s"
+        )
         return _fallback(state, store, settings, catalog, run)
     except Exception as exc:  # noqa: BLE001 - any failure of the writer: the saved content is rendered instead
         code = getattr(exc, "code", None)
-        state.execution_error = f"{REPORT_SUBAGENT_FAILED}: {code + ': ' if code else ''}{type(exc).__name__}: {exc}"[:1000]
+        state.execution_error = (
+            f"{REPORT_SUBAGENT_FAILED}: {code + ': ' if code else ''}{type(exc).__name__}: {exc}"[
+                :1000
+            ]
+        )
         return _fallback(state, store, settings, catalog, run)
     if stop == "submitted":
         if state.unbound_figures:
-            return _finish(state, store, settings, catalog, "the report was kept FLAGGED: its prose states "
-                           f"figures that are not bound citations ({'; '.join(state.unbound_figures)})")
+            return _finish(
+                state,
+                store,
+                settings,
+                catalog,
+                "the report was kept FLAGGED: its prose states "
+                f"figures that are not bound citations ({'; '.join(state.unbound_figures)})",
+            )
         return _finish(state, store, settings, catalog, "the report passed every check")
     if stop == "handed_back":
         state.status = "needs_analysis"
         store.save(state)
-        return _outcome(state, settings, catalog, _ask(state.pending(), state), status="needs_analysis")
+        return _outcome(
+            state, settings, catalog, _ask(state.pending(), state), status="needs_analysis"
+        )
     error = session.stop_error
     state.status, state.stop_code, state.stop_message = "failed", error.code, error.message
     return _finish(state, store, settings, catalog, error.message)
@@ -174,31 +199,46 @@ def _run_bounded(coro: Any, timeout: float) -> Any:
 def _ask(request: Any, state: ReportState) -> str:
     steps = "\n".join(f"  {i}. {s}" for i, s in enumerate(request.steps, 1))
     left = state.max_attempts - request.attempts
-    return (f"The report needs a calculation the run has not done: {request.name!r} ({request.request_id}).\n"
-            f"Steps:\n{steps}\nInputs: {', '.join(request.inputs)}\n"
-            f"Run it with code_interpreter (inputs={request.inputs}), assigning only this result to REPORT_RESULT "
-            f"(printing it is not enough), then call generate_report again. Attempts left: {left} of "
-            f"{state.max_attempts}; hand-backs used: {state.handbacks_used} of {state.max_handbacks}.")
+    return (
+        f"The report needs a calculation the run has not done: {request.name!r} ({request.request_id}).\n"
+        f"Steps:\n{steps}\nInputs: {', '.join(request.inputs)}\n"
+        f"Run it with code_interpreter (inputs={request.inputs}), assigning only this result to REPORT_RESULT "
+        f"(printing it is not enough), then call generate_report again. Attempts left: {left} of "
+        f"{state.max_attempts}; hand-backs used: {state.handbacks_used} of {state.max_handbacks}."
+    )
 
 
-def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: RunContext) -> ReportOutcome:
+def _fallback(
+    state: ReportState, store: Any, settings: Any, catalog: Any, run: RunContext
+) -> ReportOutcome:
     """The sub-agent raised or timed out: render the saved draft deterministically, or fail for good."""
 
     missing = [r.name for r in state.requests if r.status == "exhausted"]
     try:
         if state.draft is None:
-            raise PhaseError("render", AssayError(REPORT_NOT_RENDERABLE, "no draft was saved before the writer stopped"))
+            raise PhaseError(
+                "render",
+                AssayError(REPORT_NOT_RENDERABLE, "no draft was saved before the writer stopped"),
+            )
         raw = dict(state.draft)
         for reserved in ("gaps", "status", "draft"):
             raw.pop(reserved, None)
         doc = ReportDocument.coerce(raw)
-        assembled = assemble(doc, catalog, run.evidence_runs(), lenient=True, missing_calculations=missing)
+        assembled = assemble(
+            doc, catalog, run.evidence_runs(), lenient=True, missing_calculations=missing
+        )
         if assembled.verified_parts == 0:
-            raise PhaseError("render", AssayError(REPORT_NOT_RENDERABLE,
-                                                  "no value, table or chart of the draft could be verified"))
-        note = TextBlock(text=f"PARTIAL REPORT: the report writer stopped before finishing "
-                              f"({(state.execution_error or '').split(':')[0]}); this is its last draft, rendered "
-                              "from verified evidence only. It is not the formal report.")
+            raise PhaseError(
+                "render",
+                AssayError(
+                    REPORT_NOT_RENDERABLE, "no value, table or chart of the draft could be verified"
+                ),
+            )
+        note = TextBlock(
+            text=f"PARTIAL REPORT: the report writer stopped before finishing "
+            f"({(state.execution_error or '').split(':')[0]}); this is its last draft, rendered "
+            "from verified evidence only. It is not the formal report."
+        )
         assembled.document.blocks.insert(0, note)
         for gap in assembled.document.gaps:
             gap.block += 1
@@ -208,22 +248,45 @@ def _fallback(state: ReportState, store: Any, settings: Any, catalog: Any, run: 
             state.last_render_error = f"{exc.code}: {exc.error.message}"[:1000]
             state.stop_message = "the writer failed and its saved content cannot be rendered"
         else:
-            log.error("report.fallback_render_failed", run_id=run.run_id, error=f"{type(exc).__name__}: {exc}")
-            state.last_render_error = f"{REPORT_NOT_RENDERABLE}: internal error: {type(exc).__name__}: {exc}"[:1000]
-            state.stop_message = "the writer failed and rendering its saved content hit an internal error"
+            log.error(
+                "report.fallback_render_failed",
+                run_id=run.run_id,
+                error=f"{type(exc).__name__}: {exc}",
+            )
+            state.last_render_error = (
+                f"{REPORT_NOT_RENDERABLE}: internal error: {type(exc).__name__}: {exc}"[:1000]
+            )
+            state.stop_message = (
+                "the writer failed and rendering its saved content hit an internal error"
+            )
         state.status, state.stop_code = "failed", REPORT_NOT_RENDERABLE
         return _finish(state, store, settings, catalog, state.stop_message)
     unbound = prose_figures(assembled.document, run)
     warnings = assembled.warnings + [f.warning() for f in unbound]
-    state.report_artifact_id = store_report(run, data, citations, assembled.document, status="partial",
-                                            formal=False, warnings=warnings, unbound=[f.describe() for f in unbound])
+    state.report_artifact_id = store_report(
+        run,
+        data,
+        citations,
+        assembled.document,
+        status="partial",
+        formal=False,
+        warnings=warnings,
+        unbound=[f.describe() for f in unbound],
+    )
     state.status, state.formal, state.warnings = "partial", False, warnings
     state.unbound_figures = [f.describe() for f in unbound]
-    return _finish(state, store, settings, catalog, "the writer stopped; its last draft was rendered as a "
-                                                     "partial report")
+    return _finish(
+        state,
+        store,
+        settings,
+        catalog,
+        "the writer stopped; its last draft was rendered as a partial report",
+    )
 
 
-def _finish(state: ReportState, store: Any, settings: Any, catalog: Any, message: str) -> ReportOutcome:
+def _finish(
+    state: ReportState, store: Any, settings: Any, catalog: Any, message: str
+) -> ReportOutcome:
     delivered = state.status in ("completed", "partial")
     recovered = any(r.status == "completed" for r in state.requests)
     state.outcome = {
@@ -236,59 +299,113 @@ def _finish(state: ReportState, store: Any, settings: Any, catalog: Any, message
     return _outcome(state, settings, catalog, message)
 
 
-def _outcome(state: ReportState, settings: Any, catalog: Any, message: str, *, status: str | None = None,
-             code: str | None = None) -> ReportOutcome:
+def _outcome(
+    state: ReportState,
+    settings: Any,
+    catalog: Any,
+    message: str,
+    *,
+    status: str | None = None,
+    code: str | None = None,
+) -> ReportOutcome:
     status = status or state.status
     report = None
     if state.report_artifact_id and status in ("completed", "partial"):
         _, content = open_verified_content(catalog, state.report_artifact_id)
-        report = (content if isinstance(content, bytes) else open(content, "rb").read()).decode("utf-8")  # noqa: SIM115
+        report = (content if isinstance(content, bytes) else open(content, "rb").read()).decode(
+            "utf-8"
+        )  # noqa: SIM115
     pending = state.pending()
     failed = status == "failed"
     return ReportOutcome(
-        run_id=state.run_id, status=status, retryable=status == "needs_analysis", message=message,
-        error_code=code or (state.stop_code if failed else None), report_artifact_id=state.report_artifact_id,
-        formal=state.formal, report=report, warnings=state.warnings,
+        run_id=state.run_id,
+        status=status,
+        retryable=status == "needs_analysis",
+        message=message,
+        error_code=code or (state.stop_code if failed else None),
+        report_artifact_id=state.report_artifact_id,
+        formal=state.formal,
+        report=report,
+        warnings=state.warnings,
         unbound_figures=state.unbound_figures if status in ("completed", "partial") else [],
-        pending_request=pending.model_dump(mode="json") if pending is not None and status == "needs_analysis" else None,
+        pending_request=pending.model_dump(mode="json")
+        if pending is not None and status == "needs_analysis"
+        else None,
         counters=state.counters(settings.max_steps, settings.max_tool_calls),
-        execution_error=state.execution_error, last_render_error=state.last_render_error)
+        execution_error=state.execution_error,
+        last_render_error=state.last_render_error,
+    )
 
 
 def counters_line(c: dict[str, Any]) -> str:
     """The counters in one short line (kept in the run's record: ``assay runs show`` prints it)."""
-    attempts = ", ".join(f"{k} {v}/{c.get('attempt_limit')}" for k, v in (c.get("attempts") or {}).items())
-    failures = ", ".join(f"{k} {v}" for k, v in (c.get("failures_by_phase") or {}).items()) or "none"
-    flags = [k for k in ("recovered_by_handback", "delivered_with_gaps", "stopped_failed", "completed_clean")
-             if c.get(k)]
-    return (f"hand-backs {c.get('handbacks_used')}/{c.get('handback_limit')}"
-            + (f" (attempts {attempts})" if attempts else "")
-            + f", tool calls {c.get('tool_calls')}/{c.get('tool_call_cap')}, failures {failures}"
-            + (f", outcome {' + '.join(flags)}" if flags else ""))[:290]
+    attempts = ", ".join(
+        f"{k} {v}/{c.get('attempt_limit')}" for k, v in (c.get("attempts") or {}).items()
+    )
+    failures = (
+        ", ".join(f"{k} {v}" for k, v in (c.get("failures_by_phase") or {}).items()) or "none"
+    )
+    flags = [
+        k
+        for k in (
+            "recovered_by_handback",
+            "delivered_with_gaps",
+            "stopped_failed",
+            "completed_clean",
+        )
+        if c.get(k)
+    ]
+    return (
+        f"hand-backs {c.get('handbacks_used')}/{c.get('handback_limit')}"
+        + (f" (attempts {attempts})" if attempts else "")
+        + f", tool calls {c.get('tool_calls')}/{c.get('tool_call_cap')}, failures {failures}"
+        + (f", outcome {' + '.join(flags)}" if flags else "")
+    )[:290]
 
 
 def outcome_result(outcome: ReportOutcome) -> ToolResult:
     """The outcome as the main agent sees it."""
-    meta = {"report_status": outcome.status, "retryable": outcome.retryable, "counters": outcome.counters,
-            "report_counters": counters_line(outcome.counters), "unbound_figures": outcome.unbound_figures}
+    meta = {
+        "report_status": outcome.status,
+        "retryable": outcome.retryable,
+        "counters": outcome.counters,
+        "report_counters": counters_line(outcome.counters),
+        "unbound_figures": outcome.unbound_figures,
+    }
     data = outcome.model_dump(mode="json")
     refs = []
     if outcome.report_artifact_id:
         refs = [ArtifactRef(artifact_id=outcome.report_artifact_id, kind="report")]
     if outcome.status == "failed":
-        return ToolResult.fail(outcome.error_code or REPORT_NOT_RENDERABLE, f"report failed: {outcome.message}",
-                               "Stop calling generate_report for this run: it will not succeed by retrying. "
-                               "The checkpoint and the last draft are kept.", data=data, metadata=meta,
-                               artifacts=refs)
+        return ToolResult.fail(
+            outcome.error_code or REPORT_NOT_RENDERABLE,
+            f"report failed: {outcome.message}",
+            "Stop calling generate_report for this run: it will not succeed by retrying. "
+            "The checkpoint and the last draft are kept.",
+            data=data,
+            metadata=meta,
+            artifacts=refs,
+        )
     if outcome.status == "needs_analysis":
         return ToolResult.ok(data, content=f"needs_analysis: {outcome.message}", metadata=meta)
-    head = "Report completed" if outcome.status == "completed" else "PARTIAL report (not the formal report)"
+    head = (
+        "Report completed"
+        if outcome.status == "completed"
+        else "PARTIAL report (not the formal report)"
+    )
     if outcome.unbound_figures:
-        head += (", FLAGGED as not verified: its prose states figures that are not bound citations ("
-                 + "; ".join(outcome.unbound_figures) + ")")
+        head += (
+            ", FLAGGED as not verified: its prose states figures that are not bound citations ("
+            + "; ".join(outcome.unbound_figures)
+            + ")"
+        )
     warn = "".join(f"\nwarning: {w}" for w in outcome.warnings)
-    return ToolResult.ok(data, content=f"{head}: artifact {outcome.report_artifact_id}.{warn}\n\n{outcome.report}",
-                         metadata=meta, artifacts=refs)
+    return ToolResult.ok(
+        data,
+        content=f"{head}: artifact {outcome.report_artifact_id}.{warn}\n\n{outcome.report}",
+        metadata=meta,
+        artifacts=refs,
+    )
 
 
 @tool
@@ -302,9 +419,15 @@ def generate_report(run: RunContext, instructions: str = "") -> ToolResult:
         instructions: What the report should cover (the question, the figures that matter).
     """
     if run.artifacts is None:
-        return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",
-                               "Start the run with capture enabled.", metadata={"report_status": "failed"})
+        return ToolResult.fail(
+            "REPORT_NO_EVIDENCE",
+            "this run captures no artifacts, so nothing can be cited",
+            "Start the run with capture enabled.",
+            metadata={"report_status": "failed"},
+        )
     try:
         return outcome_result(generate(run, instructions))
-    except AssayError as exc:  # the evidence store or the checkpoint failed: still an honest report status
+    except (
+        AssayError
+    ) as exc:  # the evidence store or the checkpoint failed: still an honest report status
         return ToolResult.from_error(exc, metadata={"report_status": "failed", "retryable": False})

@@ -15,9 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from assay.plugins.reports.resolve import resolve_report
-
 from assay import AssayError
+from assay.plugins.reports.resolve import resolve_report
 
 from .errors import REPORT_FIGURE_UNBOUND
 
@@ -31,8 +30,10 @@ def prose_figures(document: Any, reader: Any) -> list[Any]:
 
 def unbound_error(figures: list[Any]) -> AssayError:
     listed = "; ".join(f.describe() for f in figures)
-    return AssayError(REPORT_FIGURE_UNBOUND,
-                      f"the report writes {len(figures)} figure(s) in its prose instead of citing them: {listed}",
-                      "Write each figure as a {name} placeholder with its citation in cite (artifact_id and path), "
-                      "or remove it. Submitted again with figures in the prose, the report is kept but flagged as "
-                      "not verified.")
+    return AssayError(
+        REPORT_FIGURE_UNBOUND,
+        f"the report writes {len(figures)} figure(s) in its prose instead of citing them: {listed}",
+        "Write each figure as a {name} placeholder with its citation in cite (artifact_id and path), "
+        "or remove it. Submitted again with figures in the prose, the report is kept but flagged as "
+        "not verified.",
+    )

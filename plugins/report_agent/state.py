@@ -23,11 +23,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
 
-from assay.kernel.evidence import resolve_catalog
 from pydantic import BaseModel, Field
 
 from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
 from assay.kernel.errors import AssayError
+from assay.kernel.evidence import resolve_catalog
 
 REPORT_STATE_CONFLICT = "REPORT_STATE_CONFLICT"
 
@@ -57,11 +57,15 @@ class CalcRequest(BaseModel):
     created_at: str = Field(default_factory=now)
     attempts: int = 0  # Python executions counted against this request
     attempt_artifacts: list[str] = Field(default_factory=list)
-    refused_artifacts: list[str] = Field(default_factory=list)  # executions after the budget was spent
+    refused_artifacts: list[str] = Field(
+        default_factory=list
+    )  # executions after the budget was spent
     result_artifact_id: str | None = None
     input_summary: list[dict[str, Any]] = Field(default_factory=list)
     asked: int = 1  # times the sub-agent asked for it (the repeats cost nothing)
-    names_asked: list[str] = Field(default_factory=list)  # other names the same calculation was asked under
+    names_asked: list[str] = Field(
+        default_factory=list
+    )  # other names the same calculation was asked under
 
 
 class Failure(BaseModel):
@@ -96,13 +100,19 @@ class ReportState(BaseModel):
     report_artifact_id: str | None = None
     formal: bool = False  # a formal report passed every check; a partial one is a fallback render
     warnings: list[str] = Field(default_factory=list)
-    figures_refused: int = 0  # submissions refused for figures written in the prose (one chance to fix them)
-    unbound_figures: list[str] = Field(default_factory=list)  # the stored report's figures that are not citations
+    figures_refused: int = (
+        0  # submissions refused for figures written in the prose (one chance to fix them)
+    )
+    unbound_figures: list[str] = Field(
+        default_factory=list
+    )  # the stored report's figures that are not citations
     execution_error: str | None = None
     last_render_error: str | None = None
     stop_code: str | None = None
     stop_message: str | None = None
-    outcome: dict[str, bool] = Field(default_factory=dict)  # the counters' flags, set once at the end
+    outcome: dict[str, bool] = Field(
+        default_factory=dict
+    )  # the counters' flags, set once at the end
 
     def pending(self) -> CalcRequest | None:
         return next((r for r in self.requests if r.status == "pending"), None)
@@ -115,13 +125,19 @@ class ReportState(BaseModel):
 
     def counters(self, max_steps: int, max_tool_calls: int) -> dict[str, Any]:
         return {
-            "handbacks_used": self.handbacks_used, "handback_limit": self.max_handbacks,
+            "handbacks_used": self.handbacks_used,
+            "handback_limit": self.max_handbacks,
             "attempt_limit": self.max_attempts,
             "attempts": {r.request_id: r.attempts for r in self.requests},
-            "dedup_hits": self.dedup_hits, "steps": self.steps, "step_budget_per_call": max_steps,
-            "tool_calls": self.tool_calls, "tool_call_cap": max_tool_calls,
-            "failures_by_phase": self.failures_by_phase(), "generate_calls": self.generate_calls,
-            "checkpoint": self.seq, **{k: int(v) for k, v in self.outcome.items()},
+            "dedup_hits": self.dedup_hits,
+            "steps": self.steps,
+            "step_budget_per_call": max_steps,
+            "tool_calls": self.tool_calls,
+            "tool_call_cap": max_tool_calls,
+            "failures_by_phase": self.failures_by_phase(),
+            "generate_calls": self.generate_calls,
+            "checkpoint": self.seq,
+            **{k: int(v) for k, v in self.outcome.items()},
         }
 
 
@@ -137,9 +153,11 @@ CREATE TABLE IF NOT EXISTS report_state (
 _SCHEMA = {SQLITE: _TABLE, POSTGRESQL: _TABLE}
 SCHEMA_VERSION = 1
 # the whole state, only over the checkpoint it was loaded from (or where there is none yet)
-_SAVE = ("INSERT INTO report_state (run_id, seq, status, updated_at, state) VALUES (?,?,?,?,?) "
-         "ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, status = excluded.status, "
-         "updated_at = excluded.updated_at, state = excluded.state WHERE report_state.seq = ?")
+_SAVE = (
+    "INSERT INTO report_state (run_id, seq, status, updated_at, state) VALUES (?,?,?,?,?) "
+    "ON CONFLICT (run_id) DO UPDATE SET seq = excluded.seq, status = excluded.status, "
+    "updated_at = excluded.updated_at, state = excluded.state WHERE report_state.seq = ?"
+)
 
 
 class ReportStateConflict(AssayError):
@@ -159,11 +177,17 @@ class ReportStateStore:
         return cls(resolve_catalog(run).db)
 
     def _ready(self) -> Database:
-        self.db.ensure("report_state", SCHEMA_VERSION if self.db.dialect == POSTGRESQL else None, _SCHEMA)
+        self.db.ensure(
+            "report_state", SCHEMA_VERSION if self.db.dialect == POSTGRESQL else None, _SCHEMA
+        )
         return self.db
 
     def load(self, run_id: str) -> ReportState | None:
-        row = self._ready().execute("SELECT state FROM report_state WHERE run_id = ?", (run_id,)).fetchone()
+        row = (
+            self._ready()
+            .execute("SELECT state FROM report_state WHERE run_id = ?", (run_id,))
+            .fetchone()
+        )
         return ReportState.model_validate_json(row[0]) if row else None
 
     def save(self, state: ReportState) -> None:
@@ -177,8 +201,13 @@ class ReportStateStore:
         state.seq += 1
         data = state.model_dump_json()
         try:
-            written = db.retry(lambda: db.execute(_SAVE, (state.run_id, state.seq, state.status, now(), data,
-                                                          loaded)).rowcount)
+            written = db.retry(
+                lambda: (
+                    db.execute(
+                        _SAVE, (state.run_id, state.seq, state.status, now(), data, loaded)
+                    ).rowcount
+                )
+            )
         except BaseException:
             state.seq = loaded
             raise
@@ -186,12 +215,19 @@ class ReportStateStore:
             state.seq = loaded
             raise ReportStateConflict(
                 message=f"the report of run {state.run_id!r} was changed by another process since checkpoint "
-                        f"{loaded} was loaded; this change was not written",
+                f"{loaded} was loaded; this change was not written",
                 hint="Only one generate_report per run at a time: call it again, it resumes from the newest "
-                     "checkpoint.", details={"run_id": state.run_id, "loaded_seq": loaded})
+                "checkpoint.",
+                details={"run_id": state.run_id, "loaded_seq": loaded},
+            )
 
-    def update(self, run_id: str, change: Callable[[ReportState], None],
-               new: Callable[[], ReportState] | None = None, attempts: int = 100) -> ReportState:
+    def update(
+        self,
+        run_id: str,
+        change: Callable[[ReportState], None],
+        new: Callable[[], ReportState] | None = None,
+        attempts: int = 100,
+    ) -> ReportState:
         """Load, ``change`` and save the run's state, again from the newest checkpoint after a conflict."""
         for _ in range(attempts):
             state = self.load(run_id) or (new() if new is not None else ReportState(run_id=run_id))
@@ -201,12 +237,18 @@ class ReportStateStore:
                 return state
             except ReportStateConflict:
                 continue
-        raise ReportStateConflict(message=f"the report of run {run_id!r} kept changing under {attempts} attempts",
-                                  hint="Too many processes write this report at once.")
+        raise ReportStateConflict(
+            message=f"the report of run {run_id!r} kept changing under {attempts} attempts",
+            hint="Too many processes write this report at once.",
+        )
 
     def all(self) -> list[ReportState]:
-        return [ReportState.model_validate_json(s) for (s,) in
-                self._ready().execute("SELECT state FROM report_state ORDER BY updated_at").fetchall()]
+        return [
+            ReportState.model_validate_json(s)
+            for (s,) in self._ready()
+            .execute("SELECT state FROM report_state ORDER BY updated_at")
+            .fetchall()
+        ]
 
     def close(self) -> None:
         self.db.close()

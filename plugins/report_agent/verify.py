@@ -16,7 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.kernel.evidence import get_record, open_verified_content, read_artifact_result, resolve_catalog
+from assay.kernel.evidence import (
+    get_record,
+    open_verified_content,
+    read_artifact_result,
+    resolve_catalog,
+)
 from assay.kernel.reports import ReportDocument
 from assay.plugins.reports.html import HtmlRenderer
 from assay.plugins.reports.markdown import MarkdownRenderer
@@ -31,7 +36,9 @@ class Verification:
     report_id: str
     checked: int = 0
     problems: list[str] = field(default_factory=list)
-    unbound: list[str] = field(default_factory=list)  # figures in a formal report's prose that are not citations
+    unbound: list[str] = field(
+        default_factory=list
+    )  # figures in a formal report's prose that are not citations
 
     @property
     def ok(self) -> bool:
@@ -42,8 +49,11 @@ def verify_report(reader: Any, report_id: str) -> Verification:
     catalog = resolve_catalog(reader)
     record = catalog.get(report_id)
     if record is None or record.kind != "report" or "document" not in record.provenance:
-        raise report_error(REPORT_NOT_FOUND, f"{report_id!r} is not a stored report",
-                           "Give the artifact id generate_report returned (kind report).")
+        raise report_error(
+            REPORT_NOT_FOUND,
+            f"{report_id!r} is not a stored report",
+            "Give the artifact id generate_report returned (kind report).",
+        )
     out = Verification(report_id)
     try:
         _, content = open_verified_content(catalog, report_id)
@@ -60,7 +70,9 @@ def verify_report(reader: Any, report_id: str) -> Verification:
         try:
             cited = get_record(catalog, aid)
             if cited.sha256 != c.get("sha256"):
-                out.problems.append(f"#{n} {aid}: SHA-256 {cited.sha256[:12]} is not the cited {str(c.get('sha256'))[:12]}")
+                out.problems.append(
+                    f"#{n} {aid}: SHA-256 {cited.sha256[:12]} is not the cited {str(c.get('sha256'))[:12]}"
+                )
                 continue
             selector = c.get("selector") or {}
             if "path" in selector:
@@ -68,13 +80,16 @@ def verify_report(reader: Any, report_id: str) -> Verification:
             else:  # a table, chart or image: its content re-hashed here; its selection by the re-render below
                 open_verified_content(catalog, aid)
         except Exception as exc:  # noqa: BLE001
-            out.problems.append(f"#{n} {aid}: {getattr(exc, 'code', type(exc).__name__)}: {getattr(exc, 'message', exc)}")
+            out.problems.append(
+                f"#{n} {aid}: {getattr(exc, 'code', type(exc).__name__)}: {getattr(exc, 'message', exc)}"
+            )
     if out.problems:
         return out
 
     renderer = record.provenance.get("renderer") or "markdown"
     try:
         if renderer == "markdown" and record.provenance.get("provenance_table"):
+
             class _Run:  # render reads through the catalog when the run has no sink
                 artifacts = None
 
@@ -90,12 +105,16 @@ def verify_report(reader: Any, report_id: str) -> Verification:
         out.problems.append(f"re-render: {exc.code}: {exc.error.message}")
         return out
     except Exception as exc:  # noqa: BLE001 - a renderer's failure is a finding
-        out.problems.append(f"re-render: {getattr(exc, 'code', type(exc).__name__)}: {getattr(exc, 'message', exc)}")
+        out.problems.append(
+            f"re-render: {getattr(exc, 'code', type(exc).__name__)}: {getattr(exc, 'message', exc)}"
+        )
         return out
     if again != stored:
         out.problems.append("re-rendering the document does not give the stored report")
     if record.provenance.get("formal", True):
         for figure in resolve_report(doc, catalog).unbound:
-            out.unbound.append(f"figure {figure.describe()} is not a bound citation: it was not read from the "
-                               "evidence (a formal report states every figure as a citation)")
+            out.unbound.append(
+                f"figure {figure.describe()} is not a bound citation: it was not read from the "
+                "evidence (a formal report states every figure as a citation)"
+            )
     return out

@@ -56,13 +56,24 @@ class Browser:
         self._stderr = open(Path(home) / "stderr.log", "wb")  # noqa: SIM115 (closed in close())
         # the child's fd 3 and 4 are the pipe's ends; bash moves them there (no preexec_fn in threads;
         # dash takes no descriptor past 9)
-        wrapper = [shutil.which("bash") or "/bin/bash", "-c", f'exec "$@" 3<&{commands_r} 4>&{answers_w}', "bash",
-                   *args,
-                   "--remote-debugging-pipe"]
+        wrapper = [
+            shutil.which("bash") or "/bin/bash",
+            "-c",
+            f'exec "$@" 3<&{commands_r} 4>&{answers_w}',
+            "bash",
+            *args,
+            "--remote-debugging-pipe",
+        ]
         try:
-            self.process = subprocess.Popen(wrapper, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                            stderr=self._stderr, env=env, pass_fds=(commands_r, answers_w),
-                                            start_new_session=True)
+            self.process = subprocess.Popen(
+                wrapper,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=self._stderr,
+                env=env,
+                pass_fds=(commands_r, answers_w),
+                start_new_session=True,
+            )
         finally:
             os.close(commands_r)
             os.close(answers_w)
@@ -98,8 +109,14 @@ class Browser:
             elif message.get("sessionId") in self._events:
                 self._events[message["sessionId"]].put(message)
 
-    def call(self, method: str, params: dict[str, Any] | None = None, *, session: str | None = None,
-             timeout: float = START_TIMEOUT_S) -> dict[str, Any]:
+    def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        session: str | None = None,
+        timeout: float = START_TIMEOUT_S,
+    ) -> dict[str, Any]:
         """Send one command and wait for its answer (``BrowserGone`` if the browser ends first)."""
         number = next(self._ids)
         waiter: queue.Queue = queue.Queue(maxsize=1)
@@ -124,18 +141,27 @@ class Browser:
         if answer is None:
             raise BrowserGone(method)
         if "error" in answer:
-            raise AssayError(REPORT_PDF_FAILED, f"Chromium refused {method}: {answer['error'].get('message')}",
-                             "Render --format html to check the page.")
+            raise AssayError(
+                REPORT_PDF_FAILED,
+                f"Chromium refused {method}: {answer['error'].get('message')}",
+                "Render --format html to check the page.",
+            )
         return answer.get("result") or {}
 
     # --- one render ------------------------------------------------------------------
 
     def print_pdf(self, url: str, *, timeout: float) -> bytes:
         """Open ``url`` in a fresh context and page, wait for its load event, print it to PDF."""
-        context = self.call("Target.createBrowserContext", {"disposeOnDetach": True})["browserContextId"]
+        context = self.call("Target.createBrowserContext", {"disposeOnDetach": True})[
+            "browserContextId"
+        ]
         try:
-            target = self.call("Target.createTarget", {"url": "about:blank", "browserContextId": context})
-            session = self.call("Target.attachToTarget", {"targetId": target["targetId"], "flatten": True})
+            target = self.call(
+                "Target.createTarget", {"url": "about:blank", "browserContextId": context}
+            )
+            session = self.call(
+                "Target.attachToTarget", {"targetId": target["targetId"], "flatten": True}
+            )
             sid = session["sessionId"]
             events: queue.Queue = queue.Queue()
             with self._lock:
@@ -149,8 +175,16 @@ class Browser:
                         raise BrowserGone("Page.loadEventFired")
                     if event.get("method") == "Page.loadEventFired":
                         break
-                printed = self.call("Page.printToPDF", {"printBackground": True, "displayHeaderFooter": False,
-                                                        "preferCSSPageSize": True}, session=sid, timeout=timeout)
+                printed = self.call(
+                    "Page.printToPDF",
+                    {
+                        "printBackground": True,
+                        "displayHeaderFooter": False,
+                        "preferCSSPageSize": True,
+                    },
+                    session=sid,
+                    timeout=timeout,
+                )
             finally:
                 with self._lock:
                     self._events.pop(sid, None)
@@ -160,13 +194,17 @@ class Browser:
         finally:
             if not self.dead:
                 try:
-                    self.call("Target.disposeBrowserContext", {"browserContextId": context}, timeout=10)
+                    self.call(
+                        "Target.disposeBrowserContext", {"browserContextId": context}, timeout=10
+                    )
                 except (BrowserGone, TimeoutError, AssayError):
                     pass
 
     def stderr_tail(self) -> str:
         try:
-            lines = (Path(self.home) / "stderr.log").read_text("utf-8", "replace").strip().splitlines()
+            lines = (
+                (Path(self.home) / "stderr.log").read_text("utf-8", "replace").strip().splitlines()
+            )
         except OSError:
             return ""
         return " | ".join(lines[-3:])[:400]
@@ -200,8 +238,11 @@ def start(args: list[str], env_for: Any) -> Browser:
         browser = Browser([*args, f"--user-data-dir={Path(home) / 'profile'}"], env_for(home), home)
     except OSError as exc:
         shutil.rmtree(home, ignore_errors=True)
-        raise AssayError(REPORT_PDF_FAILED, f"Chromium could not start: {exc}",
-                         "Check ASSAY_CHROMIUM / the chromium package.") from None
+        raise AssayError(
+            REPORT_PDF_FAILED,
+            f"Chromium could not start: {exc}",
+            "Check ASSAY_CHROMIUM / the chromium package.",
+        ) from None
     try:
         browser.call("Browser.getVersion", timeout=START_TIMEOUT_S)
     except (BrowserGone, TimeoutError):
@@ -211,9 +252,16 @@ def start(args: list[str], env_for: Any) -> Browser:
             code = None
         tail = browser.stderr_tail()
         browser.close()
-        said = f"exited {code}" if code is not None else f"did not answer within {START_TIMEOUT_S:.0f} s"
-        raise AssayError(REPORT_PDF_FAILED, f"Chromium {said} without a PDF: {tail}",
-                         "Run the same with --format html to check the page.") from None
+        said = (
+            f"exited {code}"
+            if code is not None
+            else f"did not answer within {START_TIMEOUT_S:.0f} s"
+        )
+        raise AssayError(
+            REPORT_PDF_FAILED,
+            f"Chromium {said} without a PDF: {tail}",
+            "Run the same with --format html to check the page.",
+        ) from None
     return browser
 
 
@@ -226,8 +274,9 @@ def shared(args: list[str], env_for: Any) -> Browser:
     """The process's browser: the running one, or a new one if there is none or it died."""
     global _shared, starts
     with _shared_lock:
-        if _shared is not None and (_shared.dead or _shared.process.poll() is not None
-                                    or _shared.args[:len(args)] != args):  # died, or another binary asked
+        if _shared is not None and (
+            _shared.dead or _shared.process.poll() is not None or _shared.args[: len(args)] != args
+        ):  # died, or another binary asked
             _shared.close()
             _shared = None
         if _shared is None:

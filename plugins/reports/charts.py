@@ -17,7 +17,11 @@ from typing import Any
 from .formats import NAMED
 
 WIDTH, HEIGHT = 620, 260
-MARKS = {"bar": "bar", "line": {"type": "line", "point": True}, "scatter": {"type": "point", "filled": True}}
+MARKS = {
+    "bar": "bar",
+    "line": {"type": "line", "point": True},
+    "scatter": {"type": "point", "filled": True},
+}
 
 
 class ChartUnavailable(Exception):
@@ -30,16 +34,28 @@ def chart_spec(chart: Any) -> dict[str, Any]:
     drawable = [p for p in points if p["y"] is not None]
     if not drawable:
         raise ChartUnavailable(f"no plotted row has a number in {chart.y!r}")
-    numeric_x = all(isinstance(p["x"], (int, float)) and not isinstance(p["x"], bool) for p in drawable)
-    x_type = "quantitative" if numeric_x and chart.chart != "bar" else "ordinal" if numeric_x else "nominal"
+    numeric_x = all(
+        isinstance(p["x"], (int, float)) and not isinstance(p["x"], bool) for p in drawable
+    )
+    x_type = (
+        "quantitative"
+        if numeric_x and chart.chart != "bar"
+        else "ordinal"
+        if numeric_x
+        else "nominal"
+    )
     x: dict[str, Any] = {"field": "x", "type": x_type, "title": chart.x}
     y: dict[str, Any] = {"field": "y", "type": "quantitative", "title": chart.y}
     if x_type != "quantitative":
         x["sort"] = None  # the order of the rows (the citation's sort), not alphabetical
     else:
-        x["scale"] = {"zero": False}  # the axis spans the data, not 0..max (points were squashed in a corner)
+        x["scale"] = {
+            "zero": False
+        }  # the axis spans the data, not 0..max (points were squashed in a corner)
     if chart.chart != "bar":
-        y["scale"] = {"zero": False}  # a bar's length is its value, so bars start at zero; points and lines need not
+        y["scale"] = {
+            "zero": False
+        }  # a bar's length is its value, so bars start at zero; points and lines need not
     formats = getattr(chart, "formats", None) or {}
     for axis, column in ((x, chart.x), (y, chart.y)):
         spec = axis_format(formats.get(column))
@@ -47,7 +63,8 @@ def chart_spec(chart: Any) -> dict[str, Any]:
             axis["axis"] = {"format": spec}  # the axis reads like the table: 11.11%, not 0.1111
     return {
         "$schema": "https://vega.github.io/schema/vega-lite/v5.json",  # an identifier; never fetched
-        "width": WIDTH, "height": HEIGHT,
+        "width": WIDTH,
+        "height": HEIGHT,
         "data": {"values": drawable},
         "mark": MARKS[chart.chart],
         "encoding": {"x": x, "y": y},
@@ -70,8 +87,10 @@ def chart_svg(chart: Any) -> bytes:
     try:
         import vl_convert
     except ImportError:
-        raise ChartUnavailable("the chart library is not installed (pip install 'assay[reports]' "
-                               "for vl-convert-python)") from None
+        raise ChartUnavailable(
+            "the chart library is not installed (pip install 'assay[reports]' "
+            "for vl-convert-python)"
+        ) from None
     try:
         return vl_convert.vegalite_to_svg(spec).encode("utf-8")
     except Exception as exc:  # noqa: BLE001 - the library's own error types vary by version

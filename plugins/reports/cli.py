@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import click
-from assay.kernel.evidence import open_verified_content
 
 from assay import AssayError
+from assay.kernel.evidence import open_verified_content
 
 REPORT_NOT_FOUND = "REPORT_NOT_FOUND"
 FORMATS = ("html", "json", "pdf", "markdown")
@@ -25,17 +25,27 @@ FORMATS = ("html", "json", "pdf", "markdown")
 def saved_reports(catalog: Any, run_id: str, media_type: str | None = None) -> list[Any]:
     """The run's report artifacts (oldest first), of ``media_type`` when given."""
     catalog.import_shared(run_id)
-    return [r for r in catalog.iter(run_id) if r.kind == "report" and r.status == "succeeded"
-            and (media_type is None or r.media_type == media_type)]
+    return [
+        r
+        for r in catalog.iter(run_id)
+        if r.kind == "report"
+        and r.status == "succeeded"
+        and (media_type is None or r.media_type == media_type)
+    ]
 
 
 def latest_document(catalog: Any, run_id: str) -> dict[str, Any]:
     """The document of the run's last report (kept in its provenance)."""
-    kept = [r for r in saved_reports(catalog, run_id) if isinstance(r.provenance.get("document"), dict)]
+    kept = [
+        r for r in saved_reports(catalog, run_id) if isinstance(r.provenance.get("document"), dict)
+    ]
     if not kept:
-        raise AssayError(REPORT_NOT_FOUND, f"run {run_id} has no saved report",
-                         "List the run's artifacts with `assay artifacts ls --run RUN_ID`; a report is "
-                         "saved when the agent calls render_report.")
+        raise AssayError(
+            REPORT_NOT_FOUND,
+            f"run {run_id} has no saved report",
+            "List the run's artifacts with `assay artifacts ls --run RUN_ID`; a report is "
+            "saved when the agent calls render_report.",
+        )
     return kept[-1].provenance["document"]
 
 
@@ -52,9 +62,12 @@ def export_saved_html(kernel: Any, run_id: str) -> Path:
         try:
             document = latest_document(catalog, run_id)
         except AssayError:
-            raise AssayError(REPORT_NOT_FOUND, f"run {run_id} has no saved report",
-                             "A report is saved when the agent calls render_report; list the run's "
-                             "artifacts with `assay artifacts ls --run RUN_ID`.") from None
+            raise AssayError(
+                REPORT_NOT_FOUND,
+                f"run {run_id} has no saved report",
+                "A report is saved when the agent calls render_report; list the run's "
+                "artifacts with `assay artifacts ls --run RUN_ID`.",
+            ) from None
         data = kernel.renderer("html").render(document, catalog)
     target.write_bytes(data)
     return target
@@ -62,7 +75,9 @@ def export_saved_html(kernel: Any, run_id: str) -> Path:
 
 def _safe(run_id: str) -> str:
     if not run_id or not all(c.isalnum() or c in "-_" for c in run_id):
-        raise AssayError(REPORT_NOT_FOUND, f"{run_id!r} is not a run id", "Run ids look like run_0123abcd...")
+        raise AssayError(
+            REPORT_NOT_FOUND, f"{run_id!r} is not a run id", "Run ids look like run_0123abcd..."
+        )
     return run_id
 
 
@@ -97,8 +112,13 @@ def add_report_commands(cli: Any, kernel: Any) -> None:
     @report.command("render")
     @click.argument("run_id")
     @click.option("--format", "fmt", type=click.Choice(FORMATS), default="html", show_default=True)
-    @click.option("-o", "--output", type=click.Path(dir_okay=False), default=None,
-                  help="Write here (default: stdout; a PDF needs a file or a pipe).")
+    @click.option(
+        "-o",
+        "--output",
+        type=click.Path(dir_okay=False),
+        default=None,
+        help="Write here (default: stdout; a PDF needs a file or a pipe).",
+    )
     def render_cmd(run_id: str, fmt: str, output: str | None) -> None:
         """Render RUN_ID's last report document as FORMAT, every citation read again from the evidence."""
         catalog = kernel.evidence.catalog

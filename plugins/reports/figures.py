@@ -51,8 +51,10 @@ class UnboundFigure:
         return f"{self.text} in {place}"
 
     def warning(self) -> str:
-        return f"figure {self.text} in {'the title' if self.block < 0 else f'block {self.block} ({self.where})'} " \
-               "is not a bound citation: it was not read from the evidence"
+        return (
+            f"figure {self.text} in {'the title' if self.block < 0 else f'block {self.block} ({self.where})'} "
+            "is not a bound citation: it was not read from the evidence"
+        )
 
 
 def unbound_figures(report: Any) -> list[UnboundFigure]:
@@ -76,19 +78,36 @@ def unbound_figures(report: Any) -> list[UnboundFigure]:
     return found
 
 
-def spans(figures: list[UnboundFigure], block: int, where: str, part: int | None = None) -> list[tuple[int, int]]:
+def spans(
+    figures: list[UnboundFigure], block: int, where: str, part: int | None = None
+) -> list[tuple[int, int]]:
     """Where the unbound figures of one piece of text are (for a renderer that marks them)."""
-    return [(f.start, f.end) for f in figures if f.block == block and f.where == where and f.part == part]
+    return [
+        (f.start, f.end)
+        for f in figures
+        if f.block == block and f.where == where and f.part == part
+    ]
 
 
-def _in(text: str, block: int, where: str, counts: set[Decimal], part: int | None = None) -> list[UnboundFigure]:
-    return [UnboundFigure(block, where, f.text, f.start, f.end, part) for f in find_figures(text)
-            if not _shown_count(f, counts)]
+def _in(
+    text: str, block: int, where: str, counts: set[Decimal], part: int | None = None
+) -> list[UnboundFigure]:
+    return [
+        UnboundFigure(block, where, f.text, f.start, f.end, part)
+        for f in find_figures(text)
+        if not _shown_count(f, counts)
+    ]
 
 
 def _shown_count(figure: Figure, counts: set[Decimal]) -> bool:
-    return figure.scale == 1 and not figure.percent and not figure.currency and not figure.negative \
-        and figure.decimals == 0 and figure.number in counts
+    return (
+        figure.scale == 1
+        and not figure.percent
+        and not figure.currency
+        and not figure.negative
+        and figure.decimals == 0
+        and figure.number in counts
+    )
 
 
 def _shown_counts(blocks: list[Any]) -> set[Decimal]:

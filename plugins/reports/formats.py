@@ -38,10 +38,13 @@ from assay.kernel.reports import MISSING_MARK
 NAMED = {"percent": ".1%", "currency": "$,.2f", "thousands": ",", "integer": ",.0f", "plain": ""}
 CURRENCY_SIGNS = "$€£¥"
 
-_PLAIN_NAME = re.compile(r"(^|_)(id|ids|key|code|zip|zipcode|postcode|postal_code|phone|year|yr|fy)$")
+_PLAIN_NAME = re.compile(
+    r"(^|_)(id|ids|key|code|zip|zipcode|postcode|postal_code|phone|year|yr|fy)$"
+)
 _MONEY_NAME = re.compile(
     r"(^|_)(revenue|revenues|sales|amount|amounts|price|prices|cost|costs|spend|spent|profit|profits|income|"
-    r"gmv|fee|fees|payment|payments|salary|salaries|basket|turnover|usd|eur|gbp|dollars|euros)($|_)")
+    r"gmv|fee|fees|payment|payments|salary|salaries|basket|turnover|usd|eur|gbp|dollars|euros)($|_)"
+)
 
 
 def is_number(value: Any) -> bool:
@@ -71,8 +74,12 @@ def format_value(value: Any, fmt: str | None = None, name: str | None = None) ->
 def default_text(value: Any, name: str | None = None) -> str:
     """A number written by default (see the module's docstring)."""
     words = (name or "").strip().lower().replace(" ", "_").replace("-", "_")
-    if isinstance(value, float) and not math.isfinite(value) or \
-            isinstance(value, decimal.Decimal) and not value.is_finite():
+    if (
+        isinstance(value, float)
+        and not math.isfinite(value)
+        or isinstance(value, decimal.Decimal)
+        and not value.is_finite()
+    ):
         return plain_text(value)
     if words and _PLAIN_NAME.search(words):
         return plain_text(value)
@@ -93,7 +100,9 @@ def _formatted(value: Any, spec: str) -> str:
     if spec == "":
         return plain_text(value)
     if not is_number(value):
-        return format(value, spec)  # a text spec (">10") applies to text; a number spec raises ValueError
+        return format(
+            value, spec
+        )  # a text spec (">10") applies to text; a number spec raises ValueError
     sign = ""
     if spec[0] in CURRENCY_SIGNS:
         sign, spec = spec[0], spec[1:] or ",.2f"

@@ -30,7 +30,9 @@ from .resolve import (
     resolve_report,
 )
 
-SCHEMA_ID = "https://assay.invalid/schemas/report/1"  # the $id of docs/report.schema.json (never fetched)
+SCHEMA_ID = (
+    "https://assay.invalid/schemas/report/1"  # the $id of docs/report.schema.json (never fetched)
+)
 
 
 class JsonRenderer:
@@ -58,8 +60,17 @@ def report_json(report: ResolvedReport) -> dict[str, Any]:
         "draft": doc.draft,
         "missing_mark": MISSING_MARK,
         "warnings": [w.to_dict() for w in report.warnings],
-        "unbound_figures": [{"block": f.block, "where": f.where, "text": f.text, "start": f.start, "end": f.end,
-                             **({"part": f.part} if f.part is not None else {})} for f in report.unbound],
+        "unbound_figures": [
+            {
+                "block": f.block,
+                "where": f.where,
+                "text": f.text,
+                "start": f.start,
+                "end": f.end,
+                **({"part": f.part} if f.part is not None else {}),
+            }
+            for f in report.unbound
+        ],
         "blocks": [_block(block) for block in report.blocks],
         "sources": [_source(s) for s in report.sources.values()],
         "citations": [_data(c) for c in report.citations],
@@ -70,25 +81,53 @@ def _block(block: Any) -> dict[str, Any]:
     if isinstance(block, ResolvedHeading):
         return {"type": "heading", "block": block.index, "text": block.text, "level": block.level}
     if isinstance(block, ResolvedText):
-        return {"type": "text", "block": block.index,
-                "parts": [p if isinstance(p, str) else _value(p) for p in block.parts]}
+        return {
+            "type": "text",
+            "block": block.index,
+            "parts": [p if isinstance(p, str) else _value(p) for p in block.parts],
+        }
     if isinstance(block, ResolvedNumber):
-        return {"type": "number", "block": block.index, "label": block.label, "value": _value(block.value)}
+        return {
+            "type": "number",
+            "block": block.index,
+            "label": block.label,
+            "value": _value(block.value),
+        }
     if isinstance(block, ResolvedTableBlock):
-        return {"type": "table", "block": block.index, "columns": block.columns,
-                "rows": [[_data(v) for v in row] for row in block.rows],
-                "texts": [[block.text(v, c) for v, c in zip(row, block.columns)] for row in block.rows],
-                "rows_shown": block.shown,
-                "total_rows": block.total, "complete": block.complete, "caption": block.caption,
-                "citation": _citation(block.source, block.selector)}
+        return {
+            "type": "table",
+            "block": block.index,
+            "columns": block.columns,
+            "rows": [[_data(v) for v in row] for row in block.rows],
+            "texts": [[block.text(v, c) for v, c in zip(row, block.columns)] for row in block.rows],
+            "rows_shown": block.shown,
+            "total_rows": block.total,
+            "complete": block.complete,
+            "caption": block.caption,
+            "citation": _citation(block.source, block.selector),
+        }
     if isinstance(block, ResolvedImage):
-        return {"type": "image", "block": block.index, "caption": block.caption, "media_type": block.media_type,
-                "content_uri": block.content_uri, "citation": _citation(block.source, None)}
+        return {
+            "type": "image",
+            "block": block.index,
+            "caption": block.caption,
+            "media_type": block.media_type,
+            "content_uri": block.content_uri,
+            "citation": _citation(block.source, None),
+        }
     if isinstance(block, ResolvedChart):
-        return {"type": "chart", "block": block.index, "chart": block.chart, "x": block.x, "y": block.y,
-                "points": [[_data(v) for v in row] for row in block.rows], "total_rows": block.total,
-                "caption": block.caption, "user_caption": block.user_caption,
-                "citation": _citation(block.source, block.selector)}
+        return {
+            "type": "chart",
+            "block": block.index,
+            "chart": block.chart,
+            "x": block.x,
+            "y": block.y,
+            "points": [[_data(v) for v in row] for row in block.rows],
+            "total_rows": block.total,
+            "caption": block.caption,
+            "user_caption": block.user_caption,
+            "citation": _citation(block.source, block.selector),
+        }
     raise TypeError(f"unknown resolved block {block!r}")
 
 
@@ -105,15 +144,26 @@ def _value(value: Value) -> dict[str, Any]:
 def _citation(source: Source | None, selector: Any) -> dict[str, Any] | None:
     if source is None:
         return None
-    return {"artifact_id": source.artifact_id, "selector": _data(selector), "sha256": source.sha256,
-            "source": source.number}
+    return {
+        "artifact_id": source.artifact_id,
+        "selector": _data(selector),
+        "sha256": source.sha256,
+        "source": source.number,
+    }
 
 
 def _source(source: Source) -> dict[str, Any]:
-    return {"number": source.number, "artifact_id": source.artifact_id, "run_id": source.record.run_id,
-            "kind": source.kind, "sha256": source.sha256, "complete": source.complete,
-            "origin": source.origin(200), "code": source.code(),
-            "incomplete": source.record.incomplete_note() or None}
+    return {
+        "number": source.number,
+        "artifact_id": source.artifact_id,
+        "run_id": source.record.run_id,
+        "kind": source.kind,
+        "sha256": source.sha256,
+        "complete": source.complete,
+        "origin": source.origin(200),
+        "code": source.code(),
+        "incomplete": source.record.incomplete_note() or None,
+    }
 
 
 def _data(value: Any) -> Any:

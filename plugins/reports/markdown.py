@@ -19,11 +19,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from assay import RunContext, ToolResult, hookimpl, tool
 from assay.kernel.evidence import capture_file
 from assay.kernel.evidence.preview import markdown_table
 from assay.kernel.reports import ReportDocument
-
-from assay import RunContext, ToolResult, hookimpl, tool
 
 from .html import HtmlRenderer
 from .resolve import (
@@ -43,7 +42,12 @@ from .resolve import (
     resolve_report,
 )
 
-__all__ = ["MISSING_MARK", "REPORT_CITATION_INVALID", "REPORT_CITATION_OTHER_RUN", "MarkdownRenderer"]
+__all__ = [
+    "MISSING_MARK",
+    "REPORT_CITATION_INVALID",
+    "REPORT_CITATION_OTHER_RUN",
+    "MarkdownRenderer",
+]
 
 
 CHART_TABLE_ROWS = 20  # a chart block in Markdown: its first points as a table
@@ -77,14 +81,20 @@ def format_markdown(report: ResolvedReport) -> str:
     parts.extend(_block(block) for block in report.blocks)
     if report.warnings:
         parts.append("## Gaps")
-        parts.append("These parts could not be shown from verified evidence and were left out "
-                     f"(a value shows `{MISSING_MARK}`):")
-        parts.extend(f"- block {w.block} ({w.kind}{', ' + w.field if w.field else ''}"
-                     f"{', artifact `' + w.artifact_id + '`' if w.artifact_id else ''}): {_escape_line(w.reason)}"
-                     for w in report.warnings)
+        parts.append(
+            "These parts could not be shown from verified evidence and were left out "
+            f"(a value shows `{MISSING_MARK}`):"
+        )
+        parts.extend(
+            f"- block {w.block} ({w.kind}{', ' + w.field if w.field else ''}"
+            f"{', artifact `' + w.artifact_id + '`' if w.artifact_id else ''}): {_escape_line(w.reason)}"
+            for w in report.warnings
+        )
     if report.unbound:
         parts.append("## Figures not bound to evidence")
-        parts.append("These figures are written in the text, not read from the evidence (no citation):")
+        parts.append(
+            "These figures are written in the text, not read from the evidence (no citation):"
+        )
         parts.extend(f"- {_escape_line(f.describe())}" for f in report.unbound)
     if report.sources:
         parts.append("## Sources")
@@ -166,8 +176,11 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
             chart).
     """
     if run.artifacts is None:
-        return ToolResult.fail("REPORT_NO_EVIDENCE", "this run captures no artifacts, so nothing can be cited",
-                               "Start the run with capture enabled.")
+        return ToolResult.fail(
+            "REPORT_NO_EVIDENCE",
+            "this run captures no artifacts, so nothing can be cited",
+            "Start the run with capture enabled.",
+        )
     resolved = resolve_report(document, run.artifacts)
     markdown, citations = format_markdown(resolved).encode("utf-8"), resolved.citations
     unbound = [f.describe() for f in resolved.unbound]
@@ -176,21 +189,46 @@ def render_report(document: ReportDocument, run: RunContext) -> ToolResult:
     # be re-verified, or rendered again, later. The HTML page is the saved report (`assay report show`).
     page, _ = HtmlRenderer().render_cited(document, run.artifacts)
     refs = []
-    for data, name, media_type, renderer in ((markdown, "report.md", "text/markdown", "markdown"),
-                                              (page, "report.html", "text/html", "html")):
-        provenance = {"title": document.title, "renderer": renderer, "missing_mark": MISSING_MARK,
-                      "citations": citations, "document": document.model_dump(mode="json")}
-        record = capture_file(run.artifacts, data=data, name=name, media_type=media_type, kind="report",
-                              provenance=provenance)
+    for data, name, media_type, renderer in (
+        (markdown, "report.md", "text/markdown", "markdown"),
+        (page, "report.html", "text/html", "html"),
+    ):
+        provenance = {
+            "title": document.title,
+            "renderer": renderer,
+            "missing_mark": MISSING_MARK,
+            "citations": citations,
+            "document": document.model_dump(mode="json"),
+        }
+        record = capture_file(
+            run.artifacts,
+            data=data,
+            name=name,
+            media_type=media_type,
+            kind="report",
+            provenance=provenance,
+        )
         if record is not None:
             refs.append(record.ref())
-    flagged = ("warning: figures not bound to evidence (write each as a {name} citation, or remove it): "
-               + "; ".join(unbound) + "\n\n") if unbound else ""
-    return ToolResult.ok({"artifact_id": refs[0].artifact_id if refs else None,
-                          "html_artifact_id": refs[1].artifact_id if len(refs) > 1 else None,
-                          "unbound_figures": unbound},
-                         content=flagged + markdown.decode("utf-8"), artifacts=refs,
-                         metadata={"unbound_figures": unbound} if unbound else {})
+    flagged = (
+        (
+            "warning: figures not bound to evidence (write each as a {name} citation, or remove it): "
+            + "; ".join(unbound)
+            + "\n\n"
+        )
+        if unbound
+        else ""
+    )
+    return ToolResult.ok(
+        {
+            "artifact_id": refs[0].artifact_id if refs else None,
+            "html_artifact_id": refs[1].artifact_id if len(refs) > 1 else None,
+            "unbound_figures": unbound,
+        },
+        content=flagged + markdown.decode("utf-8"),
+        artifacts=refs,
+        metadata={"unbound_figures": unbound} if unbound else {},
+    )
 
 
 RENDERER = MarkdownRenderer()

@@ -27,8 +27,17 @@ REPORT_PDF_NO_CHROMIUM = "REPORT_PDF_NO_CHROMIUM"
 REPORT_PDF_FAILED = "REPORT_PDF_FAILED"
 
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-CHROMIUM_FLAGS = ("--headless", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--disable-extensions", "--mute-audio")
+CHROMIUM_FLAGS = (
+    "--headless",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--mute-audio",
+)
 PDF_TIMEOUT_S = 120
 
 
@@ -62,9 +71,12 @@ def html_to_pdf(page: bytes, *, timeout: float = PDF_TIMEOUT_S) -> bytes:
     binary = find_chromium()
     if binary is None:
         where = os.environ.get("ASSAY_CHROMIUM") or "PATH (" + ", ".join(CHROMIUM_NAMES) + ")"
-        raise AssayError(REPORT_PDF_NO_CHROMIUM, f"no Chromium to print the PDF with: none found on {where}",
-                         "Install Debian's chromium package (scripts/setup-system.sh does), or set "
-                         "ASSAY_CHROMIUM to a Chromium binary; --format html gives the same report without it.")
+        raise AssayError(
+            REPORT_PDF_NO_CHROMIUM,
+            f"no Chromium to print the PDF with: none found on {where}",
+            "Install Debian's chromium package (scripts/setup-system.sh does), or set "
+            "ASSAY_CHROMIUM to a Chromium binary; --format html gives the same report without it.",
+        )
     with tempfile.TemporaryDirectory(prefix="assay-pdf-") as tmp:
         source = Path(tmp) / "report.html"
         source.write_bytes(page)
@@ -75,15 +87,24 @@ def html_to_pdf(page: bytes, *, timeout: float = PDF_TIMEOUT_S) -> bytes:
                 break
             except chromium.BrowserGone:
                 if attempt == 2:
-                    raise AssayError(REPORT_PDF_FAILED, "Chromium ended while printing the PDF: "
-                                     + browser.stderr_tail(), "Render --format html to check the page.") from None
+                    raise AssayError(
+                        REPORT_PDF_FAILED,
+                        "Chromium ended while printing the PDF: " + browser.stderr_tail(),
+                        "Render --format html to check the page.",
+                    ) from None
             except TimeoutError:
                 chromium.discard(browser)  # a stuck page: the next render starts a new browser
-                raise AssayError(REPORT_PDF_FAILED, f"Chromium did not finish the PDF within {timeout:.0f} s",
-                                 "Try again on a less busy machine, or use --format html.") from None
+                raise AssayError(
+                    REPORT_PDF_FAILED,
+                    f"Chromium did not finish the PDF within {timeout:.0f} s",
+                    "Try again on a less busy machine, or use --format html.",
+                ) from None
         if not data.startswith(b"%PDF-"):
-            raise AssayError(REPORT_PDF_FAILED, "Chromium printed something that is not a PDF",
-                             "Run the same with --format html to check the page.")
+            raise AssayError(
+                REPORT_PDF_FAILED,
+                "Chromium printed something that is not a PDF",
+                "Run the same with --format html to check the page.",
+            )
         return data
 
 
@@ -103,7 +124,9 @@ class PdfRenderer:
         return self.render_cited(document, reader)[0]
 
     def render_cited(self, document: Any, reader: Any) -> tuple[bytes, list[dict[str, Any]]]:
-        if find_chromium() is None:  # fail before any reading: the cause is the machine, not the report
+        if (
+            find_chromium() is None
+        ):  # fail before any reading: the cause is the machine, not the report
             html_to_pdf(b"")
         page, citations = HtmlRenderer().render_cited(document, reader)
         return html_to_pdf(page), citations

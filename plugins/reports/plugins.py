@@ -13,12 +13,20 @@ from assay import Lazy, hookimpl
 class RendererPlugin:
     """The plugin of one report renderer: ``module:RENDERER`` registered lazily as ``name``."""
 
-    def __init__(self, name: str, target: str, media_type: str, *, commands: bool = False,
-                 tools: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        name: str,
+        target: str,
+        media_type: str,
+        *,
+        commands: bool = False,
+        tools: tuple[str, ...] = (),
+    ) -> None:
         self.name, self.target, self.media_type = name, target, media_type
         if commands:
             self.register_commands = _register_commands
         if tools:
+
             @hookimpl
             def register_tools(register):
                 for path in tools:
@@ -41,8 +49,12 @@ def _register_commands(cli, kernel):
     add_report_commands(cli, kernel)
 
 
-markdown = RendererPlugin("markdown", "assay.plugins.reports.markdown:RENDERER", "text/markdown",
-                          tools=("assay.plugins.reports.markdown:render_report",))
+markdown = RendererPlugin(
+    "markdown",
+    "assay.plugins.reports.markdown:RENDERER",
+    "text/markdown",
+    tools=("assay.plugins.reports.markdown:render_report",),
+)
 html = RendererPlugin("html", "assay.plugins.reports.html:RENDERER", "text/html", commands=True)
 json = RendererPlugin("json", "assay.plugins.reports.json_report:RENDERER", "application/json")
 pdf = RendererPlugin("pdf", "assay.plugins.reports.pdf:RENDERER", "application/pdf")

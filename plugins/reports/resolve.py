@@ -24,6 +24,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from assay import AssayError, RunContext
 from assay.kernel.evidence import (
     ArtifactIncomplete,
     ArtifactSink,
@@ -44,16 +45,16 @@ from assay.kernel.reports import (
     TextBlock,
 )
 
-from assay import AssayError, RunContext
-
 from .formats import check_format, format_value, is_number, plain_text
 from .tables import resolve_table
 
 REPORT_CITATION_INVALID = "REPORT_CITATION_INVALID"
 REPORT_CITATION_OTHER_RUN = "REPORT_CITATION_OTHER_RUN"
 
-MISSING_NOTE = (f"`{MISSING_MARK}` marks a missing value: the cited artifact holds NULL there "
-                "(no value; not zero, not empty text).")
+MISSING_NOTE = (
+    f"`{MISSING_MARK}` marks a missing value: the cited artifact holds NULL there "
+    "(no value; not zero, not empty text)."
+)
 
 
 @dataclass
@@ -129,8 +130,13 @@ class ReportWarning:
     reason: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"block": self.block, "kind": self.kind, "artifact_id": self.artifact_id, "field": self.field,
-                "reason": self.reason}
+        return {
+            "block": self.block,
+            "kind": self.kind,
+            "artifact_id": self.artifact_id,
+            "field": self.field,
+            "reason": self.reason,
+        }
 
 
 @dataclass
@@ -221,14 +227,36 @@ class ResolvedChart:
         what = f"{self.chart} chart of {self.y} by {self.x}, shown as a table"
         if len(shown) < len(self.rows):
             what += f": the first {len(shown)} of its {len(self.rows)} points"
-        inner = self.caption[1:-1] if self.caption.startswith("(") and self.caption.endswith(")") else self.caption
+        inner = (
+            self.caption[1:-1]
+            if self.caption.startswith("(") and self.caption.endswith(")")
+            else self.caption
+        )
         caption = (self.user_caption + " " if self.user_caption else "") + f"({what}; {inner})"
-        return ResolvedTableBlock(self.index, [self.x, self.y], shown, len(shown), self.total, caption,
-                                  self.user_caption, self.source, self.selector, empty=not shown,
-                                  null_cells=sum(v is None for row in shown for v in row), formats=self.formats)
+        return ResolvedTableBlock(
+            self.index,
+            [self.x, self.y],
+            shown,
+            len(shown),
+            self.total,
+            caption,
+            self.user_caption,
+            self.source,
+            self.selector,
+            empty=not shown,
+            null_cells=sum(v is None for row in shown for v in row),
+            formats=self.formats,
+        )
 
 
-Resolved = ResolvedHeading | ResolvedText | ResolvedNumber | ResolvedTableBlock | ResolvedImage | ResolvedChart
+Resolved = (
+    ResolvedHeading
+    | ResolvedText
+    | ResolvedNumber
+    | ResolvedTableBlock
+    | ResolvedImage
+    | ResolvedChart
+)
 
 
 @dataclass
@@ -244,7 +272,9 @@ class ResolvedReport:
     warnings: list[ReportWarning] = field(default_factory=list)
     missing_used: bool = False
     reader: Any = None
-    unbound: list[Any] = field(default_factory=list)  # figures written in the prose (.figures.UnboundFigure)
+    unbound: list[Any] = field(
+        default_factory=list
+    )  # figures written in the prose (.figures.UnboundFigure)
 
     def image_bytes(self, image: ResolvedImage) -> bytes:
         """The image's exact stored bytes, after a hash check."""
@@ -290,9 +320,12 @@ class _Resolver:
             try:
                 check_format(fmt)
             except (TypeError, ValueError) as exc:
-                raise AssayError(REPORT_CITATION_INVALID, f"formats[{name!r}] = {fmt!r} does not write a number: "
-                                 f"{exc}", "Use percent, currency, thousands, integer, plain, or a Python format "
-                                 "spec such as ',.2f' or '$,.0f'.") from None
+                raise AssayError(
+                    REPORT_CITATION_INVALID,
+                    f"formats[{name!r}] = {fmt!r} does not write a number: {exc}",
+                    "Use percent, currency, thousands, integer, plain, or a Python format "
+                    "spec such as ',.2f' or '$,.0f'.",
+                ) from None
         for index, block in enumerate(self.doc.blocks):
             self.index = index
             try:
@@ -301,11 +334,16 @@ class _Resolver:
                 raise AssayError(
                     REPORT_CITATION_INVALID,
                     f"block {index} ({block.type}): {exc.code}: {exc.message}",
-                    exc.hint or "Cite an artifact id and selector that a tool call of this run returned.",
+                    exc.hint
+                    or "Cite an artifact id and selector that a tool call of this run returned.",
                     details={"block": index, "cause": exc.code},
                 ) from exc
-        self.out.warnings = [ReportWarning(g.block, g.kind, g.artifact_id, g.field, g.reason) for g in self.doc.gaps]
-        from .figures import unbound_figures  # here, not at the top: figures imports this module's blocks
+        self.out.warnings = [
+            ReportWarning(g.block, g.kind, g.artifact_id, g.field, g.reason) for g in self.doc.gaps
+        ]
+        from .figures import (
+            unbound_figures,  # here, not at the top: figures imports this module's blocks
+        )
 
         self.out.unbound = unbound_figures(self.out)
         return self.out
@@ -316,8 +354,12 @@ class _Resolver:
         if isinstance(block, TextBlock):
             return ResolvedText(self.index, self.text(block))
         if isinstance(block, NumberBlock):
-            citation = Citation(artifact_id=block.artifact_id, path=block.path, format=block.format,
-                                unavailable=block.unavailable)
+            citation = Citation(
+                artifact_id=block.artifact_id,
+                path=block.path,
+                format=block.format,
+                unavailable=block.unavailable,
+            )
             return ResolvedNumber(self.index, block.label, self.guarded_value(citation, "number"))
         if isinstance(block, TableBlock):
             return self.table(block)
@@ -336,8 +378,16 @@ class _Resolver:
         if unavailable is None:
             return self.value(citation, field_name)
         selector = {"path": citation.path}
-        self.out.citations.append({"block": self.index, "field": field_name, "artifact_id": citation.artifact_id,
-                                   "selector": selector, "unavailable": unavailable, "rendered": MISSING_MARK})
+        self.out.citations.append(
+            {
+                "block": self.index,
+                "field": field_name,
+                "artifact_id": citation.artifact_id,
+                "selector": selector,
+                "unavailable": unavailable,
+                "rendered": MISSING_MARK,
+            }
+        )
         return Value(MISSING_MARK, selector=selector, degraded=True, reason=unavailable)
 
     # --- blocks ----------------------------------------------------------------------
@@ -348,17 +398,26 @@ class _Resolver:
         try:
             pieces = list(string.Formatter().parse(block.text))
         except ValueError as exc:
-            raise AssayError(REPORT_CITATION_INVALID, f"the text is not a valid template: {exc}",
-                             "Write placeholders as {name}; a literal brace as {{ or }}.") from None
+            raise AssayError(
+                REPORT_CITATION_INVALID,
+                f"the text is not a valid template: {exc}",
+                "Write placeholders as {name}; a literal brace as {{ or }}.",
+            ) from None
         names = [name for _, name, _, _ in pieces if name is not None]
         bad = [n for n in names if not n.isidentifier()]
         if bad:
-            raise AssayError(REPORT_CITATION_INVALID, f"placeholders must be names, not {bad}",
-                             "Write {north} and put its artifact_id and path in cite['north'].")
+            raise AssayError(
+                REPORT_CITATION_INVALID,
+                f"placeholders must be names, not {bad}",
+                "Write {north} and put its artifact_id and path in cite['north'].",
+            )
         missing = [n for n in dict.fromkeys(names) if n not in block.cite]
         if missing:
-            raise AssayError(REPORT_CITATION_INVALID, f"placeholders without a citation: {missing}",
-                             "Every {name} in the text needs a cite entry.")
+            raise AssayError(
+                REPORT_CITATION_INVALID,
+                f"placeholders without a citation: {missing}",
+                "Every {name} in the text needs a cite entry.",
+            )
         parts: list[str | Value] = []
         for literal, name, spec, conversion in pieces:
             if literal:
@@ -366,8 +425,11 @@ class _Resolver:
             if name is None:
                 continue
             if conversion:
-                raise AssayError(REPORT_CITATION_INVALID, f"placeholder {{{name}!{conversion}}}: no conversions",
-                                 "Give a format in cite[name].format instead.")
+                raise AssayError(
+                    REPORT_CITATION_INVALID,
+                    f"placeholder {{{name}!{conversion}}}: no conversions",
+                    "Give a format in cite[name].format instead.",
+                )
             citation = block.cite[name]
             if spec:
                 citation = citation.model_copy(update={"format": spec})
@@ -381,7 +443,9 @@ class _Resolver:
         nulls = _nulls(raw)
         self.out.missing_used = self.out.missing_used or bool(nulls)
         plain = None if raw is None else decode(raw)
-        name = value_name(record, citation.path)  # the document's format of that name applies to a number
+        name = value_name(
+            record, citation.path
+        )  # the document's format of that name applies to a number
         fmt = citation.format or (self.doc.formats.get(name or "") if is_number(plain) else None)
         if raw is None:
             text = MISSING_MARK
@@ -389,13 +453,22 @@ class _Resolver:
             try:
                 text = format_value(plain, fmt, name)
             except (TypeError, ValueError) as exc:
-                raise AssayError(REPORT_CITATION_INVALID,
-                                 f"format {fmt!r} does not apply to {plain_text(plain)[:80]!r}: {exc}",
-                                 "Use a format for the value's type (',.2f' for numbers) or none.") from None
+                raise AssayError(
+                    REPORT_CITATION_INVALID,
+                    f"format {fmt!r} does not apply to {plain_text(plain)[:80]!r}: {exc}",
+                    "Use a format for the value's type (',.2f' for numbers) or none.",
+                ) from None
         selector = {"path": citation.path}
-        self.cite(record, field_name, selector, null=raw is None, rendered=text, format=fmt,
-                  **({"exact": plain_text(plain)} if raw is not None else {}),
-                  **({"null_items": nulls} if raw is not None and nulls else {}))
+        self.cite(
+            record,
+            field_name,
+            selector,
+            null=raw is None,
+            rendered=text,
+            format=fmt,
+            **({"exact": plain_text(plain)} if raw is not None else {}),
+            **({"null_items": nulls} if raw is not None and nulls else {}),
+        )
         return Value(text, plain, self.source(record), selector, null=raw is None)
 
     def table(self, block: Any) -> ResolvedTableBlock:
@@ -407,11 +480,29 @@ class _Resolver:
             rows.append([None if value is None else decode(value) for value in row])
         self.out.missing_used = self.out.missing_used or nulls > 0
         formats = {c: self.doc.formats[c] for c in table.columns if c in self.doc.formats}
-        self.cite(record, None, table.selector, rows_shown=len(rows), null_cells=nulls,
-                  **({"formats": formats} if formats else {}))
-        return ResolvedTableBlock(self.index, table.columns, rows, len(rows), table.total_rows,
-                                  table_caption(block, table), block.caption, self.source(record), table.selector,
-                                  complete=record.complete, empty=not rows, null_cells=nulls, formats=formats)
+        self.cite(
+            record,
+            None,
+            table.selector,
+            rows_shown=len(rows),
+            null_cells=nulls,
+            **({"formats": formats} if formats else {}),
+        )
+        return ResolvedTableBlock(
+            self.index,
+            table.columns,
+            rows,
+            len(rows),
+            table.total_rows,
+            table_caption(block, table),
+            block.caption,
+            self.source(record),
+            table.selector,
+            complete=record.complete,
+            empty=not rows,
+            null_cells=nulls,
+            formats=formats,
+        )
 
     def chart(self, block: Any) -> ResolvedChart:
         record = self.citable(block.artifact_id)
@@ -422,16 +513,35 @@ class _Resolver:
         self.out.missing_used = self.out.missing_used or nulls > 0
         selector = dict(table.selector, chart=block.chart, x=block.x, y=block.y)
         formats = {c: self.doc.formats[c] for c in (block.x, block.y) if c in self.doc.formats}
-        self.cite(record, None, selector, rows_shown=len(rows), null_cells=nulls,
-                  **({"formats": formats} if formats else {}))
+        self.cite(
+            record,
+            None,
+            selector,
+            rows_shown=len(rows),
+            null_cells=nulls,
+            **({"formats": formats} if formats else {}),
+        )
         caption = table_caption(rows_of, table)
-        return ResolvedChart(self.index, block.chart, block.x, block.y, rows, table.total_rows, caption,
-                             block.caption, self.source(record), selector, formats)
+        return ResolvedChart(
+            self.index,
+            block.chart,
+            block.x,
+            block.y,
+            rows,
+            table.total_rows,
+            caption,
+            block.caption,
+            self.source(record),
+            selector,
+            formats,
+        )
 
     def image(self, block: Any) -> ResolvedImage:
         record = self.citable(block.artifact_id)
         self.cite(record, None, None)
-        return ResolvedImage(self.index, block.caption, self.source(record), record.media_type, record.content_uri)
+        return ResolvedImage(
+            self.index, block.caption, self.source(record), record.media_type, record.content_uri
+        )
 
     # --- evidence ------------------------------------------------------------------
 
@@ -462,8 +572,11 @@ class _Resolver:
                 "Re-run the calculation assigning its answer to REPORT_RESULT, then cite that artifact.",
             )
         if not record.complete and not record.is_tabular:
-            raise ArtifactIncomplete(artifact_id, f"a {record.kind} artifact whose content was not kept whole",
-                                     record.incomplete_note())
+            raise ArtifactIncomplete(
+                artifact_id,
+                f"a {record.kind} artifact whose content was not kept whole",
+                record.incomplete_note(),
+            )
         return record
 
     def record(self, artifact_id: str) -> Any:
@@ -477,16 +590,27 @@ class _Resolver:
             sources[record.artifact_id] = Source(len(sources) + 1, record)
         return sources[record.artifact_id]
 
-    def cite(self, record: Any, field_name: str | None, selector: dict[str, Any] | None, **extra: Any) -> None:
+    def cite(
+        self, record: Any, field_name: str | None, selector: dict[str, Any] | None, **extra: Any
+    ) -> None:
         """Keep what this value was read from, so the report can be re-verified later."""
-        entry: dict[str, Any] = {"block": self.index, "field": field_name, "artifact_id": record.artifact_id,
-                                 "run_id": record.run_id, "kind": record.kind, "sha256": record.sha256,
-                                 "selector": selector, "complete": record.complete}
+        entry: dict[str, Any] = {
+            "block": self.index,
+            "field": field_name,
+            "artifact_id": record.artifact_id,
+            "run_id": record.run_id,
+            "kind": record.kind,
+            "sha256": record.sha256,
+            "selector": selector,
+            "complete": record.complete,
+        }
         entry.update(extra)
         self.out.citations.append(entry)
 
 
-_CHART_MAX_CHARS = 4_000_000  # up to 5,000 points of two columns each; the rows shown are bounded by max_points
+_CHART_MAX_CHARS = (
+    4_000_000  # up to 5,000 points of two columns each; the rows shown are bounded by max_points
+)
 
 
 @dataclass
@@ -512,14 +636,24 @@ def table_caption(block: Any, table: Any) -> str:
     caption = block.caption + " " if block.caption else ""
     record = table.record
     if not table.rows:
-        what = "no rows match the filter" if block.filter and table.total_rows else "no rows: the result is empty"
+        what = (
+            "no rows match the filter"
+            if block.filter and table.total_rows
+            else "no rows: the result is empty"
+        )
         return caption + f"({what})"
     if record.complete or block.path is not None:
         return caption + f"({table.describe()})"
     returned = record.rows_returned
-    of = f"the query returned {returned}" if returned is not None else "the rows after them were not counted"
-    return caption + (f"({len(table.rows)} of the {table.total_rows} rows kept; {of}: "
-                      "the artifact is INCOMPLETE, its capture stopped at the size limit)")
+    of = (
+        f"the query returned {returned}"
+        if returned is not None
+        else "the rows after them were not counted"
+    )
+    return caption + (
+        f"({len(table.rows)} of the {table.total_rows} rows kept; {of}: "
+        "the artifact is INCOMPLETE, its capture stopped at the size limit)"
+    )
 
 
 def _nulls(value: Any) -> int:
@@ -537,7 +671,13 @@ def value_name(record: Any, path: Any) -> str | None:
     """The column or key a cited value was read from (what its default format goes by): the last name
     in ``path`` (``[0, "revenue"]``, ``"0.revenue"``, ``"summary.total"``), or the column a tabular
     artifact has at a numeric position (``[0, 1]``)."""
-    steps = path if isinstance(path, list) else [p for p in str(path).split(".") if p] if path is not None else []
+    steps = (
+        path
+        if isinstance(path, list)
+        else [p for p in str(path).split(".") if p]
+        if path is not None
+        else []
+    )
     for step in reversed(steps):
         if isinstance(step, str) and not step.lstrip("-").isdigit() and ":" not in step:
             return step

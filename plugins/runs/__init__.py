@@ -17,7 +17,17 @@ from .store import RunStore, SQLiteRunStore, SQLRunStore
 if TYPE_CHECKING:
     from assay.kernel.settings import Settings
 
-__all__ = ["RunEvent", "RunRecord", "RunRecorder", "RunStore", "SQLRunStore", "SQLiteRunStore", "open_store", "store_for_kernel", "store_path"]
+__all__ = [
+    "RunEvent",
+    "RunRecord",
+    "RunRecorder",
+    "RunStore",
+    "SQLRunStore",
+    "SQLiteRunStore",
+    "open_store",
+    "store_for_kernel",
+    "store_path",
+]
 
 
 def store_path(settings: Settings) -> Path:

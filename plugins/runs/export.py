@@ -54,8 +54,9 @@ def export_run(kernel: Kernel, run_id: str, path: Path | str) -> ExportReport:
 
     record = kernel.runs.get(run_id)
     if record is None:
-        raise AssayError(RUN_NOT_FOUND, f"no run {run_id!r} in the runs store",
-                         "List runs with `assay runs ls`.")
+        raise AssayError(
+            RUN_NOT_FOUND, f"no run {run_id!r} in the runs store", "List runs with `assay runs ls`."
+        )
     events = list(kernel.runs.events(run_id))
     catalog = kernel.evidence.catalog
     catalog.import_shared(run_id)
@@ -71,21 +72,33 @@ def export_run(kernel: Kernel, run_id: str, path: Path | str) -> ExportReport:
     from .thread import cited_in_thread
 
     chain, from_thread = cited_in_thread(kernel, record, [e.model_dump() for e in events], records)
-    records.update(from_thread)  # a follow-up's bundle carries the earlier evidence it cites: it verifies alone
+    records.update(
+        from_thread
+    )  # a follow-up's bundle carries the earlier evidence it cites: it verifies alone
     if missing:
-        raise AssayError(RUN_EXPORT_FAILED, f"run {run_id} cites artifacts the store does not hold: "
-                         + ", ".join(missing[:10]), "Check ASSAY_HOME and `assay artifacts verify`.")
+        raise AssayError(
+            RUN_EXPORT_FAILED,
+            f"run {run_id} cites artifacts the store does not hold: " + ", ".join(missing[:10]),
+            "Check ASSAY_HOME and `assay artifacts verify`.",
+        )
     path = Path(path)
     files: dict[str, dict[str, Any]] = {}
     temp = path.with_name(path.name + ".partial")
     with zipfile.ZipFile(temp, "w", compression=zipfile.ZIP_DEFLATED) as bundle:
+
         def put(name: str, data: bytes) -> None:
             bundle.writestr(name, data)
             files[name] = {"sha256": hashlib.sha256(data).hexdigest(), "bytes": len(data)}
 
         put("run.json", json.dumps(record.model_dump(), default=str, indent=2).encode())
-        put("transcript.jsonl", b"".join(json.dumps(e.model_dump(), default=str).encode() + b"\n" for e in events))
-        put("artifacts/records.jsonl", b"".join(r.model_dump_json().encode() + b"\n" for r in records.values()))
+        put(
+            "transcript.jsonl",
+            b"".join(json.dumps(e.model_dump(), default=str).encode() + b"\n" for e in events),
+        )
+        put(
+            "artifacts/records.jsonl",
+            b"".join(r.model_dump_json().encode() + b"\n" for r in records.values()),
+        )
         for artifact in records.values():
             name = f"artifacts/content/{artifact.sha256}"
             if name in files:
@@ -94,17 +107,31 @@ def export_run(kernel: Kernel, run_id: str, path: Path | str) -> ExportReport:
                 verify(catalog, artifact)
             except AssayError as exc:
                 temp.unlink(missing_ok=True)
-                raise AssayError(RUN_EXPORT_FAILED, f"artifact {artifact.artifact_id}: {exc.message}",
-                                 "Run `assay artifacts verify`; the bundle was not written.") from None
+                raise AssayError(
+                    RUN_EXPORT_FAILED,
+                    f"artifact {artifact.artifact_id}: {exc.message}",
+                    "Run `assay artifacts verify`; the bundle was not written.",
+                ) from None
             with catalog.store.open_content(artifact.sha256) as src, bundle.open(name, "w") as out:
                 while chunk := src.read(_CHUNK):
                     out.write(chunk)
             files[name] = {"sha256": artifact.sha256, "bytes": artifact.byte_size}
         manifest = {
-            "format": BUNDLE_FORMAT, "run_id": run_id, "exported_at": time.time(), "files": files,
-            "artifacts": [{"artifact_id": a.artifact_id, "sha256": a.sha256, "byte_size": a.byte_size,
-                           "kind": a.kind, "status": a.status, "content": f"artifacts/content/{a.sha256}"}
-                          for a in records.values()],
+            "format": BUNDLE_FORMAT,
+            "run_id": run_id,
+            "exported_at": time.time(),
+            "files": files,
+            "artifacts": [
+                {
+                    "artifact_id": a.artifact_id,
+                    "sha256": a.sha256,
+                    "byte_size": a.byte_size,
+                    "kind": a.kind,
+                    "status": a.status,
+                    "content": f"artifacts/content/{a.sha256}",
+                }
+                for a in records.values()
+            ],
         }
         if len(chain) > 1:
             manifest["thread"] = {"chain": chain, "cited": list(from_thread)}
@@ -166,7 +193,9 @@ def verify_bundle(path: Path | str) -> BundleReport:
                 continue
             digest = _hash_member(bundle, name)
             if digest != entry.get("sha256"):
-                report.problems.append(f"CORRUPT  {name}: sha256 {digest} != manifest {entry.get('sha256')}")
+                report.problems.append(
+                    f"CORRUPT  {name}: sha256 {digest} != manifest {entry.get('sha256')}"
+                )
         records = {}
         if "artifacts/records.jsonl" in names:
             for line in bundle.read("artifacts/records.jsonl").splitlines():
@@ -177,16 +206,31 @@ def verify_bundle(path: Path | str) -> BundleReport:
             artifact_id = artifact.get("artifact_id")
             record = records.get(artifact_id)
             if record is None or record.get("sha256") != artifact.get("sha256"):
-                report.problems.append(f"RECORD   {artifact_id}: its catalog record is missing or disagrees")
-            elif artifact.get("content") not in listed or listed[artifact["content"]]["sha256"] != record["sha256"]:
-                report.problems.append(f"CONTENT  {artifact_id}: content missing or not the recorded hash")
+                report.problems.append(
+                    f"RECORD   {artifact_id}: its catalog record is missing or disagrees"
+                )
+            elif (
+                artifact.get("content") not in listed
+                or listed[artifact["content"]]["sha256"] != record["sha256"]
+            ):
+                report.problems.append(
+                    f"CONTENT  {artifact_id}: content missing or not the recorded hash"
+                )
         if "run.json" in names and "transcript.jsonl" in names:
             run = json.loads(bundle.read("run.json"))
-            events = [json.loads(line) for line in bundle.read("transcript.jsonl").splitlines() if line.strip()]
+            events = [
+                json.loads(line)
+                for line in bundle.read("transcript.jsonl").splitlines()
+                if line.strip()
+            ]
             thread_cited = (manifest.get("thread") or {}).get("cited") or []
-            for artifact_id in cited_artifacts(run.get("artifact_ids") or [], events) + thread_cited:
+            for artifact_id in (
+                cited_artifacts(run.get("artifact_ids") or [], events) + thread_cited
+            ):
                 if artifact_id not in records:
-                    report.problems.append(f"CITED    {artifact_id}: the run cites it but the bundle lacks it")
+                    report.problems.append(
+                        f"CITED    {artifact_id}: the run cites it but the bundle lacks it"
+                    )
     return report
 
 

@@ -13,7 +13,9 @@ from .store import RunStore
 if TYPE_CHECKING:
     from ..agent.transcript import AgentEvent
 
-NOT_STORED = frozenset({"text"})  # streamed deltas: the assistant message that follows holds the whole text
+NOT_STORED = frozenset(
+    {"text"}
+)  # streamed deltas: the assistant message that follows holds the whole text
 
 
 class RunRecorder:
@@ -30,14 +32,23 @@ class RunRecorder:
             return
         run_id = event.run_id
         if event.kind == "run_started" and run_id not in self.started:
-            self.begin(run_id, event.data.get("question", ""), event.data.get("model", ""), at=event.at,
-                       parent_run_id=(event.data.get("thread") or {}).get("parent_run_id"))
+            self.begin(
+                run_id,
+                event.data.get("question", ""),
+                event.data.get("model", ""),
+                at=event.at,
+                parent_run_id=(event.data.get("thread") or {}).get("parent_run_id"),
+            )
         self.store.append(run_id, event.kind, event.step, event.at, event.data)
         if event.kind == "tool_finished":
             self._calls[run_id] = self._calls.get(run_id, 0) + 1
             self._artifacts.setdefault(run_id, []).extend(event.data.get("artifact_ids") or [])
-            self.store.update(run_id, steps=event.step, tool_calls=self._calls[run_id],
-                              artifact_ids=self._artifacts[run_id])
+            self.store.update(
+                run_id,
+                steps=event.step,
+                tool_calls=self._calls[run_id],
+                artifact_ids=self._artifacts[run_id],
+            )
         elif event.kind == "run_finished":
             self.end(run_id, event.data.get("summary") or {})
 
@@ -54,22 +65,45 @@ class RunRecorder:
             del self._artifacts[run_id][artifacts:]
         self.store.forget(run_id)
 
-    def begin(self, run_id: str, question: str, model: str, *, at: float | None = None,
-              parent_run_id: str | None = None) -> None:
+    def begin(
+        self,
+        run_id: str,
+        question: str,
+        model: str,
+        *,
+        at: float | None = None,
+        parent_run_id: str | None = None,
+    ) -> None:
         """Create the run's record (also for a run refused before the agent started)."""
         if run_id in self.started:
             return
         self.started.add(run_id)
-        self.store.start(RunRecord(run_id=run_id, question=question, model=model, started_at=at or time.time(),
-                                   pid=os.getpid(), host=socket.gethostname(),
-                                   parent_run_id=parent_run_id))
+        self.store.start(
+            RunRecord(
+                run_id=run_id,
+                question=question,
+                model=model,
+                started_at=at or time.time(),
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                parent_run_id=parent_run_id,
+            )
+        )
 
     def end(self, run_id: str, summary: dict[str, Any]) -> None:
         usage = summary.get("usage") or {}
         error = summary.get("error")
         self.store.update(
-            run_id, status=summary.get("status", "failed"), status_reason=summary.get("status_reason", ""),
-            error=error, answer=summary.get("answer"), steps=summary.get("steps", 0),
-            tool_calls=len(summary.get("tool_calls") or []), artifact_ids=summary.get("artifact_ids") or [],
-            prompt_tokens=usage.get("prompt_tokens", 0), completion_tokens=usage.get("completion_tokens", 0),
-            ended_at=time.time(), summary=summary)
+            run_id,
+            status=summary.get("status", "failed"),
+            status_reason=summary.get("status_reason", ""),
+            error=error,
+            answer=summary.get("answer"),
+            steps=summary.get("steps", 0),
+            tool_calls=len(summary.get("tool_calls") or []),
+            artifact_ids=summary.get("artifact_ids") or [],
+            prompt_tokens=usage.get("prompt_tokens", 0),
+            completion_tokens=usage.get("completion_tokens", 0),
+            ended_at=time.time(),
+            summary=summary,
+        )

@@ -38,7 +38,9 @@ class RunRecord(BaseModel):
     pid: int | None = None
     host: str = ""
     summary: dict[str, Any] = Field(default_factory=dict)
-    parent_run_id: str | None = None  # the run this one continues (a follow-up question of its thread)
+    parent_run_id: str | None = (
+        None  # the run this one continues (a follow-up question of its thread)
+    )
 
     @property
     def shown_status(self) -> str:
@@ -55,8 +57,10 @@ class RunRecord(BaseModel):
     def shown_reason(self) -> str:
         """The status reason; for an ``interrupted`` run, why it is called so (its record has none)."""
         if self.shown_status == "interrupted" and not self.status_reason:
-            return (f"the process that ran it (pid {self.pid} on {self.host}) ended without finishing it: "
-                    "killed, crashed or its machine stopped")
+            return (
+                f"the process that ran it (pid {self.pid} on {self.host}) ended without finishing it: "
+                "killed, crashed or its machine stopped"
+            )
         return self.status_reason
 
 

@@ -36,10 +36,14 @@ class PruneReport:
     agent_runs: list[str] = field(default_factory=list)
     evidence_runs: list[str] = field(default_factory=list)  # tool calls' / MCP conversations' runs
     artifacts_removed: int = 0
-    artifacts_kept_cited: dict[str, list[str]] = field(default_factory=dict)  # artifact -> kept runs citing it
+    artifacts_kept_cited: dict[str, list[str]] = field(
+        default_factory=dict
+    )  # artifact -> kept runs citing it
     content_removed: int = 0
     applied: bool = False
-    partly_kept: set[str] = field(default_factory=set)  # pruned runs some of whose artifacts are cited
+    partly_kept: set[str] = field(
+        default_factory=set
+    )  # pruned runs some of whose artifacts are cited
 
     @property
     def removed_runs(self) -> list[str]:
@@ -52,14 +56,23 @@ def retention_days(given: float | None, settings: Any) -> float:
     ``RUNS_RETENTION_UNSET`` if neither."""
     days = given if given is not None else settings.run_retention_days
     if days is None:
-        raise AssayError(RUNS_RETENTION_UNSET, "no retention to prune by: neither --older-than nor "
-                         "ASSAY_RUN_RETENTION_DAYS is set",
-                         "Pass --older-than DAYS, or set ASSAY_RUN_RETENTION_DAYS (e.g. 30).")
+        raise AssayError(
+            RUNS_RETENTION_UNSET,
+            "no retention to prune by: neither --older-than nor ASSAY_RUN_RETENTION_DAYS is set",
+            "Pass --older-than DAYS, or set ASSAY_RUN_RETENTION_DAYS (e.g. 30).",
+        )
     return float(days)
 
 
-def prune(runs: Any, catalog: Any, days: float, *, apply: bool = False, now: float | None = None,
-          grace_s: float = 3600.0) -> PruneReport:
+def prune(
+    runs: Any,
+    catalog: Any,
+    days: float,
+    *,
+    apply: bool = False,
+    now: float | None = None,
+    grace_s: float = 3600.0,
+) -> PruneReport:
     """Find runs older than ``days`` and, with ``apply``, remove them (see the module's docstring)."""
     now = time.time() if now is None else now
     report = PruneReport(cutoff=now - days * DAY_S)
@@ -94,7 +107,9 @@ def prune(runs: Any, catalog: Any, days: float, *, apply: bool = False, now: flo
     return report
 
 
-def _cited_by_kept_runs(runs: Any, catalog: Any, going: set[str], doomed_ids: set[str]) -> dict[str, set[str]]:
+def _cited_by_kept_runs(
+    runs: Any, catalog: Any, going: set[str], doomed_ids: set[str]
+) -> dict[str, set[str]]:
     """Artifacts of pruned runs that a kept run names (in its artifact records or its run record)."""
     cited: dict[str, set[str]] = {}
 

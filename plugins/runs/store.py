@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase
+
 from .records import RunEvent, RunRecord
 
 SCHEMA_VERSION = 2
@@ -67,15 +68,43 @@ CREATE TABLE IF NOT EXISTS run_events (
 # the column is looked for first (:func:`_migrate`).
 _ADD_PARENT = "ALTER TABLE runs ADD COLUMN parent_run_id TEXT"
 _PARENT_INDEX = "CREATE INDEX IF NOT EXISTS runs_parent ON runs (parent_run_id)"
-_SCHEMA = {SQLITE: _SQLITE_SCHEMA,
-           POSTGRESQL: (_SQLITE_SCHEMA + _ADD_PARENT.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS") + ";\n"
-                        + _PARENT_INDEX + ";\n").replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
+_SCHEMA = {
+    SQLITE: _SQLITE_SCHEMA,
+    POSTGRESQL: (
+        _SQLITE_SCHEMA
+        + _ADD_PARENT.replace("ADD COLUMN", "ADD COLUMN IF NOT EXISTS")
+        + ";\n"
+        + _PARENT_INDEX
+        + ";\n"
+    )
+    .replace(" REAL", " DOUBLE PRECISION")
+    .replace(" INTEGER", " BIGINT"),
+}
 _APPEND = "INSERT INTO run_events (run_id, seq, kind, step, at, data) VALUES (?, ?, ?, ?, ?, ?)"
-_APPEND_NEXT = ("INSERT INTO run_events (run_id, seq, kind, step, at, data) "
-                "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? RETURNING seq")
-_COLUMNS = ("run_id", "question", "model", "status", "status_reason", "error", "answer", "steps", "tool_calls",
-            "artifact_ids", "prompt_tokens", "completion_tokens", "started_at", "ended_at", "pid", "host", "summary",
-            "parent_run_id")
+_APPEND_NEXT = (
+    "INSERT INTO run_events (run_id, seq, kind, step, at, data) "
+    "SELECT ?, COALESCE(MAX(seq), 0) + 1, ?, ?, ?, ? FROM run_events WHERE run_id = ? RETURNING seq"
+)
+_COLUMNS = (
+    "run_id",
+    "question",
+    "model",
+    "status",
+    "status_reason",
+    "error",
+    "answer",
+    "steps",
+    "tool_calls",
+    "artifact_ids",
+    "prompt_tokens",
+    "completion_tokens",
+    "started_at",
+    "ended_at",
+    "pid",
+    "host",
+    "summary",
+    "parent_run_id",
+)
 
 
 class RunStore(ABC):
@@ -142,15 +171,21 @@ class SQLRunStore(RunStore):
     def start(self, record: RunRecord) -> None:
         row = _row(record.model_dump())
         db = self._ready()
-        db.retry(lambda: db.execute(
-            f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})", tuple(row.values())))
+        db.retry(
+            lambda: db.execute(
+                f"INSERT INTO runs ({', '.join(row)}) VALUES ({', '.join('?' * len(row))})",
+                tuple(row.values()),
+            )
+        )
         self._seq[record.run_id] = 0
 
     def append(self, run_id: str, kind: str, step: int, at: float, data: dict[str, Any]) -> None:
         payload = json.dumps(data, default=str, ensure_ascii=False)
         db = self._ready()
         last = self._seq.get(run_id)
-        if last is not None:  # the usual case: this store writes the run's events, one after another
+        if (
+            last is not None
+        ):  # the usual case: this store writes the run's events, one after another
             try:
                 db.retry(lambda: db.execute(_APPEND, (run_id, last + 1, kind, step, at, payload)))
                 self._seq[run_id] = last + 1
@@ -158,10 +193,15 @@ class SQLRunStore(RunStore):
             except Exception as exc:
                 if not db.is_conflict(exc):
                     raise
-        for _ in range(100):  # the first event, or another writer took the number: the next free one
+        for _ in range(
+            100
+        ):  # the first event, or another writer took the number: the next free one
             try:
-                seq = db.retry(lambda: db.execute(_APPEND_NEXT, (run_id, kind, step, at, payload, run_id))
-                               .fetchone()[0])
+                seq = db.retry(
+                    lambda: db.execute(
+                        _APPEND_NEXT, (run_id, kind, step, at, payload, run_id)
+                    ).fetchone()[0]
+                )
             except Exception as exc:
                 # two writers took the same next number (PostgreSQL): the loser takes the one after
                 if not db.is_conflict(exc):
@@ -169,19 +209,28 @@ class SQLRunStore(RunStore):
                 continue
             self._seq[run_id] = seq
             return
-        raise RuntimeError(f"could not append an event to run {run_id!r}: the event number kept being taken")
+        raise RuntimeError(
+            f"could not append an event to run {run_id!r}: the event number kept being taken"
+        )
 
     def update(self, run_id: str, **fields: Any) -> None:
         row = _row(fields)
         if not row:
             return
         db = self._ready()
-        db.retry(lambda: db.execute(f"UPDATE runs SET {', '.join(f'{k} = ?' for k in row)} WHERE run_id = ?",
-                                    (*row.values(), run_id)))
+        db.retry(
+            lambda: db.execute(
+                f"UPDATE runs SET {', '.join(f'{k} = ?' for k in row)} WHERE run_id = ?",
+                (*row.values(), run_id),
+            )
+        )
 
     def get(self, run_id: str) -> RunRecord | None:
-        found = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ?",
-                                      (run_id,)).fetchone()
+        found = (
+            self._ready()
+            .execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id = ?", (run_id,))
+            .fetchone()
+        )
         return _record(found) if found else None
 
     def list(self, limit: int = 50, status: str | None = None) -> list[RunRecord]:
@@ -195,21 +244,35 @@ class SQLRunStore(RunStore):
         return [_record(r) for r in rows]
 
     def events(self, run_id: str) -> Iterator[RunEvent]:
-        rows = self._ready().execute(
-            "SELECT seq, kind, step, at, data FROM run_events WHERE run_id = ? ORDER BY seq", (run_id,)).fetchall()
+        rows = (
+            self._ready()
+            .execute(
+                "SELECT seq, kind, step, at, data FROM run_events WHERE run_id = ? ORDER BY seq",
+                (run_id,),
+            )
+            .fetchall()
+        )
         for seq, kind, step, at, data in rows:
-            yield RunEvent(run_id=run_id, seq=seq, kind=kind, step=step, at=at, data=json.loads(data))
+            yield RunEvent(
+                run_id=run_id, seq=seq, kind=kind, step=step, at=at, data=json.loads(data)
+            )
 
     def ended_before(self, cutoff: float) -> Sequence[RunRecord]:
-        rows = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE started_at < ? "
-                                     "ORDER BY started_at", (cutoff,)).fetchall()
+        rows = (
+            self._ready()
+            .execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE started_at < ? ORDER BY started_at",
+                (cutoff,),
+            )
+            .fetchall()
+        )
         return [r for r in map(_record, rows) if r.shown_status != "running"]
 
     def delete(self, run_ids: Sequence[str]) -> int:
         db = self._ready()
         removed = 0
         for start in range(0, len(run_ids), 500):
-            chunk = tuple(run_ids[start:start + 500])
+            chunk = tuple(run_ids[start : start + 500])
             marks = ",".join("?" * len(chunk))
 
             def drop(marks: str = marks, chunk: tuple[str, ...] = chunk) -> int:
@@ -223,8 +286,15 @@ class SQLRunStore(RunStore):
         return removed
 
     def children(self, run_id: str) -> list[RunRecord]:
-        rows = self._ready().execute(f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE parent_run_id = ? "
-                                     "ORDER BY started_at", (run_id,)).fetchall()
+        rows = (
+            self._ready()
+            .execute(
+                f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE parent_run_id = ? "
+                "ORDER BY started_at",
+                (run_id,),
+            )
+            .fetchall()
+        )
         return [_record(r) for r in rows]
 
     def forget(self, run_id: str) -> None:

@@ -15,6 +15,7 @@ import re
 from typing import Any
 
 from assay.kernel.errors import AssayError
+
 from .records import RunRecord
 from .store import RunStore
 
@@ -51,23 +52,33 @@ def resolve_parent(store: RunStore, given: str) -> RunRecord:
         for record in store.list(limit=50):
             if record.shown_status not in ("running",):
                 return record
-        raise AssayError(THREAD_PARENT_NOT_FOUND, "there is no earlier run to continue",
-                         "Ask a first question with `assay ask`, then continue it.")
+        raise AssayError(
+            THREAD_PARENT_NOT_FOUND,
+            "there is no earlier run to continue",
+            "Ask a first question with `assay ask`, then continue it.",
+        )
     record = store.get(given)
     if record is None:
-        raise AssayError(THREAD_PARENT_NOT_FOUND, f"no run {given!r} to continue",
-                         "Give a run id `assay runs list` shows, or `last`.")
+        raise AssayError(
+            THREAD_PARENT_NOT_FOUND,
+            f"no run {given!r} to continue",
+            "Give a run id `assay runs list` shows, or `last`.",
+        )
     if record.shown_status == "running":
-        raise AssayError(THREAD_PARENT_RUNNING, f"run {given!r} is still running",
-                         "Continue it when it has ended (`assay runs show` says its status).")
+        raise AssayError(
+            THREAD_PARENT_RUNNING,
+            f"run {given!r} is still running",
+            "Continue it when it has ended (`assay runs show` says its status).",
+        )
     return record
 
 
 _ARTIFACT_ID = re.compile(r"\bart_[0-9a-f]{20}\b")
 
 
-def cited_in_thread(kernel: Any, record: RunRecord, events: list[dict[str, Any]],
-                    own: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
+def cited_in_thread(
+    kernel: Any, record: RunRecord, events: list[dict[str, Any]], own: dict[str, Any]
+) -> tuple[list[str], dict[str, Any]]:
     """A follow-up's thread (run ids, oldest first, the run last) and the earlier runs' artifacts it cites.
 
     Cited: an id the model wrote (its messages and tool arguments; not the system prompt, which lists the
@@ -84,7 +95,9 @@ def cited_in_thread(kernel: Any, record: RunRecord, events: list[dict[str, Any]]
             continue
         named.update(dict.fromkeys(_ARTIFACT_ID.findall(json.dumps(data, default=str))))
     for artifact in own.values():
-        document = (artifact.provenance or {}).get("document") if artifact.kind == "report" else None
+        document = (
+            (artifact.provenance or {}).get("document") if artifact.kind == "report" else None
+        )
         if document:
             named.update(dict.fromkeys(_ARTIFACT_ID.findall(json.dumps(document, default=str))))
     catalog = kernel.evidence.catalog

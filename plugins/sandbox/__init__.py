@@ -21,7 +21,6 @@ enough); engines' SDKs load inside the runtime plugins.
 # of it: the runtime plugins register by path (``Lazy``), and the engines'
 # SDKs load inside the runtimes.
 from assay.kernel.sandbox.config import SandboxConfig, parse_size
-from .container import ContainerSession, ExecStream
 from assay.kernel.sandbox.errors import (
     SANDBOX_CONFIG_INVALID,
     SANDBOX_EXEC_FAILED,
@@ -42,10 +41,19 @@ from assay.kernel.sandbox.errors import (
     SANDBOX_UNKNOWN_RUNTIME,
     SandboxError,
 )
-from .manager import SandboxManager, close_all
-from assay.kernel.sandbox.results import ExecutionResult, FileInfo, OutputCapture, ProbeResult, ProducedFile, SessionStatus
+from assay.kernel.sandbox.results import (
+    ExecutionResult,
+    FileInfo,
+    OutputCapture,
+    ProbeResult,
+    ProducedFile,
+    SessionStatus,
+)
 from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession, SandboxRuntime
 from assay.kernel.sandbox.selection import LOCAL_WARNING, select_runtime
+
+from .container import ContainerSession, ExecStream
+from .manager import SandboxManager, close_all
 from .session import SandboxSession
 from .spec import ContainerSpec, TmpfsMount, Ulimit, build_spec, check_overrides
 

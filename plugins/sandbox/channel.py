@@ -36,14 +36,18 @@ class ChannelBroken(SandboxError):
 class Channel:
     """The host's end of an attached exec (see the module docstring). One exchange at a time."""
 
-    def __init__(self, sock: socket.socket, prefix: bytes = b"", on_use: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, sock: socket.socket, prefix: bytes = b"", on_use: Callable[[], None] | None = None
+    ) -> None:
         self._sock = sock
         self._buf = bytearray(prefix)
         self._on_use = on_use
         self._lock = threading.Lock()
         self.closed = False
 
-    def exchange(self, request: bytes, marker: bytes, deadline_s: float, limit: int) -> tuple[bytes, bytes, bool, bool]:
+    def exchange(
+        self, request: bytes, marker: bytes, deadline_s: float, limit: int
+    ) -> tuple[bytes, bytes, bool, bool]:
         """Send ``request``; read until a whole line after ``marker`` on stdout.
 
         Returns (stdout, stderr, stdout_truncated, complete). ``complete`` is False
@@ -62,7 +66,9 @@ class Channel:
                 self._sock.sendall(request)
             except OSError as exc:
                 self.close()
-                raise ChannelBroken(f"the channel's stdin is closed ({exc})", delivered=False) from None
+                raise ChannelBroken(
+                    f"the channel's stdin is closed ({exc})", delivered=False
+                ) from None
             out, err = OutputCapture(limit, tail=len(marker) + 4096), OutputCapture(limit)
             window = bytearray()  # the end of stdout, where the marker shows up
             end = time.monotonic() + deadline_s
@@ -80,7 +86,7 @@ class Channel:
                 if at >= 0 and window.find(b"\n", at + len(marker) + 1) >= 0:
                     line_end = window.find(b"\n", at + len(marker) + 1)
                     if out.truncated:  # the kept head lacks the marker: append its line
-                        kept = out.getvalue() + b"\n" + bytes(window[at:line_end + 1])
+                        kept = out.getvalue() + b"\n" + bytes(window[at : line_end + 1])
                     else:
                         kept = out.getvalue()
                     return kept, err.getvalue(), out.truncated, True
@@ -160,7 +166,8 @@ def hijack(socket_path: str, path: str, body: dict) -> tuple[socket.socket, byte
         payload = json.dumps(body).encode()
         sock.sendall(
             f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
-            f"Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {len(payload)}\r\n\r\n".encode() + payload
+            f"Connection: Upgrade\r\nUpgrade: tcp\r\nContent-Length: {len(payload)}\r\n\r\n".encode()
+            + payload
         )
         head = b""
         while b"\r\n\r\n" not in head:
@@ -177,7 +184,9 @@ def hijack(socket_path: str, path: str, body: dict) -> tuple[socket.socket, byte
     status = status_line.split(b" ", 2)
     if len(status) < 2 or status[1] not in (b"101", b"200"):
         sock.close()
-        raise SandboxError(SANDBOX_EXEC_FAILED, "could not attach to the exec: "
-                           + status_line.decode("latin-1")[:300])
+        raise SandboxError(
+            SANDBOX_EXEC_FAILED,
+            "could not attach to the exec: " + status_line.decode("latin-1")[:300],
+        )
     sock.settimeout(None)
     return sock, rest

@@ -37,7 +37,6 @@ from abc import abstractmethod
 from typing import Any
 
 from assay.kernel.log import get_logger
-
 from assay.kernel.sandbox.errors import (
     SANDBOX_EXEC_FAILED,
     SANDBOX_FILE_NOT_FOUND,
@@ -46,14 +45,22 @@ from assay.kernel.sandbox.errors import (
     SANDBOX_TIMEOUT,
     SandboxError,
 )
-from .launcher import (
-    FILES_SOURCE, PYTHON_ISOLATED, exit_status_for, files_argv, helper_env, launcher_argv, split_nonce, split_trailer,
-)
-from . import gvisor, oom
-from .channel import Channel
-from .resident import kill_all_argv, starter_argv
 from assay.kernel.sandbox.results import ExecutionResult, FileInfo, OutputCapture, ProducedFile
 from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession
+
+from . import gvisor, oom
+from .channel import Channel
+from .launcher import (
+    FILES_SOURCE,
+    PYTHON_ISOLATED,
+    exit_status_for,
+    files_argv,
+    helper_env,
+    launcher_argv,
+    split_nonce,
+    split_trailer,
+)
+from .resident import kill_all_argv, starter_argv
 from .spec import LANGUAGES, ContainerSpec, normalize_language
 from .stream import ExecStream, Pump
 
@@ -83,7 +90,9 @@ class ContainerSession(RuntimeSession):
 
     spec: ContainerSpec
 
-    def __init__(self, runtime: str, spec: ContainerSpec, container_id: str, *, host_grace: float = 5.0) -> None:
+    def __init__(
+        self, runtime: str, spec: ContainerSpec, container_id: str, *, host_grace: float = 5.0
+    ) -> None:
         self.runtime = runtime
         self.host_grace = host_grace
         self.spec = spec
@@ -91,7 +100,9 @@ class ContainerSession(RuntimeSession):
         self._destroyed = False
         self._killing = threading.Event()
         self._reset_failed = False
-        self._oom_file: str | None = None  # the host path of the container's OOM counter ("": unknown)
+        self._oom_file: str | None = (
+            None  # the host path of the container's OOM counter ("": unknown)
+        )
 
     # --- engine primitives -------------------------------------------------
 
@@ -118,8 +129,11 @@ class ContainerSession(RuntimeSession):
         program = self._program(lang, request.code)
         env = {**self.spec.environment, **request.env}
         argv = launcher_argv(
-            request.timeout_s + request.grace_s, request.stdout_limit, request.stderr_limit,
-            self.spec.workdir, program,
+            request.timeout_s + request.grace_s,
+            request.stdout_limit,
+            request.stderr_limit,
+            self.spec.workdir,
+            program,
             code_path=env.get("PATH") or self.spec.environment.get("PATH", ""),
         )
         out = OutputCapture(request.stdout_limit)
@@ -128,12 +142,17 @@ class ContainerSession(RuntimeSession):
         oom_before = self._oom_kills()
         started = time.perf_counter()
         try:
-            stream = self._exec(argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=helper_env(env))
+            stream = self._exec(
+                argv, user=self.spec.exec_user, workdir=self.spec.workdir, env=helper_env(env)
+            )
         except SandboxError:
             raise
         except Exception as exc:  # noqa: BLE001 - engine errors become one code
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: could not start the execution: {exc}",
-                               "The sandbox may have been removed; open a new session.") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED,
+                f"{self.runtime}: could not start the execution: {exc}",
+                "The sandbox may have been removed; open a new session.",
+            ) from None
 
         reset_done = threading.Event()
         pump = Pump(stream, out, err, flood_stop=True)
@@ -152,7 +171,9 @@ class ContainerSession(RuntimeSession):
             if not pump.wait(STREAM_CLOSE_GRACE_S):
                 # The engine did not end the stream: do not wait for it any longer.
                 pump.abandoned = abandoned = True
-                log.warning("sandbox_stream_abandoned", runtime=self.runtime, container=self.id[:12])
+                log.warning(
+                    "sandbox_stream_abandoned", runtime=self.runtime, container=self.id[:12]
+                )
                 if not reset_done.is_set():
                     reset_done.set()
                     self._kill_quietly()
@@ -160,8 +181,13 @@ class ContainerSession(RuntimeSession):
             # Far more output than the launcher ever forwards: something writes into the engine's
             # stream past the caps. Stop reading (draining it costs the host's CPU, not the
             # sandbox's) and end the code's processes.
-            log.warning("sandbox_output_flood", runtime=self.runtime, container=self.id[:12],
-                        stdout=out.total, stderr=err.total)
+            log.warning(
+                "sandbox_output_flood",
+                runtime=self.runtime,
+                container=self.id[:12],
+                stdout=out.total,
+                stderr=err.total,
+            )
             stream.close()
             if not self._kill_code_processes():
                 reset_done.set()
@@ -180,24 +206,35 @@ class ContainerSession(RuntimeSession):
                 if trailer is None and err.truncated:
                     _, trailer = split_trailer(err.tail(), nonce)
             if trailer is None:
-                oom_after = self._oom_kills()  # at once: under gVisor the stopped sandbox's cgroup goes soon
+                oom_after = (
+                    self._oom_kills()
+                )  # at once: under gVisor the stopped sandbox's cgroup goes soon
             # The engine's own exit status for the exec, checked against the trailer's: code that
             # killed its launcher after writing a trailer in its name leaves a status that does not match.
             if not host_deadline_hit.is_set() and not pump.flooded:
                 engine_code = stream.exit_code()
                 if engine_code is None and trailer is not None:
-                    engine_code = stream.exit_code()  # not recorded yet (a busy engine): ask once more
+                    engine_code = (
+                        stream.exit_code()
+                    )  # not recorded yet (a busy engine): ask once more
         except Exception as exc:  # noqa: BLE001
             if not host_deadline_hit.is_set() and not self._destroyed:
-                raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: the execution stream failed: {exc}") from None
+                raise SandboxError(
+                    SANDBOX_EXEC_FAILED, f"{self.runtime}: the execution stream failed: {exc}"
+                ) from None
             stderr_bytes = err.getvalue()
         finally:
             stream.close()
         if abandoned:
             trailer = None  # whatever arrives late is not trusted
         if trailer is not None and engine_code != exit_status_for(trailer):
-            log.warning("sandbox_trailer_mismatch", runtime=self.runtime, container=self.id[:12],
-                        trailer=trailer.exit_code, engine=engine_code)
+            log.warning(
+                "sandbox_trailer_mismatch",
+                runtime=self.runtime,
+                container=self.id[:12],
+                trailer=trailer.exit_code,
+                engine=engine_code,
+            )
             trailer, mismatch = None, True
             oom_after = self._oom_kills()
         oom_seen: bool | None = None
@@ -223,7 +260,8 @@ class ContainerSession(RuntimeSession):
         elif pump.flooded:
             warnings.append(
                 f"the execution's output went far past its cap ({out.total + err.total} bytes read); the host "
-                "stopped reading it and killed the code's processes" + self._reset_note(reset_done))
+                "stopped reading it and killed the code's processes" + self._reset_note(reset_done)
+            )
         elif trailer is None and self._destroyed:
             warnings.append("the sandbox was closed during the execution")
         elif trailer is None and self._stopped():
@@ -232,16 +270,27 @@ class ContainerSession(RuntimeSession):
             # 128 (podman) or 137 (Docker) for the exec. The cgroup's OOM counter says which it was;
             # when it could not be read, gVisor's sandbox SIGKILLed (137) is taken for it.
             stopped_by_memory = bool(oom_seen) or (
-                oom_seen is None and gvisor.is_gvisor(self.spec.oci_runtime) and _exit_status(self) == 137)
+                oom_seen is None
+                and gvisor.is_gvisor(self.spec.oci_runtime)
+                and _exit_status(self) == 137
+            )
             lost_memory = stopped_by_memory
             if stopped_by_memory:
                 exit_code = 137  # SIGKILLed for memory, whatever status the engine gave the exec
             self._kill_quietly()
             warnings.append(
-                ("the sandbox exceeded its memory limit and was stopped (under gVisor the limit covers the "
-                 "whole sandbox); " if stopped_by_memory else "the sandbox stopped during the execution; ")
-                + (f"it was restarted (its {self.spec.workdir} was reset)" if not self._reset_failed
-                   else "it did not run again (open a new session)"))
+                (
+                    "the sandbox exceeded its memory limit and was stopped (under gVisor the limit covers the "
+                    "whole sandbox); "
+                    if stopped_by_memory
+                    else "the sandbox stopped during the execution; "
+                )
+                + (
+                    f"it was restarted (its {self.spec.workdir} was reset)"
+                    if not self._reset_failed
+                    else "it did not run again (open a new session)"
+                )
+            )
         elif trailer is None:
             # The launcher died (or was bypassed, or its report did not hold): the code's processes may
             # live on. Kill them; if even that cannot run (a sandbox still out of memory), restart it.
@@ -251,31 +300,45 @@ class ContainerSession(RuntimeSession):
             if oom_seen:
                 lost_memory = True
                 exit_code = 137
-                warnings.append("the sandbox ran out of memory and its launcher was killed (memory the code held "
-                                "without owning it, such as files in its tmpfs or kernel buffers); the code's "
-                                "processes were killed" + self._reset_note(reset_done))
+                warnings.append(
+                    "the sandbox ran out of memory and its launcher was killed (memory the code held "
+                    "without owning it, such as files in its tmpfs or kernel buffers); the code's "
+                    "processes were killed" + self._reset_note(reset_done)
+                )
             elif mismatch:
-                warnings.append("the sandbox launcher's report did not match the engine's exit status "
-                                f"({engine_code}), so it was not used; the code's processes were killed"
-                                + self._reset_note(reset_done))
+                warnings.append(
+                    "the sandbox launcher's report did not match the engine's exit status "
+                    f"({engine_code}), so it was not used; the code's processes were killed"
+                    + self._reset_note(reset_done)
+                )
             else:
-                warnings.append("the sandbox launcher did not report (it was killed or bypassed); "
-                                "the code's processes were killed" + self._reset_note(reset_done)
-                                + ("" if oom_seen is not None else
-                                   "; whether memory ran out is unknown (the host cannot read the sandbox's cgroup)"))
+                warnings.append(
+                    "the sandbox launcher did not report (it was killed or bypassed); "
+                    "the code's processes were killed"
+                    + self._reset_note(reset_done)
+                    + (
+                        ""
+                        if oom_seen is not None
+                        else "; whether memory ran out is unknown (the host cannot read the sandbox's cgroup)"
+                    )
+                )
         workdir = self.spec.workdir.rstrip("/") + "/"
         result = ExecutionResult(
             exit_code=exit_code if trailer is None else trailer.exit_code,
             stdout=out.text(),
             stderr=stderr_bytes[: request.stderr_limit].decode("utf-8", errors="replace"),
             stdout_truncated=out.truncated or bool(trailer and trailer.stdout_truncated),
-            stderr_truncated=len(stderr_bytes) > request.stderr_limit or bool(trailer and trailer.stderr_truncated)
+            stderr_truncated=len(stderr_bytes) > request.stderr_limit
+            or bool(trailer and trailer.stderr_truncated)
             or (trailer is None and err.truncated),
             timed_out=host_deadline_hit.is_set() or bool(trailer and trailer.timed_out),
             oom_killed=bool(trailer and trailer.oom_killed) or lost_memory,
             duration_ms=round(duration_ms, 3),
-            files=[ProducedFile(path=p, size=s, modified=m) for p, s, m in (trailer.files if trailer else [])
-                   if isinstance(p, str) and p.startswith(workdir) and posixpath.normpath(p) == p],
+            files=[
+                ProducedFile(path=p, size=s, modified=m)
+                for p, s, m in (trailer.files if trailer else [])
+                if isinstance(p, str) and p.startswith(workdir) and posixpath.normpath(p) == p
+            ],
             isolated=True,
             runtime=self.runtime,
             language=lang,
@@ -310,7 +373,7 @@ class ContainerSession(RuntimeSession):
                 time.sleep(0.2)
         return False
 
-    def _wait_or_stopped(self, pump: "Pump", total_s: float) -> bool:
+    def _wait_or_stopped(self, pump: Pump, total_s: float) -> bool:
         """Wait for the execution's stream; True when it ended (or the whole sandbox stopped).
 
         Under gVisor a sandbox that exceeds its memory limit stops as a whole, and the
@@ -334,7 +397,10 @@ class ContainerSession(RuntimeSession):
         if inline:
             return ["@python", code] if lang == "python" else [*LANGUAGES[lang], code]
         path = f"/tmp/.assay-code-{secrets.token_hex(8)}"
-        self._put_archive("/tmp", _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444))
+        self._put_archive(
+            "/tmp",
+            _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444),
+        )
         return ["@python-file", path] if lang == "python" else [LANGUAGES[lang][0], path]
 
     def _kill_quietly(self) -> None:
@@ -360,8 +426,12 @@ class ContainerSession(RuntimeSession):
             try:
                 self._hard_reset()
             except Exception as exc:  # noqa: BLE001
-                log.warning("sandbox_reset_attempt_failed", runtime=self.runtime, container=self.id[:12],
-                            error=repr(exc))
+                log.warning(
+                    "sandbox_reset_attempt_failed",
+                    runtime=self.runtime,
+                    container=self.id[:12],
+                    error=repr(exc),
+                )
             attempt_ends = min(deadline, time.monotonic() + 10.0)
             while time.monotonic() < attempt_ends and not self._destroyed:
                 if self.alive():
@@ -369,8 +439,12 @@ class ContainerSession(RuntimeSession):
                 time.sleep(0.05)
             if time.monotonic() >= deadline:
                 break
-        log.error("sandbox_reset_failed", runtime=self.runtime, container=self.id[:12],
-                  error=f"not running again within {deadline_s:.0f} s")
+        log.error(
+            "sandbox_reset_failed",
+            runtime=self.runtime,
+            container=self.id[:12],
+            error=f"not running again within {deadline_s:.0f} s",
+        )
         return False
 
     def _kill_code_processes(self) -> bool:
@@ -379,9 +453,13 @@ class ContainerSession(RuntimeSession):
         Returns False when the kill could not be run (e.g. the engine is wedged).
         """
         try:
-            code, _, _, _ = self._run_helper([*PYTHON_ISOLATED, "-c", _KILL_ALL], 4096, timeout_s=10.0)
+            code, _, _, _ = self._run_helper(
+                [*PYTHON_ISOLATED, "-c", _KILL_ALL], 4096, timeout_s=10.0
+            )
         except Exception as exc:  # noqa: BLE001
-            log.warning("sandbox_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+            log.warning(
+                "sandbox_kill_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc)
+            )
             return False
         return code == 0
 
@@ -394,13 +472,19 @@ class ContainerSession(RuntimeSession):
         merged = {**self.spec.environment, **env}
         code_path = merged.get("PATH") or self.spec.environment.get("PATH", "")
         code, out, err, _ = self._run_helper(
-            starter_argv(program, ready_timeout_s, code_path), 64 * 1024,
-            timeout_s=ready_timeout_s + HELPER_TIMEOUT_S, user=self.spec.resident_user, env=merged,
+            starter_argv(program, ready_timeout_s, code_path),
+            64 * 1024,
+            timeout_s=ready_timeout_s + HELPER_TIMEOUT_S,
+            user=self.spec.resident_user,
+            env=merged,
         )
         line = out.decode("utf-8", "replace").strip()
         if code != 0 or not line:
-            raise SandboxError(SANDBOX_EXEC_FAILED, "the resident process did not start "
-                               f"(exit {code}): {err.decode('utf-8', 'replace')[-500:]}")
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED,
+                "the resident process did not start "
+                f"(exit {code}): {err.decode('utf-8', 'replace')[-500:]}",
+            )
         return line
 
     def stop_resident(self) -> bool:
@@ -411,44 +495,70 @@ class ContainerSession(RuntimeSession):
         (every process ends; the working directory is reset). True when the resident is gone.
         """
         try:
-            code, _, err, _ = self._run_helper(kill_all_argv(), 4096, timeout_s=10.0, user=self.spec.resident_user)
+            code, _, err, _ = self._run_helper(
+                kill_all_argv(), 4096, timeout_s=10.0, user=self.spec.resident_user
+            )
             problem = None if code == 0 else f"exit {code}: {err[-300:].decode('utf-8', 'replace')}"
         except Exception as exc:  # noqa: BLE001
             problem = repr(exc)
         if problem is None:
             return True
-        log.warning("sandbox_resident_kill_failed", runtime=self.runtime, container=self.id[:12], error=problem)
+        log.warning(
+            "sandbox_resident_kill_failed",
+            runtime=self.runtime,
+            container=self.id[:12],
+            error=problem,
+        )
         self._kill_quietly()
         return not self._reset_failed
 
-    def _exec_attached(self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]) -> tuple[Any, bytes]:
+    def _exec_attached(
+        self, argv: list[str], *, user: str, workdir: str, env: dict[str, str]
+    ) -> tuple[Any, bytes]:
         """Start ``argv`` with stdin attached: (raw socket, bytes already read). Optional primitive."""
         raise NotImplementedError
 
     def open_channel(self, program: str, args: list[str], on_use: Any = None) -> Channel:
         """Run ``program`` (Python, assay's own) as the keeper's uid with stdin attached (see channel.py)."""
         try:
-            sock, prefix = self._exec_attached([*PYTHON_ISOLATED, "-c", program, *args], user=self.spec.user,
-                                               workdir=self.spec.workdir, env=helper_env(self.spec.environment))
+            sock, prefix = self._exec_attached(
+                [*PYTHON_ISOLATED, "-c", program, *args],
+                user=self.spec.user,
+                workdir=self.spec.workdir,
+                env=helper_env(self.spec.environment),
+            )
         except NotImplementedError:
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: no attached execs here") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"{self.runtime}: no attached execs here"
+            ) from None
         except SandboxError:
             raise
         except Exception as exc:  # noqa: BLE001 - engine errors become one code
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"{self.runtime}: could not open a channel: {exc}") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"{self.runtime}: could not open a channel: {exc}"
+            ) from None
         return Channel(sock, prefix, on_use)
 
     # --- helpers that run without the launcher --------------------------------
 
     def _run_helper(
-        self, argv: list[str], out_limit: int, *, timeout_s: float | None = None, user: str | None = None,
+        self,
+        argv: list[str],
+        out_limit: int,
+        *,
+        timeout_s: float | None = None,
+        user: str | None = None,
         env: dict[str, str] | None = None,
     ) -> tuple[int | None, bytes, bytes, bool]:
         timeout_s = HELPER_TIMEOUT_S if timeout_s is None else timeout_s
         out = OutputCapture(out_limit)
         err = OutputCapture(64 * 1024)
-        stream = self._exec(argv, user=user or self.spec.exec_user, workdir=self.spec.workdir,
-                            env=helper_env(self.spec.environment if env is None else env))
+        stream = self._exec(
+            argv,
+            user=user or self.spec.exec_user,
+            workdir=self.spec.workdir,
+            env=helper_env(self.spec.environment if env is None else env),
+        )
         pump = Pump(stream, out, err)
         pump.start()
         # The deadline holds whatever the container does: the caller waits for the
@@ -466,8 +576,11 @@ class ContainerSession(RuntimeSession):
         finally:
             stream.close()
         if expired:
-            raise SandboxError(SANDBOX_TIMEOUT, f"a sandbox file operation took longer than {timeout_s:.0f} s",
-                               "The sandbox may be overloaded; try again or open a new session.")
+            raise SandboxError(
+                SANDBOX_TIMEOUT,
+                f"a sandbox file operation took longer than {timeout_s:.0f} s",
+                "The sandbox may be overloaded; try again or open a new session.",
+            )
         return code, out.getvalue(), err.getvalue(), out.truncated
 
     # --- files -----------------------------------------------------------------
@@ -509,9 +622,14 @@ class ContainerSession(RuntimeSession):
         return _file_result(path, code, out, err, truncated, max_bytes)
 
     def list_files(self, path: str) -> list[FileInfo]:
-        code, out, err, _ = self._run_helper(files_argv("list", self.spec.workdir, path), 8 * 1024**2)
+        code, out, err, _ = self._run_helper(
+            files_argv("list", self.spec.workdir, path), 8 * 1024**2
+        )
         _file_result(path, code, b"", err, False, 0)
-        return [FileInfo(path=p, name=n, size=s, is_dir=d, modified=m) for p, n, s, d, m in json.loads(out or b"[]")]
+        return [
+            FileInfo(path=p, name=n, size=s, is_dir=d, modified=m)
+            for p, n, s, d, m in json.loads(out or b"[]")
+        ]
 
     # --- life cycle ---------------------------------------------------------------
 
@@ -522,7 +640,12 @@ class ContainerSession(RuntimeSession):
         try:
             self._remove()
         except Exception as exc:  # noqa: BLE001 - destroy never raises; the reaper retries
-            log.warning("sandbox_remove_failed", runtime=self.runtime, container=self.id[:12], error=repr(exc))
+            log.warning(
+                "sandbox_remove_failed",
+                runtime=self.runtime,
+                container=self.id[:12],
+                error=repr(exc),
+            )
 
 
 def _own(info: tarfile.TarInfo, uid_gid: str) -> None:
@@ -542,7 +665,9 @@ def _tar_one(name: str, data: bytes, owner: str, mode: int) -> bytes:
     return buf.getvalue()
 
 
-def _file_result(path: str, code: int | None, out: bytes, err: bytes, truncated: bool, max_bytes: int) -> bytes:
+def _file_result(
+    path: str, code: int | None, out: bytes, err: bytes, truncated: bool, max_bytes: int
+) -> bytes:
     if code == 0 and not truncated:
         return out
     if code == 2:
@@ -554,15 +679,18 @@ def _file_result(path: str, code: int | None, out: bytes, err: bytes, truncated:
             "Write a smaller file (or a summary of it) and download that.",
         )
     if code == 4:
-        raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is a symlink or resolves outside the working directory")
+        raise SandboxError(
+            SANDBOX_PATH_INVALID, f"{path!r} is a symlink or resolves outside the working directory"
+        )
     if code == 5:
         raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is not a regular file")
     raise SandboxError(
-        SANDBOX_EXEC_FAILED, f"file helper failed for {path!r} (exit {code}): {err.decode(errors='replace')[:500]}"
+        SANDBOX_EXEC_FAILED,
+        f"file helper failed for {path!r} (exit {code}): {err.decode(errors='replace')[:500]}",
     )
 
 
-def _exit_status(session: "ContainerSession") -> int | None:
+def _exit_status(session: ContainerSession) -> int | None:
     """The stopped container's exit code from the engine's inspect record (None when unknown)."""
     try:
         return (session.inspect().get("State") or {}).get("ExitCode")

@@ -34,8 +34,10 @@ SENTRY_PIDS = 512
 _RELEASE = "import os; print(os.uname().release)"
 
 #: What doctor says of assay's seccomp profile when gVisor is requested (measured with runsc 20221219).
-SECCOMP_UNDER_GVISOR = ("the container's own process only: runsc does not apply it to exec'd processes "
-                        "(the code), whose system calls gVisor's kernel serves instead")
+SECCOMP_UNDER_GVISOR = (
+    "the container's own process only: runsc does not apply it to exec'd processes "
+    "(the code), whose system calls gVisor's kernel serves instead"
+)
 
 
 def seccomp_status(oci_runtime: str | None, applied: bool) -> bool | str:
@@ -61,15 +63,20 @@ def kernel_probe(runtime: Any, oci_runtime: str = "runsc") -> tuple[bool, str]:
     ``(True, why)`` only when the sandbox ran and reported a kernel other than
     the host's; ``(False, why)`` otherwise (never raises).
     """
-    from .labels import owner_labels
     from assay.kernel.sandbox.runtime import ExecRequest
+
+    from .labels import owner_labels
     from .spec import build_spec
 
     config = runtime.config.model_copy(update={"oci_runtime": oci_runtime, "timeout": 30})
     session = None
     try:
-        spec = build_spec(config, language="python", name=f"assay-gvisor-probe-{uuid.uuid4().hex[:8]}",
-                          labels=owner_labels(f"gvisor_probe_{uuid.uuid4().hex[:8]}", runtime.name, 120))
+        spec = build_spec(
+            config,
+            language="python",
+            name=f"assay-gvisor-probe-{uuid.uuid4().hex[:8]}",
+            labels=owner_labels(f"gvisor_probe_{uuid.uuid4().hex[:8]}", runtime.name, 120),
+        )
         session = runtime.create_session(spec)
         result = session.execute(ExecRequest(code=_RELEASE, timeout_s=30))
     except Exception as exc:  # noqa: BLE001 - the doctor reports, never crashes

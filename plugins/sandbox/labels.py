@@ -42,7 +42,9 @@ def _hostname() -> str:
     return socket.gethostname()
 
 
-def owner_labels(session_id: str, runtime: str, lifetime_s: float, *, pooled: bool = False) -> dict[str, str]:
+def owner_labels(
+    session_id: str, runtime: str, lifetime_s: float, *, pooled: bool = False
+) -> dict[str, str]:
     """The labels for a new container owned by this process."""
     now = time.time()
     pid = os.getpid()

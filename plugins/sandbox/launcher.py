@@ -36,7 +36,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-LAUNCHER_SOURCE = r'''
+LAUNCHER_SOURCE = r"""
 import ctypes, os, selectors, signal, sys, time
 # Not dumpable, before anything else: the code runs as this uid, and could otherwise open
 # /proc/<launcher>/mem (read or change this process) or /proc/<launcher>/fd/2 (write into the
@@ -285,11 +285,11 @@ trailer = {"exit_code": exit_code, "timed_out": timed_out, "oom_killed": oom, "d
 # repr, not json: importing json (and re with it) would cost every execution ~20 ms of CPU.
 write_all(2, ("\x1eASSAY-%s:%r\n" % (nonce, trailer)).encode("utf-8", "backslashreplace"))
 sys.exit(exit_code if exit_code is not None and 0 <= exit_code < 256 else 1)
-'''
+"""
 
 # A helper for file operations, run the same way (python3 -I -S -c FILES_SOURCE op path ...).
 # Exit codes: 0 ok, 2 not found, 3 too large, 4 escapes the root or is a symlink, 5 not a file.
-FILES_SOURCE = r'''
+FILES_SOURCE = r"""
 import json, os, stat, sys
 op, root, path = sys.argv[1], sys.argv[2], sys.argv[3]
 real = os.path.realpath(path)
@@ -323,7 +323,7 @@ elif op == "list":
     else:
         out.append([path, os.path.basename(path), st.st_size, False, st.st_mtime])
     sys.stdout.write(json.dumps(out))
-'''
+"""
 
 
 @dataclass
@@ -352,8 +352,13 @@ def helper_env(env: dict[str, str]) -> dict[str, str]:
 
 
 def launcher_argv(
-    timeout_s: float, out_limit: int, err_limit: int, workdir: str, program: list[str],
-    *, code_path: str = HELPER_PATH,
+    timeout_s: float,
+    out_limit: int,
+    err_limit: int,
+    workdir: str,
+    program: list[str],
+    *,
+    code_path: str = HELPER_PATH,
 ) -> list[str]:
     """The argv that runs ``program`` under the launcher (``code_path`` becomes the code's PATH).
 
@@ -361,8 +366,16 @@ def launcher_argv(
     makes its own and writes it first on its stderr (:func:`split_nonce`).
     """
     return [
-        *PYTHON_ISOLATED, "-c", LAUNCHER_SOURCE,
-        f"{timeout_s:.3f}", str(out_limit), str(err_limit), workdir, code_path, "--", *program,
+        *PYTHON_ISOLATED,
+        "-c",
+        LAUNCHER_SOURCE,
+        f"{timeout_s:.3f}",
+        str(out_limit),
+        str(err_limit),
+        workdir,
+        code_path,
+        "--",
+        *program,
     ]
 
 
@@ -384,10 +397,10 @@ def split_nonce(stderr: bytes) -> tuple[bytes, str | None]:
     if not stderr.startswith(NONCE_MARK):
         return stderr, None
     end = len(NONCE_MARK) + NONCE_LEN
-    nonce = stderr[len(NONCE_MARK):end]
-    if stderr[end:end + 1] != b"\n" or nonce.strip(b"0123456789abcdef"):
+    nonce = stderr[len(NONCE_MARK) : end]
+    if stderr[end : end + 1] != b"\n" or nonce.strip(b"0123456789abcdef"):
         return stderr, None
-    return stderr[end + 1:], nonce.decode("ascii")
+    return stderr[end + 1 :], nonce.decode("ascii")
 
 
 def exit_status_for(trailer: Trailer) -> int:

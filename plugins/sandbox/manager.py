@@ -18,16 +18,16 @@ import threading
 import time
 import uuid
 import weakref
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
 
 from assay.kernel import exit_signals
 from assay.kernel.log import get_logger
-
-from assay.kernel.sandbox.config import SandboxConfig
 from assay.kernel.sandbox import uids
+from assay.kernel.sandbox.config import SandboxConfig
 from assay.kernel.sandbox.errors import (
     SANDBOX_FILE_TOO_LARGE,
     SANDBOX_OVERRIDE_REFUSED,
@@ -37,11 +37,12 @@ from assay.kernel.sandbox.errors import (
     SANDBOX_START_FAILED,
     SandboxError,
 )
-from .labels import owner_labels
-from .paths import sandbox_path
 from assay.kernel.sandbox.results import ExecutionResult, FileInfo, ProbeResult, SessionStatus
 from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession, SandboxRuntime
 from assay.kernel.sandbox.selection import LOCAL_WARNING, select_runtime
+
+from .labels import owner_labels
+from .paths import sandbox_path
 from .spec import build_spec, check_overrides, normalize_language
 
 if TYPE_CHECKING:
@@ -96,10 +97,13 @@ class SandboxManager:
         _install_exit_handlers()
 
     @classmethod
-    def for_kernel(cls, kernel: Any) -> "SandboxManager":
+    def for_kernel(cls, kernel: Any) -> SandboxManager:
         """A manager on the kernel's registered runtimes and the ``[sandbox]`` section of
         its settings (what ``kernel.sandbox`` makes)."""
-        return cls(SandboxConfig.from_settings(kernel.settings), kernel.registry("sandbox_runtimes").as_dict())
+        return cls(
+            SandboxConfig.from_settings(kernel.settings),
+            kernel.registry("sandbox_runtimes").as_dict(),
+        )
 
     @property
     def closed(self) -> bool:
@@ -135,7 +139,9 @@ class SandboxManager:
                 log.info("sandbox_orphans_removed", runtime=self._runtime.name, count=len(removed))
         except Exception as exc:  # noqa: BLE001 - a failed sweep must not block work
             log.warning("sandbox_reap_failed", runtime=self._runtime.name, error=repr(exc))
-        self._reaper = threading.Thread(target=self._reap_loop, name="assay-sandbox-reaper", daemon=True)
+        self._reaper = threading.Thread(
+            target=self._reap_loop, name="assay-sandbox-reaper", daemon=True
+        )
         self._reaper.start()
         if self.config.pool_size > 0:
             self._refill_pool()
@@ -147,11 +153,14 @@ class SandboxManager:
         lang = normalize_language(language)
         checked = check_overrides(self.config, overrides)
         runtime = self.runtime
-        with self._lock:  # the slot is taken here, under the lock, so concurrent connects cannot all pass
+        with (
+            self._lock
+        ):  # the slot is taken here, under the lock, so concurrent connects cannot all pass
             open_count = sum(1 for s in self._sessions.values() if not s.closed) + self._starting
             if open_count >= self.config.max_sessions:
                 raise SandboxError(
-                    SANDBOX_SESSION_LIMIT, f"{open_count} sandbox sessions are open (SANDBOX_MAX_SESSIONS)",
+                    SANDBOX_SESSION_LIMIT,
+                    f"{open_count} sandbox sessions are open (SANDBOX_MAX_SESSIONS)",
                     "Close sessions you no longer need.",
                 )
             self._starting += 1
@@ -171,39 +180,60 @@ class SandboxManager:
         with self._lock:
             self._sessions[session_id] = rec
             self._starting -= 1
-        log.info("sandbox_session_open", session=session_id, runtime=runtime.name, container=rs.id[:12])
+        log.info(
+            "sandbox_session_open", session=session_id, runtime=runtime.name, container=rs.id[:12]
+        )
         if self.config.pool_size > 0:
             self._refill_pool()
         return session_id
 
-    def _create(self, session_id: str, language: str, overrides: dict[str, Any], *, pooled: bool = False) -> RuntimeSession:
+    def _create(
+        self, session_id: str, language: str, overrides: dict[str, Any], *, pooled: bool = False
+    ) -> RuntimeSession:
         """A new sandbox whose uids no other container of the engine has (see uids.py)."""
         runtime = self.runtime
         name = f"assay-{session_id.replace('_', '-')}"
         for attempt in range(uids.ATTEMPTS):
             block = uids.pick(self.config.uid_range)
             labels = owner_labels(session_id, runtime.name, self.config.max_lifetime, pooled=pooled)
-            spec = build_spec(self.config, language=language, name=f"{name}-{attempt}" if attempt else name,
-                              labels=labels, overrides=overrides, users=block)
+            spec = build_spec(
+                self.config,
+                language=language,
+                name=f"{name}-{attempt}" if attempt else name,
+                labels=labels,
+                overrides=overrides,
+                users=block,
+            )
             rs = runtime.create_session(spec)
             if not runtime.isolated:
                 return rs  # no engine, no uids of its own: the local runtime runs as assay's user
             try:
-                others = [c for c in runtime.uid_block_holders(block.label) if not uids.same_container(c, rs.id)]
+                others = [
+                    c
+                    for c in runtime.uid_block_holders(block.label)
+                    if not uids.same_container(c, rs.id)
+                ]
             except Exception as exc:  # noqa: BLE001 - unknown means not shown to be free: refused
                 rs.destroy()
                 raise SandboxError(
-                    SANDBOX_START_FAILED, f"{runtime.name}: could not check that the session's uids are its own: "
-                    f"{exc}", "Check the engine (assay sandbox doctor).") from None
+                    SANDBOX_START_FAILED,
+                    f"{runtime.name}: could not check that the session's uids are its own: {exc}",
+                    "Check the engine (assay sandbox doctor).",
+                ) from None
             if not others:
                 return rs
             log.info("sandbox_uid_block_taken", block=block.label, holders=[c[:12] for c in others])
             rs.destroy()
         raise SandboxError(
-            SANDBOX_START_FAILED, f"no free uid block in SANDBOX_UID_RANGE={self.config.uid_range} after "
-            f"{uids.ATTEMPTS} tries", "Widen SANDBOX_UID_RANGE, or remove sandboxes left over (assay sandbox doctor).")
+            SANDBOX_START_FAILED,
+            f"no free uid block in SANDBOX_UID_RANGE={self.config.uid_range} after "
+            f"{uids.ATTEMPTS} tries",
+            "Widen SANDBOX_UID_RANGE, or remove sandboxes left over (assay sandbox doctor).",
+        )
 
-    def configure(self, session_id: str, *, timeout_s: float | None = None, env: dict[str, str] | None = None) -> SessionStatus:
+    def configure(
+        self, session_id: str, *, timeout_s: float | None = None, env: dict[str, str] | None = None
+    ) -> SessionStatus:
         """Change a session's default timeout or extra environment (within the limits)."""
         rec = self._get(session_id)
         update: dict[str, Any] = {}
@@ -221,7 +251,12 @@ class SandboxManager:
         return self._status(rec)
 
     def execute(
-        self, session_id: str, code: str, *, language: str | None = None, timeout_s: float | None = None,
+        self,
+        session_id: str,
+        code: str,
+        *,
+        language: str | None = None,
+        timeout_s: float | None = None,
         grace_s: float = 0.0,
     ) -> ExecutionResult:
         """Run ``code`` in the session (a fresh process; files in the workdir persist).
@@ -240,8 +275,12 @@ class SandboxManager:
                 "Raise SANDBOX_TIMEOUT on the host if longer executions are really needed.",
             )
         request = ExecRequest(
-            code=code, language=lang, timeout_s=timeout,
-            stdout_limit=self.config.output_limit, stderr_limit=self.config.output_limit, env=rec.env,
+            code=code,
+            language=lang,
+            timeout_s=timeout,
+            stdout_limit=self.config.output_limit,
+            stderr_limit=self.config.output_limit,
+            env=rec.env,
             grace_s=min(max(0.0, float(grace_s)), MAX_GRACE_S),
         )
         with self._locked(rec):
@@ -284,10 +323,16 @@ class SandboxManager:
     def resident_supported(self, session_id: str) -> bool:
         return bool(getattr(self._get(session_id).runtime, "supports_resident", False))
 
-    def start_resident(self, session_id: str, program: str, *, ready_timeout_s: float | None = None) -> str:
+    def start_resident(
+        self, session_id: str, program: str, *, ready_timeout_s: float | None = None
+    ) -> str:
         """Start the session's resident process (see :mod:`assay.plugins.sandbox.resident`); its ready line."""
         rec = self._get(session_id)
-        wait = self.config.timeout if ready_timeout_s is None else min(float(ready_timeout_s), self.config.timeout)
+        wait = (
+            self.config.timeout
+            if ready_timeout_s is None
+            else min(float(ready_timeout_s), self.config.timeout)
+        )
         with self._locked(rec):
             line = rec.runtime.start_resident(program, rec.env, wait)
             rec.last_used = time.time()
@@ -324,7 +369,8 @@ class SandboxManager:
         rec = self._get(session_id)
         if len(data) > self.config.max_file_size:
             raise SandboxError(
-                SANDBOX_FILE_TOO_LARGE, f"{len(data)} bytes exceed the {self.config.max_file_size}-byte file limit",
+                SANDBOX_FILE_TOO_LARGE,
+                f"{len(data)} bytes exceed the {self.config.max_file_size}-byte file limit",
                 "Upload a smaller file or a sample of it.",
             )
         full = sandbox_path(self.config.workdir, path)
@@ -335,7 +381,11 @@ class SandboxManager:
 
     def get_file(self, session_id: str, path: str, max_bytes: int | None = None) -> bytes:
         rec = self._get(session_id)
-        limit = self.config.max_file_size if max_bytes is None else min(int(max_bytes), self.config.max_file_size)
+        limit = (
+            self.config.max_file_size
+            if max_bytes is None
+            else min(int(max_bytes), self.config.max_file_size)
+        )
         full = sandbox_path(self.config.workdir, path)
         with self._locked(rec):
             data = rec.runtime.get_file(full, limit)
@@ -352,7 +402,7 @@ class SandboxManager:
 
     # --- user layer -----------------------------------------------------------------
 
-    def open_session(self, language: str = "python", **overrides: Any) -> "SandboxSession":
+    def open_session(self, language: str = "python", **overrides: Any) -> SandboxSession:
         """A :class:`SandboxSession` (the user layer) on a new sandbox."""
         from .session import SandboxSession
 
@@ -369,7 +419,9 @@ class SandboxManager:
                 if now - rec.created >= self.config.max_lifetime:
                     rec.closed = True  # even mid-execution: the destroy below ends it
                     why = "max lifetime"
-                elif now - rec.last_used >= self.config.idle_ttl and rec.lock.acquire(blocking=False):
+                elif now - rec.last_used >= self.config.idle_ttl and rec.lock.acquire(
+                    blocking=False
+                ):
                     # Holding the lock while marking it closed: an execution that was
                     # about to start sees SANDBOX_SESSION_CLOSED, never a half-removed sandbox.
                     rec.closed = True
@@ -423,7 +475,7 @@ class SandboxManager:
             self._runtime.close()
         _MANAGERS.discard(self)
 
-    def __enter__(self) -> "SandboxManager":
+    def __enter__(self) -> SandboxManager:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -475,7 +527,8 @@ class SandboxManager:
             rec = self._sessions.get(session_id)
         if rec is None or rec.closed:
             raise SandboxError(
-                SANDBOX_SESSION_NOT_FOUND, f"no open sandbox session {session_id!r}",
+                SANDBOX_SESSION_NOT_FOUND,
+                f"no open sandbox session {session_id!r}",
                 "It was closed or expired (idle TTL / maximum lifetime); open a new one.",
             )
         return rec
@@ -495,22 +548,29 @@ class SandboxManager:
 
     def _status(self, rec: _Session) -> SessionStatus:
         def ts(t: float) -> datetime:
-            return datetime.fromtimestamp(t, tz=timezone.utc)
+            return datetime.fromtimestamp(t, tz=UTC)
 
         state: Any = rec.state if not rec.closed else "closed"  # SessionStatus validates it
         if not rec.closed and not rec.runtime.alive() and state == "idle":
             state = "broken"
         return SessionStatus(
-            id=rec.id, runtime=self.runtime.name, isolated=self.runtime.isolated, language=rec.language,
-            state=state, container=rec.runtime.id, created_at=ts(rec.created), last_used_at=ts(rec.last_used),
+            id=rec.id,
+            runtime=self.runtime.name,
+            isolated=self.runtime.isolated,
+            language=rec.language,
+            state=state,
+            container=rec.runtime.id,
+            created_at=ts(rec.created),
+            last_used_at=ts(rec.last_used),
             expires_at=ts(rec.created + self.config.max_lifetime),
-            idle_expires_at=ts(rec.last_used + self.config.idle_ttl), executions=rec.executions,
+            idle_expires_at=ts(rec.last_used + self.config.idle_ttl),
+            executions=rec.executions,
         )
 
 
 # --- process-wide clean-up -------------------------------------------------------------
 
-_MANAGERS: "weakref.WeakSet[SandboxManager]" = weakref.WeakSet()
+_MANAGERS: weakref.WeakSet[SandboxManager] = weakref.WeakSet()
 _HANDLERS_INSTALLED = False
 
 

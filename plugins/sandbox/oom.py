@@ -15,12 +15,15 @@ another cgroup namespace) the counter is unknown (None) and callers say so.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 CGROUP_ROOT = "/sys/fs/cgroup"
 
 
-def counter_file(inspect: Callable[[], dict[str, Any]], cgroup_root: str = CGROUP_ROOT) -> str | None:
+def counter_file(
+    inspect: Callable[[], dict[str, Any]], cgroup_root: str = CGROUP_ROOT
+) -> str | None:
     """The host path of the container's OOM-kill counter file (None when it cannot be found)."""
     try:
         pid = int((inspect().get("State") or {}).get("Pid") or 0)

@@ -37,7 +37,7 @@ READY_FD_VAR = "ASSAY_RESIDENT_READY_FD"
 # process ahead): the engine's pids limit adds it, so the code's own budget stays what was configured.
 SPARE_PIDS = 1
 
-STARTER_SOURCE = r'''
+STARTER_SOURCE = r"""
 import os, select, sys, time
 timeout, code_path, program = float(sys.argv[1]), sys.argv[2], sys.argv[3]
 r, w = os.pipe()
@@ -71,10 +71,12 @@ while b"\n" not in buf:
 line = buf.split(b"\n", 1)[0]
 sys.stdout.write(line.decode("utf-8", "replace") + "\n" if b"\n" in buf else "")
 sys.exit(0 if b"\n" in buf else 1)
-'''
+"""
 
 # Run as the resident's uid: kill(-1) reaches every process of that uid (not this one).
-KILL_ALL_SOURCE = "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+KILL_ALL_SOURCE = (
+    "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
+)
 
 
 def starter_argv(program: str, ready_timeout_s: float, code_path: str) -> list[str]:

@@ -41,15 +41,51 @@ PROFILE_PATH = Path(__file__).resolve().with_name("seccomp.json")
 
 # What the profile denies, by reason (for `assay sandbox doctor` and the docs).
 DENIED: dict[str, tuple[str, ...]] = {
-    "new namespaces": ("unshare", "setns", "clone with CLONE_NEW* flags", "clone3 (ENOSYS: libc falls back to clone)"),
+    "new namespaces": (
+        "unshare",
+        "setns",
+        "clone with CLONE_NEW* flags",
+        "clone3 (ENOSYS: libc falls back to clone)",
+    ),
     "kernel keyring": ("add_key", "request_key", "keyctl"),
-    "other processes": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp", "process_madvise"),
-    "socket families": ("all but AF_UNIX, AF_INET, AF_INET6 (AF_VSOCK, AF_NETLINK, AF_PACKET, AF_ALG, ...)",),
-    "kernel attack surface": ("bpf", "perf_event_open", "userfaultfd", "io_uring_setup/enter/register"),
-    "host-wide quotas": ("io_setup/io_submit/io_getevents/io_pgetevents/io_cancel/io_destroy (fs.aio-max-nr)",),
-    "mounts and roots": ("mount", "umount2", "fsopen/fsmount/move_mount/open_tree", "pivot_root", "chroot"),
-    "host administration": ("init/finit/delete_module", "kexec_load", "reboot", "swapon/swapoff", "quotactl",
-                            "syslog", "acct", "settimeofday/clock_settime/adjtimex", "sethostname"),
+    "other processes": (
+        "ptrace",
+        "process_vm_readv",
+        "process_vm_writev",
+        "pidfd_getfd",
+        "kcmp",
+        "process_madvise",
+    ),
+    "socket families": (
+        "all but AF_UNIX, AF_INET, AF_INET6 (AF_VSOCK, AF_NETLINK, AF_PACKET, AF_ALG, ...)",
+    ),
+    "kernel attack surface": (
+        "bpf",
+        "perf_event_open",
+        "userfaultfd",
+        "io_uring_setup/enter/register",
+    ),
+    "host-wide quotas": (
+        "io_setup/io_submit/io_getevents/io_pgetevents/io_cancel/io_destroy (fs.aio-max-nr)",
+    ),
+    "mounts and roots": (
+        "mount",
+        "umount2",
+        "fsopen/fsmount/move_mount/open_tree",
+        "pivot_root",
+        "chroot",
+    ),
+    "host administration": (
+        "init/finit/delete_module",
+        "kexec_load",
+        "reboot",
+        "swapon/swapoff",
+        "quotactl",
+        "syslog",
+        "acct",
+        "settimeofday/clock_settime/adjtimex",
+        "sethostname",
+    ),
     "legacy ABIs": ("32-bit system calls", "personality changes", "modify_ldt"),
 }
 
@@ -71,12 +107,16 @@ def digest() -> str:
 
 def security_opt(*, as_text: bool = False) -> str:
     """The ``--security-opt`` value: the file's path, or the profile itself (Docker Engine API)."""
-    return "seccomp=" + (json.dumps(profile(), separators=(",", ":")) if as_text else str(PROFILE_PATH))
+    return "seccomp=" + (
+        json.dumps(profile(), separators=(",", ":")) if as_text else str(PROFILE_PATH)
+    )
 
 
 def applied(security_opts: list[Any] | None) -> bool:
     """True when a container's inspected ``SecurityOpt`` carries this profile (by path or by content)."""
-    found = [str(o)[len("seccomp="):] for o in security_opts or [] if str(o).startswith("seccomp=")]
+    found = [
+        str(o)[len("seccomp=") :] for o in security_opts or [] if str(o).startswith("seccomp=")
+    ]
     if len(found) != 1:
         return False
     value = found[0].strip()
@@ -86,7 +126,10 @@ def applied(security_opts: list[Any] | None) -> bool:
         except ValueError:
             return False
     try:
-        return Path(value).resolve() == PROFILE_PATH and json.loads(Path(value).read_text()) == profile()
+        return (
+            Path(value).resolve() == PROFILE_PATH
+            and json.loads(Path(value).read_text()) == profile()
+        )
     except (OSError, ValueError):
         return False
 
@@ -98,8 +141,12 @@ def summary() -> str:
 def _rules(rules: list[dict[str, Any]] | None) -> set[tuple[Any, ...]]:
     out = set()
     for rule in rules or []:
-        args = tuple(sorted((a.get("index"), a.get("value"), a.get("valueTwo", 0), a.get("op"))
-                            for a in rule.get("args") or []))
+        args = tuple(
+            sorted(
+                (a.get("index"), a.get("value"), a.get("valueTwo", 0), a.get("op"))
+                for a in rule.get("args") or []
+            )
+        )
         errno_ret = rule.get("errnoRet") if rule.get("action") == "SCMP_ACT_ERRNO" else None
         for name in rule.get("names") or []:
             out.add((name, rule.get("action"), args, errno_ret))

@@ -23,21 +23,29 @@ class SandboxSession:
     across runs; calls on one session are serialised by its lock anyway.
     """
 
-    def __init__(self, manager: "SandboxManager", session_id: str) -> None:
+    def __init__(self, manager: SandboxManager, session_id: str) -> None:
         self._manager = manager
         self.id = session_id
         self.runtime = manager.runtime.name
         self.isolated = manager.runtime.isolated
         self.workdir = manager.config.workdir
 
-    def run_code(self, code: str, *, language: str = "python", timeout_s: float | None = None,
-                 grace_s: float = 0.0) -> ExecutionResult:
+    def run_code(
+        self,
+        code: str,
+        *,
+        language: str = "python",
+        timeout_s: float | None = None,
+        grace_s: float = 0.0,
+    ) -> ExecutionResult:
         """Run ``code``; timeouts and OOM kills are reported in the result, not raised.
 
         ``grace_s`` (a few seconds at most) lets a client that enforces ``timeout_s``
         itself report after it.
         """
-        return self._manager.execute(self.id, code, language=language, timeout_s=timeout_s, grace_s=grace_s)
+        return self._manager.execute(
+            self.id, code, language=language, timeout_s=timeout_s, grace_s=grace_s
+        )
 
     @property
     def supports_resident(self) -> bool:
@@ -88,7 +96,9 @@ class SandboxSession:
         """Entries of a directory inside the working directory."""
         return self._manager.list_files(self.id, path)
 
-    def configure(self, *, timeout_s: float | None = None, env: dict[str, str] | None = None) -> SessionStatus:
+    def configure(
+        self, *, timeout_s: float | None = None, env: dict[str, str] | None = None
+    ) -> SessionStatus:
         return self._manager.configure(self.id, timeout_s=timeout_s, env=env)
 
     def status(self) -> SessionStatus:
@@ -98,7 +108,7 @@ class SandboxSession:
         """Remove the sandbox. Safe to call twice."""
         self._manager.disconnect(self.id)
 
-    def __enter__(self) -> "SandboxSession":
+    def __enter__(self) -> SandboxSession:
         return self
 
     def __exit__(self, *exc: Any) -> None:

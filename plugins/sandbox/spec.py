@@ -19,14 +19,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import gvisor
 from assay.kernel.sandbox import uids
-from . import seccomp as seccomp_profile
 from assay.kernel.sandbox.config import SandboxConfig
+from assay.kernel.sandbox.errors import (
+    SANDBOX_LANGUAGE_UNSUPPORTED,
+    SANDBOX_OVERRIDE_REFUSED,
+    SandboxError,
+)
+from assay.kernel.sandbox.uids import UidBlock
+
+from . import gvisor, seccomp as seccomp_profile
 from .labels import UID_BLOCK
 from .launcher import HELPER_PATH
-from assay.kernel.sandbox.uids import UidBlock
-from assay.kernel.sandbox.errors import SANDBOX_LANGUAGE_UNSUPPORTED, SANDBOX_OVERRIDE_REFUSED, SandboxError
 
 CPU_PERIOD_US = 100_000
 NPROC_BACKSTOP = 1024
@@ -38,16 +42,52 @@ MSGQUEUE_BYTES = 819_200
 # whatever the value, so a caller cannot probe for a loophole.
 REFUSED_OVERRIDES = frozenset(
     {
-        "privileged", "cap_add", "capabilities", "network", "network_mode", "net", "host_network",
-        "volumes", "binds", "mounts", "bind", "devices", "pid_mode", "ipc_mode", "uts_mode",
-        "userns_mode", "security_opt", "seccomp", "apparmor", "read_only", "read_write",
-        "no_new_privileges", "user", "root", "cpuset_cpus", "init", "env_host", "host_env",
-        "sysctls", "cgroup_parent", "oom_kill_disable", "extra_hosts", "ports",
+        "privileged",
+        "cap_add",
+        "capabilities",
+        "network",
+        "network_mode",
+        "net",
+        "host_network",
+        "volumes",
+        "binds",
+        "mounts",
+        "bind",
+        "devices",
+        "pid_mode",
+        "ipc_mode",
+        "uts_mode",
+        "userns_mode",
+        "security_opt",
+        "seccomp",
+        "apparmor",
+        "read_only",
+        "read_write",
+        "no_new_privileges",
+        "user",
+        "root",
+        "cpuset_cpus",
+        "init",
+        "env_host",
+        "host_env",
+        "sysctls",
+        "cgroup_parent",
+        "oom_kill_disable",
+        "extra_hosts",
+        "ports",
     }
 )
 # Overrides that may only tighten a limit (the configured value is the ceiling).
-TIGHTEN_ONLY = ("memory_limit", "cpu_limit", "max_processes", "max_file_size", "workspace_size", "tmp_size",
-                "shm_size", "timeout")
+TIGHTEN_ONLY = (
+    "memory_limit",
+    "cpu_limit",
+    "max_processes",
+    "max_file_size",
+    "workspace_size",
+    "tmp_size",
+    "shm_size",
+    "timeout",
+)
 OTHER_OVERRIDES = ("env", "oci_runtime", "image")
 
 LANGUAGES: dict[str, tuple[str, ...]] = {
@@ -56,6 +96,7 @@ LANGUAGES: dict[str, tuple[str, ...]] = {
     "shell": ("sh", "-c"),
 }
 LANGUAGE_ALIASES = {"py": "python", "python3": "python", "sh": "shell", "bash": "shell"}
+
 
 # Variables every sandbox gets; nothing else from the host unless allow-listed.
 def base_environment(config: SandboxConfig) -> dict[str, str]:
@@ -155,7 +196,7 @@ class ContainerSpec:
     host_mounts: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
-    def check(self) -> "ContainerSpec":
+    def check(self) -> ContainerSpec:
         """Refuse a spec that is weaker than the hardened baseline."""
         problems = []
         if not self.network_disabled:
@@ -194,8 +235,13 @@ class ContainerSpec:
             problems.append("tmpfs mounts (and /dev/shm) must be size-limited")
         for mount in self.tmpfs:
             # assay's launcher and helpers find python3 on HELPER_PATH: it must stay read-only.
-            if any(d == mount.target or d.startswith(mount.target.rstrip("/") + "/") for d in HELPER_PATH.split(":")):
-                problems.append(f"a writable mount on {mount.target} would cover the launcher's interpreter")
+            if any(
+                d == mount.target or d.startswith(mount.target.rstrip("/") + "/")
+                for d in HELPER_PATH.split(":")
+            ):
+                problems.append(
+                    f"a writable mount on {mount.target} would cover the launcher's interpreter"
+                )
         if not any(u.name == "fsize" for u in self.ulimits):
             problems.append("a file-size ulimit is required")
         if any(k.upper() in {"LD_PRELOAD", "LD_LIBRARY_PATH"} for k in self.environment):
@@ -219,22 +265,36 @@ class ContainerSpec:
         The image and command are *not* included; append ``[image, *command]``.
         """
         args = [
-            "--name", self.name,
-            "--hostname", self.hostname,
-            "--network", "none",
-            "--memory", str(self.memory_bytes),
-            "--memory-swap", str(self.memory_swap_bytes),
-            "--cpu-period", str(self.cpu_period_us),
-            "--cpu-quota", str(self.cpu_quota_us),
-            "--pids-limit", str(self.pids_limit),
-            "--cap-drop", "ALL",
-            "--security-opt", "no-new-privileges",
-            "--security-opt", seccomp_profile.security_opt(),
+            "--name",
+            self.name,
+            "--hostname",
+            self.hostname,
+            "--network",
+            "none",
+            "--memory",
+            str(self.memory_bytes),
+            "--memory-swap",
+            str(self.memory_swap_bytes),
+            "--cpu-period",
+            str(self.cpu_period_us),
+            "--cpu-quota",
+            str(self.cpu_quota_us),
+            "--pids-limit",
+            str(self.pids_limit),
+            "--cap-drop",
+            "ALL",
+            "--security-opt",
+            "no-new-privileges",
+            "--security-opt",
+            seccomp_profile.security_opt(),
             "--read-only",
-            "--user", self.user,
-            "--workdir", self.workdir,
+            "--user",
+            self.user,
+            "--workdir",
+            self.workdir,
             "--init",
-            "--shm-size", str(self.shm_bytes),
+            "--shm-size",
+            str(self.shm_bytes),
         ]
         for mount in self.tmpfs:
             args += ["--tmpfs", f"{mount.target}:{mount.options}"]
@@ -286,11 +346,17 @@ def check_overrides(config: SandboxConfig, overrides: dict[str, Any]) -> dict[st
         out[key] = value
     env = overrides.get("env")
     if env is not None:
-        if not isinstance(env, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items()):
-            raise SandboxError(SANDBOX_OVERRIDE_REFUSED, "env must be a mapping of strings to strings")
+        if not isinstance(env, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in env.items()
+        ):
+            raise SandboxError(
+                SANDBOX_OVERRIDE_REFUSED, "env must be a mapping of strings to strings"
+            )
         bad = [k for k in env if not k.replace("_", "a").isalnum() or k.upper().startswith("LD_")]
         if bad:
-            raise SandboxError(SANDBOX_OVERRIDE_REFUSED, f"environment names refused: {', '.join(bad)}")
+            raise SandboxError(
+                SANDBOX_OVERRIDE_REFUSED, f"environment names refused: {', '.join(bad)}"
+            )
         out["env"] = dict(env)
     if overrides.get("oci_runtime"):
         out["oci_runtime"] = SandboxConfig._oci_runtime(overrides["oci_runtime"])
@@ -380,7 +446,9 @@ def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:
     if hc.get("NetworkMode") not in ("none",):
         problems.append(f"network mode is {hc.get('NetworkMode')!r}, not 'none'")
     if hc.get("Memory") != spec.memory_bytes or hc.get("MemorySwap") != spec.memory_swap_bytes:
-        problems.append(f"memory {hc.get('Memory')}/{hc.get('MemorySwap')} is not {spec.memory_bytes}/{spec.memory_swap_bytes}")
+        problems.append(
+            f"memory {hc.get('Memory')}/{hc.get('MemorySwap')} is not {spec.memory_bytes}/{spec.memory_swap_bytes}"
+        )
     if hc.get("CpuQuota") != spec.cpu_quota_us or hc.get("CpusetCpus"):
         problems.append("the CPU quota is missing (or a cpuset was set)")
     if hc.get("PidsLimit") != spec.pids_limit:
@@ -397,7 +465,9 @@ def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:
         problems.append("the root filesystem is writable")
     if hc.get("Init") is not True:
         problems.append("there is no init process")
-    if hc.get("Binds") or any(m.get("Type") in ("bind", "volume") for m in info.get("Mounts") or []):
+    if hc.get("Binds") or any(
+        m.get("Type") in ("bind", "volume") for m in info.get("Mounts") or []
+    ):
         problems.append("the container has host mounts")
     if hc.get("ShmSize") != spec.shm_bytes:
         problems.append(f"/dev/shm is {hc.get('ShmSize')} bytes, not {spec.shm_bytes}")

@@ -9,7 +9,7 @@ it also stops reading a stream that is far past its cap (:func:`flood_limit`).
 from __future__ import annotations
 
 import threading
-from typing import Iterator
+from collections.abc import Iterator
 
 from assay.kernel.sandbox.results import OutputCapture
 
@@ -27,7 +27,14 @@ class Pump(threading.Thread):
     draining a flood costs the host's CPU, not the sandbox's quota.
     """
 
-    def __init__(self, stream: "ExecStream", out: OutputCapture, err: OutputCapture, *, flood_stop: bool = False) -> None:
+    def __init__(
+        self,
+        stream: ExecStream,
+        out: OutputCapture,
+        err: OutputCapture,
+        *,
+        flood_stop: bool = False,
+    ) -> None:
         super().__init__(daemon=True, name="assay-sandbox-stream")
         self.stream, self.out, self.err = stream, out, err
         self.error: BaseException | None = None
@@ -74,5 +81,3 @@ class ExecStream:
 
     def close(self) -> None:
         pass
-
-

@@ -106,21 +106,33 @@ def put_by_exec(session: Any, directory: str, data: bytes) -> None:
 
     for owner, part in by_owner(data):
         try:
-            sock, prefix = session._exec_attached([*PYTHON_ISOLATED, "-c", PUT_SOURCE, directory], user=owner,
-                                                  workdir="/", env=helper_env(session.spec.environment))
+            sock, prefix = session._exec_attached(
+                [*PYTHON_ISOLATED, "-c", PUT_SOURCE, directory],
+                user=owner,
+                workdir="/",
+                env=helper_env(session.spec.environment),
+            )
         except SandboxError:
             raise
         except Exception as exc:  # noqa: BLE001 - engine errors become one code
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"{session.runtime}: could not start the upload: {exc}") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"{session.runtime}: could not start the upload: {exc}"
+            ) from None
         channel = Channel(sock, prefix)
         try:
-            out, err, _, complete = channel.exchange(b"%d\n" % len(part) + part, _DONE, PUT_DEADLINE_S, 64 * 1024)
+            out, err, _, complete = channel.exchange(
+                b"%d\n" % len(part) + part, _DONE, PUT_DEADLINE_S, 64 * 1024
+            )
         except ChannelBroken as exc:
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"{session.runtime}: the upload into {directory} failed: "
-                               f"{exc.message}") from None
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED,
+                f"{session.runtime}: the upload into {directory} failed: {exc.message}",
+            ) from None
         finally:
             channel.close()
-        line = out[out.rfind(_DONE):].decode("utf-8", "replace").strip()
+        line = out[out.rfind(_DONE) :].decode("utf-8", "replace").strip()
         if not complete or line != "ASSAY-PUT-OK":
             why = line or err.decode("utf-8", "replace")[-300:] or "no answer in time"
-            raise SandboxError(SANDBOX_EXEC_FAILED, f"{session.runtime}: could not copy into {directory}: {why}")
+            raise SandboxError(
+                SANDBOX_EXEC_FAILED, f"{session.runtime}: could not copy into {directory}: {why}"
+            )

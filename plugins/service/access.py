@@ -29,8 +29,11 @@ class ArtifactOutOfScope(AssayError):
     code = SERVICE_ARTIFACT_NOT_FOUND
 
     def __init__(self, artifact_id: str) -> None:
-        super().__init__(SERVICE_ARTIFACT_NOT_FOUND, f"no artifact {artifact_id!r} in this run's scope",
-                         "Use an artifact id a tool call of this run (or another of your runs) returned.")
+        super().__init__(
+            SERVICE_ARTIFACT_NOT_FOUND,
+            f"no artifact {artifact_id!r} in this run's scope",
+            "Use an artifact id a tool call of this run (or another of your runs) returned.",
+        )
 
 
 def artifact_ids_in(value: Any, depth: int = 0) -> Iterator[str]:

@@ -18,14 +18,15 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-from assay.kernel import evidence as ev
-from assay.kernel.errors import AssayError
 from fastapi import FastAPI, Header, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
+
+from assay.kernel import evidence as ev
+from assay.kernel.errors import AssayError
 
 from .api_models import (
     ArtifactSelection,
@@ -59,17 +60,34 @@ PUBLIC = ("/health", "/", "/app.js", "/app.css", "/favicon.ico")
 AUTH = {401: {"model": ErrorBody, "description": "No bearer token, or not a valid one."}}
 NOT_FOUND = {404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}}
 LIMITED = {429: {"model": ErrorBody, "description": "Over a limit; see Retry-After."}}
-BAD_BODY = {400: {"model": ErrorBody, "description": "A body that does not parse."},
-            413: {"model": ErrorBody, "description": "Body too large."}}
-SSE_EVENT = {"type": "object", "properties": {"id": {"type": "string"}, "event": {"type": "string"},
-                                              "data": {"type": "string"}}}
-MEDIA = {"md": "text/markdown; charset=utf-8", "html": "text/html; charset=utf-8", "json": "application/json",
-         "pdf": "application/pdf"}
+BAD_BODY = {
+    400: {"model": ErrorBody, "description": "A body that does not parse."},
+    413: {"model": ErrorBody, "description": "Body too large."},
+}
+SSE_EVENT = {
+    "type": "object",
+    "properties": {
+        "id": {"type": "string"},
+        "event": {"type": "string"},
+        "data": {"type": "string"},
+    },
+}
+MEDIA = {
+    "md": "text/markdown; charset=utf-8",
+    "html": "text/html; charset=utf-8",
+    "json": "application/json",
+    "pdf": "application/pdf",
+}
 
 
-def error(status: int, code: str, message: str, hint: str = "", headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(ErrorBody(code=code, message=message, hint=hint).model_dump(), status_code=status,
-                        headers=headers)
+def error(
+    status: int, code: str, message: str, hint: str = "", headers: dict[str, str] | None = None
+) -> JSONResponse:
+    return JSONResponse(
+        ErrorBody(code=code, message=message, hint=hint).model_dump(),
+        status_code=status,
+        headers=headers,
+    )
 
 
 def run_missing(run_id: str) -> JSONResponse:
@@ -93,27 +111,42 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         finally:
             await manager.drain(settings.drain_s)
             report_pool.shutdown(wait=False, cancel_futures=True)
-            await asyncio.to_thread(_close_pdf_browser)  # the Chromium the report pool kept, if it started one
+            await asyncio.to_thread(
+                _close_pdf_browser
+            )  # the Chromium the report pool kept, if it started one
             if manager.remote is not None:
                 manager.remote.close()
             await asyncio.to_thread(kernel.close)  # sandbox containers, pools, catalogs
 
-    app = FastAPI(title="assay", version=_version(), lifespan=lifespan, docs_url=None, redoc_url=None,
-                  description="Ask questions of configured datasources; read runs, reports and evidence. "
-                              "Every endpoint but /health needs 'Authorization: Bearer TOKEN'.")
+    app = FastAPI(
+        title="assay",
+        version=_version(),
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        description="Ask questions of configured datasources; read runs, reports and evidence. "
+        "Every endpoint but /health needs 'Authorization: Bearer TOKEN'.",
+    )
 
     def openapi() -> dict[str, Any]:
         """FastAPI's document, with its validation errors (422, and 400 for a body that is not JSON)
         described as the API answers them: an ErrorBody."""
         if app.openapi_schema is None:
-            doc = get_openapi(title=app.title, version=app.version, description=app.description, routes=app.routes)
+            doc = get_openapi(
+                title=app.title, version=app.version, description=app.description, routes=app.routes
+            )
             body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
             for operations in doc.get("paths", {}).values():
                 for operation in operations.values():
                     responses = operation.get("responses", {})
                     if "422" in responses:
-                        responses["422"] = {"description": "The request does not match its schema.", "content": body}
-                        responses.setdefault("400", {"description": "A body that does not parse.", "content": body})
+                        responses["422"] = {
+                            "description": "The request does not match its schema.",
+                            "content": body,
+                        }
+                        responses.setdefault(
+                            "400", {"description": "A body that does not parse.", "content": body}
+                        )
             schemas = doc.get("components", {}).get("schemas", {})
             schemas.pop("HTTPValidationError", None)
             schemas.pop("ValidationError", None)
@@ -123,8 +156,12 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
     app.openapi = openapi  # type: ignore[method-assign]
 
-    streams = InFlight(settings.max_streams_per_token, "event streams", "ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN")
-    reports = InFlight(settings.max_reports_per_token, "report renders", "ASSAY_SERVICE_MAX_REPORTS_PER_TOKEN")
+    streams = InFlight(
+        settings.max_streams_per_token, "event streams", "ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN"
+    )
+    reports = InFlight(
+        settings.max_reports_per_token, "report renders", "ASSAY_SERVICE_MAX_REPORTS_PER_TOKEN"
+    )
     report_pool = ThreadPoolExecutor(settings.report_workers, thread_name_prefix="assay-report")
     tool_call_limits = ToolCallLimits(settings)
 
@@ -143,11 +180,19 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         # lists every method the path has (GET and POST /runs are two routes to Starlette).
         headers = dict(exc.headers or {})
         if exc.status_code == 405:
-            allowed = sorted({m for r in app.routes if r.matches(request.scope)[0] != Match.NONE
-                              for m in (getattr(r, "methods", None) or ())} - {"HEAD"})
+            allowed = sorted(
+                {
+                    m
+                    for r in app.routes
+                    if r.matches(request.scope)[0] != Match.NONE
+                    for m in (getattr(r, "methods", None) or ())
+                }
+                - {"HEAD"}
+            )
             headers["Allow"] = ", ".join(allowed)
         code = {405: SERVICE_METHOD_NOT_ALLOWED, 404: SERVICE_ROUTE_NOT_FOUND}.get(
-            exc.status_code, SERVICE_REQUEST_INVALID)
+            exc.status_code, SERVICE_REQUEST_INVALID
+        )
         return error(exc.status_code, code, str(exc.detail), "See /openapi.json.", headers)
 
     @app.exception_handler(RequestValidationError)
@@ -156,18 +201,31 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         # request that does not match its schema 422 (the OpenAPI document says the same: see below)
         problems = exc.errors()
         status = 400 if any(p.get("type") == "json_invalid" for p in problems) else 422
-        said = "; ".join(f"{'.'.join(str(x) for x in p.get('loc', ())) or 'request'}: {p.get('msg')} "
-                         f"({p.get('type')})" for p in problems[:5])
+        said = "; ".join(
+            f"{'.'.join(str(x) for x in p.get('loc', ())) or 'request'}: {p.get('msg')} "
+            f"({p.get('type')})"
+            for p in problems[:5]
+        )
         more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        return error(status, SERVICE_REQUEST_INVALID, f"the request does not match its schema: {said}{more}",
-                     "See /openapi.json for the request's schema; send JSON with Content-Type: application/json.")
+        return error(
+            status,
+            SERVICE_REQUEST_INVALID,
+            f"the request does not match its schema: {said}{more}",
+            "See /openapi.json for the request's schema; send JSON with Content-Type: application/json.",
+        )
 
     @app.exception_handler(AssayError)
     async def _assay_error(request: Request, exc: AssayError) -> JSONResponse:
-        if exc.code in OUTAGES:  # the catalog or the broker does not answer: not the request's fault
+        if (
+            exc.code in OUTAGES
+        ):  # the catalog or the broker does not answer: not the request's fault
             return error(503, exc.code, exc.message, exc.hint, {"Retry-After": "5"})
-        status = 404 if exc.code in (SERVICE_RUN_NOT_FOUND, "SERVICE_ARTIFACT_NOT_FOUND", "ARTIFACT_NOT_FOUND") \
+        status = (
+            404
+            if exc.code
+            in (SERVICE_RUN_NOT_FOUND, "SERVICE_ARTIFACT_NOT_FOUND", "ARTIFACT_NOT_FOUND")
             else 400
+        )
         return error(status, exc.code, exc.message, exc.hint)
 
     async def seen(run_id: str, request: Request) -> bool:
@@ -195,7 +253,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
     @app.get("/favicon.ico", include_in_schema=False)
     async def favicon() -> Response:
-        return Response(status_code=204)  # no icon; a browser's automatic request is not an auth failure
+        return Response(
+            status_code=204
+        )  # no icon; a browser's automatic request is not an auth failure
 
     try:  # POST/GET/DELETE /files when the files plugin is installed (docs/files.md)
         from assay.plugins.files.routes import add_file_routes
@@ -209,46 +269,99 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     @app.get("/options", response_model=Options, responses=AUTH, tags=["runs"])
     async def options() -> Options:
         """The datasources configured on the server and the models a run may name."""
+
         def listing() -> list[Datasource]:
-            return [Datasource(name=n, description=getattr(r, "description", "") or "")
-                    for n, r in kernel.resources.items() if r.type == "database"]
+            return [
+                Datasource(name=n, description=getattr(r, "description", "") or "")
+                for n, r in kernel.resources.items()
+                if r.type == "database"
+            ]
 
         sources = await asyncio.to_thread(listing)
         default = mgr()._model_spec(None)
-        return Options(datasources=sources, models=[default, *settings.models], default_model=default)
+        return Options(
+            datasources=sources, models=[default, *settings.models], default_model=default
+        )
 
-    @app.post("/runs", status_code=202, response_model=RunView,
-              responses={**AUTH, **LIMITED, **BAD_BODY,
-                         503: {"model": ErrorBody, "description": "Shutting down, or the catalog or the broker "
-                                                                  "does not answer (CATALOG_UNAVAILABLE, "
-                                                                  "BROKER_UNAVAILABLE)."},
-                         404: {"model": ErrorBody, "description": "No such datasource or model on this server."},
-                         409: {"model": ErrorBody, "description": "An Idempotency-Key used for another request."}},
-              tags=["runs"])
-    async def create_run(body: RunCreate, request: Request,
-                         idempotency_key: str | None = Header(None, min_length=1, max_length=200,
-                                                              pattern=r"^[\x21-\x7e]+$", description=(
-                             "Any printable key of the client's: a POST repeated with the same key (by the same "
-                             "owner, within ASSAY_SERVICE_IDEMPOTENCY_TTL_S) answers the run the first one "
-                             "started, with 'Idempotent-Replayed: true', and starts none."))) -> Any:
+    @app.post(
+        "/runs",
+        status_code=202,
+        response_model=RunView,
+        responses={
+            **AUTH,
+            **LIMITED,
+            **BAD_BODY,
+            503: {
+                "model": ErrorBody,
+                "description": "Shutting down, or the catalog or the broker "
+                "does not answer (CATALOG_UNAVAILABLE, "
+                "BROKER_UNAVAILABLE).",
+            },
+            404: {"model": ErrorBody, "description": "No such datasource or model on this server."},
+            409: {
+                "model": ErrorBody,
+                "description": "An Idempotency-Key used for another request.",
+            },
+        },
+        tags=["runs"],
+    )
+    async def create_run(
+        body: RunCreate,
+        request: Request,
+        idempotency_key: str | None = Header(
+            None,
+            min_length=1,
+            max_length=200,
+            pattern=r"^[\x21-\x7e]+$",
+            description=(
+                "Any printable key of the client's: a POST repeated with the same key (by the same "
+                "owner, within ASSAY_SERVICE_IDEMPOTENCY_TTL_S) answers the run the first one "
+                "started, with 'Idempotent-Replayed: true', and starts none."
+            ),
+        ),
+    ) -> Any:
         """Ask a question; the run goes on in the background (watch GET /runs/{id}/events)."""
         if body.datasource is not None:
             resource = kernel.resources.get(body.datasource)
             if resource is None or resource.type != "database":
-                return error(404, SERVICE_DATASOURCE_UNKNOWN, f"no datasource named {body.datasource!r}",
-                             "GET /options lists the datasources this server offers.")
-        if body.parent_run_id is not None and not (  # another owner's run is the same 404 as an unknown one
-                await seen(body.parent_run_id, request) and await asyncio.to_thread(kernel.runs.get, body.parent_run_id)):
+                return error(
+                    404,
+                    SERVICE_DATASOURCE_UNKNOWN,
+                    f"no datasource named {body.datasource!r}",
+                    "GET /options lists the datasources this server offers.",
+                )
+        if (
+            body.parent_run_id is not None
+            and not (  # another owner's run is the same 404 as an unknown one
+                await seen(body.parent_run_id, request)
+                and await asyncio.to_thread(kernel.runs.get, body.parent_run_id)
+            )
+        ):
             return run_missing(body.parent_run_id)
-        live = await mgr().start(owner(request), request.scope.get("assay.token_id", ""), RunRequest(
-            question=body.question, datasource=body.datasource, model=body.model, max_steps=body.max_steps,
-            max_wall_s=body.max_wall_s, parent_run_id=body.parent_run_id), key=idempotency_key)
+        live = await mgr().start(
+            owner(request),
+            request.scope.get("assay.token_id", ""),
+            RunRequest(
+                question=body.question,
+                datasource=body.datasource,
+                model=body.model,
+                max_steps=body.max_steps,
+                max_wall_s=body.max_wall_s,
+                parent_run_id=body.parent_run_id,
+            ),
+            key=idempotency_key,
+        )
         if live.replayed:
             found = await asyncio.to_thread(view, live.run_id)
             found = found or RunView(run_id=live.run_id, status="queued", question=body.question)
-            return JSONResponse(found.model_dump(mode="json"), status_code=202,
-                                headers={"Idempotent-Replayed": "true"})
-        return RunView(run_id=live.run_id, status="queued", question=body.question, started_at=time.time())
+            return JSONResponse(
+                found.model_dump(mode="json"),
+                status_code=202,
+                headers={"Idempotent-Replayed": "true"},
+            )
+        return RunView(
+            run_id=live.run_id, status="queued", question=body.question, started_at=time.time()
+        )
 
     @app.get("/runs", response_model=RunList, responses=AUTH, tags=["runs"])
     async def list_runs(request: Request, limit: int = Query(50, ge=1, le=500)) -> RunList:
@@ -280,7 +393,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             return RunView(run_id=run_id, status="queued")
         data = record.model_dump(include=set(RunView.model_fields))
         data["unsupported_figures"] = (record.summary.get("figures") or {}).get("unsupported") or []
-        data["report_unbound_figures"] = (record.summary.get("report") or {}).get("unbound_figures") or []
+        data["report_unbound_figures"] = (record.summary.get("report") or {}).get(
+            "unbound_figures"
+        ) or []
         if live is not None and live.state == "queued":
             data["status"] = "queued"
         elif live is None and record.status == "running" and mgr().remote is None:
@@ -295,18 +410,24 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             data["thread"] = thread_ids(kernel.runs, run_id)
         return RunView(**data)
 
-    @app.get("/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"])
+    @app.get(
+        "/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"]
+    )
     async def get_run(run_id: str, request: Request) -> Any:
         """Status, answer and counters of one run."""
         found = await asyncio.to_thread(view, run_id) if await seen(run_id, request) else None
         return found if found is not None else run_missing(run_id)
 
-    @app.delete("/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"])
+    @app.delete(
+        "/runs/{run_id}", response_model=RunView, responses={**AUTH, **NOT_FOUND}, tags=["runs"]
+    )
     async def cancel_run(run_id: str, request: Request) -> Any:
         """Cancel a run: its SQL is cancelled on the server and its sandbox closed. An ended run is left as is."""
         if not await seen(run_id, request):
             return run_missing(run_id)
-        if mgr().remote is not None:  # the run is on a worker: flagged in the catalog, its status awaited
+        if (
+            mgr().remote is not None
+        ):  # the run is on a worker: flagged in the catalog, its status awaited
             await mgr().remote.cancel(run_id)
             found = await asyncio.to_thread(view, run_id)
             return found if found is not None else run_missing(run_id)
@@ -316,10 +437,20 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         found = await asyncio.to_thread(view, run_id)
         return found if found is not None else run_missing(run_id)
 
-    @app.get("/runs/{run_id}/events", responses={**AUTH, **NOT_FOUND, **LIMITED, 200: {
-        "content": {"text/event-stream": {"schema": SSE_EVENT}},
-        "description": "Server-sent events: one per step (id = sequence, event = kind, data = JSON)."}},
-        response_class=StreamingResponse, tags=["runs"])
+    @app.get(
+        "/runs/{run_id}/events",
+        responses={
+            **AUTH,
+            **NOT_FOUND,
+            **LIMITED,
+            200: {
+                "content": {"text/event-stream": {"schema": SSE_EVENT}},
+                "description": "Server-sent events: one per step (id = sequence, event = kind, data = JSON).",
+            },
+        },
+        response_class=StreamingResponse,
+        tags=["runs"],
+    )
     async def run_events(run_id: str, request: Request) -> Any:
         """Every event of the run, from the start, then each new one as it happens; ends with the run."""
         if not await seen(run_id, request):
@@ -335,80 +466,162 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 mgr().unwatch(run_id, queue)
 
         try:
-            if mgr().remote is not None:  # events written by a worker, read back from the shared catalog
+            if (
+                mgr().remote is not None
+            ):  # events written by a worker, read back from the shared catalog
                 stream = mgr().remote.stream(run_id, settings.run_wall_s + 60)
             else:
                 history, queue = mgr().watch(run_id)
                 if queue is None:
-                    history = await asyncio.to_thread(lambda: [
-                        run_event(e.kind, run_id, e.step, e.at, e.data) for e in kernel.runs.events(run_id)])
+                    history = await asyncio.to_thread(
+                        lambda: [
+                            run_event(e.kind, run_id, e.step, e.at, e.data)
+                            for e in kernel.runs.events(run_id)
+                        ]
+                    )
                 stream = _sse(mgr(), run_id, history, queue)
-        except BaseException:  # e.g. the catalog did not answer: nothing was streamed, the slot is free again
+        except (
+            BaseException
+        ):  # e.g. the catalog did not answer: nothing was streamed, the slot is free again
             release()
             raise
-        return _ReleasingStream(_while_token_active(stream, tokens, token_id), release,
-                                media_type="text/event-stream", headers=headers)
+        return _ReleasingStream(
+            _while_token_active(stream, tokens, token_id),
+            release,
+            media_type="text/event-stream",
+            headers=headers,
+        )
 
-    @app.get("/runs/{run_id}/report", responses={**AUTH, **NOT_FOUND, **LIMITED, 200: {
-        "content": {m.split(";")[0]: {"schema": {"type": "string"}} for m in MEDIA.values()},
-        "description": "The run's report in the format asked for."}}, tags=["runs"])
-    async def run_report(run_id: str, request: Request,
-                         format: str = Query("html", pattern="^(html|md|json|pdf)$")) -> Any:
+    @app.get(
+        "/runs/{run_id}/report",
+        responses={
+            **AUTH,
+            **NOT_FOUND,
+            **LIMITED,
+            200: {
+                "content": {
+                    m.split(";")[0]: {"schema": {"type": "string"}} for m in MEDIA.values()
+                },
+                "description": "The run's report in the format asked for.",
+            },
+        },
+        tags=["runs"],
+    )
+    async def run_report(
+        run_id: str, request: Request, format: str = Query("html", pattern="^(html|md|json|pdf)$")
+    ) -> Any:
         """The run's last report, rendered from its cited, hash-verified artifacts."""
         if not await seen(run_id, request):
             return run_missing(run_id)
         token_id = request.scope.get("assay.token_id", "")
         reports.admit(token_id)  # Refused: 429
         try:  # a pool of its own: PDFs printed by Chromium never hold the threads tool calls run in
-            return await asyncio.get_running_loop().run_in_executor(report_pool, _report, kernel, run_id, format)
+            return await asyncio.get_running_loop().run_in_executor(
+                report_pool, _report, kernel, run_id, format
+            )
         finally:
             reports.release(token_id)
 
-    @app.get("/runs/{run_id}/export", responses={**AUTH, **NOT_FOUND, 200: {
-        "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
-        "description": "A verifiable zip of the run: transcript, artifacts, manifest."}}, tags=["runs"])
+    @app.get(
+        "/runs/{run_id}/export",
+        responses={
+            **AUTH,
+            **NOT_FOUND,
+            200: {
+                "content": {"application/zip": {"schema": {"type": "string", "format": "binary"}}},
+                "description": "A verifiable zip of the run: transcript, artifacts, manifest.",
+            },
+        },
+        tags=["runs"],
+    )
     async def run_export(run_id: str, request: Request) -> Any:
         """The run as a bundle `assay artifacts verify` checks."""
-        if not await seen(run_id, request) or await asyncio.to_thread(kernel.runs.get, run_id) is None:
+        if (
+            not await seen(run_id, request)
+            or await asyncio.to_thread(kernel.runs.get, run_id) is None
+        ):
             return run_missing(run_id)
         return await asyncio.to_thread(_export, kernel, run_id)
 
     # --- artifacts and tools -----------------------------------------------------
 
-    @app.get("/artifacts/{artifact_id}", responses={**AUTH, **NOT_FOUND, 200: {
-        "content": {"application/json": {"schema": ArtifactSelection.model_json_schema()},
-                    "*/*": {"schema": {"type": "string", "format": "binary"}}},
-        "description": "The stored bytes (ETag and Digest of their SHA-256), or a verified selection as JSON."},
-        304: {"description": "Not modified (If-None-Match)."},
-        409: {"model": ErrorBody, "description": "The content no longer hashes to its record (or is gone)."}},
-        tags=["artifacts"])
-    async def get_artifact(artifact_id: str, request: Request,
-                           rows: str | None = Query(None, max_length=40, pattern=r"^-?[0-9]*:-?[0-9]*$",
-                                                  description="START:STOP, 0-based, stop exclusive."),
-                           field: str | None = Query(None, max_length=200, description="One column."),
-                           path: str | None = Query(None, max_length=200, description="ROW.COLUMN-or-KEY...")
-                           ) -> Any:
+    @app.get(
+        "/artifacts/{artifact_id}",
+        responses={
+            **AUTH,
+            **NOT_FOUND,
+            200: {
+                "content": {
+                    "application/json": {"schema": ArtifactSelection.model_json_schema()},
+                    "*/*": {"schema": {"type": "string", "format": "binary"}},
+                },
+                "description": "The stored bytes (ETag and Digest of their SHA-256), or a verified selection as JSON.",
+            },
+            304: {"description": "Not modified (If-None-Match)."},
+            409: {
+                "model": ErrorBody,
+                "description": "The content no longer hashes to its record (or is gone).",
+            },
+        },
+        tags=["artifacts"],
+    )
+    async def get_artifact(
+        artifact_id: str,
+        request: Request,
+        rows: str | None = Query(
+            None,
+            max_length=40,
+            pattern=r"^-?[0-9]*:-?[0-9]*$",
+            description="START:STOP, 0-based, stop exclusive.",
+        ),
+        field: str | None = Query(None, max_length=200, description="One column."),
+        path: str | None = Query(None, max_length=200, description="ROW.COLUMN-or-KEY..."),
+    ) -> Any:
         """An artifact of one of your runs, read through its SHA-256 check."""
-        if not await asyncio.to_thread(visible_artifact, kernel, tokens, owner(request), artifact_id):
-            return error(404, "SERVICE_ARTIFACT_NOT_FOUND", f"no artifact {artifact_id!r}",
-                         "Use an artifact id one of your runs returned.")
-        selectors = {k: v for k, v in (("rows", rows), ("field", field), ("path", path)) if v is not None}
+        if not await asyncio.to_thread(
+            visible_artifact, kernel, tokens, owner(request), artifact_id
+        ):
+            return error(
+                404,
+                "SERVICE_ARTIFACT_NOT_FOUND",
+                f"no artifact {artifact_id!r}",
+                "Use an artifact id one of your runs returned.",
+            )
+        selectors = {
+            k: v for k, v in (("rows", rows), ("field", field), ("path", path)) if v is not None
+        }
         try:
-            return await asyncio.to_thread(_artifact, kernel, artifact_id, selectors, settings,
-                                           request.headers.get("if-none-match"))
+            return await asyncio.to_thread(
+                _artifact,
+                kernel,
+                artifact_id,
+                selectors,
+                settings,
+                request.headers.get("if-none-match"),
+            )
         except ev.ArtifactError as exc:
             # altered or lost content is a conflict with its record; a selection naming rows, columns or
             # keys the artifact does not have selects nothing there: 404
-            status = 409 if exc.code in ("ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_FILE_MISSING") else 404
+            status = (
+                409 if exc.code in ("ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_FILE_MISSING") else 404
+            )
             return error(status, exc.code, exc.message, exc.hint)
 
-    @app.post("/tools/{name}", response_model=ToolCallResult, responses={**AUTH, **NOT_FOUND, **BAD_BODY, **LIMITED},
-              tags=["tools"])
+    @app.post(
+        "/tools/{name}",
+        response_model=ToolCallResult,
+        responses={**AUTH, **NOT_FOUND, **BAD_BODY, **LIMITED},
+        tags=["tools"],
+    )
     async def call_tool(name: str, body: ToolCall, request: Request) -> Any:
         """One tool call, in a run of its own (its artifacts are yours). A failure is a result, not an HTTP error."""
         if kernel.get_tool(name) is None:
-            return error(404, "TOOL_NOT_FOUND", f"no tool named {name!r}", "GET /openapi.json lists none; "
-                         "`assay tools` lists the tools.")
+            return error(
+                404,
+                "TOOL_NOT_FOUND",
+                f"no tool named {name!r}",
+                "GET /openapi.json lists none; `assay tools` lists the tools.",
+            )
         token_id = request.scope.get("assay.token_id", "")
         tool_call_limits.admit(token_id)  # Refused: 429
         try:
@@ -420,7 +633,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     return app
 
 
-async def _sse(manager: RunManager, run_id: str, history: list[dict[str, Any]], queue: asyncio.Queue | None):
+async def _sse(
+    manager: RunManager, run_id: str, history: list[dict[str, Any]], queue: asyncio.Queue | None
+):
     seq = 0
     try:
         for item in history:
@@ -451,8 +666,11 @@ async def _while_token_active(stream: Any, tokens: Any, token_id: str):
     try:
         async for chunk in stream:
             if not await asyncio.to_thread(tokens.active, token_id):
-                body = {"code": "SERVICE_AUTH_INVALID", "message": "the bearer token was revoked",
-                        "hint": "Make a new one with `assay tokens create`."}
+                body = {
+                    "code": "SERVICE_AUTH_INVALID",
+                    "message": "the bearer token was revoked",
+                    "hint": "Make a new one with `assay tokens create`.",
+                }
                 yield frame("error", body)
                 return
             yield chunk
@@ -475,33 +693,54 @@ class _ReleasingStream(StreamingResponse):
             await self.body_iterator.aclose()
 
 
-STORED = {"md": "text/markdown", "html": "text/html"}  # report formats kept as artifacts by render_report
+STORED = {
+    "md": "text/markdown",
+    "html": "text/html",
+}  # report formats kept as artifacts by render_report
 RENDERERS = {"md": "markdown", "html": "html", "json": "json", "pdf": "pdf"}
 
 
 def _report(kernel: Any, run_id: str, fmt: str) -> Response:
     """The run's last report: the saved artifact of that format (hash-verified), else rendered again
     from the report's document by the registered renderer."""
-    records = [r for r in kernel.evidence.catalog.iter(run_id) if r.kind == "report" and r.status == "succeeded"]
+    records = [
+        r
+        for r in kernel.evidence.catalog.iter(run_id)
+        if r.kind == "report" and r.status == "succeeded"
+    ]
     if not records:
-        return error(404, SERVICE_REPORT_NOT_FOUND, f"run {run_id!r} has no report",
-                     "A run has a report when its agent wrote one (generate_report / render_report).")
+        return error(
+            404,
+            SERVICE_REPORT_NOT_FOUND,
+            f"run {run_id!r} has no report",
+            "A run has a report when its agent wrote one (generate_report / render_report).",
+        )
     saved = [r for r in records if r.media_type == STORED.get(fmt)]
     if saved:
         record = saved[-1]
         _, content = ev.open_verified_content(kernel.evidence.catalog, record.artifact_id)
         data = content.read_bytes() if isinstance(content, Path) else content
         return Response(data, media_type=MEDIA[fmt], headers={"ETag": f'"{record.sha256}"'})
-    document = next((r.provenance["document"] for r in reversed(records) if r.provenance.get("document")), None)
+    document = next(
+        (r.provenance["document"] for r in reversed(records) if r.provenance.get("document")), None
+    )
     if document is None:
-        return error(404, SERVICE_REPORT_NOT_FOUND, f"the report keeps no document to render as {fmt}",
-                     "Ask for the format it was saved in (md).")
+        return error(
+            404,
+            SERVICE_REPORT_NOT_FOUND,
+            f"the report keeps no document to render as {fmt}",
+            "Ask for the format it was saved in (md).",
+        )
     try:
         renderer = kernel.renderer(RENDERERS[fmt])
     except AssayError:
         known = ", ".join(sorted(kernel.registry("report_renderers"))) or "none"
-        return error(404, SERVICE_REPORT_FORMAT_UNAVAILABLE, f"no {fmt} renderer is installed here",
-                     f"Renderers: {known}.")
+        return error(
+            404,
+            SERVICE_REPORT_FORMAT_UNAVAILABLE,
+            f"no {fmt} renderer is installed here",
+            f"Renderers: {known}.",
+        )
     data = renderer.render(document, kernel.evidence.catalog)
     return Response(data, media_type=MEDIA[fmt])
 
@@ -515,29 +754,46 @@ def _export(kernel: Any, run_id: str) -> Response:
         path = Path(tmp) / f"{run_id}.zip"
         export_run(kernel, run_id, path)
         data = path.read_bytes()
-    return Response(data, media_type="application/zip",
-                    headers={"Content-Disposition": f'attachment; filename="{run_id}.zip"'})
+    return Response(
+        data,
+        media_type="application/zip",
+        headers={"Content-Disposition": f'attachment; filename="{run_id}.zip"'},
+    )
 
 
-def _artifact(kernel: Any, artifact_id: str, selectors: dict[str, Any], settings: ServiceSettings,
-              if_none_match: str | None) -> Response:
+def _artifact(
+    kernel: Any,
+    artifact_id: str,
+    selectors: dict[str, Any],
+    settings: ServiceSettings,
+    if_none_match: str | None,
+) -> Response:
     catalog = kernel.evidence.catalog
     if selectors:
-        selected = ev.read_artifact_result(catalog, artifact_id, selectors, max_rows=settings.max_read_rows)
-        return JSONResponse(selected.model_dump(mode="json"),
-                            headers={"X-Assay-Artifact-SHA256": selected.sha256})
+        selected = ev.read_artifact_result(
+            catalog, artifact_id, selectors, max_rows=settings.max_read_rows
+        )
+        return JSONResponse(
+            selected.model_dump(mode="json"), headers={"X-Assay-Artifact-SHA256": selected.sha256}
+        )
     record = ev.get_record(catalog, artifact_id)
     etag = f'"{record.sha256}"'
     digest = "sha-256=:" + base64.b64encode(bytes.fromhex(record.sha256)).decode() + ":"
-    headers = {"ETag": etag, "Repr-Digest": digest, "Digest": "SHA-256=" + digest[9:-1],
-               "X-Assay-Artifact-SHA256": record.sha256}
+    headers = {
+        "ETag": etag,
+        "Repr-Digest": digest,
+        "Digest": "SHA-256=" + digest[9:-1],
+        "X-Assay-Artifact-SHA256": record.sha256,
+    }
     if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
         ev.verify(catalog, record)  # 304 only for content that still hashes to its record
         return Response(status_code=304, headers=headers)
     record, content = ev.open_verified_content(catalog, artifact_id)
     inline = record.media_type.startswith("image/")  # the page shows charts inline
     headers["Content-Disposition"] = "inline" if inline else f'attachment; filename="{artifact_id}"'
-    if isinstance(content, Path):  # streamed from the store's file, verified above: memory stays flat
+    if isinstance(
+        content, Path
+    ):  # streamed from the store's file, verified above: memory stays flat
         return FileResponse(content, media_type=record.media_type, headers=headers)
     return Response(content, media_type=record.media_type, headers=headers)
 
@@ -545,7 +801,9 @@ def _artifact(kernel: Any, artifact_id: str, selectors: dict[str, Any], settings
 def _close_pdf_browser() -> None:
     import sys
 
-    browser = sys.modules.get("assay.plugins.reports.browser")  # imported only if a PDF was rendered
+    browser = sys.modules.get(
+        "assay.plugins.reports.browser"
+    )  # imported only if a PDF was rendered
     if browser is not None:
         browser.close_shared()
 

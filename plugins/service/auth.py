@@ -17,10 +17,16 @@ from typing import Any
 from assay.kernel.errors import AssayError
 
 SERVICE_AUTH_REQUIRED = "SERVICE_AUTH_REQUIRED"
-OUTAGES = ("CATALOG_UNAVAILABLE", "BROKER_UNAVAILABLE")  # 503 with their code, as the API's other routes
+OUTAGES = (
+    "CATALOG_UNAVAILABLE",
+    "BROKER_UNAVAILABLE",
+)  # 503 with their code, as the API's other routes
 SERVICE_AUTH_INVALID = "SERVICE_AUTH_INVALID"
 
-ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
+ASGIApp = Callable[
+    [dict[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]],
+    Awaitable[None],
+]
 
 
 def bearer_token(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
@@ -31,21 +37,39 @@ def bearer_token(headers: Iterable[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-async def send_json(send: Callable[[dict], Awaitable[None]], status: int, body: dict[str, Any],
-                    headers: list[tuple[bytes, bytes]] | None = None) -> None:
+async def send_json(
+    send: Callable[[dict], Awaitable[None]],
+    status: int,
+    body: dict[str, Any],
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> None:
     payload = json.dumps(body).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
-                            *(headers or [])]})
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(payload)).encode()),
+                *(headers or []),
+            ],
+        }
+    )
     await send({"type": "http.response.body", "body": payload})
 
 
 def unauthorized_body(token: str | None) -> dict[str, Any]:
     if token is None:
-        return {"code": SERVICE_AUTH_REQUIRED, "message": "this endpoint needs a bearer token",
-                "hint": "Send 'Authorization: Bearer TOKEN'; make one with `assay tokens create`."}
-    return {"code": SERVICE_AUTH_INVALID, "message": "the bearer token is not valid (unknown, malformed or revoked)",
-            "hint": "Check the token, or make a new one with `assay tokens create`."}
+        return {
+            "code": SERVICE_AUTH_REQUIRED,
+            "message": "this endpoint needs a bearer token",
+            "hint": "Send 'Authorization: Bearer TOKEN'; make one with `assay tokens create`.",
+        }
+    return {
+        "code": SERVICE_AUTH_INVALID,
+        "message": "the bearer token is not valid (unknown, malformed or revoked)",
+        "hint": "Check the token, or make a new one with `assay tokens create`.",
+    }
 
 
 class BearerAuth:
@@ -64,12 +88,20 @@ class BearerAuth:
         except AssayError as exc:
             if exc.code not in OUTAGES:
                 raise
-            await send_json(send, 503, {"code": exc.code, "message": exc.message, "hint": exc.hint},
-                            [(b"retry-after", b"5")])
+            await send_json(
+                send,
+                503,
+                {"code": exc.code, "message": exc.message, "hint": exc.hint},
+                [(b"retry-after", b"5")],
+            )
             return
         if info is None:
-            await send_json(send, 401, unauthorized_body(token),
-                            [(b"www-authenticate", b'Bearer realm="assay"')])
+            await send_json(
+                send,
+                401,
+                unauthorized_body(token),
+                [(b"www-authenticate", b'Bearer realm="assay"')],
+            )
             return
         scope["assay.owner"] = info.owner
         scope["assay.token_id"] = info.token_id

@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import click
+
 from assay.kernel.cli import cli_kernel
 from assay.kernel.errors import AssayError
 
@@ -44,23 +45,33 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, tokens: Any) -> None:
     """Refuse a non-loopback address unless auth is configured (at least one active token)."""
     if not is_loopback(host) and not tokens.any_active():
-        raise AssayError(SERVICE_BIND_REFUSED, f"refusing to listen on {host}: no bearer token is configured",
-                         "Create one with `assay tokens create`, or bind 127.0.0.1.")
+        raise AssayError(
+            SERVICE_BIND_REFUSED,
+            f"refusing to listen on {host}: no bearer token is configured",
+            "Create one with `assay tokens create`, or bind 127.0.0.1.",
+        )
 
 
 def _require(module: str, extra: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        raise AssayError(SERVICE_DEPENDENCY_MISSING, f"the {module!r} package is not installed",
-                         f"pip install 'assay[{extra}]'")
+        raise AssayError(
+            SERVICE_DEPENDENCY_MISSING,
+            f"the {module!r} package is not installed",
+            f"pip install 'assay[{extra}]'",
+        )
 
 
 def _host_port(value: str) -> tuple[str, int]:
     """``HOST:PORT`` -> (host, port); an IPv6 host is written in brackets (``[::1]:8766``) and returned
     without them, as a socket binds it."""
     host, sep, port = value.rpartition(":")
-    if not sep or not port.isdigit() or (":" in host and not (host.startswith("[") and host.endswith("]"))):
+    if (
+        not sep
+        or not port.isdigit()
+        or (":" in host and not (host.startswith("[") and host.endswith("]")))
+    ):
         raise click.BadParameter("expected HOST:PORT, such as 127.0.0.1:8766 or [::1]:8766")
     return bind_host(host) or "127.0.0.1", int(port)
 
@@ -76,9 +87,14 @@ def url_of(host: str, port: int, path: str = "/") -> str:
 
 
 @click.command("mcp")
-@click.option("--http", "http", metavar="HOST:PORT", default=None,
-              help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp (bearer token required) "
-                   "instead of stdio.")
+@click.option(
+    "--http",
+    "http",
+    metavar="HOST:PORT",
+    default=None,
+    help="Serve MCP over streamable HTTP at http://HOST:PORT/mcp (bearer token required) "
+    "instead of stdio.",
+)
 @click.pass_context
 def mcp_cmd(ctx: click.Context, http: str | None) -> None:
     """Serve assay's tools and artifacts to an MCP host (stdio by default).
@@ -102,13 +118,20 @@ def mcp_cmd(ctx: click.Context, http: str | None) -> None:
     tokens = _tokens(kernel)
     check_bind(host, tokens)
     if not tokens.any_active():
-        click.echo("warning: no active token yet: every request will get 401 (assay tokens create)", err=True)
-    click.echo(f"assay mcp: {url_of(host, port, mcp_transport.MCP_PATH)} (bearer token required)", err=True)
+        click.echo(
+            "warning: no active token yet: every request will get 401 (assay tokens create)",
+            err=True,
+        )
+    click.echo(
+        f"assay mcp: {url_of(host, port, mcp_transport.MCP_PATH)} (bearer token required)", err=True
+    )
     mcp_transport.run(mcp_transport.serve_http(kernel, settings, tokens, host, port))
 
 
 @click.command("serve")
-@click.option("--host", default=None, help="Address to bind (default 127.0.0.1; another needs a token).")
+@click.option(
+    "--host", default=None, help="Address to bind (default 127.0.0.1; another needs a token)."
+)
 @click.option("--port", type=int, default=None, help="Port (default 8765; 0 picks a free one).")
 @click.pass_context
 def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
@@ -125,7 +148,9 @@ def serve_cmd(ctx: click.Context, host: str | None, port: int | None) -> None:
     if kernel.settings.provided("broker", "ASSAY_BROKER_"):
         from assay.plugins.worker.broker import configured
 
-        if configured(kernel.settings):  # runs go to workers: the catalog is shared and the broker answers
+        if configured(
+            kernel.settings
+        ):  # runs go to workers: the catalog is shared and the broker answers
             from assay.plugins.worker.dispatch import preflight
 
             preflight(kernel.settings)
@@ -138,7 +163,9 @@ def tokens_group() -> None:
 
 
 @tokens_group.command("create")
-@click.option("--owner", default="default", show_default=True, help="Who the token's runs belong to.")
+@click.option(
+    "--owner", default="default", show_default=True, help="Who the token's runs belong to."
+)
 @click.option("--label", default="", help="A note to tell tokens apart.")
 @click.pass_context
 def tokens_create(ctx: click.Context, owner: str, label: str) -> None:
@@ -167,8 +194,10 @@ def tokens_list(ctx: click.Context, as_json: bool) -> None:
     click.echo(f"{'id':<13}{'owner':<16}{'created':<18}{'last used':<18}{'status':<9}label")
     for i in infos:
         status = "active" if i.active else "revoked"
-        click.echo(f"{i.token_id:<13}{i.owner:<16}{when(i.created_at):<18}{when(i.last_used_at):<18}{status:<9}"
-                   f"{i.label}")
+        click.echo(
+            f"{i.token_id:<13}{i.owner:<16}{when(i.created_at):<18}{when(i.last_used_at):<18}{status:<9}"
+            f"{i.label}"
+        )
 
 
 @tokens_group.command("revoke")

@@ -23,7 +23,9 @@ SERVICE_BUSY = "SERVICE_BUSY"
 class Refused(AssayError):
     """Admission refused: ``status`` is the HTTP status, ``retry_after`` seconds (429)."""
 
-    def __init__(self, code: str, message: str, hint: str, status: int, retry_after: int | None = None) -> None:
+    def __init__(
+        self, code: str, message: str, hint: str, status: int, retry_after: int | None = None
+    ) -> None:
         super().__init__(code, message, hint)
         self.status, self.retry_after = status, retry_after
 
@@ -49,8 +51,13 @@ class InFlight:
         """Count one in for ``token_id``, or raise :class:`Refused` (429 ``SERVICE_BUSY``)."""
         going = self.going.get(token_id, 0)
         if going >= self.cap:
-            raise Refused(SERVICE_BUSY, f"this token already has {going} {self.what} going (limit {self.cap})",
-                          f"Wait for one to end ({self.setting} sets the limit).", 429, retry_after=2)
+            raise Refused(
+                SERVICE_BUSY,
+                f"this token already has {going} {self.what} going (limit {self.cap})",
+                f"Wait for one to end ({self.setting} sets the limit).",
+                429,
+                retry_after=2,
+            )
         self.going[token_id] = going + 1
 
     def release(self, token_id: str) -> None:
@@ -65,8 +72,11 @@ class ToolCallLimits:
 
     def __init__(self, settings: ServiceSettings) -> None:
         self.settings = settings
-        self.going = InFlight(settings.max_tool_calls_per_token, "tool calls",
-                              "ASSAY_SERVICE_MAX_TOOL_CALLS_PER_TOKEN")
+        self.going = InFlight(
+            settings.max_tool_calls_per_token,
+            "tool calls",
+            "ASSAY_SERVICE_MAX_TOOL_CALLS_PER_TOKEN",
+        )
         self.started: dict[str, deque[float]] = {}
 
     def admit(self, token_id: str) -> None:
@@ -75,8 +85,13 @@ class ToolCallLimits:
         recent = self.started.setdefault(token_id, deque())
         wait = per_minute_wait(recent, time.monotonic(), s.tool_calls_per_minute)
         if wait is not None:
-            raise Refused(SERVICE_RATE_LIMITED, f"more than {s.tool_calls_per_minute} tool calls a minute for "
-                          "this token", f"Wait {wait} s.", 429, retry_after=wait)
+            raise Refused(
+                SERVICE_RATE_LIMITED,
+                f"more than {s.tool_calls_per_minute} tool calls a minute for this token",
+                f"Wait {wait} s.",
+                429,
+                retry_after=wait,
+            )
         self.going.admit(token_id)
         recent.append(time.monotonic())
 

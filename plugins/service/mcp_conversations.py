@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
+
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 
@@ -49,7 +50,9 @@ log = get_logger("assay.service.mcp")
 
 CONVERSATION_HEADER = "assay-conversation"
 CONVERSATION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:-]{0,127}")
-TOMBSTONES = 4096  # closed conversations remembered, to tell their next request; the oldest are forgotten
+TOMBSTONES = (
+    4096  # closed conversations remembered, to tell their next request; the oldest are forgotten
+)
 
 SERVICE_MCP_CONVERSATION_CLOSED = "SERVICE_MCP_CONVERSATION_CLOSED"
 SERVICE_MCP_CONVERSATION_LIMIT = "SERVICE_MCP_CONVERSATION_LIMIT"
@@ -61,46 +64,60 @@ class ConversationClosed(AssayError):
     code = SERVICE_MCP_CONVERSATION_CLOSED
 
     def __init__(self, label: str, why: str) -> None:
-        super().__init__(SERVICE_MCP_CONVERSATION_CLOSED,
-                         f"conversation {label} was closed {why}: its variables, sandbox session and resources "
-                         "are gone, and this request was not carried out",
-                         "Send the request again: it starts a new conversation (a new run) under the same id.")
+        super().__init__(
+            SERVICE_MCP_CONVERSATION_CLOSED,
+            f"conversation {label} was closed {why}: its variables, sandbox session and resources "
+            "are gone, and this request was not carried out",
+            "Send the request again: it starts a new conversation (a new run) under the same id.",
+        )
 
 
 class ConversationLimit(AssayError):
     code = SERVICE_MCP_CONVERSATION_LIMIT
 
     def __init__(self, cap: int) -> None:
-        super().__init__(SERVICE_MCP_CONVERSATION_LIMIT,
-                         f"this token has {cap} MCP conversations open and every one has a request going",
-                         "Wait for a request to end and send it again, or raise "
-                         "ASSAY_SERVICE_MCP_CONVERSATIONS_PER_TOKEN on the server.")
+        super().__init__(
+            SERVICE_MCP_CONVERSATION_LIMIT,
+            f"this token has {cap} MCP conversations open and every one has a request going",
+            "Wait for a request to end and send it again, or raise "
+            "ASSAY_SERVICE_MCP_CONVERSATIONS_PER_TOKEN on the server.",
+        )
 
 
 class ConversationInvalid(AssayError):
     code = SERVICE_MCP_CONVERSATION_INVALID
 
     def __init__(self) -> None:
-        super().__init__(SERVICE_MCP_CONVERSATION_INVALID,
-                         "the Assay-Conversation header is not a conversation id",
-                         "Send 1 to 128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit "
-                         "(a UUID will do), the same on every request of one conversation.")
+        super().__init__(
+            SERVICE_MCP_CONVERSATION_INVALID,
+            "the Assay-Conversation header is not a conversation id",
+            "Send 1 to 128 characters of A-Z a-z 0-9 . _ : - starting with a letter or digit "
+            "(a UUID will do), the same on every request of one conversation.",
+        )
 
 
 class SessionNotFound(AssayError):
     code = SERVICE_SESSION_NOT_FOUND
 
     def __init__(self) -> None:
-        super().__init__(SERVICE_SESSION_NOT_FOUND, "no such MCP session for this token", "Start a new MCP session.")
+        super().__init__(
+            SERVICE_SESSION_NOT_FOUND,
+            "no such MCP session for this token",
+            "Start a new MCP session.",
+        )
 
 
 class NoConversation(ArtifactOutOfScope):
     """A resource read of a session-less request naming no conversation: it has no run, so nothing to read."""
 
     def __init__(self) -> None:
-        AssayError.__init__(self, self.code, "this request names no conversation, so it has no run and no artifacts",
-                            "Send the header Assay-Conversation: ID on every request of one conversation (or "
-                            "use a handshake session) to read what its tool calls made.")
+        AssayError.__init__(
+            self,
+            self.code,
+            "this request names no conversation, so it has no run and no artifacts",
+            "Send the header Assay-Conversation: ID on every request of one conversation (or "
+            "use a handshake session) to read what its tool calls made.",
+        )
 
 
 @dataclass(frozen=True)
@@ -128,8 +145,13 @@ def identify(ctx: Any, over_http: bool) -> Caller:
     connection = getattr(ctx.session, "_connection", None)
     session_id = getattr(connection, "session_id", None)
     if session_id:
-        return Caller(f"mcp-session:{session_id}", "of this MCP session", owner, token or "local",
-                      on_end=getattr(connection, "exit_stack", None))
+        return Caller(
+            f"mcp-session:{session_id}",
+            "of this MCP session",
+            owner,
+            token or "local",
+            on_end=getattr(connection, "exit_stack", None),
+        )
     if not over_http:
         return Caller("stdio", "of this process", owner, "stdio", bounded=False)
     named = request.headers.get(CONVERSATION_HEADER) if request is not None else None
@@ -143,19 +165,29 @@ def identify(ctx: Any, over_http: bool) -> Caller:
 class Conversation:
     """One conversation: its own assay run (sandbox session and evidence scope)."""
 
-    def __init__(self, kernel: Any, caller: Caller, key: str, tokens: Any = None,
-                 thread: tuple[str, ...] = ()) -> None:
+    def __init__(
+        self,
+        kernel: Any,
+        caller: Caller,
+        key: str,
+        tokens: Any = None,
+        thread: tuple[str, ...] = (),
+    ) -> None:
         self.kernel, self.key, self.owner, self.token = kernel, key, caller.owner, caller.token
         self.bounded, self.once = caller.bounded, caller.key is None
         self.run = kernel.new_run()
-        self.run.continue_thread(thread)  # the runs of this conversation closed before: their evidence is its own too
+        self.run.continue_thread(
+            thread
+        )  # the runs of this conversation closed before: their evidence is its own too
         if tokens is not None:
             tokens.own(self.run.run_id, caller.owner)
             charge_to_owner(self.run, kernel, tokens, caller.owner)  # the owner's evidence quota
         self.busy = 0
         self.ending = False
         self.last_used = time.monotonic()
-        log.info("mcp_conversation_started", run_id=self.run.run_id, owner=self.owner, once=self.once)
+        log.info(
+            "mcp_conversation_started", run_id=self.run.run_id, owner=self.owner, once=self.once
+        )
 
     def visible(self, artifact_id: str) -> bool:
         record = self.kernel.evidence.catalog.get(artifact_id)
@@ -174,7 +206,9 @@ class Conversations:
         self.kernel, self.settings, self.tokens = kernel, settings, tokens
         self.open: dict[str, Conversation] = {}
         self.closed: OrderedDict[str, str] = OrderedDict()  # key -> why it was closed
-        self.threads: OrderedDict[str, tuple[str, ...]] = OrderedDict()  # key -> its closed runs, oldest first
+        self.threads: OrderedDict[str, tuple[str, ...]] = (
+            OrderedDict()
+        )  # key -> its closed runs, oldest first
 
     @contextlib.asynccontextmanager
     async def use(self, ctx: Any, *, create: bool = True) -> AsyncIterator[Conversation | None]:
@@ -217,21 +251,30 @@ class Conversations:
             if not idle:
                 raise ConversationLimit(cap)
             oldest = min(idle, key=lambda c: c.last_used)
-            await self._close(oldest, f"because its token opened more than {cap} conversations "
-                                      "(ASSAY_SERVICE_MCP_CONVERSATIONS_PER_TOKEN) and it was the one idle longest")
+            await self._close(
+                oldest,
+                f"because its token opened more than {cap} conversations "
+                "(ASSAY_SERVICE_MCP_CONVERSATIONS_PER_TOKEN) and it was the one idle longest",
+            )
             raced = self.open.get(caller.key) if caller.key is not None else None
             if raced is not None:  # another request of this conversation opened it meanwhile
                 return raced
         key = caller.key or f"once:{uuid.uuid4().hex}"
-        conversation = self.open[key] = Conversation(self.kernel, caller, key, self.tokens,
-                                                     thread=self.threads.pop(key, ()))
+        conversation = self.open[key] = Conversation(
+            self.kernel, caller, key, self.tokens, thread=self.threads.pop(key, ())
+        )
         if caller.on_end is not None:
-            caller.on_end.push_async_callback(self.end, key)  # the session ended (DELETE, idle timeout)
+            caller.on_end.push_async_callback(
+                self.end, key
+            )  # the session ended (DELETE, idle timeout)
         return conversation
 
     def _idle(self, conversation: Conversation) -> bool:
-        return conversation.bounded and not conversation.once and \
-            time.monotonic() - conversation.last_used > self.settings.mcp_conversation_idle_s
+        return (
+            conversation.bounded
+            and not conversation.once
+            and time.monotonic() - conversation.last_used > self.settings.mcp_conversation_idle_s
+        )
 
     def _idle_why(self) -> str:
         return f"after {self.settings.mcp_conversation_idle_s:g} s idle (ASSAY_SERVICE_MCP_CONVERSATION_IDLE_S)"
@@ -265,7 +308,9 @@ class Conversations:
     async def sweep(self) -> None:
         """Close every conversation idle past the idle time."""
         for conversation in [c for c in self.open.values() if self._idle(c)]:
-            if conversation.busy == 0 and self._idle(conversation):  # a request may have taken it meanwhile
+            if conversation.busy == 0 and self._idle(
+                conversation
+            ):  # a request may have taken it meanwhile
                 await self._close(conversation, self._idle_why())
 
     @contextlib.asynccontextmanager

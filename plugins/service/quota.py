@@ -23,10 +23,14 @@ def settings_of(kernel: Any) -> ServiceSettings:
     return kernel.settings.section("service", ServiceSettings)
 
 
-def charge_to_owner(run: Any, kernel: Any, tokens: Any, who: str, settings: ServiceSettings | None = None) -> None:
+def charge_to_owner(
+    run: Any, kernel: Any, tokens: Any, who: str, settings: ServiceSettings | None = None
+) -> None:
     """Add the owner's quota to ``run``'s sink (nothing when the run captures nothing)."""
     if run.artifacts is None or tokens is None:
         return
     limit = (settings or settings_of(kernel)).owner_max_artifact_bytes
     catalog = run.artifacts.catalog
-    run.artifacts.add_quota(Quota("owner", limit, lambda: catalog.bytes_of_runs(tokens.runs_of(who, None)), SETTING))
+    run.artifacts.add_quota(
+        Quota("owner", limit, lambda: catalog.bytes_of_runs(tokens.runs_of(who, None)), SETTING)
+    )

@@ -26,11 +26,11 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from assay.plugins.agent import AgentEvent, AgentSettings
-from assay.plugins.agent.loop import agent_settings
-from assay.plugins.agent.ask import AskOptions, aask, refused
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
+from assay.plugins.agent import AgentEvent, AgentSettings
+from assay.plugins.agent.ask import AskOptions, aask, refused
+from assay.plugins.agent.loop import agent_settings
 from assay.plugins.runs import RunRecorder
 
 from .access import owner_scope
@@ -55,7 +55,9 @@ class RunRequest:
     model: str | None = None
     max_steps: int | None = None
     max_wall_s: float | None = None
-    parent_run_id: str | None = None  # a follow-up of this run (the API checked that the owner is the same)
+    parent_run_id: str | None = (
+        None  # a follow-up of this run (the API checked that the owner is the same)
+    )
 
 
 @dataclass
@@ -67,7 +69,9 @@ class LiveRun:
     history: list[dict[str, Any]] = field(default_factory=list)
     watchers: set[asyncio.Queue] = field(default_factory=set)
     state: str = "queued"  # queued -> running -> ended
-    replayed: bool = False  # answered again for a repeated Idempotency-Key, not started by this request
+    replayed: bool = (
+        False  # answered again for a repeated Idempotency-Key, not started by this request
+    )
 
     def publish(self, item: dict[str, Any] | None) -> None:
         if item is not None:
@@ -94,25 +98,45 @@ class RunManager:
     def _admit(self, token_id: str, counted: bool = True) -> None:
         s = self.settings
         if self.draining:
-            raise Refused(SERVICE_DRAINING, "the server is shutting down", "Try again on the next server.", 503,
-                          retry_after=5)
+            raise Refused(
+                SERVICE_DRAINING,
+                "the server is shutting down",
+                "Try again on the next server.",
+                503,
+                retry_after=5,
+            )
         now = time.monotonic()
         asked = self._asked.setdefault(token_id, deque())
         wait = per_minute_wait(asked, now, s.questions_per_minute)
         if wait is not None:
-            raise Refused(SERVICE_RATE_LIMITED, f"more than {s.questions_per_minute} questions a minute for this "
-                          "token", f"Wait {wait} s.", 429, retry_after=wait)
+            raise Refused(
+                SERVICE_RATE_LIMITED,
+                f"more than {s.questions_per_minute} questions a minute for this token",
+                f"Wait {wait} s.",
+                429,
+                retry_after=wait,
+            )
         mine = sum(1 for r in self.live.values() if r.token_id == token_id)
         if not counted:  # runs on workers: only the per-minute limit is this process's to keep
             asked.append(now)
             return
         if mine >= s.max_runs_per_token:
-            raise Refused(SERVICE_BUSY, f"this token already has {mine} runs going (limit {s.max_runs_per_token})",
-                          "Wait for one to end, or cancel one (DELETE /runs/ID).", 429, retry_after=5)
+            raise Refused(
+                SERVICE_BUSY,
+                f"this token already has {mine} runs going (limit {s.max_runs_per_token})",
+                "Wait for one to end, or cancel one (DELETE /runs/ID).",
+                429,
+                retry_after=5,
+            )
         if len(self.live) >= s.max_runs_total + s.max_queued:
-            raise Refused(SERVICE_BUSY, f"the server holds {len(self.live)} runs (limit "
-                          f"{s.max_runs_total} running + {s.max_queued} queued)", "Try again shortly.", 429,
-                          retry_after=5)
+            raise Refused(
+                SERVICE_BUSY,
+                f"the server holds {len(self.live)} runs (limit "
+                f"{s.max_runs_total} running + {s.max_queued} queued)",
+                "Try again shortly.",
+                429,
+                retry_after=5,
+            )
         asked.append(now)
 
     def _model_spec(self, asked: str | None) -> str:
@@ -121,8 +145,12 @@ class RunManager:
             return default
         if asked not in self.settings.models:
             allowed = ", ".join([default, *self.settings.models])
-            raise Refused(SERVICE_MODEL_NOT_ALLOWED, f"model {asked!r} is not offered by this server",
-                          f"Use one of: {allowed}.", 404)
+            raise Refused(
+                SERVICE_MODEL_NOT_ALLOWED,
+                f"model {asked!r} is not offered by this server",
+                f"Use one of: {allowed}.",
+                404,
+            )
         return asked
 
     def _agent_settings(self, request: RunRequest) -> AgentSettings:
@@ -134,32 +162,48 @@ class RunManager:
 
     # --- runs -------------------------------------------------------------------
 
-    async def start(self, owner: str, token_id: str, request: RunRequest, key: str | None = None) -> LiveRun:
+    async def start(
+        self, owner: str, token_id: str, request: RunRequest, key: str | None = None
+    ) -> LiveRun:
         """Admit and start (or enqueue) a run. With an Idempotency-Key ``key`` already used by ``owner``
         within ``idempotency_ttl_s``: that run (``replayed``), nothing new started. Catalog and broker I/O
         run on threads, never on the event loop."""
         spec = self._model_spec(request.model)
         fingerprint = _fingerprint(request, spec)
         if key is not None:
-            earlier = await asyncio.to_thread(self.tokens.requested, owner, key, self.settings.idempotency_ttl_s)
+            earlier = await asyncio.to_thread(
+                self.tokens.requested, owner, key, self.settings.idempotency_ttl_s
+            )
             if earlier is not None:
                 return self._replayed(owner, token_id, key, fingerprint, *earlier)
         if self.remote is not None and request.parent_run_id:
-            raise Refused(SERVICE_THREAD_ON_WORKERS, "follow-up questions are not run on workers yet",
-                          "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.", 400)
+            raise Refused(
+                SERVICE_THREAD_ON_WORKERS,
+                "follow-up questions are not run on workers yet",
+                "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.",
+                400,
+            )
         if self.remote is not None:
             self._admit(token_id, counted=False)
             run_id = self.kernel.new_run(capture=False).run_id
             if key is not None:
-                held = await asyncio.to_thread(self.tokens.remember, owner, key, fingerprint, run_id,
-                                               self.settings.idempotency_ttl_s)
+                held = await asyncio.to_thread(
+                    self.tokens.remember,
+                    owner,
+                    key,
+                    fingerprint,
+                    run_id,
+                    self.settings.idempotency_ttl_s,
+                )
                 if held[0] != run_id:
                     return self._replayed(owner, token_id, key, fingerprint, *held)
             try:
                 await asyncio.to_thread(self._enqueue, owner, run_id, request, spec)
             except BaseException:
                 if key is not None:  # a 503: the client's retry with the same key must start a run
-                    await asyncio.to_thread(_quietly, self.tokens.forget_request, owner, key, run_id)
+                    await asyncio.to_thread(
+                        _quietly, self.tokens.forget_request, owner, key, run_id
+                    )
                 raise
             return LiveRun(run_id, owner, token_id)
         self._admit(token_id)
@@ -170,8 +214,14 @@ class RunManager:
         self.live[run.run_id] = live  # counted at once: admission of the next request sees it
         try:
             if key is not None:
-                held = await asyncio.to_thread(self.tokens.remember, owner, key, fingerprint, run.run_id,
-                                               self.settings.idempotency_ttl_s)
+                held = await asyncio.to_thread(
+                    self.tokens.remember,
+                    owner,
+                    key,
+                    fingerprint,
+                    run.run_id,
+                    self.settings.idempotency_ttl_s,
+                )
                 if held[0] != run.run_id:
                     self.live.pop(run.run_id, None)
                     await asyncio.to_thread(run.close)
@@ -181,15 +231,24 @@ class RunManager:
             self.live.pop(run.run_id, None)
             await asyncio.to_thread(run.close)
             if key is not None:
-                await asyncio.to_thread(_quietly, self.tokens.forget_request, owner, key, run.run_id)
+                await asyncio.to_thread(
+                    _quietly, self.tokens.forget_request, owner, key, run.run_id
+                )
             raise
         live.task = asyncio.get_running_loop().create_task(self._execute(live, run, request, spec))
         return live
 
-    def _replayed(self, owner: str, token_id: str, key: str, fingerprint: str, run_id: str, held: str) -> LiveRun:
+    def _replayed(
+        self, owner: str, token_id: str, key: str, fingerprint: str, run_id: str, held: str
+    ) -> LiveRun:
         if held != fingerprint:
-            raise Refused(SERVICE_IDEMPOTENCY_KEY_REUSED, "this Idempotency-Key was used for another request "
-                          "(another question, datasource, model or limits)", "Use a new key for a new request.", 409)
+            raise Refused(
+                SERVICE_IDEMPOTENCY_KEY_REUSED,
+                "this Idempotency-Key was used for another request "
+                "(another question, datasource, model or limits)",
+                "Use a new key for a new request.",
+                409,
+            )
         return LiveRun(run_id, owner, token_id, state="", replayed=True)
 
     def _enqueue(self, owner: str, run_id: str, request: RunRequest, spec: str) -> None:
@@ -197,9 +256,17 @@ class RunManager:
         self.tokens.own(run_id, owner)
         settings = self._agent_settings(request)
         try:
-            self.remote.start(run_id, request.question, request.datasource, spec, settings.max_steps,
-                              settings.max_wall_s)
-        except AssayError as exc:  # the broker did not take it: the run is recorded failed, never run here
+            self.remote.start(
+                run_id,
+                request.question,
+                request.datasource,
+                spec,
+                settings.max_steps,
+                settings.max_wall_s,
+            )
+        except (
+            AssayError
+        ) as exc:  # the broker did not take it: the run is recorded failed, never run here
             raise Refused(exc.code, exc.message, exc.hint, 503, retry_after=5) from None
 
     async def _execute(self, live: LiveRun, run: Any, request: RunRequest, spec: str) -> None:
@@ -217,24 +284,46 @@ class RunManager:
             else:  # a tool's worker thread
                 loop.call_soon_threadsafe(live.publish, item)
 
-        observers = [observe, recorder]  # watchers first: the stream does not wait for the SQLite write
+        observers = [
+            observe,
+            recorder,
+        ]  # watchers first: the stream does not wait for the SQLite write
         try:
             recorder.begin(run.run_id, request.question, spec, parent_run_id=request.parent_run_id)
             async with self._slots:
                 live.state = "running"
-                options = AskOptions(question=request.question, model=spec,
-                                     databases=[request.datasource] if request.datasource else [],
-                                     settings=self._agent_settings(request), parent_run_id=request.parent_run_id)
+                options = AskOptions(
+                    question=request.question,
+                    model=spec,
+                    databases=[request.datasource] if request.datasource else [],
+                    settings=self._agent_settings(request),
+                    parent_run_id=request.parent_run_id,
+                )
                 await aask(self.kernel, options, run=run, observers=observers, record_run=False)
         except asyncio.CancelledError:
             if live.state == "queued":  # cancelled before it ran: still recorded, with its status
-                refused(run.run_id, request.question, spec, AssayError("SERVICE_RUN_CANCELLED", "cancelled while "
-                        "queued", "Ask again."), observers, status=_cancelled())
+                refused(
+                    run.run_id,
+                    request.question,
+                    spec,
+                    AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."),
+                    observers,
+                    status=_cancelled(),
+                )
         except Exception as exc:  # noqa: BLE001 - a bug must still end the run with a status
             log.error("service_run_crashed", run_id=run.run_id, error=repr(exc))
-            refused(run.run_id, request.question, spec, AssayError(
-                "SERVICE_RUN_FAILED", f"{type(exc).__name__}: {exc}", "A bug in the server; see its log."),
-                observers, status=_failed())
+            refused(
+                run.run_id,
+                request.question,
+                spec,
+                AssayError(
+                    "SERVICE_RUN_FAILED",
+                    f"{type(exc).__name__}: {exc}",
+                    "A bug in the server; see its log.",
+                ),
+                observers,
+                status=_failed(),
+            )
         finally:
             await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
             live.state = "ended"
@@ -290,9 +379,14 @@ def _quietly(fn: Any, *args: Any) -> None:
 
 def _fingerprint(request: RunRequest, spec: str) -> str:
     """What makes two POST /runs the same request (for an Idempotency-Key used twice)."""
-    asked = {"question": request.question, "datasource": request.datasource, "model": spec,
-             "max_steps": request.max_steps, "max_wall_s": request.max_wall_s,
-             **({"parent_run_id": request.parent_run_id} if request.parent_run_id else {})}
+    asked = {
+        "question": request.question,
+        "datasource": request.datasource,
+        "model": spec,
+        "max_steps": request.max_steps,
+        "max_wall_s": request.max_wall_s,
+        **({"parent_run_id": request.parent_run_id} if request.parent_run_id else {}),
+    }
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 
 

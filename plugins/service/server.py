@@ -78,9 +78,15 @@ class BodyLimit(HttpLayer):
                 await self._too_large(send)
 
     async def _too_large(self, send: Any) -> None:
-        await send_json(send, 413, {"code": SERVICE_BODY_TOO_LARGE,
-                                    "message": f"the request body is over {self.max_bytes} bytes",
-                                    "hint": "Send less (ASSAY_SERVICE_MAX_BODY_BYTES sets the limit)."})
+        await send_json(
+            send,
+            413,
+            {
+                "code": SERVICE_BODY_TOO_LARGE,
+                "message": f"the request body is over {self.max_bytes} bytes",
+                "hint": "Send less (ASSAY_SERVICE_MAX_BODY_BYTES sets the limit).",
+            },
+        )
 
 
 class _TooLarge(Exception):
@@ -89,8 +95,12 @@ class _TooLarge(Exception):
 
 # Sent with every HTTP answer: no site may frame the page (clickjacking), and no answer is sniffed
 # into another content type. The page shows reports in a sandboxed srcdoc frame, which these allow.
-SECURITY_HEADERS = [(b"x-frame-options", b"DENY"), (b"content-security-policy", b"frame-ancestors 'none'"),
-                    (b"x-content-type-options", b"nosniff"), (b"referrer-policy", b"no-referrer")]
+SECURITY_HEADERS = [
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"no-referrer"),
+]
 
 
 class SecurityHeaders(HttpLayer):
@@ -126,23 +136,28 @@ class AccessLog(HttpLayer):
             await self.app(scope, receive, watching)
         finally:
             client = scope.get("client") or ("", 0)
-            fields = {"method": scope.get("method"), "path": scope.get("path"), "status": status or 500,
-                      "duration_ms": round((time.perf_counter() - started) * 1000, 2), "client": client[0],
-                      "token_id": scope.get("assay.token_id", "")}
+            fields = {
+                "method": scope.get("method"),
+                "path": scope.get("path"),
+                "status": status or 500,
+                "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                "client": client[0],
+                "token_id": scope.get("assay.token_id", ""),
+            }
             (access.warning if status == 401 else access.info)("http_request", **fields)
 
 
 def build(kernel: Any, settings: ServiceSettings, tokens: Any) -> tuple[Any, Any]:
     """(the guarded ASGI app, the FastAPI app inside it)."""
     from .api import PUBLIC, create_app
-
-    from .web_session import SessionAuth, SessionStore
-
     from .web_routes import add_web_routes
+    from .web_session import SessionAuth, SessionStore
 
     api = create_app(kernel, settings, tokens)
     add_web_routes(api, kernel, tokens)
-    guarded = SessionAuth(BearerAuth(api, tokens, public=PUBLIC), tokens, SessionStore(settings.session_ttl_s))
+    guarded = SessionAuth(
+        BearerAuth(api, tokens, public=PUBLIC), tokens, SessionStore(settings.session_ttl_s)
+    )
     return AccessLog(SecurityHeaders(BodyLimit(guarded, settings.max_body_bytes))), api
 
 
@@ -152,14 +167,23 @@ def serve(kernel: Any, settings: ServiceSettings, tokens: Any, host: str, port: 
     app, _ = build(kernel, settings, tokens)
     from .header_deadline import with_header_timeout
 
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                            timeout_graceful_shutdown=max(1, int(settings.drain_s)),
-                            http=with_header_timeout(settings.header_timeout_s))
+    config = uvicorn.Config(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="on",
+        timeout_graceful_shutdown=max(1, int(settings.drain_s)),
+        http=with_header_timeout(settings.header_timeout_s),
+    )
     server = uvicorn.Server(config)
     import sys
 
     from .cli import url_of
 
-    print(f"assay serve: {url_of(host, port)} (API: /openapi.json; bearer token required)", file=sys.stderr,
-          flush=True)
+    print(
+        f"assay serve: {url_of(host, port)} (API: /openapi.json; bearer token required)",
+        file=sys.stderr,
+        flush=True,
+    )
     server.run()

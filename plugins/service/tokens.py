@@ -23,7 +23,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from assay.kernel.database import POSTGRESQL, SQLITE, Database, SQLiteDatabase, catalog_url, open_database
+from assay.kernel.database import (
+    POSTGRESQL,
+    SQLITE,
+    Database,
+    SQLiteDatabase,
+    catalog_url,
+    open_database,
+)
 
 _SQLITE_SCHEMA = """
 CREATE TABLE IF NOT EXISTS tokens (
@@ -55,8 +62,10 @@ SCHEMA_VERSION = 1
 _TOKEN = re.compile(r"^asy_([0-9a-f]{12})_([A-Za-z0-9_-]{20,100})$")
 _OWNER = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 _DUMMY = hashlib.sha256(b"assay-no-such-token").hexdigest()
-_SELECT_TOKEN = ("SELECT token_id, owner, label, created_at, last_used_at, revoked_at, digest FROM tokens "
-                 "WHERE token_id = ?")
+_SELECT_TOKEN = (
+    "SELECT token_id, owner, label, created_at, last_used_at, revoked_at, digest FROM tokens "
+    "WHERE token_id = ?"
+)
 
 
 def digest(token: str) -> str:
@@ -84,8 +93,11 @@ def store_path(home: Path | str) -> Path:
 def open_token_store(settings: Any) -> TokenStore:
     """The token store of these settings: a SQLite file under ASSAY_HOME, or ``ASSAY_CATALOG_URL``'s database."""
     path = store_path(settings.home)
-    return TokenStore(open_database(settings, path, busy_ms=10_000, owner="tokens") if catalog_url(settings)
-                      else path)
+    return TokenStore(
+        open_database(settings, path, busy_ms=10_000, owner="tokens")
+        if catalog_url(settings)
+        else path
+    )
 
 
 class TokenStore:
@@ -98,10 +110,14 @@ class TokenStore:
             self.path = Path(where)
             self.db = SQLiteDatabase(self.path, busy_ms=10_000, owner="tokens")
         self._ready = False
-        self._local = threading.local()  # per thread, like the SQLite connections: the token rows kept
+        self._local = (
+            threading.local()
+        )  # per thread, like the SQLite connections: the token rows kept
 
     def _conn(self) -> Database:
-        if self._ready:  # every request reads here (the bearer check): no file checks once the schema is there
+        if (
+            self._ready
+        ):  # every request reads here (the bearer check): no file checks once the schema is there
             return self.db
         if self.db.dialect == SQLITE and self.path is not None and not self.path.exists():
             self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -123,19 +139,27 @@ class TokenStore:
         now = time.time()
         self._conn().execute(
             "INSERT INTO tokens (token_id, owner, label, digest, created_at) VALUES (?, ?, ?, ?, ?)",
-            (token_id, owner, label, digest(token), now))
+            (token_id, owner, label, digest(token), now),
+        )
         return token, TokenInfo(token_id, owner, label, now, None, None)
 
     def list(self) -> list[TokenInfo]:
-        rows = self._conn().execute(
-            "SELECT token_id, owner, label, created_at, last_used_at, revoked_at FROM tokens "
-            "ORDER BY created_at").fetchall()
+        rows = (
+            self._conn()
+            .execute(
+                "SELECT token_id, owner, label, created_at, last_used_at, revoked_at FROM tokens "
+                "ORDER BY created_at"
+            )
+            .fetchall()
+        )
         return [TokenInfo(*row) for row in rows]
 
     def revoke(self, token_id: str) -> bool:
         """Revoke a token by id; False when there is no active token with that id."""
         cur = self._conn().execute(
-            "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL", (time.time(), token_id))
+            "UPDATE tokens SET revoked_at = ? WHERE token_id = ? AND revoked_at IS NULL",
+            (time.time(), token_id),
+        )
         self._forget()
         return cur.rowcount == 1
 
@@ -150,7 +174,9 @@ class TokenStore:
             return None
         now = time.time()
         if row[4] is None or now - row[4] > 60:  # a write per minute at most, not per request
-            self._conn().execute("UPDATE tokens SET last_used_at = ? WHERE token_id = ?", (now, token_id))
+            self._conn().execute(
+                "UPDATE tokens SET last_used_at = ? WHERE token_id = ?", (now, token_id)
+            )
             self._forget()
         return TokenInfo(*row[:6])
 
@@ -183,16 +209,26 @@ class TokenStore:
         self._local.version = None
 
     def any_active(self) -> bool:
-        return self._conn().execute("SELECT 1 FROM tokens WHERE revoked_at IS NULL LIMIT 1").fetchone() is not None
+        return (
+            self._conn().execute("SELECT 1 FROM tokens WHERE revoked_at IS NULL LIMIT 1").fetchone()
+            is not None
+        )
 
     # --- run ownership -----------------------------------------------------
 
     def own(self, run_id: str, owner: str) -> None:
-        self._conn().execute("INSERT INTO run_owners (run_id, owner, created_at) VALUES (?, ?, ?) "
-                             "ON CONFLICT (run_id) DO NOTHING", (run_id, owner, time.time()))
+        self._conn().execute(
+            "INSERT INTO run_owners (run_id, owner, created_at) VALUES (?, ?, ?) "
+            "ON CONFLICT (run_id) DO NOTHING",
+            (run_id, owner, time.time()),
+        )
 
     def owner_of(self, run_id: str) -> str | None:
-        row = self._conn().execute("SELECT owner FROM run_owners WHERE run_id = ?", (run_id,)).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT owner FROM run_owners WHERE run_id = ?", (run_id,))
+            .fetchone()
+        )
         return row[0] if row else None
 
     def runs_of(self, owner: str, limit: int | None = 50, offset: int = 0) -> list[str]:
@@ -202,33 +238,50 @@ class TokenStore:
         if limit is None:
             rows = self._conn().execute(sql, (owner,)).fetchall()
         else:
-            rows = self._conn().execute(sql + " LIMIT ? OFFSET ?", (owner, limit, offset)).fetchall()
+            rows = (
+                self._conn().execute(sql + " LIMIT ? OFFSET ?", (owner, limit, offset)).fetchall()
+            )
         return [r[0] for r in rows]
 
     # --- idempotency keys of POST /runs (per owner, kept ttl_s) ----------------
 
     def requested(self, owner: str, key: str, ttl_s: float) -> tuple[str, str] | None:
         """(run_id, fingerprint) of the run ``owner`` started with Idempotency-Key ``key`` within ``ttl_s``."""
-        row = self._conn().execute("SELECT run_id, fingerprint FROM run_requests WHERE owner = ? AND "
-                                   "request_key = ? AND created_at >= ?", (owner, key, time.time() - ttl_s)).fetchone()
+        row = (
+            self._conn()
+            .execute(
+                "SELECT run_id, fingerprint FROM run_requests WHERE owner = ? AND "
+                "request_key = ? AND created_at >= ?",
+                (owner, key, time.time() - ttl_s),
+            )
+            .fetchone()
+        )
         return (row[0], row[1]) if row else None
 
-    def remember(self, owner: str, key: str, fingerprint: str, run_id: str, ttl_s: float) -> tuple[str, str]:
+    def remember(
+        self, owner: str, key: str, fingerprint: str, run_id: str, ttl_s: float
+    ) -> tuple[str, str]:
         """Tie ``key`` to ``run_id`` unless another request of ``owner`` tied it first (within ``ttl_s``):
         (run_id, fingerprint) of whichever holds the key. Keys older than ``ttl_s`` are dropped."""
         db, now = self._conn(), time.time()
         db.execute("DELETE FROM run_requests WHERE created_at < ?", (now - ttl_s,))
-        db.execute("INSERT INTO run_requests (owner, request_key, fingerprint, run_id, created_at) "
-                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, request_key) DO NOTHING",
-                   (owner, key, fingerprint, run_id, now))
-        row = db.execute("SELECT run_id, fingerprint FROM run_requests WHERE owner = ? AND request_key = ?",
-                         (owner, key)).fetchone()
+        db.execute(
+            "INSERT INTO run_requests (owner, request_key, fingerprint, run_id, created_at) "
+            "VALUES (?, ?, ?, ?, ?) ON CONFLICT (owner, request_key) DO NOTHING",
+            (owner, key, fingerprint, run_id, now),
+        )
+        row = db.execute(
+            "SELECT run_id, fingerprint FROM run_requests WHERE owner = ? AND request_key = ?",
+            (owner, key),
+        ).fetchone()
         return row[0], row[1]
 
     def forget_request(self, owner: str, key: str, run_id: str) -> None:
         """Untie ``key`` from ``run_id`` (the request failed before its run was recorded: a retry starts one)."""
-        self._conn().execute("DELETE FROM run_requests WHERE owner = ? AND request_key = ? AND run_id = ?",
-                             (owner, key, run_id))
+        self._conn().execute(
+            "DELETE FROM run_requests WHERE owner = ? AND request_key = ? AND run_id = ?",
+            (owner, key, run_id),
+        )
 
     def close(self) -> None:
         self._forget()

@@ -111,7 +111,11 @@ def same_origin(scope: dict[str, Any]) -> bool:
         return header(headers, b"sec-fetch-site") == "same-origin"
     parts = urlsplit(origin)
     host = header(headers, b"host") or ""
-    return parts.scheme in ("http", "https") and parts.netloc == host and parts.scheme == scope.get("scheme", "http")
+    return (
+        parts.scheme in ("http", "https")
+        and parts.netloc == host
+        and parts.scheme == scope.get("scheme", "http")
+    )
 
 
 class SessionAuth:
@@ -128,7 +132,9 @@ class SessionAuth:
         if scope.get("path") == "/session":
             await self._session_route(scope, receive, send)
             return
-        if scope.get("path", "").startswith("/static/"):  # the page's own files: open, like the page
+        if scope.get("path", "").startswith(
+            "/static/"
+        ):  # the page's own files: open, like the page
             await self.bearer.app(scope, receive, send)
             return
         session_id = cookie_of(headers)
@@ -142,14 +148,20 @@ class SessionAuth:
         if scope.get("method") not in SAFE_METHODS and not same_origin(scope):
             await _csrf_refused(send)
             return
-        scope["assay.owner"], scope["assay.token_id"], scope["assay.session"] = session.owner, session.token_id, True
+        scope["assay.owner"], scope["assay.token_id"], scope["assay.session"] = (
+            session.owner,
+            session.token_id,
+            True,
+        )
         await self.bearer.app(scope, receive, send)  # authenticated: past the bearer check
 
     async def _live(self, session_id: str) -> Session | None:
         session = self.sessions.get(session_id)
         if session is None:
             return None
-        if not await asyncio.to_thread(self.tokens.active, session.token_id):  # its token was revoked
+        if not await asyncio.to_thread(
+            self.tokens.active, session.token_id
+        ):  # its token was revoked
             self.sessions.close(session_id)
             return None
         return session
@@ -161,14 +173,28 @@ class SessionAuth:
         if method == "GET":
             session = await self._live(session_id) if session_id else None
             # 200 either way: the page asks on every load, and a signed-out visitor is no error
-            await send_json(send, 200, {"signed_in": session is not None,
-                                        "owner": session.owner if session else None,
-                                        "expires_at": session.expires_at if session else None},
-                            [(b"cache-control", b"no-store")])
+            await send_json(
+                send,
+                200,
+                {
+                    "signed_in": session is not None,
+                    "owner": session.owner if session else None,
+                    "expires_at": session.expires_at if session else None,
+                },
+                [(b"cache-control", b"no-store")],
+            )
             return
         if method not in ("POST", "DELETE"):
-            await send_json(send, 405, {"code": "SERVICE_METHOD_NOT_ALLOWED", "message": f"{method} /session",
-                                        "hint": "GET, POST or DELETE."}, [(b"allow", b"GET, POST, DELETE")])
+            await send_json(
+                send,
+                405,
+                {
+                    "code": "SERVICE_METHOD_NOT_ALLOWED",
+                    "message": f"{method} /session",
+                    "hint": "GET, POST or DELETE.",
+                },
+                [(b"allow", b"GET, POST, DELETE")],
+            )
             return
         if not same_origin(scope):  # signing in or out from another site's page (login CSRF)
             await _csrf_refused(send)
@@ -176,18 +202,33 @@ class SessionAuth:
         if method == "DELETE":
             if session_id:
                 self.sessions.close(session_id)
-            await send_json(send, 200, {"signed_out": True}, [(b"set-cookie", self._cookie(scope, "", 0))])
+            await send_json(
+                send, 200, {"signed_out": True}, [(b"set-cookie", self._cookie(scope, "", 0))]
+            )
             return
         token = await _token_in_body(receive)
         info = await asyncio.to_thread(self.tokens.verify, token) if token else None
         if info is None:
-            await send_json(send, 401, {"code": SERVICE_AUTH_INVALID, "message": "the token is not valid (unknown, "
-                                        "malformed or revoked)", "hint": "Make one with `assay tokens create`."})
+            await send_json(
+                send,
+                401,
+                {
+                    "code": SERVICE_AUTH_INVALID,
+                    "message": "the token is not valid (unknown, malformed or revoked)",
+                    "hint": "Make one with `assay tokens create`.",
+                },
+            )
             return
         new_id, session = self.sessions.open(info.owner, info.token_id)
-        await send_json(send, 200, {"owner": session.owner, "expires_at": session.expires_at},
-                        [(b"set-cookie", self._cookie(scope, new_id, int(self.sessions.ttl_s))),
-                         (b"cache-control", b"no-store")])
+        await send_json(
+            send,
+            200,
+            {"owner": session.owner, "expires_at": session.expires_at},
+            [
+                (b"set-cookie", self._cookie(scope, new_id, int(self.sessions.ttl_s))),
+                (b"cache-control", b"no-store"),
+            ],
+        )
 
     @staticmethod
     def _cookie(scope: dict[str, Any], value: str, max_age: int) -> bytes:
@@ -212,6 +253,13 @@ async def _token_in_body(receive: Any) -> str | None:
 
 
 async def _csrf_refused(send: Any) -> None:
-    await send_json(send, 403, {"code": SERVICE_CSRF_REFUSED, "message": "a request signed in by cookie that "
-                                "changes state must come from this server's page (its Origin)",
-                                "hint": "Send it from the page, or use 'Authorization: Bearer TOKEN'."})
+    await send_json(
+        send,
+        403,
+        {
+            "code": SERVICE_CSRF_REFUSED,
+            "message": "a request signed in by cookie that "
+            "changes state must come from this server's page (its Origin)",
+            "hint": "Send it from the page, or use 'Authorization: Bearer TOKEN'.",
+        },
+    )

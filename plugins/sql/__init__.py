@@ -46,7 +46,9 @@ def _engine(name: str, target: str) -> Lazy:
     return Lazy(f"assay.plugins.sql.engines.{target}", name=name)
 
 
-def open_datasource(name: str, url: str, *, kernel: Any = None, settings: Any = None, config: Any = None) -> Any:
+def open_datasource(
+    name: str, url: str, *, kernel: Any = None, settings: Any = None, config: Any = None
+) -> Any:
     """A :class:`DatabaseResource` for ``url`` with the kernel's SQL settings and engines."""
     from .resource import DatabaseResource
 
@@ -68,15 +70,26 @@ def attach_url(kernel: Any, url: str, allow_privileged: bool = False) -> Any:
     config = DatasourceConfig(url=url, allow_privileged=allow_privileged)
     resource = open_datasource(name, url, kernel=kernel, config=config)
     for existing in kernel.resources.values():
-        if getattr(existing, "url", None) == resource.url and getattr(existing, "type", None) == "database":
+        if (
+            getattr(existing, "url", None) == resource.url
+            and getattr(existing, "type", None) == "database"
+        ):
             return existing
     return kernel.attach(resource)
 
 
 # Registered lazily: SQLAlchemy, sqlglot and the engine and tool modules load on first use.
-ENGINES = {"sqlite": "sqlite:SQLITE", "postgresql": "postgres:POSTGRESQL", "mysql": "mysql:MYSQL",
-           "duckdb": "duckdb:DUCKDB"}
-TOOLS = {"sql_query": "sql_query_tool", "list_tables": "list_tables_tool", "describe_table": "describe_table_tool"}
+ENGINES = {
+    "sqlite": "sqlite:SQLITE",
+    "postgresql": "postgres:POSTGRESQL",
+    "mysql": "mysql:MYSQL",
+    "duckdb": "duckdb:DUCKDB",
+}
+TOOLS = {
+    "sql_query": "sql_query_tool",
+    "list_tables": "list_tables_tool",
+    "describe_table": "describe_table_tool",
+}
 SETTINGS_ENV_PREFIX = "ASSAY_SQL_"
 
 
@@ -89,7 +102,9 @@ def register_database_engines(register):
 @hookimpl
 def register_tools(register):
     for name, factory in TOOLS.items():
-        register(Lazy(f"assay.plugins.sql.tools:{factory}", name=name, factory=True))  # called with the kernel
+        register(
+            Lazy(f"assay.plugins.sql.tools:{factory}", name=name, factory=True)
+        )  # called with the kernel
 
 
 @hookimpl
@@ -102,10 +117,17 @@ def register_resources(register, settings, kernel):
     sql = sql_settings(settings)
     for name, config in sql.databases.items():
         try:
-            resource = open_datasource(name, config.url, kernel=kernel, settings=settings, config=config)
+            resource = open_datasource(
+                name, config.url, kernel=kernel, settings=settings, config=config
+            )
         except SqlError as exc:
             # One bad datasource must not take the tools (or the other datasources) down.
-            log.error("sql_datasource_invalid", datasource=name, code=exc.code, message=mask_url(exc.message))
+            log.error(
+                "sql_datasource_invalid",
+                datasource=name,
+                code=exc.code,
+                message=mask_url(exc.message),
+            )
             continue
         register(resource)
 

@@ -40,7 +40,8 @@ _STANDARD = _words("""
 """)
 
 FUNCTIONS: dict[str, frozenset[str]] = {
-    "postgresql": _STANDARD | _words("""
+    "postgresql": _STANDARD
+    | _words("""
         every bool_and bool_or array_agg string_agg json_agg jsonb_agg json_object_agg jsonb_object_agg
         json_agg_strict jsonb_agg_strict json_object_agg_strict jsonb_object_agg_strict any_value
         mode percentile_cont percentile_disc range_agg range_intersect_agg xmlagg
@@ -80,7 +81,8 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         has_column_privilege has_any_column_privilege has_database_privilege has_function_privilege
         has_sequence_privilege grouping array xmlparse
     """),
-    "mysql": _STANDARD | _words("""
+    "mysql": _STANDARD
+    | _words("""
         group_concat json_arrayagg json_objectagg std median percentile_cont percentile_disc
         conv crc32 log2 rand truncate format hex unhex bin oct div
         char elt field find_in_set from_base64 to_base64 lcase ucase locate make_set mid ord quote
@@ -100,7 +102,8 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         if ifnull isnull convert interval row database schema version current_user user connection_id sleep
         ascii to_char insert grouping
     """),
-    "sqlite": _STANDARD | _words("""
+    "sqlite": _STANDARD
+    | _words("""
         char format glob hex ifnull iif like likelihood likely printf quote random randomblob soundex
         sqlite_version typeof unhex unicode unlikely zeroblob
         date time datetime julianday unixepoch strftime timediff
@@ -113,7 +116,8 @@ FUNCTIONS: dict[str, frozenset[str]] = {
         pragma_table_info pragma_table_xinfo pragma_index_list pragma_index_info pragma_index_xinfo
         pragma_foreign_key_list pragma_table_list generate_series
     """),
-    "duckdb": _STANDARD | _words("""
+    "duckdb": _STANDARD
+    | _words("""
         count_if countif grouping grouping_id
         any_value arbitrary arg_max arg_min argmax argmin max_by min_by bool_and bool_or count_star favg fsum
         first last histogram list array_agg product string_agg group_concat listagg approx_count_distinct
@@ -204,26 +208,55 @@ _DUCKDB_VIEWS = _words("""
 # Unqualified table names with these prefixes resolve to the server's own objects (PostgreSQL searches
 # pg_catalog first; SQLite's table-valued pragmas and internal tables; DuckDB's catalog views).
 SYSTEM_PREFIXES: dict[str, tuple[str, ...]] = {
-    "postgresql": ("pg_",), "sqlite": ("sqlite_", "pragma_"), "duckdb": ("duckdb_", "pragma_"),
-    "mysql": (), "mariadb": (),
+    "postgresql": ("pg_",),
+    "sqlite": ("sqlite_", "pragma_"),
+    "duckdb": ("duckdb_", "pragma_"),
+    "mysql": (),
+    "mariadb": (),
 }
 # (schema, view) pairs; schema "" = an unqualified name that resolves to the system schema.
 SYSTEM_VIEWS: dict[str, frozenset[tuple[str, str]]] = {
     "postgresql": frozenset(
-        {("pg_catalog", v) for v in _PG_VIEWS} | {("", v) for v in _PG_VIEWS | _PG_EXTENSION_VIEWS}
+        {("pg_catalog", v) for v in _PG_VIEWS}
+        | {("", v) for v in _PG_VIEWS | _PG_EXTENSION_VIEWS}
         | {("information_schema", v) for v in _INFORMATION_SCHEMA}
     ),
     "mysql": frozenset({("information_schema", v) for v in _INFORMATION_SCHEMA}),
     "sqlite": frozenset({(schema, t) for t in _SQLITE_TABLES for schema in ("", "main", "temp")}),
-    "duckdb": frozenset({(schema, v) for v in _DUCKDB_VIEWS for schema in ("", "main")}
-                        | {("information_schema", v) for v in _INFORMATION_SCHEMA}
-                        | {("pg_catalog", v) for v in _PG_VIEWS}),
+    "duckdb": frozenset(
+        {(schema, v) for v in _DUCKDB_VIEWS for schema in ("", "main")}
+        | {("information_schema", v) for v in _INFORMATION_SCHEMA}
+        | {("pg_catalog", v) for v in _PG_VIEWS}
+    ),
 }
 SYSTEM_VIEWS["mariadb"] = SYSTEM_VIEWS["mysql"]
 
 # MySQL/MariaDB SHOW statements that only describe (no other sessions' queries, no grants of others).
-SHOW_KINDS = frozenset({
-    "TABLES", "FULL TABLES", "COLUMNS", "FULL COLUMNS", "FIELDS", "INDEX", "INDEXES", "KEYS", "CREATE TABLE",
-    "CREATE VIEW", "TABLE STATUS", "DATABASES", "SCHEMAS", "VARIABLES", "SESSION VARIABLES", "STATUS",
-    "SESSION STATUS", "WARNINGS", "ERRORS", "COLLATION", "CHARACTER SET", "CHARSET", "ENGINES", "TRIGGERS",
-})
+SHOW_KINDS = frozenset(
+    {
+        "TABLES",
+        "FULL TABLES",
+        "COLUMNS",
+        "FULL COLUMNS",
+        "FIELDS",
+        "INDEX",
+        "INDEXES",
+        "KEYS",
+        "CREATE TABLE",
+        "CREATE VIEW",
+        "TABLE STATUS",
+        "DATABASES",
+        "SCHEMAS",
+        "VARIABLES",
+        "SESSION VARIABLES",
+        "STATUS",
+        "SESSION STATUS",
+        "WARNINGS",
+        "ERRORS",
+        "COLLATION",
+        "CHARACTER SET",
+        "CHARSET",
+        "ENGINES",
+        "TRIGGERS",
+    }
+)

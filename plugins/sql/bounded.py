@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 from .errors import SQL_QUERY_TIMEOUT, TIMEOUT_HINT, SqlError
 
@@ -56,6 +57,10 @@ def guard_within(check: Callable[[], T], timeout_s: float) -> tuple[T, float]:
             f"{max(elapsed - timeout_s, 0) * 1000:.0f} ms after it; nothing was sent to the database",
             "Send a shorter or simpler query (a long literal list costs the check as much as the database). "
             + TIMEOUT_HINT,
-            details={"stopped": True, "stage": "guard", "elapsed_ms": round(elapsed * 1000, 3),
-                     "timeout_s": timeout_s},
+            details={
+                "stopped": True,
+                "stage": "guard",
+                "elapsed_ms": round(elapsed * 1000, 3),
+                "timeout_s": timeout_s,
+            },
         ) from None

@@ -9,7 +9,8 @@ ARTIFACT_QUOTA_EXCEEDED.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
@@ -30,11 +31,21 @@ def _capture_fn() -> Any:
     return fn
 
 
-def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any,
-            elapsed_ms: float | Callable[[], float],
-            column_types: list[str] | None = None, status: str = "succeeded", error: str | None = None,
-            decimal_text: tuple[int, ...] = (), value_kinds: tuple[str, ...] | None = None,
-            submitted_sql: str | None = None) -> Any:
+def capture(
+    sink: Any,
+    *,
+    resource: Any,
+    sql: str,
+    columns: list[str],
+    rows: Any,
+    elapsed_ms: float | Callable[[], float],
+    column_types: list[str] | None = None,
+    status: str = "succeeded",
+    error: str | None = None,
+    decimal_text: tuple[int, ...] = (),
+    value_kinds: tuple[str, ...] | None = None,
+    submitted_sql: str | None = None,
+) -> Any:
     """Capture one SQL execution; ``None`` when the run has no sink. Raises ARTIFACT_CAPTURE_FAILED.
 
     ``sql`` is the SQL that ran (written from the checked statement); ``submitted_sql`` the text as the
@@ -55,7 +66,9 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
     if submitted_sql is not None and submitted_sql != sql:
         extra["submitted_sql"] = submitted_sql
     try:
-        sources = getattr(resource, "source_artifacts", None)  # a files datasource: its files' source artifacts
+        sources = getattr(
+            resource, "source_artifacts", None
+        )  # a files datasource: its files' source artifacts
         if sources is not None:
             extra["sources"] = sources(sink)
         return _capture_fn()(
@@ -72,7 +85,9 @@ def capture(sink: Any, *, resource: Any, sql: str, columns: list[str], rows: Any
             **extra,
         )
     except Exception as exc:  # noqa: BLE001 - any failure here is a capture failure
-        if getattr(exc, "code", None) == ARTIFACT_QUOTA_EXCEEDED:  # the run's (or owner's) quota: its own code
+        if (
+            getattr(exc, "code", None) == ARTIFACT_QUOTA_EXCEEDED
+        ):  # the run's (or owner's) quota: its own code
             raise SqlError(ARTIFACT_QUOTA_EXCEEDED, exc.message, exc.hint) from None
         if getattr(exc, "code", None) == ARTIFACT_CAPTURE_FAILED:
             message = getattr(exc, "message", str(exc))
@@ -96,21 +111,46 @@ def stream_capture(sink: Any, *, resource: Any, sql: str) -> Callable[[Any], Any
             pass
 
     def consume(stream: Any) -> Any:
-        return capture(sink, resource=resource, sql=stream.sql or sql, columns=stream.columns, rows=stream.rows,
-                       elapsed_ms=stream.elapsed_ms, column_types=stream.column_types,
-                       decimal_text=stream.decimal_text, value_kinds=stream.value_kinds, submitted_sql=sql)
+        return capture(
+            sink,
+            resource=resource,
+            sql=stream.sql or sql,
+            columns=stream.columns,
+            rows=stream.rows,
+            elapsed_ms=stream.elapsed_ms,
+            column_types=stream.column_types,
+            decimal_text=stream.decimal_text,
+            value_kinds=stream.value_kinds,
+            submitted_sql=sql,
+        )
 
     return consume
 
 
-def capture_failure(sink: Any, *, resource: Any, sql: str, error: SqlError, elapsed_ms: float,
-                    executed: str | None = None) -> Any:
+def capture_failure(
+    sink: Any,
+    *,
+    resource: Any,
+    sql: str,
+    error: SqlError,
+    elapsed_ms: float,
+    executed: str | None = None,
+) -> Any:
     """Record a failed, timed-out or cancelled attempt; never raises (the query's own error wins).
 
     ``sql`` is the submitted text, ``executed`` the SQL that was sent (None: nothing was)."""
     try:
-        return capture(sink, resource=resource, sql=executed or sql, columns=[], rows=[], elapsed_ms=elapsed_ms,
-                       status="failed", error=f"{error.code}: {error.message}", submitted_sql=sql)
+        return capture(
+            sink,
+            resource=resource,
+            sql=executed or sql,
+            columns=[],
+            rows=[],
+            elapsed_ms=elapsed_ms,
+            status="failed",
+            error=f"{error.code}: {error.message}",
+            submitted_sql=sql,
+        )
     except SqlError as exc:
         log.warning("sql_failure_capture_failed", datasource=resource.name, error=exc.message)
         return None

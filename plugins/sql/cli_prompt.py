@@ -17,19 +17,26 @@ import click
 from assay.kernel.cli import error_text
 
 
-def system_prompt_for(kernel: Any, question: str, databases: list[str], allow_privileged: bool = False
-                      ) -> tuple[str, list[Any]]:
+def system_prompt_for(
+    kernel: Any, question: str, databases: list[str], allow_privileged: bool = False
+) -> tuple[str, list[Any]]:
     """The main agent's system prompt for ``question`` and the resources it describes (as ``assay ask``)."""
+    from assay.plugins.agent.ask import attach_databases
     from assay.plugins.agent.loop import agent_settings
     from assay.plugins.agent.prompt import build_system_prompt
-    from assay.plugins.agent.ask import attach_databases
 
     from . import attach_url
 
-    chosen = attach_databases(kernel, databases, allow_privileged=allow_privileged,
-                              open_url=lambda k, url, allow: attach_url(k, url, allow))
+    chosen = attach_databases(
+        kernel,
+        databases,
+        allow_privileged=allow_privileged,
+        open_url=lambda k, url, allow: attach_url(k, url, allow),
+    )
     if databases:  # as assay ask: the chosen databases, then every resource that is not a database
-        resources = chosen + [r for r in kernel.resources.values() if r.type != "database" and r not in chosen]
+        resources = chosen + [
+            r for r in kernel.resources.values() if r.type != "database" and r not in chosen
+        ]
     else:
         resources = list(kernel.resources.values())
     return build_system_prompt(kernel, resources, agent_settings(kernel), question), resources
@@ -51,15 +58,31 @@ def layouts(resources: list[Any]) -> list[dict[str, Any]]:
 def add_prompt_command(cli: click.Group) -> None:
     @cli.command("prompt")
     @click.argument("question")
-    @click.option("--db", "databases", multiple=True,
-                  help="A database URL or a configured datasource name (repeatable; default: every configured one).")
-    @click.option("--json", "as_json", is_flag=True,
-                  help="Print the prompt with, per database, the tables shown in full, named and left out, and why.")
-    @click.option("--allow-privileged", is_flag=True,
-                  help="Accept a --db login that can reach server files, other sessions or server settings.")
+    @click.option(
+        "--db",
+        "databases",
+        multiple=True,
+        help="A database URL or a configured datasource name (repeatable; default: every configured one).",
+    )
+    @click.option(
+        "--json",
+        "as_json",
+        is_flag=True,
+        help="Print the prompt with, per database, the tables shown in full, named and left out, and why.",
+    )
+    @click.option(
+        "--allow-privileged",
+        is_flag=True,
+        help="Accept a --db login that can reach server files, other sessions or server settings.",
+    )
     @click.pass_context
-    def prompt_cmd(ctx: click.Context, question: str, databases: tuple[str, ...], as_json: bool,
-                   allow_privileged: bool) -> None:
+    def prompt_cmd(
+        ctx: click.Context,
+        question: str,
+        databases: tuple[str, ...],
+        as_json: bool,
+        allow_privileged: bool,
+    ) -> None:
         """Print exactly the system prompt `assay ask` would give the main agent for QUESTION."""
         from assay.kernel.cli import cli_kernel
         from assay.kernel.errors import AssayError
@@ -75,5 +98,15 @@ def add_prompt_command(cli: click.Group) -> None:
         if not as_json:
             click.echo(text)
             return
-        click.echo(json.dumps({"question": question, "system_prompt": text, "chars": len(text),
-                               "databases": layouts(resources)}, ensure_ascii=False, indent=2))
+        click.echo(
+            json.dumps(
+                {
+                    "question": question,
+                    "system_prompt": text,
+                    "chars": len(text),
+                    "databases": layouts(resources),
+                },
+                ensure_ascii=False,
+                indent=2,
+            )
+        )

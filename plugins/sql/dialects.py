@@ -111,8 +111,14 @@ class AssayPostgres(Postgres):
         pass
 
     class Parser(_Deadline, Postgres.Parser):
-        FUNCTION_PARSERS = {**Postgres.Parser.FUNCTION_PARSERS, "XMLPARSE": lambda self: self._parse_xmlparse()}
-        PRIMARY_PARSERS = {**Postgres.Parser.PRIMARY_PARSERS, TokenType.HEREDOC_STRING: _dollar_string}
+        FUNCTION_PARSERS = {
+            **Postgres.Parser.FUNCTION_PARSERS,
+            "XMLPARSE": lambda self: self._parse_xmlparse(),
+        }
+        PRIMARY_PARSERS = {
+            **Postgres.Parser.PRIMARY_PARSERS,
+            TokenType.HEREDOC_STRING: _dollar_string,
+        }
 
         def _parse_xmlparse(self) -> XMLParse:
             if not self._match_texts(("CONTENT", "DOCUMENT")):
@@ -121,14 +127,21 @@ class AssayPostgres(Postgres):
             return self.expression(XMLParse(this=self._parse_bitwise(), kind=kind))
 
     class Generator(Postgres.Generator):
-        TRANSFORMS = {**Postgres.Generator.TRANSFORMS, XMLParse: _xmlparse_sql,
-                      exp.Round: _as_read("ROUND", "this", "decimals")}
+        TRANSFORMS = {
+            **Postgres.Generator.TRANSFORMS,
+            XMLParse: _xmlparse_sql,
+            exp.Round: _as_read("ROUND", "this", "decimals"),
+        }
 
 
 def _mysql_group_concat(self: Any, expression: exp.GroupConcat) -> str:
     """``GROUP_CONCAT(x [SEPARATOR s])``: the separator only when one was given (sqlglot writes ',' always)."""
     separator = self.sql(expression, "separator")
-    return f"GROUP_CONCAT({self.sql(expression, 'this')}" + (f" SEPARATOR {separator}" if separator else "") + ")"
+    return (
+        f"GROUP_CONCAT({self.sql(expression, 'this')}"
+        + (f" SEPARATOR {separator}" if separator else "")
+        + ")"
+    )
 
 
 def _duckdb_group_concat(self: Any, expression: exp.GroupConcat) -> str:
@@ -146,13 +159,20 @@ class AssayMySQL(MySQL):
         pass
 
     class Parser(_Deadline, MySQL.Parser):
-        FUNCTIONS = {**MySQL.Parser.FUNCTIONS, "MONTHNAME": _call_as_written("MONTHNAME"),
-                     "TO_DAYS": _call_as_written("TO_DAYS")}
+        FUNCTIONS = {
+            **MySQL.Parser.FUNCTIONS,
+            "MONTHNAME": _call_as_written("MONTHNAME"),
+            "TO_DAYS": _call_as_written("TO_DAYS"),
+        }
 
     class Generator(MySQL.Generator):
-        TRANSFORMS = {**MySQL.Generator.TRANSFORMS, exp.Median: _as_read("MEDIAN", "this"),
-                      exp.ToChar: _as_read("TO_CHAR", "this", "format"), exp.GroupConcat: _mysql_group_concat,
-                      exp.TimestampAdd: _as_read("TIMESTAMPADD", "unit", "expression", "this")}
+        TRANSFORMS = {
+            **MySQL.Generator.TRANSFORMS,
+            exp.Median: _as_read("MEDIAN", "this"),
+            exp.ToChar: _as_read("TO_CHAR", "this", "format"),
+            exp.GroupConcat: _mysql_group_concat,
+            exp.TimestampAdd: _as_read("TIMESTAMPADD", "unit", "expression", "this"),
+        }
 
 
 def _values_sql(self: Any, expression: exp.Values) -> str:
@@ -166,7 +186,9 @@ class AssayMariaDB(AssayMySQL):
     class Generator(AssayMySQL.Generator):
         TRANSFORMS = {**AssayMySQL.Generator.TRANSFORMS, exp.Values: _values_sql}
         # MariaDB takes CAST(x AS INT); sqlglot writes SIGNED, which it reads back as BIGINT
-        CAST_MAPPING = {k: v for k, v in AssayMySQL.Generator.CAST_MAPPING.items() if k is not exp.DType.INT}
+        CAST_MAPPING = {
+            k: v for k, v in AssayMySQL.Generator.CAST_MAPPING.items() if k is not exp.DType.INT
+        }
 
 
 class AssaySQLite(SQLite):
@@ -187,7 +209,10 @@ class AssayDuckDB(DuckDB):
         pass
 
     class Parser(_Deadline, DuckDB.Parser):
-        PRIMARY_PARSERS = {**DuckDB.Parser.PRIMARY_PARSERS, TokenType.HEREDOC_STRING: _dollar_string}
+        PRIMARY_PARSERS = {
+            **DuckDB.Parser.PRIMARY_PARSERS,
+            TokenType.HEREDOC_STRING: _dollar_string,
+        }
         STATEMENT_PARSERS = {
             **DuckDB.Parser.STATEMENT_PARSERS,
             TokenType.PIVOT: lambda self: self._parse_pivot_statement(False),
@@ -196,18 +221,29 @@ class AssayDuckDB(DuckDB):
 
         def _parse_pivot_statement(self, unpivot: bool) -> exp.Expr:
             pivot = self._parse_simplified_pivot(is_unpivot=unpivot)
-            if self._curr is None or self._curr.token_type not in (TokenType.ORDER_BY, TokenType.LIMIT):
+            if self._curr is None or self._curr.token_type not in (
+                TokenType.ORDER_BY,
+                TokenType.LIMIT,
+            ):
                 return pivot
-            select = exp.Select(expressions=[exp.Star()], from_=exp.From(this=exp.Subquery(this=pivot)))
+            select = exp.Select(
+                expressions=[exp.Star()], from_=exp.From(this=exp.Subquery(this=pivot))
+            )
             return self._parse_query_modifiers(select)
 
     class Generator(DuckDB.Generator):
-        TRANSFORMS = {**DuckDB.Generator.TRANSFORMS, exp.GroupConcat: _duckdb_group_concat,
-                      exp.If: _as_read("IF", "this", "true", "false")}
+        TRANSFORMS = {
+            **DuckDB.Generator.TRANSFORMS,
+            exp.GroupConcat: _duckdb_group_concat,
+            exp.If: _as_read("IF", "this", "true", "false"),
+        }
 
 
 # assay dialect -> the sqlglot dialect it is read and written with
 DIALECTS: dict[str, type] = {
-    "postgresql": AssayPostgres, "mysql": AssayMySQL, "mariadb": AssayMariaDB, "duckdb": AssayDuckDB,
+    "postgresql": AssayPostgres,
+    "mysql": AssayMySQL,
+    "mariadb": AssayMariaDB,
+    "duckdb": AssayDuckDB,
     "sqlite": AssaySQLite,
 }

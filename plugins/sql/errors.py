@@ -24,12 +24,29 @@ ARTIFACT_QUOTA_EXCEEDED = "ARTIFACT_QUOTA_EXCEEDED"
 # The guard's refusals besides SQL_READ_ONLY_REQUIRED (nothing was sent to the database):
 SQL_TOO_LONG = "SQL_TOO_LONG"  # longer than max_sql_bytes, refused before the parse
 SQL_TOO_DEEPLY_NESTED = "SQL_TOO_DEEPLY_NESTED"  # nested deeper than the parser can follow
-SQL_AMBIGUOUS_CHARACTER = "SQL_AMBIGUOUS_CHARACTER"  # a non-ASCII space / control character outside strings
-SQL_AMBIGUOUS_COMMENT = "SQL_AMBIGUOUS_COMMENT"  # /* inside a comment: nested for some readers, not others
-SQL_AMBIGUOUS_BACKSLASH = "SQL_AMBIGUOUS_BACKSLASH"  # MySQL/MariaDB strings that end elsewhere without \ escapes
-SQL_NOT_REPRODUCIBLE = "SQL_NOT_REPRODUCIBLE"  # the checked tree cannot be written back as the same SQL
-NOTHING_SENT = frozenset({SQL_READ_ONLY_REQUIRED, SQL_TOO_LONG, SQL_TOO_DEEPLY_NESTED, SQL_AMBIGUOUS_CHARACTER,
-                          SQL_AMBIGUOUS_COMMENT, SQL_AMBIGUOUS_BACKSLASH, SQL_NOT_REPRODUCIBLE})
+SQL_AMBIGUOUS_CHARACTER = (
+    "SQL_AMBIGUOUS_CHARACTER"  # a non-ASCII space / control character outside strings
+)
+SQL_AMBIGUOUS_COMMENT = (
+    "SQL_AMBIGUOUS_COMMENT"  # /* inside a comment: nested for some readers, not others
+)
+SQL_AMBIGUOUS_BACKSLASH = (
+    "SQL_AMBIGUOUS_BACKSLASH"  # MySQL/MariaDB strings that end elsewhere without \ escapes
+)
+SQL_NOT_REPRODUCIBLE = (
+    "SQL_NOT_REPRODUCIBLE"  # the checked tree cannot be written back as the same SQL
+)
+NOTHING_SENT = frozenset(
+    {
+        SQL_READ_ONLY_REQUIRED,
+        SQL_TOO_LONG,
+        SQL_TOO_DEEPLY_NESTED,
+        SQL_AMBIGUOUS_CHARACTER,
+        SQL_AMBIGUOUS_COMMENT,
+        SQL_AMBIGUOUS_BACKSLASH,
+        SQL_NOT_REPRODUCIBLE,
+    }
+)
 
 TIMEOUT_HINT = (
     "Do not resubmit the same SQL: check the query plan and indexes, filter earlier, "
@@ -46,8 +63,13 @@ class SqlError(AssayError):
 # What a database answers when it refuses a statement as a write or for lack of privilege.
 _PG_REFUSED = {"25006", "42501"}  # read_only_sql_transaction, insufficient_privilege
 _MYSQL_REFUSED = {1036, 1044, 1095, 1142, 1143, 1227, 1290, 1370, 1792, 1836}
-_REFUSED_TEXT = ("read-only mode", "configuration has been locked", "attempt to write a readonly database",
-                 "not authorized", "disabled by configuration")
+_REFUSED_TEXT = (
+    "read-only mode",
+    "configuration has been locked",
+    "attempt to write a readonly database",
+    "not authorized",
+    "disabled by configuration",
+)
 
 
 def refused_by_database(exc: BaseException) -> bool:
@@ -62,4 +84,6 @@ def refused_by_database(exc: BaseException) -> bool:
     if type(exc).__name__ == "PermissionException":  # DuckDB: external access disabled
         return True
     text = str(exc).lower()
-    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb", "sqlite3") and any(t in text for t in _REFUSED_TEXT)
+    return type(exc).__module__.split(".")[0] in ("duckdb", "_duckdb", "sqlite3") and any(
+        t in text for t in _REFUSED_TEXT
+    )

@@ -33,8 +33,9 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from assay.kernel.database_engine import DatabaseEngine, DatabasePool
 from assay.kernel.log import get_logger
@@ -126,9 +127,19 @@ class Attempt:
 class Executor:
     """Runs statements of one datasource: the read-only check, the pool, worker threads and the cancel path."""
 
-    def __init__(self, name: str, engine: DatabaseEngine, open_pool: Callable[[], DatabasePool], *, dialect: str,
-                 cancel_grace_s: float, backstop_margin_s: float, max_result_rows: int,
-                 allow_functions: tuple[str, ...] = (), max_sql_bytes: int = 1 << 20) -> None:
+    def __init__(
+        self,
+        name: str,
+        engine: DatabaseEngine,
+        open_pool: Callable[[], DatabasePool],
+        *,
+        dialect: str,
+        cancel_grace_s: float,
+        backstop_margin_s: float,
+        max_result_rows: int,
+        allow_functions: tuple[str, ...] = (),
+        max_sql_bytes: int = 1 << 20,
+    ) -> None:
         self.name = name
         self.engine = engine
         self.dialect = dialect
@@ -155,10 +166,18 @@ class Executor:
         :class:`SqlError` on refusal, timeout, cancel or failure."""
         # The guard's codes (SQL_QUERY_TIMEOUT if the check runs out of time): nothing reaches the database
         verdict, attempt.guard_s = guard_within(
-            lambda: check_read_only(sql, self.dialect, allow_functions=self.allow_functions,
-                                    max_bytes=self.max_sql_bytes), attempt.timeout_s)
+            lambda: check_read_only(
+                sql,
+                self.dialect,
+                allow_functions=self.allow_functions,
+                max_bytes=self.max_sql_bytes,
+            ),
+            attempt.timeout_s,
+        )
         attempt.submitted_sql = sql
-        attempt.sql = verdict.sql if verdict is not None else sql  # None: the guard was taken out (tests only)
+        attempt.sql = (
+            verdict.sql if verdict is not None else sql
+        )  # None: the guard was taken out (tests only)
         return self._run(attempt.sql, attempt, None)
 
     def introspect(self, schemas: list[str] | None) -> list[TableInfo]:
@@ -181,15 +200,23 @@ class Executor:
         return read(catalog_rows, schemas)
 
     def _run(self, sql: str, attempt: Attempt, params: Any) -> QueryResult:
-        pool = self.pool  # opened here, on the caller's thread: an unreachable datasource fails before a worker
+        pool = (
+            self.pool
+        )  # opened here, on the caller's thread: an unreachable datasource fails before a worker
         # A daemon thread per statement: a statement that never stops must not keep the process alive.
         self._seq += 1
-        threading.Thread(target=self._work, args=(pool, sql, params, attempt), daemon=True,
-                         name=f"assay-sql-{self.name}-{self._seq}").start()
+        threading.Thread(
+            target=self._work,
+            args=(pool, sql, params, attempt),
+            daemon=True,
+            name=f"assay-sql-{self.name}-{self._seq}",
+        ).start()
         reason = self._wait(attempt)
         if reason is None:
             if attempt.error is not None:
-                if attempt._external_cancel:  # SQLite's handler saw the cancel before the waiter did
+                if (
+                    attempt._external_cancel
+                ):  # SQLite's handler saw the cancel before the waiter did
                     return self._stop(attempt, "cancelled", pool)
                 raise self._failure(attempt, attempt.error)
             assert attempt.result is not None
@@ -256,7 +283,9 @@ class Executor:
                 if reset is not None and reset(raw) is False:
                     healthy = False
             except Exception as exc:  # noqa: BLE001 - a connection we cannot reset is not reused
-                log.warning("sql_connection_not_reset", datasource=self.name, error=type(exc).__name__)
+                log.warning(
+                    "sql_connection_not_reset", datasource=self.name, error=type(exc).__name__
+                )
                 healthy = False
             if healthy:
                 fairy.close()
@@ -288,8 +317,9 @@ class Executor:
         finally:
             _close_quietly(self.engine, cur)
 
-    def _fetch_all(self, raw: Any, cur: Any, sql: str, params: Any,
-                   attempt: Attempt) -> tuple[Any, list[tuple], tuple[int, ...]]:
+    def _fetch_all(
+        self, raw: Any, cur: Any, sql: str, params: Any, attempt: Attempt
+    ) -> tuple[Any, list[tuple], tuple[int, ...]]:
         """Execute and fetch every row: (description, rows, decimal-text columns)."""
         if params is None:
             cur.execute(sql)
@@ -314,7 +344,9 @@ class Executor:
 
     def _consume(self, raw: Any, cur: Any, sql: str, attempt: Attempt) -> QueryResult:
         """Run ``sql`` and hand its rows to ``attempt.consume`` as they arrive."""
-        streamed = self.engine.stream(raw, cur, sql, chunk_rows=STREAM_CHUNK_ROWS, decimal_text=attempt.decimal_text)
+        streamed = self.engine.stream(
+            raw, cur, sql, chunk_rows=STREAM_CHUNK_ROWS, decimal_text=attempt.decimal_text
+        )
         if streamed is None:  # this engine does not stream: fetch, then hand the rows over at once
             description, rows, text_columns = self._fetch_all(raw, cur, sql, None, attempt)
             streamed = Streamed(description, iter([rows] if rows else []), text_columns)
@@ -322,18 +354,37 @@ class Executor:
             first = next(streamed.batches, [])
             columns = [str(d[0]) for d in streamed.description or ()]
             limits = getattr(self.pool, "limits", None)
-            caps = [c for c in (attempt.max_value_bytes, getattr(limits, "max_value_bytes", None)) if c is not None]
-            cap, bound_of = (min(caps) if caps else None), getattr(self.engine, "value_length_bound", None)
+            caps = [
+                c
+                for c in (attempt.max_value_bytes, getattr(limits, "max_value_bytes", None))
+                if c is not None
+            ]
+            cap, bound_of = (
+                (min(caps) if caps else None),
+                getattr(self.engine, "value_length_bound", None),
+            )
             bound = bound_of(raw) if bound_of is not None else None
             value_cap = None if cap is None or (bound is not None and bound <= cap) else cap
-            row_cap = getattr(limits, "max_row_bytes", None) if attempt.max_value_bytes is not None else None
+            row_cap = (
+                getattr(limits, "max_row_bytes", None)
+                if attempt.max_value_bytes is not None
+                else None
+            )
             longest = min(c for c in (cap, bound, 2**62) if c is not None)
             if row_cap is not None and len(columns) * longest <= row_cap:
                 row_cap = None  # no row can be longer than its columns' longest values together
-            stream = RowStream(streamed, columns, self.engine.column_types(raw, streamed.description, first),
-                               first, attempt, self.max_result_rows,
-                               typed_columns=getattr(self.engine, "typed_columns", True),
-                               value_cap=value_cap, row_cap=row_cap, longest=longest)
+            stream = RowStream(
+                streamed,
+                columns,
+                self.engine.column_types(raw, streamed.description, first),
+                first,
+                attempt,
+                self.max_result_rows,
+                typed_columns=getattr(self.engine, "typed_columns", True),
+                value_cap=value_cap,
+                row_cap=row_cap,
+                longest=longest,
+            )
             try:
                 consumed = attempt.consume(stream)
                 stream.drain()
@@ -343,9 +394,15 @@ class Executor:
                 raise
         finally:
             streamed.close()  # stops and drains a statement the consumer left early
-        return QueryResult(columns=columns, column_types=stream.column_types, rows=stream.head,
-                           elapsed_ms=stream.elapsed_ms(), decimal_text=streamed.decimal_text,
-                           total_rows=stream.count, consumed=consumed)
+        return QueryResult(
+            columns=columns,
+            column_types=stream.column_types,
+            rows=stream.head,
+            elapsed_ms=stream.elapsed_ms(),
+            decimal_text=streamed.decimal_text,
+            total_rows=stream.count,
+            consumed=consumed,
+        )
 
     # --- the waiter -------------------------------------------------------
 
@@ -355,8 +412,12 @@ class Executor:
             while True:
                 if attempt.done:
                     return None
-                if attempt.rows_done:  # the statement is over: a cancel has nothing left to stop, and
-                    attempt._cond.wait(0.05)  # the consumer (the capture) finishes and records the result
+                if (
+                    attempt.rows_done
+                ):  # the statement is over: a cancel has nothing left to stop, and
+                    attempt._cond.wait(
+                        0.05
+                    )  # the consumer (the capture) finishes and records the result
                     continue
                 if attempt._external_cancel:
                     return "cancelled"
@@ -384,7 +445,12 @@ class Executor:
         with attempt._cond:
             while not attempt.done and (left := grace_end - time.monotonic()) > 0:
                 attempt._cond.wait(min(left, repeat_s or left))
-                if repeat_s and not attempt.done and attempt.raw is not None and not attempt.statement_done:
+                if (
+                    repeat_s
+                    and not attempt.done
+                    and attempt.raw is not None
+                    and not attempt.statement_done
+                ):
                     try:
                         self.engine.cancel(attempt.raw, attempt.session_id, pool)
                     except Exception:  # noqa: BLE001 - the first cancel's error is reported
@@ -396,18 +462,30 @@ class Executor:
             else "the calling task was cancelled"
         )
         if confirmed:
-            after_ms = (attempt.finished_at - attempt.cancel_sent_at) * 1000 if attempt.finished_at else 0.0
+            after_ms = (
+                (attempt.finished_at - attempt.cancel_sent_at) * 1000
+                if attempt.finished_at
+                else 0.0
+            )
             message = (
-                f"{what}; the wait timed out and cancellation was requested; the query was confirmed stopped "
-                f"{max(after_ms, 0):.0f} ms later"
-            ) if reason == "timeout" else f"{what}; cancellation was requested and the query was confirmed stopped"
+                (
+                    f"{what}; the wait timed out and cancellation was requested; the query was confirmed stopped "
+                    f"{max(after_ms, 0):.0f} ms later"
+                )
+                if reason == "timeout"
+                else f"{what}; cancellation was requested and the query was confirmed stopped"
+            )
         else:
             message = (
-                f"{what}; the wait timed out and cancellation was requested, but the query was not confirmed "
-                f"stopped within {self.cancel_grace_s:g} s (it may still be running on the server)"
-            ) if reason == "timeout" else (
-                f"{what}; cancellation was requested, but the query was not confirmed stopped "
-                f"within {self.cancel_grace_s:g} s (it may still be running on the server)"
+                (
+                    f"{what}; the wait timed out and cancellation was requested, but the query was not confirmed "
+                    f"stopped within {self.cancel_grace_s:g} s (it may still be running on the server)"
+                )
+                if reason == "timeout"
+                else (
+                    f"{what}; cancellation was requested, but the query was not confirmed stopped "
+                    f"within {self.cancel_grace_s:g} s (it may still be running on the server)"
+                )
             )
         if cancel_error:
             message += f"; the cancel request itself failed ({cancel_error})"
@@ -416,15 +494,30 @@ class Executor:
         raise SqlError(
             SQL_QUERY_TIMEOUT if reason == "timeout" else SQL_QUERY_CANCELLED,
             message,
-            TIMEOUT_HINT if reason == "timeout" else "The caller stopped this query; run it again only if it is still needed.",
-            details={"stopped": confirmed, "elapsed_ms": round(elapsed, 3), "timeout_s": attempt.timeout_s},
+            TIMEOUT_HINT
+            if reason == "timeout"
+            else "The caller stopped this query; run it again only if it is still needed.",
+            details={
+                "stopped": confirmed,
+                "elapsed_ms": round(elapsed, 3),
+                "timeout_s": attempt.timeout_s,
+            },
         )
 
     def _failure(self, attempt: Attempt, exc: BaseException) -> SqlError:
         if isinstance(exc, SqlError):
             return exc
-        elapsed = round(((attempt.finished_at or time.monotonic()) - (attempt.started or time.monotonic())) * 1000, 3)
-        if self.engine.is_timeout_error(exc) and attempt.deadline and attempt.finished_at and attempt.finished_at >= attempt.deadline:
+        elapsed = round(
+            ((attempt.finished_at or time.monotonic()) - (attempt.started or time.monotonic()))
+            * 1000,
+            3,
+        )
+        if (
+            self.engine.is_timeout_error(exc)
+            and attempt.deadline
+            and attempt.finished_at
+            and attempt.finished_at >= attempt.deadline
+        ):
             # The engine's own deadline (SQLite's progress handler) stopped it: it came back, so it stopped.
             late = (attempt.finished_at - attempt.deadline) * 1000
             return SqlError(
@@ -442,12 +535,18 @@ class Executor:
                 TIMEOUT_HINT,
                 details={"stopped": True, "elapsed_ms": elapsed, "timeout_s": attempt.timeout_s},
             )
-        if refused_by_database(exc):  # the server itself refused it as a write or for lack of privilege
+        if refused_by_database(
+            exc
+        ):  # the server itself refused it as a write or for lack of privilege
             return SqlError(
                 SQL_READ_ONLY_REQUIRED,
                 f"the database refused the statement as a write or for lack of privilege: {_engine_message(exc)}",
                 "Send exactly one read-only SELECT; this datasource is read only.",
-                details={"elapsed_ms": elapsed, "engine_error": type(exc).__name__, "reason": "database"},
+                details={
+                    "elapsed_ms": elapsed,
+                    "engine_error": type(exc).__name__,
+                    "reason": "database",
+                },
             )
         return SqlError(
             SQL_QUERY_FAILED,
@@ -479,7 +578,9 @@ def _engine_message(exc: BaseException) -> str:
 
 
 def _connect_error(name: str, exc: BaseException) -> SqlError:
-    if isinstance(exc, PoolBusy) or (type(exc).__name__ == "TimeoutError" and "QueuePool" in str(exc)):
+    if isinstance(exc, PoolBusy) or (
+        type(exc).__name__ == "TimeoutError" and "QueuePool" in str(exc)
+    ):
         return SqlError(
             SQL_DATASOURCE_BUSY,
             f"every connection of datasource {name!r} is busy",

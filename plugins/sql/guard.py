@@ -59,27 +59,307 @@ from .regenerate import regenerate
 MAX_SQL_BYTES = 1 << 20  # the default of the max_sql_bytes setting
 _MYSQL = ("mysql", "mariadb")
 
-_FILE_LIKE = re.compile(r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|xlsx|db|duckdb|sqlite)$)", re.IGNORECASE)
-_EXPLAIN = re.compile(r"^\s*explain\s+(?P<plan>query\s+plan\s+)?(?P<rest>.*)$", re.IGNORECASE | re.DOTALL)
+_FILE_LIKE = re.compile(
+    r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|xlsx|db|duckdb|sqlite)$)",
+    re.IGNORECASE,
+)
+_EXPLAIN = re.compile(
+    r"^\s*explain\s+(?P<plan>query\s+plan\s+)?(?P<rest>.*)$", re.IGNORECASE | re.DOTALL
+)
 # EXPLAIN's own options: PostgreSQL ``(FORMAT JSON, COSTS OFF)``, MySQL/MariaDB ``FORMAT=JSON`` / ``EXTENDED``.
-_EXPLAIN_OPTIONS = re.compile(r"^\s*(?:\((?P<list>[A-Za-z0-9_,\s]*)\)|format\s*=\s*\w+|extended|partitions)\s+",
-                              re.IGNORECASE)
+_EXPLAIN_OPTIONS = re.compile(
+    r"^\s*(?:\((?P<list>[A-Za-z0-9_,\s]*)\)|format\s*=\s*\w+|extended|partitions)\s+", re.IGNORECASE
+)
 _EXPLAIN_EXECUTES = re.compile(r"^\s*(\(.*\banaly[sz]e\b|analy[sz]e\b)", re.IGNORECASE | re.DOTALL)
 _VALUES_FIRST = re.compile(r"^\s*values\b", re.IGNORECASE)
-_LEADING = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?P<word>[A-Za-z_]+)", re.DOTALL)
+_LEADING = re.compile(
+    r"^(?:\s+|--[^\n]*(?:\n|$)|#[^\n]*(?:\n|$)|/\*.*?\*/|\()*(?P<word>[A-Za-z_]+)", re.DOTALL
+)
 _FILE_WRITE = re.compile(r"\binto\s+(outfile|dumpfile)\b", re.IGNORECASE)
 _NEXT_VALUE = re.compile(r"\bnext\s+value\s+for\b", re.IGNORECASE)
 # Statement words that never start a read-only query: text starting with one is refused as such even when
 # the parser cannot read the rest (a typo such as SELEC stays a syntax error).
-_NOT_A_QUERY = frozenset(["INSERT", "UPDATE", "DELETE", "MERGE", "REPLACE", "UPSERT", "CREATE", "DROP", "ALTER", "TRUNCATE", "RENAME", "GRANT", "REVOKE", "COPY", "LOAD", "UNLOAD", "IMPORT", "EXPORT", "INSTALL", "UNINSTALL", "ATTACH", "DETACH", "PRAGMA", "VACUUM", "ANALYZE", "ANALYSE", "REINDEX", "CLUSTER", "CHECKPOINT", "SET", "RESET", "USE", "BEGIN", "START", "COMMIT", "ROLLBACK", "SAVEPOINT", "RELEASE", "LOCK", "UNLOCK", "CALL", "DO", "EXECUTE", "PREPARE", "DEALLOCATE", "DECLARE", "FETCH", "MOVE", "CLOSE", "LISTEN", "NOTIFY", "UNLISTEN", "DISCARD", "KILL", "SHUTDOWN", "FLUSH", "HANDLER", "PURGE", "RESTART", "OPTIMIZE", "REPAIR", "CHECKSUM", "BACKUP", "RESTORE", "CHANGE", "SECURITY", "COMMENT", "REFRESH", "FORCE"])
+_NOT_A_QUERY = frozenset(
+    [
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "MERGE",
+        "REPLACE",
+        "UPSERT",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "TRUNCATE",
+        "RENAME",
+        "GRANT",
+        "REVOKE",
+        "COPY",
+        "LOAD",
+        "UNLOAD",
+        "IMPORT",
+        "EXPORT",
+        "INSTALL",
+        "UNINSTALL",
+        "ATTACH",
+        "DETACH",
+        "PRAGMA",
+        "VACUUM",
+        "ANALYZE",
+        "ANALYSE",
+        "REINDEX",
+        "CLUSTER",
+        "CHECKPOINT",
+        "SET",
+        "RESET",
+        "USE",
+        "BEGIN",
+        "START",
+        "COMMIT",
+        "ROLLBACK",
+        "SAVEPOINT",
+        "RELEASE",
+        "LOCK",
+        "UNLOCK",
+        "CALL",
+        "DO",
+        "EXECUTE",
+        "PREPARE",
+        "DEALLOCATE",
+        "DECLARE",
+        "FETCH",
+        "MOVE",
+        "CLOSE",
+        "LISTEN",
+        "NOTIFY",
+        "UNLISTEN",
+        "DISCARD",
+        "KILL",
+        "SHUTDOWN",
+        "FLUSH",
+        "HANDLER",
+        "PURGE",
+        "RESTART",
+        "OPTIMIZE",
+        "REPAIR",
+        "CHECKSUM",
+        "BACKUP",
+        "RESTORE",
+        "CHANGE",
+        "SECURITY",
+        "COMMENT",
+        "REFRESH",
+        "FORCE",
+    ]
+)
 _PLAIN_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]*$")
-_PG_SHOW = re.compile(r"^\s*(all|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$", re.IGNORECASE)
+_PG_SHOW = re.compile(
+    r"^\s*(all|[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)?)\s*$", re.IGNORECASE
+)
 _PG_OPERATOR = re.compile(r'^\s*(?:(?:pg_catalog|"pg_catalog")\s*\.\s*)?[-+*/<>=~!@#%^&|`?]+\s*$')
 _QUOTES = {'"': '"', "`": "`", "[": "]"}
 
 # Built-in constructs sqlglot builds from syntax or keywords (CAST, CASE, ->, ||, EXTRACT, CURRENT_DATE...),
 # not from a function name the server looks up. Only these may appear without a name in the text.
-_SYNTAX = frozenset(["And", "Or", "Not", "Xor", "Case", "If", "Cast", "TryCast", "Extract", "Exists", "Any", "All", "Array", "Struct", "Unnest", "Explode", "Bracket", "Paren", "GroupConcat", "JSONExtract", "JSONExtractScalar", "JSONBExtract", "JSONBExtractScalar", "JSONBContains", "JSONBContainedBy", "JSONBExists", "JSONFormat", "JSONObject", "JSONObjectAgg", "JSONArrayContains", "JSONValue", "JSONTable", "JSONColumnDef", "Substring", "Trim", "StrPosition", "Overlay", "Ceil", "Floor", "Chr", "Initcap", "ArgMax", "ArgMin", "MaxBy", "MinBy", "TsOrDsToTimestamp", "TsOrDsToDate", "TimeStrToTime", "StrToTime", "CurrentDate", "CurrentTime", "CurrentTimestamp", "CurrentUser", "CurrentSchema", "Localtime", "Localtimestamp", "Coalesce", "Nullif", "Concat", "ConcatWs", "Lambda", "Map", "VarMap", "ToMap", "StructExtract", "Quantile", "ApproxQuantile", "Min", "Max", "Count", "Sum", "Avg", "ArrayAgg", "Unicode", "Normalize", "Convert", "Decode", "Encode", "Collate", "Interval", "Anonymous", "MatchAgainst", "XMLElement", "Listagg", "ArrayConcat", "ArrayContains", "ArrayFilter", "Transform", "Levenshtein", "DateAdd", "DateSub", "DateDiff", "DateTrunc", "TimestampTrunc", "TimestampAdd", "TimestampSub", "TimestampDiff", "DatetimeAdd", "DatetimeSub", "TimeAdd", "TimeSub", "UnixToTime", "TimeToUnix", "TimeToStr", "StrToDate", "Date", "DateFromParts", "Length", "Lower", "Upper", "Abs", "Round", "Pow", "Sqrt", "Ln", "Log", "Exp", "Mod", "Sign", "Div", "SafeDivide", "IntDiv", "ToChar", "Stddev", "StddevPop", "StddevSamp", "Variance", "VariancePop", "Corr", "CovarPop", "CovarSamp", "PercentileCont", "PercentileDisc", "WithinGroup", "Filter", "Window", "Over", "RowNumber", "Rank", "DenseRank", "PercentRank", "CumeDist", "Ntile", "Lag", "Lead", "FirstValue", "LastValue", "NthValue", "RegexpLike", "RegexpExtract", "RegexpReplace", "RegexpSplit", "RegexpILike", "Left", "Right", "Repeat", "Replace", "Reverse", "Pad", "GenerateSeries", "ExplodingGenerateSeries", "Greatest", "Least", "Hex", "Unhex", "MD5", "SHA", "SHA2", "Split", "SplitPart", "Format", "ParseJSON", "ToJson", "JSONArray", "JSONArrayAgg", "JSONBObjectAgg", "ObjectAgg", "Array", "ArraySize", "ArrayToString", "StringToArray", "ArrayJoin", "Flatten", "IsNan", "IsInf", "Cbrt", "Degrees", "Radians", "Pi", "Rand", "Random", "Trunc", "Truncate", "SessionUser", "XMLParse"])
+_SYNTAX = frozenset(
+    [
+        "And",
+        "Or",
+        "Not",
+        "Xor",
+        "Case",
+        "If",
+        "Cast",
+        "TryCast",
+        "Extract",
+        "Exists",
+        "Any",
+        "All",
+        "Array",
+        "Struct",
+        "Unnest",
+        "Explode",
+        "Bracket",
+        "Paren",
+        "GroupConcat",
+        "JSONExtract",
+        "JSONExtractScalar",
+        "JSONBExtract",
+        "JSONBExtractScalar",
+        "JSONBContains",
+        "JSONBContainedBy",
+        "JSONBExists",
+        "JSONFormat",
+        "JSONObject",
+        "JSONObjectAgg",
+        "JSONArrayContains",
+        "JSONValue",
+        "JSONTable",
+        "JSONColumnDef",
+        "Substring",
+        "Trim",
+        "StrPosition",
+        "Overlay",
+        "Ceil",
+        "Floor",
+        "Chr",
+        "Initcap",
+        "ArgMax",
+        "ArgMin",
+        "MaxBy",
+        "MinBy",
+        "TsOrDsToTimestamp",
+        "TsOrDsToDate",
+        "TimeStrToTime",
+        "StrToTime",
+        "CurrentDate",
+        "CurrentTime",
+        "CurrentTimestamp",
+        "CurrentUser",
+        "CurrentSchema",
+        "Localtime",
+        "Localtimestamp",
+        "Coalesce",
+        "Nullif",
+        "Concat",
+        "ConcatWs",
+        "Lambda",
+        "Map",
+        "VarMap",
+        "ToMap",
+        "StructExtract",
+        "Quantile",
+        "ApproxQuantile",
+        "Min",
+        "Max",
+        "Count",
+        "Sum",
+        "Avg",
+        "ArrayAgg",
+        "Unicode",
+        "Normalize",
+        "Convert",
+        "Decode",
+        "Encode",
+        "Collate",
+        "Interval",
+        "Anonymous",
+        "MatchAgainst",
+        "XMLElement",
+        "Listagg",
+        "ArrayConcat",
+        "ArrayContains",
+        "ArrayFilter",
+        "Transform",
+        "Levenshtein",
+        "DateAdd",
+        "DateSub",
+        "DateDiff",
+        "DateTrunc",
+        "TimestampTrunc",
+        "TimestampAdd",
+        "TimestampSub",
+        "TimestampDiff",
+        "DatetimeAdd",
+        "DatetimeSub",
+        "TimeAdd",
+        "TimeSub",
+        "UnixToTime",
+        "TimeToUnix",
+        "TimeToStr",
+        "StrToDate",
+        "Date",
+        "DateFromParts",
+        "Length",
+        "Lower",
+        "Upper",
+        "Abs",
+        "Round",
+        "Pow",
+        "Sqrt",
+        "Ln",
+        "Log",
+        "Exp",
+        "Mod",
+        "Sign",
+        "Div",
+        "SafeDivide",
+        "IntDiv",
+        "ToChar",
+        "Stddev",
+        "StddevPop",
+        "StddevSamp",
+        "Variance",
+        "VariancePop",
+        "Corr",
+        "CovarPop",
+        "CovarSamp",
+        "PercentileCont",
+        "PercentileDisc",
+        "WithinGroup",
+        "Filter",
+        "Window",
+        "Over",
+        "RowNumber",
+        "Rank",
+        "DenseRank",
+        "PercentRank",
+        "CumeDist",
+        "Ntile",
+        "Lag",
+        "Lead",
+        "FirstValue",
+        "LastValue",
+        "NthValue",
+        "RegexpLike",
+        "RegexpExtract",
+        "RegexpReplace",
+        "RegexpSplit",
+        "RegexpILike",
+        "Left",
+        "Right",
+        "Repeat",
+        "Replace",
+        "Reverse",
+        "Pad",
+        "GenerateSeries",
+        "ExplodingGenerateSeries",
+        "Greatest",
+        "Least",
+        "Hex",
+        "Unhex",
+        "MD5",
+        "SHA",
+        "SHA2",
+        "Split",
+        "SplitPart",
+        "Format",
+        "ParseJSON",
+        "ToJson",
+        "JSONArray",
+        "JSONArrayAgg",
+        "JSONBObjectAgg",
+        "ObjectAgg",
+        "Array",
+        "ArraySize",
+        "ArrayToString",
+        "StringToArray",
+        "ArrayJoin",
+        "Flatten",
+        "IsNan",
+        "IsInf",
+        "Cbrt",
+        "Degrees",
+        "Radians",
+        "Pi",
+        "Rand",
+        "Random",
+        "Trunc",
+        "Truncate",
+        "SessionUser",
+        "XMLParse",
+    ]
+)
 
 
 @dataclass(frozen=True)
@@ -91,16 +371,22 @@ class Verdict:
     sql: str = ""
 
 
-_HINT = ("Send exactly one read-only SELECT (WITH ... SELECT is fine) using the functions on this datasource's "
-         "allow-list; writes, DDL, session settings, file access, functions that run SQL text and multiple "
-         "statements are not allowed.")
-FUNCTION_HINT = (" If it is the database's own read-only function, call it schema-qualified as the server has it "
-                 "(PostgreSQL built-ins as pg_catalog.name), or ask the operator to add it to this datasource's "
-                 "allow_functions ('name' or 'schema.name').")
+_HINT = (
+    "Send exactly one read-only SELECT (WITH ... SELECT is fine) using the functions on this datasource's "
+    "allow-list; writes, DDL, session settings, file access, functions that run SQL text and multiple "
+    "statements are not allowed."
+)
+FUNCTION_HINT = (
+    " If it is the database's own read-only function, call it schema-qualified as the server has it "
+    "(PostgreSQL built-ins as pg_catalog.name), or ask the operator to add it to this datasource's "
+    "allow_functions ('name' or 'schema.name')."
+)
 
 
 def refused(reason: str, hint: str = "") -> SqlError:
-    return SqlError(SQL_READ_ONLY_REQUIRED, f"refused: {reason}", _HINT + hint, details={"reason": reason})
+    return SqlError(
+        SQL_READ_ONLY_REQUIRED, f"refused: {reason}", _HINT + hint, details={"reason": reason}
+    )
 
 
 def syntax_error(dialect: str, exc: Exception) -> SqlError:
@@ -130,16 +416,24 @@ def too_deeply_nested() -> SqlError:
 
 
 _AMBIGUOUS = {
-    "character": (SQL_AMBIGUOUS_CHARACTER, "Write SQL with ASCII spaces, tabs and newlines only; other characters "
-                  "are fine inside string literals and quoted names."),
-    "comment": (SQL_AMBIGUOUS_COMMENT, "Do not write /* inside a /* comment */ (servers disagree on whether it "
-                "nests); remove the comment, or close it first."),
+    "character": (
+        SQL_AMBIGUOUS_CHARACTER,
+        "Write SQL with ASCII spaces, tabs and newlines only; other characters "
+        "are fine inside string literals and quoted names.",
+    ),
+    "comment": (
+        SQL_AMBIGUOUS_COMMENT,
+        "Do not write /* inside a /* comment */ (servers disagree on whether it "
+        "nests); remove the comment, or close it first.",
+    ),
 }
 
 
 def _check_text(sql: str, dialect: str, max_bytes: int) -> None:
     """Step 0 and the raw-text part of step 1 (see the module docstring)."""
-    if len(sql) > max_bytes or (len(sql) * 4 > max_bytes and len(sql.encode("utf-8", "surrogatepass")) > max_bytes):
+    if len(sql) > max_bytes or (
+        len(sql) * 4 > max_bytes and len(sql.encode("utf-8", "surrogatepass")) > max_bytes
+    ):
         raise SqlError(
             SQL_TOO_LONG,
             f"refused: the SQL text is longer than the {max_bytes:,}-byte limit (max_sql_bytes); nothing was run",
@@ -149,13 +443,19 @@ def _check_text(sql: str, dialect: str, max_bytes: int) -> None:
         )
     found = two_readings(sql, dialect)
     if found is not None and found.kind == "executable_comment":
-        raise refused(f"executable comment {found.what!r}: MySQL/MariaDB run the inside of /*! */, /*M! */ "
-                      "and optimizer-hint comments")
+        raise refused(
+            f"executable comment {found.what!r}: MySQL/MariaDB run the inside of /*! */, /*M! */ "
+            "and optimizer-hint comments"
+        )
     if found is not None:
         code, hint = _AMBIGUOUS[found.kind]
-        raise SqlError(code, f"refused: {found.what} at position {found.position} could be read two ways "
-                       "(the server and the check could see different statements); nothing was run", hint,
-                       details={"reason": found.what, "position": found.position})
+        raise SqlError(
+            code,
+            f"refused: {found.what} at position {found.position} could be read two ways "
+            "(the server and the check could see different statements); nothing was run",
+            hint,
+            details={"reason": found.what, "position": found.position},
+        )
     if dialect in _MYSQL and mysql_backslash_ambiguity(sql):
         raise SqlError(
             SQL_AMBIGUOUS_BACKSLASH,
@@ -166,8 +466,9 @@ def _check_text(sql: str, dialect: str, max_bytes: int) -> None:
         )
 
 
-def check_read_only(sql: str, dialect: str, *, allow_functions: Iterable[str] = (),
-                    max_bytes: int = MAX_SQL_BYTES) -> Verdict:
+def check_read_only(
+    sql: str, dialect: str, *, allow_functions: Iterable[str] = (), max_bytes: int = MAX_SQL_BYTES
+) -> Verdict:
     """Accept ``sql`` if it is exactly one read-only statement in ``dialect``, and write the SQL to run from it.
 
     Raises SQL_READ_ONLY_REQUIRED, SQL_QUERY_FAILED when it does not parse, or one of the codes of the module
@@ -190,7 +491,7 @@ def _check(sql: str, dialect: str, extra: frozenset[str]) -> Verdict:
         options = _EXPLAIN_OPTIONS.match(rest)
         prefix = "EXPLAIN " + ("QUERY PLAN " if explain["plan"] else "")
         if options:
-            rest = rest[options.end():]
+            rest = rest[options.end() :]
             prefix += " ".join(options.group(0).replace(",", ", ").split()) + " "
         inner = _check(rest, dialect, extra)
         return Verdict("explain " + inner.kind, prefix + inner.sql)
@@ -254,7 +555,11 @@ def _root_kind(root: Any, dialect: str) -> str:
         if dialect in _MYSQL and shown in allowlist.SHOW_KINDS:
             return "SHOW"
         raise refused(f"SHOW {shown} is not on the allow-list of SHOW statements")
-    if dialect == "postgresql" and isinstance(root, exp.Command) and str(root.this).upper() == "SHOW":
+    if (
+        dialect == "postgresql"
+        and isinstance(root, exp.Command)
+        and str(root.this).upper() == "SHOW"
+    ):
         setting = root.expression.name if isinstance(root.expression, exp.Literal) else ""
         if _PG_SHOW.match(setting):
             return "SHOW"
@@ -284,15 +589,22 @@ class _Checker:
             if isinstance(node, self.banned) and node is not root:
                 raise refused(f"{_label(node)} is not allowed in a read-only query")
             if isinstance(node, (exp.Into, exp.Lock)):
-                raise refused("SELECT ... INTO writes a table or file" if isinstance(node, exp.Into)
-                              else "locking clauses (FOR UPDATE/SHARE) are not allowed")
+                raise refused(
+                    "SELECT ... INTO writes a table or file"
+                    if isinstance(node, exp.Into)
+                    else "locking clauses (FOR UPDATE/SHARE) are not allowed"
+                )
             if isinstance(node, exp.Func):
                 self._function(node)
             elif isinstance(node, exp.Table):
                 self._table(node)
             elif isinstance(node, exp.Operator):
-                if self.dialect != "postgresql" or not _PG_OPERATOR.match(str(node.args.get("operator") or "")):
-                    raise refused(f"OPERATOR({node.args.get('operator')}) is only allowed over pg_catalog")
+                if self.dialect != "postgresql" or not _PG_OPERATOR.match(
+                    str(node.args.get("operator") or "")
+                ):
+                    raise refused(
+                        f"OPERATOR({node.args.get('operator')}) is only allowed over pg_catalog"
+                    )
             elif isinstance(node, exp.PropertyEQ) and self.dialect in _MYSQL:
                 raise refused("assigning a user variable (:=) changes the session")
 
@@ -312,11 +624,13 @@ class _Checker:
         start, end = node.meta.get("start"), node.meta.get("end")
         if start is None or end is None:
             if isinstance(node, exp.Anonymous):
-                return self._ident(node.this if isinstance(node.this, exp.Identifier) else str(node.this))
+                return self._ident(
+                    node.this if isinstance(node.this, exp.Identifier) else str(node.this)
+                )
             if type(node).__name__ in _SYNTAX or isinstance(node, self.operators):
                 return ""  # an operator or keyword construct: no function name the server looks up
             raise refused(f"the construct {type(node).__name__} is not on the allow-list")
-        raw = self.text[start:end + 1]
+        raw = self.text[start : end + 1]
         if raw[:1] in _QUOTES:
             close = _QUOTES[raw[0]]
             if len(raw) < 2 or raw[-1] != close:
@@ -351,20 +665,30 @@ class _Checker:
         qualifier = self._qualifier(node)
         if qualifier is None:
             if self.dialect != "duckdb":
-                raise refused(f"function {name}() called on a value cannot be resolved with certainty")
+                raise refused(
+                    f"function {name}() called on a value cannot be resolved with certainty"
+                )
             qualifier = []
         if name in allowlist.NEVER:
-            raise refused(f"function {name}() is never allowed: it runs SQL text, reads files or reaches "
-                          "other servers")
+            raise refused(
+                f"function {name}() is never allowed: it runs SQL text, reads files or reaches "
+                "other servers"
+            )
         if qualifier:
             full = ".".join(qualifier + [name])
             if full in self.qualified:
                 return
-            if len(qualifier) != 1 or qualifier[0] not in allowlist.FUNCTION_SCHEMAS.get(self.dialect, ()):
-                raise refused(f"function {full}() is not on the {self.dialect} allow-list", FUNCTION_HINT)
+            if len(qualifier) != 1 or qualifier[0] not in allowlist.FUNCTION_SCHEMAS.get(
+                self.dialect, ()
+            ):
+                raise refused(
+                    f"function {full}() is not on the {self.dialect} allow-list", FUNCTION_HINT
+                )
         if name not in self.functions:
-            raise refused(f"function {name}() is not on the {self.dialect} allow-list of read-only functions",
-                          FUNCTION_HINT)
+            raise refused(
+                f"function {name}() is not on the {self.dialect} allow-list of read-only functions",
+                FUNCTION_HINT,
+            )
 
     def _table(self, node: Any) -> None:
         exp = self.exp
@@ -378,31 +702,79 @@ class _Checker:
         if self.dialect in _MYSQL:
             name, schema = name.lower(), schema.lower()
         prefixes = allowlist.SYSTEM_PREFIXES.get(self.dialect, ())
-        unqualified = not schema or (self.dialect in ("sqlite", "duckdb") and schema in ("main", "temp"))
-        is_system = schema in system or (unqualified and bool(prefixes) and name.startswith(prefixes))
-        if is_system and (schema, name) not in allowlist.SYSTEM_VIEWS.get(self.dialect, frozenset()):
+        unqualified = not schema or (
+            self.dialect in ("sqlite", "duckdb") and schema in ("main", "temp")
+        )
+        is_system = schema in system or (
+            unqualified and bool(prefixes) and name.startswith(prefixes)
+        )
+        if is_system and (schema, name) not in allowlist.SYSTEM_VIEWS.get(
+            self.dialect, frozenset()
+        ):
             if not schema:
-                raise refused(f"the unqualified name {name} resolves to a system view first ({self.dialect} looks "
-                              "in its own catalog before your schemas), and that view is not on the allow-list",
-                              " If it is your own table or view, schema-qualify it (myschema." + name + ").")
-            raise refused(f"the system view {schema}.{name} is not on the {self.dialect} allow-list")
+                raise refused(
+                    f"the unqualified name {name} resolves to a system view first ({self.dialect} looks "
+                    "in its own catalog before your schemas), and that view is not on the allow-list",
+                    " If it is your own table or view, schema-qualify it (myschema." + name + ").",
+                )
+            raise refused(
+                f"the system view {schema}.{name} is not on the {self.dialect} allow-list"
+            )
 
 
 def _dot_parts(node: Any, exp: Any) -> list[Any]:
     if isinstance(node, exp.Dot):
         return _dot_parts(node.this, exp) + _dot_parts(node.expression, exp)
     if isinstance(node, exp.Column):
-        return [p for p in (node.args.get(k) for k in ("catalog", "db", "table", "this")) if p is not None]
+        return [
+            p
+            for p in (node.args.get(k) for k in ("catalog", "db", "table", "this"))
+            if p is not None
+        ]
     return [node]
 
 
 @functools.cache
 def _banned_node_types(exp: Any) -> tuple[type, ...]:
     names = (
-        "Insert", "Update", "Delete", "Merge", "Create", "Drop", "Alter", "AlterTable", "TruncateTable",
-        "Command", "Copy", "Pragma", "Into", "Set", "Use", "Transaction", "Commit", "Rollback", "Grant",
-        "Revoke", "LoadData", "Attach", "Detach", "Install", "Export", "Cache", "Uncache", "Refresh", "Lock",
-        "Analyze", "Comment", "Kill", "Call", "Declare", "Execute", "Prepare", "Show", "Describe",
+        "Insert",
+        "Update",
+        "Delete",
+        "Merge",
+        "Create",
+        "Drop",
+        "Alter",
+        "AlterTable",
+        "TruncateTable",
+        "Command",
+        "Copy",
+        "Pragma",
+        "Into",
+        "Set",
+        "Use",
+        "Transaction",
+        "Commit",
+        "Rollback",
+        "Grant",
+        "Revoke",
+        "LoadData",
+        "Attach",
+        "Detach",
+        "Install",
+        "Export",
+        "Cache",
+        "Uncache",
+        "Refresh",
+        "Lock",
+        "Analyze",
+        "Comment",
+        "Kill",
+        "Call",
+        "Declare",
+        "Execute",
+        "Prepare",
+        "Show",
+        "Describe",
     )
     return tuple(getattr(exp, n) for n in names if isinstance(getattr(exp, n, None), type))
 
@@ -411,5 +783,5 @@ def _label(node: Any) -> str:
     key = getattr(node, "key", "") or type(node).__name__
     if key == "command":
         word = str(getattr(node, "this", "") or "").split()[:1]
-        return (word[0].upper() if word else "this command")
+        return word[0].upper() if word else "this command"
     return key.upper().replace("_", " ")

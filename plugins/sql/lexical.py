@@ -55,8 +55,11 @@ _ODD_CHAR = re.compile(r"[^\x20-\x7e\t\n\r]")
 _PLAIN_STRING = re.compile(r"'[^']*(?:''[^']*)*'")
 _BACKSLASH_STRING = re.compile(r"'[^'\\]*(?:(?:\\.|'')[^'\\]*)*'", re.DOTALL)
 _MYSQL_DOUBLE_STRING = re.compile(r'"[^"\\]*(?:(?:\\.|"")[^"\\]*)*"', re.DOTALL)
-_QUOTED_NAME = {'"': re.compile(r'"[^"]*(?:""[^"]*)*"'), "`": re.compile(r"`[^`]*(?:``[^`]*)*`"),
-                "[": re.compile(r"\[[^\]]*\]")}
+_QUOTED_NAME = {
+    '"': re.compile(r'"[^"]*(?:""[^"]*)*"'),
+    "`": re.compile(r"`[^`]*(?:``[^`]*)*`"),
+    "[": re.compile(r"\[[^\]]*\]"),
+}
 _MYSQL_DASHES_END = " \t\n\r\f\v" + "".join(map(chr, range(0x20)))
 
 
@@ -75,7 +78,9 @@ def odd_character(ch: str) -> str | None:
     if category in ("Zs", "Zl", "Zp"):
         return f"the non-ASCII space U+{code:04X} ({unicodedata.name(ch, 'unnamed')})"
     if category[0] == "C":
-        return f"the invisible or control character U+{code:04X} ({unicodedata.name(ch, 'unnamed')})"
+        return (
+            f"the invisible or control character U+{code:04X} ({unicodedata.name(ch, 'unnamed')})"
+        )
     return None
 
 
@@ -93,11 +98,15 @@ def two_readings(sql: str, dialect: str) -> Ambiguity | None:
             return None
         j, c = found.start(), found.group()
         if c == "'":
-            escaped = mysql or (dollars and j > 0 and sql[j - 1] in "eE" and not _ident_before(sql, j - 1))
+            escaped = mysql or (
+                dollars and j > 0 and sql[j - 1] in "eE" and not _ident_before(sql, j - 1)
+            )
             end = (_BACKSLASH_STRING if escaped else _PLAIN_STRING).match(sql, j)
         elif c == '"':
             end = (_MYSQL_DOUBLE_STRING if mysql else _QUOTED_NAME['"']).match(sql, j)
-        elif (c == "`" and dialect in ("mysql", "mariadb", "sqlite")) or (c == "[" and dialect == "sqlite"):
+        elif (c == "`" and dialect in ("mysql", "mariadb", "sqlite")) or (
+            c == "[" and dialect == "sqlite"
+        ):
             end = _QUOTED_NAME[c].match(sql, j)
         elif c == "$" and dollars and not _ident_before(sql, j) and _DOLLAR_TAG.match(sql, j):
             tag = _DOLLAR_TAG.match(sql, j).group(0)  # type: ignore[union-attr]
@@ -106,8 +115,9 @@ def two_readings(sql: str, dialect: str) -> Ambiguity | None:
                 return None
             i = close + len(tag)
             continue
-        elif (sql.startswith("--", j) and (not mysql or j + 2 >= n or sql[j + 2] in _MYSQL_DASHES_END)) or (
-                c == "#" and mysql):  # a line comment
+        elif (
+            sql.startswith("--", j) and (not mysql or j + 2 >= n or sql[j + 2] in _MYSQL_DASHES_END)
+        ) or (c == "#" and mysql):  # a line comment
             close = sql.find("\n", j)
             close = n if close < 0 else close
             found_in = _in_comment(sql, j, close, mysql)
@@ -117,8 +127,10 @@ def two_readings(sql: str, dialect: str) -> Ambiguity | None:
             continue
         elif sql.startswith("/*", j):
             if mysql and _MYSQL_EXECUTABLE.match(sql, j):
-                return Ambiguity("executable_comment", sql[j: j + 24], j)
-            mark = _COMMENT_MARK.search(sql, j + 2)  # the first /* or */ after the opener, left to right
+                return Ambiguity("executable_comment", sql[j : j + 24], j)
+            mark = _COMMENT_MARK.search(
+                sql, j + 2
+            )  # the first /* or */ after the opener, left to right
             if mark is not None and mark.group() == "/*":
                 return Ambiguity("comment", "'/*' inside a /* comment */", mark.start())
             close = n if mark is None else mark.start()
@@ -147,7 +159,9 @@ def _in_comment(sql: str, start: int, end: int, mysql: bool) -> Ambiguity | None
     if mysql:
         opener = _MYSQL_EXECUTABLE.search(sql, start + 1, end)
         if opener is not None:
-            return Ambiguity("executable_comment", sql[opener.start(): opener.start() + 24], opener.start())
+            return Ambiguity(
+                "executable_comment", sql[opener.start() : opener.start() + 24], opener.start()
+            )
     return None
 
 
@@ -211,7 +225,13 @@ def resolve_postgres_escapes(sql: str) -> str:
             j = n if j < 0 else j + 1
         elif sql.startswith("/*", i):
             j = _end_of_block_comment(sql, i)
-        elif c in "uU" and sql.startswith("&", i + 1) and i + 2 < n and sql[i + 2] in "\"'" and not _ident_before(sql, i):
+        elif (
+            c in "uU"
+            and sql.startswith("&", i + 1)
+            and i + 2 < n
+            and sql[i + 2] in "\"'"
+            and not _ident_before(sql, i)
+        ):
             quote = sql[i + 2]
             body, j = _quoted(sql, i + 2, quote)
             escape, j = _uescape(sql, j)
@@ -246,7 +266,9 @@ def _uescape(sql: str, j: int) -> tuple[str, int]:
     stand on either side of ``UESCAPE``; they are skipped as the server skips them (block comments
     nest, and no comment reaches past its own end)."""
     k = _skip_blank(sql, j)
-    if sql[k:k + 7].upper() != "UESCAPE" or (k + 7 < len(sql) and (sql[k + 7].isalnum() or sql[k + 7] in "_$")):
+    if sql[k : k + 7].upper() != "UESCAPE" or (
+        k + 7 < len(sql) and (sql[k + 7].isalnum() or sql[k + 7] in "_$")
+    ):
         return "\\", j
     k = _skip_blank(sql, k + 7)
     if not (sql.startswith("'", k) and sql.startswith("'", k + 2)):
@@ -333,9 +355,9 @@ def _decode_unicode(body: str, escape: str) -> str:
             j += 2
             continue
         if body.startswith("+", j + 1):
-            digits, j = body[j + 2: j + 8], j + 8
+            digits, j = body[j + 2 : j + 8], j + 8
         else:
-            digits, j = body[j + 1: j + 5], j + 5
+            digits, j = body[j + 1 : j + 5], j + 5
         if len(digits) not in (4, 6) or not set(digits) <= _HEX:
             raise Unresolvable("an invalid Unicode escape in a U& literal")
         code = int(digits, 16)

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import datetime as _dt
 import decimal
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from assay.kernel.evidence.preview import markdown_table as evidence_markdown_table
 
@@ -28,7 +29,9 @@ def cell(value: Any) -> str:
     return text
 
 
-def markdown_table(columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int) -> tuple[str, int]:
+def markdown_table(
+    columns: Sequence[str], rows: Sequence[Sequence[Any]], *, max_rows: int, max_chars: int
+) -> tuple[str, int]:
     """A Markdown table of at most ``max_rows`` rows and ``max_chars`` characters: (text, rows shown),
     written by the evidence layer's one table writer with this module's cells."""
     return evidence_markdown_table(columns, rows, cell, max_rows=max_rows, max_chars=max_chars)

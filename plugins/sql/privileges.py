@@ -45,9 +45,18 @@ PG_ROLES = {
 }
 # Functions PUBLIC may not execute by default; EXECUTE on any of them is a privilege.
 PG_FUNCTIONS = (
-    "pg_read_file(text)", "pg_read_file(text,bigint,bigint)", "pg_read_file(text,bigint,bigint,boolean)",
-    "pg_read_binary_file(text)", "pg_ls_dir(text)", "pg_stat_file(text)", "lo_import(text)", "lo_export(oid,text)",
-    "pg_reload_conf()", "pg_rotate_logfile()", "pg_promote(boolean,integer)", "pg_file_write(text,text,boolean)",
+    "pg_read_file(text)",
+    "pg_read_file(text,bigint,bigint)",
+    "pg_read_file(text,bigint,bigint,boolean)",
+    "pg_read_binary_file(text)",
+    "pg_ls_dir(text)",
+    "pg_stat_file(text)",
+    "lo_import(text)",
+    "lo_export(oid,text)",
+    "pg_reload_conf()",
+    "pg_rotate_logfile()",
+    "pg_promote(boolean,integer)",
+    "pg_file_write(text,text,boolean)",
 )
 PG_SQL = (
     "SELECT session_user, "
@@ -122,7 +131,7 @@ _ROLE_GRANT = re.compile(r"^GRANT [`'\"]?([^`'\"@ ]+)[`'\"]? TO ", re.IGNORECASE
 
 # sql_mode flags under which MariaDB/MySQL read quotes and backslashes otherwise than the read-only check.
 MYSQL_MODE_FLAGS = {
-    "ANSI_QUOTES": "reads \"...\" as an identifier, not a string",
+    "ANSI_QUOTES": 'reads "..." as an identifier, not a string',
     "NO_BACKSLASH_ESCAPES": "reads a backslash in a string as a plain character",
 }
 
@@ -137,8 +146,12 @@ class LoginReport:
     notes: list[str] = field(default_factory=list)  # what else is worth knowing (not refused)
     server: str = ""
     hint: str = ""
-    writes: bool = False  # it holds write privileges (the read-only session refuses them): not least-privilege
-    settings: list[str] = field(default_factory=list)  # "name: value (where from): ok" / "...: WARNING ..."
+    writes: bool = (
+        False  # it holds write privileges (the read-only session refuses them): not least-privilege
+    )
+    settings: list[str] = field(
+        default_factory=list
+    )  # "name: value (where from): ok" / "...: WARNING ..."
     advice: list[str] = field(default_factory=list)  # what an administrator should do
     # PostgreSQL: temp_file_limit at login, in kB (-1: none), and whether the login may set it itself
     temp_file_limit_kb: int | None = None
@@ -148,17 +161,25 @@ class LoginReport:
         """Say how the login's temporary files are bounded (``limit_mb``: the configured bound, 0 = none)."""
         if self.temp_file_limit_kb is None or not limit_mb:
             return
-        current = "none" if self.temp_file_limit_kb < 0 else f"{self.temp_file_limit_kb // 1024:,} MB"
+        current = (
+            "none" if self.temp_file_limit_kb < 0 else f"{self.temp_file_limit_kb // 1024:,} MB"
+        )
         if self.can_set_temp_file_limit:
-            self.settings.append(f"temp_file_limit: {current} at login; assay sets {limit_mb:,} MB for each "
-                                 "statement (the login may set it): ok")
+            self.settings.append(
+                f"temp_file_limit: {current} at login; assay sets {limit_mb:,} MB for each "
+                "statement (the login may set it): ok"
+            )
         elif 0 <= self.temp_file_limit_kb <= limit_mb * 1024:
             self.settings.append(f"temp_file_limit: {current} (the login's own bound): ok")
         else:
-            self.settings.append(f"temp_file_limit: {current}: WARNING a sort or hash may write unbounded temporary "
-                                 "files, and only a superuser (or GRANT SET ON PARAMETER) may set it")
-            self.advice.append(f"as an administrator: ALTER ROLE {_pg_ident(self.login)} SET temp_file_limit = "
-                               f"'{limit_mb}MB';")
+            self.settings.append(
+                f"temp_file_limit: {current}: WARNING a sort or hash may write unbounded temporary "
+                "files, and only a superuser (or GRANT SET ON PARAMETER) may set it"
+            )
+            self.advice.append(
+                f"as an administrator: ALTER ROLE {_pg_ident(self.login)} SET temp_file_limit = "
+                f"'{limit_mb}MB';"
+            )
 
     @property
     def is_privileged(self) -> bool:
@@ -174,17 +195,26 @@ class LoginReport:
             "such a login can reach files, other sessions or the server's settings, so it is refused",
             self.hint,
             # privileged_login: the fact about the login (true), beside the privileges that make it so
-            details={"login": self.login, "privileges": self.privileged, "privileged_login": True,
-                     "allowed": False},
+            details={
+                "login": self.login,
+                "privileges": self.privileged,
+                "privileged_login": True,
+                "allowed": False,
+            },
         )
 
     def render(self, *, allowed: bool) -> str:
-        lines = [f"engine: {self.engine}" + (f" {self.server}" if self.server else ""), f"login: {self.login}"]
+        lines = [
+            f"engine: {self.engine}" + (f" {self.server}" if self.server else ""),
+            f"login: {self.login}",
+        ]
         if self.privileged:
             lines.append("privileged:")
             lines += [f"  - {p}" for p in self.privileged]
         elif self.writes:
-            lines.append("privileged: none (not least-privilege: it may write, which the read-only session refuses)")
+            lines.append(
+                "privileged: none (not least-privilege: it may write, which the read-only session refuses)"
+            )
         else:
             lines.append("privileged: none (a least-privilege login)")
         if self.notes:
@@ -199,42 +229,79 @@ class LoginReport:
         if not self.privileged:
             lines.append("verdict: accepted")
         elif allowed:
-            lines.append("verdict: accepted because the datasource is marked allow_privileged "
-                         "(every result says privileged_login: true)")
+            lines.append(
+                "verdict: accepted because the datasource is marked allow_privileged "
+                "(every result says privileged_login: true)"
+            )
         else:
-            lines.append(f"verdict: refused ({SQL_DATASOURCE_PRIVILEGED}); mark the datasource allow_privileged "
-                         "to accept it knowingly")
+            lines.append(
+                f"verdict: refused ({SQL_DATASOURCE_PRIVILEGED}); mark the datasource allow_privileged "
+                "to accept it knowingly"
+            )
             lines.append(f"hint: {self.hint}")
         return "\n".join(lines)
 
 
 def postgres_login_report(raw: Any) -> LoginReport:
     try:
-        (login, superuser, createrole, replication, roles, functions, bypassrls, createdb, version,
-         scs, scs_at_login, temp_kb, defaults, writes, version_num) = raw.execute(
-            PG_SQL, (list(PG_ROLES), list(PG_FUNCTIONS))).fetchone()
-        can_set_temp = bool(superuser) or (version_num >= 150000 and bool(raw.execute(PG_CAN_SET_SQL).fetchone()[0]))
+        (
+            login,
+            superuser,
+            createrole,
+            replication,
+            roles,
+            functions,
+            bypassrls,
+            createdb,
+            version,
+            scs,
+            scs_at_login,
+            temp_kb,
+            defaults,
+            writes,
+            version_num,
+        ) = raw.execute(PG_SQL, (list(PG_ROLES), list(PG_FUNCTIONS))).fetchone()
+        can_set_temp = bool(superuser) or (
+            version_num >= 150000 and bool(raw.execute(PG_CAN_SET_SQL).fetchone()[0])
+        )
     finally:
         raw.rollback()
-    report = LoginReport(engine="postgresql", login=login, server=version, hint=PG_HINT, writes=bool(writes),
-                         temp_file_limit_kb=int(temp_kb), can_set_temp_file_limit=can_set_temp)
+    report = LoginReport(
+        engine="postgresql",
+        login=login,
+        server=version,
+        hint=PG_HINT,
+        writes=bool(writes),
+        temp_file_limit_kb=int(temp_kb),
+        can_set_temp_file_limit=can_set_temp,
+    )
     _pg_settings(report, scs, scs_at_login, defaults)
     if superuser:
-        report.privileged.append("SUPERUSER: reads and writes server files, runs programs, changes any setting "
-                                 "(directly or through a role it can SET ROLE to)")
+        report.privileged.append(
+            "SUPERUSER: reads and writes server files, runs programs, changes any setting "
+            "(directly or through a role it can SET ROLE to)"
+        )
     if createrole:
-        report.privileged.append("CREATEROLE: can grant itself pg_read_server_files and the other roles below")
+        report.privileged.append(
+            "CREATEROLE: can grant itself pg_read_server_files and the other roles below"
+        )
     if replication:
         report.privileged.append("REPLICATION: creates replication slots and streams every change")
-    if not superuser:  # a superuser is a member of every role and may execute everything: said above
+    if (
+        not superuser
+    ):  # a superuser is a member of every role and may execute everything: said above
         report.privileged += [f"{role}: {PG_ROLES[role]}" for role in roles]
-        report.privileged += [f"EXECUTE on {fn}: a server-file or server-control function" for fn in functions]
+        report.privileged += [
+            f"EXECUTE on {fn}: a server-file or server-control function" for fn in functions
+        ]
     if bypassrls and not superuser:
         report.notes.append("BYPASSRLS: row-level security policies do not apply to it")
     if createdb and not superuser:
         report.notes.append("CREATEDB (refused by the read-only session)")
     if writes and not superuser:
-        report.notes.append("INSERT/UPDATE/DELETE/TRUNCATE on some tables (refused by the read-only session)")
+        report.notes.append(
+            "INSERT/UPDATE/DELETE/TRUNCATE on some tables (refused by the read-only session)"
+        )
     return report
 
 
@@ -247,9 +314,12 @@ def _pg_settings(report: LoginReport, scs: str, at_login: str, defaults: list[st
     report.settings.append(
         f"standard_conforming_strings: {scs} in this session (at login: {at_login}{where}): WARNING with it off "
         "the server reads a backslash in '...' as an escape, which the read-only check does not; "
-        "every assay session must set it on")
-    report.advice.append(f"as an administrator: ALTER ROLE {_pg_ident(report.login)} SET standard_conforming_strings "
-                         "= on; (and ALTER DATABASE ... SET, if the database default is off)")
+        "every assay session must set it on"
+    )
+    report.advice.append(
+        f"as an administrator: ALTER ROLE {_pg_ident(report.login)} SET standard_conforming_strings "
+        "= on; (and ALTER DATABASE ... SET, if the database default is off)"
+    )
 
 
 def _pg_ident(name: str) -> str:
@@ -280,7 +350,11 @@ def mysql_login_report(raw: Any) -> LoginReport:
                 unreadable[role] = _mysql_message(exc)
                 continue
             lines += role_lines
-            roles += [m.group(1) for line in role_lines if (m := _ROLE_GRANT.match(line)) and " ON " not in line.upper()]
+            roles += [
+                m.group(1)
+                for line in role_lines
+                if (m := _ROLE_GRANT.match(line)) and " ON " not in line.upper()
+            ]
     raw.rollback()
     report = LoginReport(engine="mysql", login=str(login), server=str(version), hint=MYSQL_HINT)
     found: dict[str, str] = {}
@@ -300,22 +374,43 @@ def mysql_login_report(raw: Any) -> LoginReport:
             if name in MYSQL_PRIVILEGED:
                 found.setdefault(name, MYSQL_PRIVILEGED[name])
     report.privileged = [f"{name}: {why}" for name, why in found.items()]
-    report.privileged += [f"ROLE {role}: a role it may use whose grants could not be read ({why})"
-                          for role, why in sorted(unreadable.items())]
+    report.privileged += [
+        f"ROLE {role}: a role it may use whose grants could not be read ({why})"
+        for role, why in sorted(unreadable.items())
+    ]
     if seen:
         report.notes.append(f"roles it may use: {', '.join(sorted(seen))}")
     if report.writes:
-        report.notes.append("write privileges (INSERT, UPDATE, DELETE, CREATE...; refused by the read-only session)")
+        report.notes.append(
+            "write privileges (INSERT, UPDATE, DELETE, CREATE...; refused by the read-only session)"
+        )
     _mysql_settings(report, str(global_mode or ""), str(session_mode or ""))
     return report
 
 
 # Privileges that write data or change objects (refused by the read-only session, but not least-privilege).
-MYSQL_WRITES = frozenset({
-    "INSERT", "UPDATE", "DELETE", "CREATE", "DROP", "ALTER", "INDEX", "CREATE VIEW", "CREATE ROUTINE",
-    "ALTER ROUTINE", "TRIGGER", "EVENT", "CREATE TEMPORARY TABLES", "LOCK TABLES", "DELETE HISTORY", "REFERENCES",
-    "ALL", "ALL PRIVILEGES",
-})
+MYSQL_WRITES = frozenset(
+    {
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "CREATE",
+        "DROP",
+        "ALTER",
+        "INDEX",
+        "CREATE VIEW",
+        "CREATE ROUTINE",
+        "ALTER ROUTINE",
+        "TRIGGER",
+        "EVENT",
+        "CREATE TEMPORARY TABLES",
+        "LOCK TABLES",
+        "DELETE HISTORY",
+        "REFERENCES",
+        "ALL",
+        "ALL PRIVILEGES",
+    }
+)
 
 
 def _role_grants(cur: Any, role: str) -> list[str]:
@@ -347,12 +442,16 @@ def _mysql_settings(report: LoginReport, global_mode: str, session_mode: str) ->
     only is taken out of every assay session (said, so that the operator knows other clients read it)."""
     for flag, why in MYSQL_MODE_FLAGS.items():
         if flag in session_mode.upper().split(","):
-            report.settings.append(f"sql_mode holds {flag} (this session): WARNING the server then {why}, "
-                                   "which the read-only check does not; assay's sessions must not hold it")
+            report.settings.append(
+                f"sql_mode holds {flag} (this session): WARNING the server then {why}, "
+                "which the read-only check does not; assay's sessions must not hold it"
+            )
             report.advice.append(f"take {flag} out of the datasource URL's init_command / sql_mode")
         elif flag in global_mode.upper().split(","):
-            report.settings.append(f"sql_mode without {flag}: ok (the server's sql_mode holds it; assay takes "
-                                   "it out of every session it opens)")
+            report.settings.append(
+                f"sql_mode without {flag}: ok (the server's sql_mode holds it; assay takes "
+                "it out of every session it opens)"
+            )
         else:
             report.settings.append(f"sql_mode without {flag}: ok")
 

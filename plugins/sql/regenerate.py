@@ -67,7 +67,9 @@ def regenerate(root: Any, dialect: str, text: str) -> str:
     as_read = _calls_as_read(sqlglot.parse_one(text, read=write), text)
     if as_read is not None:
         try:
-            again = write().generate(as_read, copy=False, comments=False, unsupported_level=ErrorLevel.RAISE)
+            again = write().generate(
+                as_read, copy=False, comments=False, unsupported_level=ErrorLevel.RAISE
+            )
         except UnsupportedError:
             again = ""
         if again and _reads_back(again, checked, write) is None:
@@ -96,10 +98,12 @@ def _calls_as_read(tree: Any, text: str) -> Any:
 
     changed = False
     for node in list(tree.walk()):
-        if not isinstance(node, exp.Func) or isinstance(node, (exp.Anonymous, exp.Cast, exp.Window)):
+        if not isinstance(node, exp.Func) or isinstance(
+            node, (exp.Anonymous, exp.Cast, exp.Window)
+        ):
             continue
         start, end = node.meta.get("start"), node.meta.get("end")
-        name = text[start:end + 1] if start is not None and end is not None else ""
+        name = text[start : end + 1] if start is not None and end is not None else ""
         if not _PLAIN_NAME.match(name):
             continue
         args: list[Any] = []

@@ -5,8 +5,9 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from assay import PromptBudget, Resource, ResourceType
 from assay.kernel.database_engine import DatabaseEngine, DatabasePool
@@ -15,14 +16,25 @@ from assay.kernel.settings import mask_url
 
 from . import builtin_engines
 from .engines.base import EngineLimits
-from .errors import (SQL_DATASOURCE_INVALID, SQL_DATASOURCE_UNAVAILABLE, SQL_SCHEMA_INDEX_FAILED, SQL_TABLE_NOT_FOUND,
-                     SqlError)
+from .errors import (
+    SQL_DATASOURCE_INVALID,
+    SQL_DATASOURCE_UNAVAILABLE,
+    SQL_SCHEMA_INDEX_FAILED,
+    SQL_TABLE_NOT_FOUND,
+    SqlError,
+)
 from .execution import Attempt, Executor, run_cancellable
-from .results import QueryResult, RowStream
 from .privileges import LoginReport
+from .results import QueryResult, RowStream
 from .schema import TableInfo, render_schema
 from .schema_index import SchemaIndex, index_path
-from .schema_rank import SchemaLayout, TableChoice, foreign_key_neighbours, layout_schema, rank_tables
+from .schema_rank import (
+    SchemaLayout,
+    TableChoice,
+    foreign_key_neighbours,
+    layout_schema,
+    rank_tables,
+)
 from .settings import DatasourceConfig, SqlSettings
 
 log = get_logger("assay.sql")
@@ -95,7 +107,9 @@ class DatabaseResource(Resource):
         self.settings = settings or SqlSettings()
         self.config = config or DatasourceConfig(url=url)
         self.description = description or self.config.description
-        engines = tuple(engines) if engines else builtin_engines()  # no kernel: the plugin's own engines
+        engines = (
+            tuple(engines) if engines else builtin_engines()
+        )  # no kernel: the plugin's own engines
         parsed = _parse_own_url(url, engines)  # SQLite's sqlite:///PATH: no SQLAlchemy import
         if parsed is None:
             parsed = _parse_sqlalchemy_url(name, url)
@@ -108,11 +122,15 @@ class DatabaseResource(Resource):
         self._schema: list[TableInfo] | None = None
         # The schema index: a file under ASSAY_HOME/schema/ (``home``), or memory without one.
         self.schema_index = SchemaIndex(index_path(Path(home), name, self.url) if home else None)
-        self.index_state = ""  # fresh | rebuilt | memory | unavailable: CODE: message (see schema_index_state)
+        self.index_state = (
+            ""  # fresh | rebuilt | memory | unavailable: CODE: message (see schema_index_state)
+        )
         self._sample_deadline = 0.0
         self._blocks: dict[str, str] = {}  # a table's block in the prompt, its sample values read
         self._links: dict[str, set[str]] | None = None  # foreign-key neighbours
-        self.last_layout: SchemaLayout | None = None  # what the last prompt held (assay prompt --json)
+        self.last_layout: SchemaLayout | None = (
+            None  # what the last prompt held (assay prompt --json)
+        )
         # What the login may do, known once the pool opened (None: not yet, or an engine without logins).
         self.login: LoginReport | None = None
 
@@ -144,8 +162,12 @@ class DatabaseResource(Resource):
         with self._lock:
             if self._executor is None:
                 self._executor = Executor(
-                    self.name, self.engine, self._open_pool, dialect=self.dialect,
-                    cancel_grace_s=self.settings.cancel_grace_s, backstop_margin_s=self.settings.backstop_margin_s,
+                    self.name,
+                    self.engine,
+                    self._open_pool,
+                    dialect=self.dialect,
+                    cancel_grace_s=self.settings.cancel_grace_s,
+                    backstop_margin_s=self.settings.backstop_margin_s,
                     max_result_rows=self.settings.max_result_rows,
                     allow_functions=tuple(self.config.allow_functions),
                     max_sql_bytes=self.settings.max_sql_bytes,
@@ -172,8 +194,12 @@ class DatabaseResource(Resource):
             pool.close()
             raise report.refusal(self.name)
         if report is not None and report.is_privileged:
-            log.warning("sql_privileged_login_allowed", datasource=self.name, login=report.login,
-                        privileges=report.summary())
+            log.warning(
+                "sql_privileged_login_allowed",
+                datasource=self.name,
+                login=report.login,
+                privileges=report.summary(),
+            )
         self.login = report
         return pool
 
@@ -181,13 +207,19 @@ class DatabaseResource(Resource):
     def limits(self) -> EngineLimits:
         """What one statement may cost, as the engine bounds it (settings ``max_value_bytes``, ``duckdb_*``...)."""
         s = self.settings
-        return EngineLimits(max_value_bytes=s.max_value_bytes, max_row_bytes=s.max_row_bytes,
-                            duckdb_memory_limit_mb=s.duckdb_memory_limit_mb, duckdb_threads=s.duckdb_threads,
-                            pg_temp_file_limit_mb=s.pg_temp_file_limit_mb)
+        return EngineLimits(
+            max_value_bytes=s.max_value_bytes,
+            max_row_bytes=s.max_row_bytes,
+            duckdb_memory_limit_mb=s.duckdb_memory_limit_mb,
+            duckdb_threads=s.duckdb_threads,
+            pg_temp_file_limit_mb=s.pg_temp_file_limit_mb,
+        )
 
     def _make_pool(self, size: int) -> DatabasePool:
         extra = {"limits": self.limits} if getattr(self.engine, "takes_limits", False) else {}
-        return self.engine.make_pool(self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s, **extra)
+        return self.engine.make_pool(
+            self._url, pool_size=size, pool_timeout_s=self.settings.pool_timeout_s, **extra
+        )
 
     def _login_report(self, pool: DatabasePool) -> LoginReport | None:
         """What the login may do, asked on one pooled connection (None: the engine has no logins)."""
@@ -225,13 +257,27 @@ class DatabaseResource(Resource):
             "Check the URL and that the database exists and is reachable.",
         )
 
-    def new_attempt(self, timeout_s: float | None = None, *, consume: Callable[[RowStream], Any] | None = None,
-                    keep_rows: int = 50, decimal_text: bool = False, max_value_bytes: int | None = None) -> Attempt:
+    def new_attempt(
+        self,
+        timeout_s: float | None = None,
+        *,
+        consume: Callable[[RowStream], Any] | None = None,
+        keep_rows: int = 50,
+        decimal_text: bool = False,
+        max_value_bytes: int | None = None,
+    ) -> Attempt:
         """One statement's state: its time limit (clamped), and what the caller takes (see :class:`Attempt`)."""
-        return Attempt(timeout_s=self.effective_timeout(timeout_s), consume=consume, keep_rows=keep_rows,
-                       decimal_text=decimal_text, max_value_bytes=max_value_bytes)
+        return Attempt(
+            timeout_s=self.effective_timeout(timeout_s),
+            consume=consume,
+            keep_rows=keep_rows,
+            decimal_text=decimal_text,
+            max_value_bytes=max_value_bytes,
+        )
 
-    def query(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None) -> QueryResult:
+    def query(
+        self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None
+    ) -> QueryResult:
         """Check and run one read-only statement; rows come back fetched.
 
         Raises :class:`SqlError` (``SQL_READ_ONLY_REQUIRED`` before anything
@@ -239,11 +285,14 @@ class DatabaseResource(Resource):
         """
         return self.executor().run(sql, attempt or self.new_attempt(timeout_s))
 
-    async def aquery(self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None) -> QueryResult:
+    async def aquery(
+        self, sql: str, *, timeout_s: float | None = None, attempt: Attempt | None = None
+    ) -> QueryResult:
         """:meth:`query` off the event loop; cancelling the task cancels the statement the same way."""
         attempt = attempt or self.new_attempt(timeout_s)
-        return await run_cancellable(lambda: self.query(sql, attempt=attempt), attempt,
-                                     grace_s=self.settings.cancel_grace_s)
+        return await run_cancellable(
+            lambda: self.query(sql, attempt=attempt), attempt, grace_s=self.settings.cancel_grace_s
+        )
 
     # --- schema -----------------------------------------------------------
 
@@ -266,14 +315,19 @@ class DatabaseResource(Resource):
         except SqlError as exc:
             if exc.code.startswith("SQL_DATASOURCE"):  # unavailable, busy, privileged: as before
                 raise
-            fingerprint, self.index_state = None, _unavailable(exc.code, f"the schema fingerprint failed: {exc.message}")
+            fingerprint, self.index_state = (
+                None,
+                _unavailable(exc.code, f"the schema fingerprint failed: {exc.message}"),
+            )
         try:
             if fingerprint and not refresh and self.schema_index.fingerprint() == fingerprint:
                 tables = self.schema_index.load_tables()
                 self.index_state = "fresh"
                 return tables
         except (sqlite3.Error, OSError, ValueError) as exc:
-            self.index_state = _unavailable(SQL_SCHEMA_INDEX_FAILED, f"cannot read the schema index: {exc}")
+            self.index_state = _unavailable(
+                SQL_SCHEMA_INDEX_FAILED, f"cannot read the schema index: {exc}"
+            )
         tables = executor.introspect(self.config.schemas)
         if self.index_state.startswith("unavailable"):
             return tables
@@ -281,15 +335,20 @@ class DatabaseResource(Resource):
             self.schema_index.rebuild(tables, fingerprint)
             self.index_state = "rebuilt" if self.schema_index.path is not None else "memory"
         except (sqlite3.Error, OSError) as exc:
-            self.index_state = _unavailable(SQL_SCHEMA_INDEX_FAILED, f"cannot write the schema index: {exc}")
+            self.index_state = _unavailable(
+                SQL_SCHEMA_INDEX_FAILED, f"cannot write the schema index: {exc}"
+            )
         return tables
 
     def search_tables(self, text: str, limit: int = 20) -> list[TableInfo]:
         """The tables ``text`` matches best (BM25 over the schema index), best first."""
         tables = {t.name: t for t in self.tables()}
         if self.index_state.startswith("unavailable"):
-            raise SqlError(SQL_SCHEMA_INDEX_FAILED, f"datasource {self.name!r}: {self.index_state}",
-                           "Use pattern= on list_tables, or check that ASSAY_HOME is writable.")
+            raise SqlError(
+                SQL_SCHEMA_INDEX_FAILED,
+                f"datasource {self.name!r}: {self.index_state}",
+                "Use pattern= on list_tables, or check that ASSAY_HOME is writable.",
+            )
         return [tables[name] for name, _ in self.schema_index.search(text, limit) if name in tables]
 
     def _block(self, table: TableInfo) -> str:
@@ -304,7 +363,11 @@ class DatabaseResource(Resource):
 
     def _sampling_pending(self, table: TableInfo) -> bool:
         """Whether ``table``'s samples are still to be read (a prompt ran out of time for them)."""
-        enabled = self.config.sample_values if self.config.sample_values is not None else self.settings.sample_values
+        enabled = (
+            self.config.sample_values
+            if self.config.sample_values is not None
+            else self.settings.sample_values
+        )
         if not enabled:
             return False
         try:
@@ -316,7 +379,11 @@ class DatabaseResource(Resource):
         """``table`` with its low-cardinality text columns' values (cached in the index), when allowed."""
         from .schema_samples import read_samples, with_samples
 
-        enabled = self.config.sample_values if self.config.sample_values is not None else self.settings.sample_values
+        enabled = (
+            self.config.sample_values
+            if self.config.sample_values is not None
+            else self.settings.sample_values
+        )
         if not enabled:
             return table
         try:
@@ -342,11 +409,14 @@ class DatabaseResource(Resource):
         for table in tables:  # "public.orders" or "main.orders" for a table shown bare
             if table.name.lower() == wanted.split(".", 1)[-1] and "." in wanted:
                 return table
-        close = [t.name for t in tables if wanted in t.name.lower() or t.name.lower() in wanted][:10]
+        close = [t.name for t in tables if wanted in t.name.lower() or t.name.lower() in wanted][
+            :10
+        ]
         raise SqlError(
             SQL_TABLE_NOT_FOUND,
             f"datasource {self.name!r} has no table {name!r}",
-            ("Did you mean: " + ", ".join(close) + "? " if close else "") + "Call list_tables to see every table.",
+            ("Did you mean: " + ", ".join(close) + "? " if close else "")
+            + "Call list_tables to see every table.",
         )
 
     def get_prompt(self, budget: PromptBudget | None = None) -> str:
@@ -354,13 +424,20 @@ class DatabaseResource(Resource):
         index) and the others named; without one, as many tables as fit in catalog order."""
         budget = budget or PromptBudget()
         limit = min(budget.max_chars, self.settings.schema_prompt_chars)
-        header = f"{self.dialect} database {self.name!r}" + (f": {self.description}" if self.description else "")
+        header = f"{self.dialect} database {self.name!r}" + (
+            f": {self.description}" if self.description else ""
+        )
         header += "\nQuery it with sql_query (one read-only SELECT). Tables:"
         try:
             tables = self.tables()
         except SqlError as exc:
-            self.last_layout = SchemaLayout(self.name, budget.question, "catalog", index=self.index_state,
-                                            note=f"schema unavailable: {exc.code}")
+            self.last_layout = SchemaLayout(
+                self.name,
+                budget.question,
+                "catalog",
+                index=self.index_state,
+                note=f"schema unavailable: {exc.code}",
+            )
             return f"{header}\n(schema unavailable: {exc.code}: {exc.message})"[:limit]
         question = (budget.question or "").strip()
         self._sample_deadline = time.monotonic() + self.settings.sample_prompt_s
@@ -368,9 +445,19 @@ class DatabaseResource(Resource):
             by_name = {t.name: t for t in tables}
             if self._links is None:
                 self._links = foreign_key_neighbours(by_name)
-            ranked = rank_tables(self.schema_index.search(question, limit=60), by_name, question, self._links)
-            layout = layout_schema(header, tables, ranked, limit, datasource=self.name, question=question,
-                                   block=self._block, index_state=self.index_state)
+            ranked = rank_tables(
+                self.schema_index.search(question, limit=60), by_name, question, self._links
+            )
+            layout = layout_schema(
+                header,
+                tables,
+                ranked,
+                limit,
+                datasource=self.name,
+                question=question,
+                block=self._block,
+                index_state=self.index_state,
+            )
             self.last_layout = layout
             return layout.text
         fallback = ""
@@ -379,9 +466,20 @@ class DatabaseResource(Resource):
         names: dict = {}
         text = render_schema(header + fallback, tables, limit, out=names)
         self.last_layout = SchemaLayout(
-            self.name, budget.question, "catalog", total=len(tables), index=self.index_state,
-            shown=[TableChoice(n, "fits the budget (catalog order, smallest first)") for n in names.get("shown", [])],
-            listed=names.get("listed", []), left_out=names.get("left_out", []), note=fallback.strip(), text=text)
+            self.name,
+            budget.question,
+            "catalog",
+            total=len(tables),
+            index=self.index_state,
+            shown=[
+                TableChoice(n, "fits the budget (catalog order, smallest first)")
+                for n in names.get("shown", [])
+            ],
+            listed=names.get("listed", []),
+            left_out=names.get("left_out", []),
+            note=fallback.strip(),
+            text=text,
+        )
         return text
 
     def close(self) -> None:
@@ -393,4 +491,3 @@ class DatabaseResource(Resource):
 
     def __repr__(self) -> str:
         return f"<DatabaseResource {self.name} {self.url}>"
-

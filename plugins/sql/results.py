@@ -31,7 +31,9 @@ class QueryResult:
     # Columns whose values are decimal text (``str`` or ASCII ``bytes``) instead of ``Decimal``: only when the
     # caller asked for it (``Attempt.decimal_text``) and the engine could give it cheaply.
     decimal_text: tuple[int, ...] = ()
-    total_rows: int | None = None  # set when the rows were streamed (``rows`` is then the head only)
+    total_rows: int | None = (
+        None  # set when the rows were streamed (``rows`` is then the head only)
+    )
     consumed: Any = None  # what ``Attempt.consume`` returned (the captured artifact)
 
     @property
@@ -44,8 +46,13 @@ class QueryResult:
         if not self.decimal_text:
             return rows
         cols = set(self.decimal_text)
-        return [tuple(_decimal(v) if j in cols and isinstance(v, (str, bytes)) else v for j, v in enumerate(row))
-                for row in rows]
+        return [
+            tuple(
+                _decimal(v) if j in cols and isinstance(v, (str, bytes)) else v
+                for j, v in enumerate(row)
+            )
+            for row in rows
+        ]
 
 
 def _decimal(text: str | bytes) -> Decimal:
@@ -60,13 +67,34 @@ class RowStream:
     wins over the consumer's own error about the rows ending early.
     """
 
-    def __init__(self, streamed: Streamed, columns: list[str], column_types: list[str], first: list[tuple],
-                 attempt: "Attempt", limit: int, typed_columns: bool = True, value_cap: int | None = None,
-                 row_cap: int | None = None, longest: int = 2**62) -> None:
-        self.columns, self.column_types, self.decimal_text = columns, column_types, streamed.decimal_text
-        self._typed = typed_columns  # False (SQLite): a column's values may be of any type, row by row
+    def __init__(
+        self,
+        streamed: Streamed,
+        columns: list[str],
+        column_types: list[str],
+        first: list[tuple],
+        attempt: Attempt,
+        limit: int,
+        typed_columns: bool = True,
+        value_cap: int | None = None,
+        row_cap: int | None = None,
+        longest: int = 2**62,
+    ) -> None:
+        self.columns, self.column_types, self.decimal_text = (
+            columns,
+            column_types,
+            streamed.decimal_text,
+        )
+        self._typed = (
+            typed_columns  # False (SQLite): a column's values may be of any type, row by row
+        )
         self.value_kinds = streamed.value_kinds
-        self._batches, self._first, self._attempt, self._limit = streamed.batches, first, attempt, limit
+        self._batches, self._first, self._attempt, self._limit = (
+            streamed.batches,
+            first,
+            attempt,
+            limit,
+        )
         self.head: list[tuple] = []
         self.count = 0
         self.error: BaseException | None = None
@@ -128,8 +156,11 @@ class RowStream:
         except GeneratorExit:
             raise
         except BaseException as exc:
-            if isinstance(exc, SqlError) and exc.code in (SQL_VALUE_TOO_LARGE, SQL_ROW_TOO_LARGE) \
-                    and exc.details.get("row") is None:  # refused by the engine: past the rows already here
+            if (
+                isinstance(exc, SqlError)
+                and exc.code in (SQL_VALUE_TOO_LARGE, SQL_ROW_TOO_LARGE)
+                and exc.details.get("row") is None
+            ):  # refused by the engine: past the rows already here
                 exc.details["after_rows"] = self.count
                 exc.message += f" (after the first {self.count:,} rows)"
             self.error = exc

@@ -11,7 +11,9 @@ class ColumnInfo(BaseModel):
     nullable: bool = True
     primary_key: bool = False
     comment: str = ""  # the database's own comment on the column
-    samples: list[str] = Field(default_factory=list)  # a low-cardinality text column's values (schema index)
+    samples: list[str] = Field(
+        default_factory=list
+    )  # a low-cardinality text column's values (schema index)
 
 
 class ForeignKey(BaseModel):
@@ -34,7 +36,11 @@ class TableInfo(BaseModel):
         return [c.name for c in self.columns if c.primary_key]
 
     def summary_line(self) -> str:
-        rows = f"~{self.row_estimate:,} rows" if self.row_estimate is not None and self.row_estimate >= 0 else "rows unknown"
+        rows = (
+            f"~{self.row_estimate:,} rows"
+            if self.row_estimate is not None and self.row_estimate >= 0
+            else "rows unknown"
+        )
         kind = "view, " if self.kind == "view" else ""
         return f"{self.name} ({kind}{rows}, {len(self.columns)} columns)"
 
@@ -58,7 +64,9 @@ class TableInfo(BaseModel):
         return "\n".join(lines)
 
 
-def render_schema(header: str, tables: list[TableInfo], max_chars: int, out: dict | None = None) -> str:
+def render_schema(
+    header: str, tables: list[TableInfo], max_chars: int, out: dict | None = None
+) -> str:
     """The schema under ``max_chars``: the smallest tables in full while they fit (the largest are
     summarised to one line each), then names only, then a count. Tables keep their order.
 
@@ -77,7 +85,9 @@ def render_schema(header: str, tables: list[TableInfo], max_chars: int, out: dic
     parts = [header] + [blocks[i] for i in range(len(tables)) if i in full]
     rest = [t for i, t in enumerate(tables) if i not in full]
     if out is not None:
-        out.update(shown=[t.name for i, t in enumerate(tables) if i in full], listed=[], left_out=[])
+        out.update(
+            shown=[t.name for i, t in enumerate(tables) if i in full], listed=[], left_out=[]
+        )
     if not rest:
         return "\n".join(parts)
     named: list[str] = []
@@ -91,7 +101,10 @@ def render_schema(header: str, tables: list[TableInfo], max_chars: int, out: dic
         parts.append("Also (columns not shown; call describe_table): " + "; ".join(named))
     hidden = len(rest) - len(named)
     if out is not None:
-        out.update(listed=[t.name for t in rest[:len(named)]], left_out=[t.name for t in rest[len(named):]])
+        out.update(
+            listed=[t.name for t in rest[: len(named)]],
+            left_out=[t.name for t in rest[len(named) :]],
+        )
     note = (
         f"(schema cut to fit the prompt: {len(full)} of {len(tables)} tables shown in full"
         + (f", {hidden} not named" if hidden else "")

@@ -43,12 +43,14 @@ WEIGHTS = (10.0, 2.0, 3.0)
 _WORD = re.compile(r"[^\W_]+")
 _PARTS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+|[^\W\d_A-Za-z]+")
 # Words that say nothing about which table a question needs.
-STOP_WORDS = frozenset("""
+STOP_WORDS = frozenset(
+    """
 a about across all also an and any are as at be been by can could did do does each for from get give had has
 have how i in into is it its last me more most my no not of on or our per please show so than that the their
 them then there these they this those to us was we were what when where which who why will with within would
 you your top many much list find tell between over under during since
-""".split())
+""".split()
+)
 
 _SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -73,7 +75,9 @@ def _split(name: str) -> tuple[str, ...]:
 
 def question_terms(question: str) -> list[str]:
     """A question's words worth ranking by (lower case, stop words dropped unless nothing else is left)."""
-    words = list(dict.fromkeys(w for raw in _WORD.findall(question) for w in split_name(raw)))[:MAX_QUERY_TERMS]
+    words = list(dict.fromkeys(w for raw in _WORD.findall(question) for w in split_name(raw)))[
+        :MAX_QUERY_TERMS
+    ]
     return [w for w in words if w not in STOP_WORDS] or words
 
 
@@ -108,7 +112,9 @@ class SchemaIndex:
         if self._conn is None:
             if self.path is not None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(str(self.path) if self.path is not None else ":memory:", check_same_thread=False)
+            conn = sqlite3.connect(
+                str(self.path) if self.path is not None else ":memory:", check_same_thread=False
+            )
             try:
                 version = None
                 try:
@@ -116,9 +122,13 @@ class SchemaIndex:
                     version = row[0] if row else None
                 except sqlite3.OperationalError:
                     pass
-                if version is not None and version != str(INDEX_VERSION):  # an older layout: start again
-                    conn.executescript("DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS tables; "
-                                       "DROP TABLE IF EXISTS samples; DROP TABLE IF EXISTS tables_fts;")
+                if version is not None and version != str(
+                    INDEX_VERSION
+                ):  # an older layout: start again
+                    conn.executescript(
+                        "DROP TABLE IF EXISTS meta; DROP TABLE IF EXISTS tables; "
+                        "DROP TABLE IF EXISTS samples; DROP TABLE IF EXISTS tables_fts;"
+                    )
                 conn.executescript(_SCHEMA)
             except BaseException:
                 conn.close()
@@ -129,17 +139,27 @@ class SchemaIndex:
     def fingerprint(self) -> str | None:
         """The schema fingerprint the index was built for (None: never built)."""
         with self._lock:
-            row = self._connection().execute("SELECT value FROM meta WHERE key = 'fingerprint'").fetchone()
+            row = (
+                self._connection()
+                .execute("SELECT value FROM meta WHERE key = 'fingerprint'")
+                .fetchone()
+            )
         return row[0] if row else None
 
     def load_tables(self) -> list[TableInfo]:
         """The tables as indexed, in the engine's order (one JSON array: the fastest to validate)."""
         with self._lock:
-            row = self._connection().execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            row = (
+                self._connection().execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            )
         return _TABLES.validate_json(row[0]) if row else []
 
-    def rebuild(self, tables: list[TableInfo], fingerprint: str | None,
-                notes: dict[str, list[str]] | None = None) -> None:
+    def rebuild(
+        self,
+        tables: list[TableInfo],
+        fingerprint: str | None,
+        notes: dict[str, list[str]] | None = None,
+    ) -> None:
         """Replace the whole index with ``tables`` in one transaction (a reader sees before or after)."""
         notes = notes or {}
         with self._lock:
@@ -148,13 +168,24 @@ class SchemaIndex:
                 conn.execute("DELETE FROM tables")
                 conn.execute("DELETE FROM tables_fts")
                 conn.execute("DELETE FROM samples")
-                conn.executemany("INSERT INTO tables (id, name) VALUES (?, ?)",
-                                 [(i, t.name) for i, t in enumerate(tables, 1)])
-                conn.executemany("INSERT INTO tables_fts (rowid, name, columns, notes) VALUES (?, ?, ?, ?)",
-                                 [(i, *_fts_row(t, notes.get(t.name, []))) for i, t in enumerate(tables, 1)])
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", (_TABLES.dump_json(tables).decode(),))
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint or "",))
-                conn.execute("INSERT OR REPLACE INTO meta VALUES ('built_at', ?)", (str(time.time()),))
+                conn.executemany(
+                    "INSERT INTO tables (id, name) VALUES (?, ?)",
+                    [(i, t.name) for i, t in enumerate(tables, 1)],
+                )
+                conn.executemany(
+                    "INSERT INTO tables_fts (rowid, name, columns, notes) VALUES (?, ?, ?, ?)",
+                    [(i, *_fts_row(t, notes.get(t.name, []))) for i, t in enumerate(tables, 1)],
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('schema', ?)",
+                    (_TABLES.dump_json(tables).decode(),),
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint or "",)
+                )
+                conn.execute(
+                    "INSERT OR REPLACE INTO meta VALUES ('built_at', ?)", (str(time.time()),)
+                )
 
     def search(self, question: str, limit: int = 40) -> list[tuple[str, float]]:
         """Tables ranked for ``question`` by BM25, best first: (name, score > 0)."""
@@ -162,18 +193,25 @@ class SchemaIndex:
         if not expression:
             return []
         with self._lock:
-            rows = self._connection().execute(
-                "SELECT t.name, bm25(tables_fts, ?, ?, ?) AS rank FROM tables_fts JOIN tables t ON t.id = tables_fts.rowid "
-                "WHERE tables_fts MATCH ? ORDER BY rank LIMIT ?",
-                (*WEIGHTS, expression, limit),
-            ).fetchall()
+            rows = (
+                self._connection()
+                .execute(
+                    "SELECT t.name, bm25(tables_fts, ?, ?, ?) AS rank FROM tables_fts JOIN tables t ON t.id = tables_fts.rowid "
+                    "WHERE tables_fts MATCH ? ORDER BY rank LIMIT ?",
+                    (*WEIGHTS, expression, limit),
+                )
+                .fetchall()
+            )
         return [(name, -rank) for name, rank in rows]
 
     def samples(self, table: str) -> dict[str, list[str]] | None:
         """The cached sample values of ``table``'s columns (None: never read)."""
         with self._lock:
-            rows = self._connection().execute(
-                "SELECT column_name, vals FROM samples WHERE table_name = ?", (table,)).fetchall()
+            rows = (
+                self._connection()
+                .execute("SELECT column_name, vals FROM samples WHERE table_name = ?", (table,))
+                .fetchall()
+            )
         if not rows:
             return None
         return {col: json.loads(vals) for col, vals in rows if col}
@@ -185,9 +223,11 @@ class SchemaIndex:
             conn = self._connection()
             with conn:
                 conn.execute("DELETE FROM samples WHERE table_name = ?", (table,))
-                conn.executemany("INSERT INTO samples VALUES (?, ?, ?, ?)",
-                                 [(table, col, json.dumps(vals), now) for col, vals in values.items()]
-                                 + [(table, "", "[]", now)])
+                conn.executemany(
+                    "INSERT INTO samples VALUES (?, ?, ?, ?)",
+                    [(table, col, json.dumps(vals), now) for col, vals in values.items()]
+                    + [(table, "", "[]", now)],
+                )
 
     def close(self) -> None:
         with self._lock:

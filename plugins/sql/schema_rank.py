@@ -12,22 +12,45 @@ saying how much is shown and how to reach the rest. The
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Callable
 
 from .schema import TableInfo
 from .schema_index import question_terms, split_name
 
 # Words that mark a copy of a table rather than the table a question is about (staging loads, backups,
 # history, aggregates): such a table ranks at NOISE_SHARE of its score unless the question says the word.
-NOISE_WORDS = frozenset({"stg", "staging", "tmp", "temp", "backup", "bak", "archive", "archived", "old", "copy",
-                         "history", "hist", "agg", "aggregate", "scratch", "test", "dedup", "raw", "bkp"})
+NOISE_WORDS = frozenset(
+    {
+        "stg",
+        "staging",
+        "tmp",
+        "temp",
+        "backup",
+        "bak",
+        "archive",
+        "archived",
+        "old",
+        "copy",
+        "history",
+        "hist",
+        "agg",
+        "aggregate",
+        "scratch",
+        "test",
+        "dedup",
+        "raw",
+        "bkp",
+    }
+)
 NOISE_SHARE = 0.5
 HOP_FROM = 6  # the best hits whose foreign-key neighbours join the ranking
 HOP_SHARE = 0.6  # a neighbour ranks at this share of the hit it joins
 NOTE_ROOM = 240
 MIN_BLOCK = 60  # no table's block is shorter (its summary line and a column)  # kept free for the closing note
-LIST_SHARE = 0.15  # of the budget, kept for the compact list of the other tables (when there are any)
+LIST_SHARE = (
+    0.15  # of the budget, kept for the compact list of the other tables (when there are any)
+)
 
 
 @dataclass
@@ -64,8 +87,12 @@ class SchemaLayout:
         return data
 
 
-def rank_tables(hits: list[tuple[str, float]], tables: dict[str, TableInfo], question: str = "",
-                neighbours: dict[str, set[str]] | None = None) -> list[Ranked]:
+def rank_tables(
+    hits: list[tuple[str, float]],
+    tables: dict[str, TableInfo],
+    question: str = "",
+    neighbours: dict[str, set[str]] | None = None,
+) -> list[Ranked]:
     """The BM25 ``hits`` (name, score), copies of tables (``stg_``, ``_history``, ...) lowered unless the
     question names them, then one hop along foreign keys from the best: a neighbour ranks below its hit."""
     asked = set(question_terms(question)) if question else set()
@@ -76,8 +103,12 @@ def rank_tables(hits: list[tuple[str, float]], tables: dict[str, TableInfo], que
         noise = (set(split_name(name)) & NOISE_WORDS) - asked
         if noise:
             score *= NOISE_SHARE
-        scores[name] = Ranked(name, score, f"matches the question (bm25 {score:.2f}"
-                              + (f", lowered as a copy: {', '.join(sorted(noise))})" if noise else ")"))
+        scores[name] = Ranked(
+            name,
+            score,
+            f"matches the question (bm25 {score:.2f}"
+            + (f", lowered as a copy: {', '.join(sorted(noise))})" if noise else ")"),
+        )
     best = sorted(scores.values(), key=lambda r: -r.score)[:HOP_FROM]
     if neighbours is None:
         neighbours = foreign_key_neighbours(tables)
@@ -103,9 +134,17 @@ def foreign_key_neighbours(tables: dict[str, TableInfo]) -> dict[str, set[str]]:
     return links
 
 
-def layout_schema(header: str, tables: list[TableInfo], ranked: list[Ranked], max_chars: int, *,
-                  datasource: str, question: str, block: Callable[[TableInfo], str] | None = None,
-                  index_state: str = "") -> SchemaLayout:
+def layout_schema(
+    header: str,
+    tables: list[TableInfo],
+    ranked: list[Ranked],
+    max_chars: int,
+    *,
+    datasource: str,
+    question: str,
+    block: Callable[[TableInfo], str] | None = None,
+    index_state: str = "",
+) -> SchemaLayout:
     """The prompt text for ``question``: ranked tables in full while they fit, the rest named, then a note.
 
     ``block`` renders one table in full (default :meth:`TableInfo.render`; the datasource adds sample
@@ -113,8 +152,13 @@ def layout_schema(header: str, tables: list[TableInfo], ranked: list[Ranked], ma
     """
     render = block or TableInfo.render
     by_name = {t.name: t for t in tables}
-    layout = SchemaLayout(datasource=datasource, question=question, mode="question", total=len(tables),
-                          index=index_state)
+    layout = SchemaLayout(
+        datasource=datasource,
+        question=question,
+        mode="question",
+        total=len(tables),
+        index=index_state,
+    )
     others_len = sum(len(t.name) + 2 for t in tables)
     full_limit = max_chars - NOTE_ROOM - int(min(others_len, max_chars * LIST_SHARE))
     used = len(header)
@@ -143,7 +187,7 @@ def layout_schema(header: str, tables: list[TableInfo], ranked: list[Ranked], ma
             used += len(name) + 2
         if layout.listed:
             parts.append(lead + ", ".join(layout.listed))
-        layout.left_out = rest[len(layout.listed):]
+        layout.left_out = rest[len(layout.listed) :]
     matched = "chosen for the question" if ranked else "no table matched the question's words"
     layout.note = (
         f"(schema {matched}: {len(full)} of {len(tables)} tables shown in full"
@@ -153,6 +197,10 @@ def layout_schema(header: str, tables: list[TableInfo], ranked: list[Ranked], ma
     )
     parts.append(layout.note)
     text = "\n".join(parts)
-    layout.text = text if len(text) <= max_chars else text[: max(0, max_chars - len(layout.note) - 1)] + "\n" + layout.note
+    layout.text = (
+        text
+        if len(text) <= max_chars
+        else text[: max(0, max_chars - len(layout.note) - 1)] + "\n" + layout.note
+    )
     layout.text = layout.text[-max_chars:] if len(layout.text) > max_chars else layout.text
     return layout

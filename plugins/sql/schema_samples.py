@@ -43,8 +43,14 @@ def is_text(column: ColumnInfo) -> bool:
 def sample_candidates(table: TableInfo, secret_words: list[str]) -> list[ColumnInfo]:
     """The columns of ``table`` whose values may be read: text, not a key, not secret-like."""
     keys = {c for fk in table.foreign_keys for c in fk.columns}
-    chosen = [c for c in table.columns
-              if is_text(c) and not c.primary_key and c.name not in keys and not is_secret(c.name, secret_words)]
+    chosen = [
+        c
+        for c in table.columns
+        if is_text(c)
+        and not c.primary_key
+        and c.name not in keys
+        and not is_secret(c.name, secret_words)
+    ]
     return chosen[:MAX_COLUMNS]
 
 
@@ -62,8 +68,10 @@ def read_samples(resource: DatabaseResource, table: TableInfo) -> dict[str, list
     relation = quote_name(table.name, resource.dialect)
     for column in sample_candidates(table, s.sample_secret_words):
         col = quote_name(column.name, resource.dialect)
-        sql = (f"SELECT DISTINCT {col} FROM (SELECT {col} FROM {relation} LIMIT {s.sample_scan_rows}) s "
-               f"WHERE {col} IS NOT NULL LIMIT {s.sample_values_max + 1}")
+        sql = (
+            f"SELECT DISTINCT {col} FROM (SELECT {col} FROM {relation} LIMIT {s.sample_scan_rows}) s "
+            f"WHERE {col} IS NOT NULL LIMIT {s.sample_values_max + 1}"
+        )
         try:
             rows = resource.query(sql, timeout_s=s.sample_timeout_s).rows
         except SqlError:
@@ -77,5 +85,11 @@ def read_samples(resource: DatabaseResource, table: TableInfo) -> dict[str, list
 def with_samples(table: TableInfo, values: dict[str, list[str]]) -> TableInfo:
     if not values:
         return table
-    return table.model_copy(update={"columns": [
-        c.model_copy(update={"samples": values[c.name]}) if c.name in values else c for c in table.columns]})
+    return table.model_copy(
+        update={
+            "columns": [
+                c.model_copy(update={"samples": values[c.name]}) if c.name in values else c
+                for c in table.columns
+            ]
+        }
+    )

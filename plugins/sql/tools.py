@@ -23,7 +23,8 @@ The model's SQL text goes down once, and a result comes back up once:
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Callable
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from pydantic import Field
 
@@ -31,12 +32,18 @@ from assay import FunctionTool, RunContext, ToolResult
 
 from . import sql_settings
 from .capture import capture_failure, stream_capture
-from .errors import (ARTIFACT_CAPTURE_FAILED, NOTHING_SENT, SQL_DATASOURCE_NOT_FOUND, SQL_DATASOURCE_REQUIRED,
-                     SQL_TABLE_NOT_FOUND, SqlError)
+from .errors import (
+    ARTIFACT_CAPTURE_FAILED,
+    NOTHING_SENT,
+    SQL_DATASOURCE_NOT_FOUND,
+    SQL_DATASOURCE_REQUIRED,
+    SQL_TABLE_NOT_FOUND,
+    SqlError,
+)
 from .execution import run_cancellable
-from .results import QueryResult
 from .preview import markdown_table
 from .resource import DatabaseResource
+from .results import QueryResult
 from .settings import SqlSettings
 
 
@@ -84,8 +91,14 @@ class Datasources:
 class SqlQueryCall:
     """One ``sql_query`` call: the datasource and attempt (step 1), then :meth:`run` or :meth:`arun`."""
 
-    def __init__(self, sources: Datasources, sql: str, datasource: str | None, timeout_s: float | None,
-                 run: RunContext | None) -> None:
+    def __init__(
+        self,
+        sources: Datasources,
+        sql: str,
+        datasource: str | None,
+        timeout_s: float | None,
+        run: RunContext | None,
+    ) -> None:
         self.sql = sql
         self.settings = sources.settings
         self.sink = getattr(run, "artifacts", None)  # None: this run keeps no evidence
@@ -96,11 +109,24 @@ class SqlQueryCall:
             self.unresolved: ToolResult | None = failure_result(None, sql, exc, self.sink)
             return
         self.unresolved = None
-        consume = stream_capture(self.sink, resource=self.resource, sql=sql) if self.sink is not None else None
+        consume = (
+            stream_capture(self.sink, resource=self.resource, sql=sql)
+            if self.sink is not None
+            else None
+        )
         # The rows are only stored and previewed: numeric columns may stay decimal text.
-        cap = getattr(getattr(self.sink, "settings", None), "max_bytes", None) if self.sink is not None else None
-        self.attempt = self.resource.new_attempt(timeout_s, consume=consume, keep_rows=self.settings.preview_rows,
-                                                 decimal_text=True, max_value_bytes=cap)
+        cap = (
+            getattr(getattr(self.sink, "settings", None), "max_bytes", None)
+            if self.sink is not None
+            else None
+        )
+        self.attempt = self.resource.new_attempt(
+            timeout_s,
+            consume=consume,
+            keep_rows=self.settings.preview_rows,
+            decimal_text=True,
+            max_value_bytes=cap,
+        )
 
     def run(self) -> ToolResult:
         """Steps 2-3 on this thread: the success, or the failure (recorded as a failed artifact)."""
@@ -110,7 +136,9 @@ class SqlQueryCall:
         try:
             result = self.resource.query(self.sql, attempt=self.attempt)
         except SqlError as exc:  # refused, timed out, cancelled, failed, or its capture failed
-            return failure_result(self.resource, self.sql, exc, self.sink, executed=self.attempt.sql)
+            return failure_result(
+                self.resource, self.sql, exc, self.sink, executed=self.attempt.sql
+            )
         return success_result(self.resource, result, self.settings, executed=self.attempt.sql)
 
     async def arun(self) -> ToolResult:
@@ -120,8 +148,12 @@ class SqlQueryCall:
         return await run_cancellable(self.run, self.attempt, grace_s=self.settings.cancel_grace_s)
 
 
-def success_result(resource: DatabaseResource, result: QueryResult, settings: SqlSettings,
-                   executed: str | None = None) -> ToolResult:
+def success_result(
+    resource: DatabaseResource,
+    result: QueryResult,
+    settings: SqlSettings,
+    executed: str | None = None,
+) -> ToolResult:
     """The model-facing result of a finished query (its artifact, if any, was captured as the rows streamed);
     ``executed``: the SQL that ran (written from the checked statement)."""
     record = result.consumed
@@ -130,7 +162,9 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
     complete = getattr(record, "complete", True) is not False
     kept = getattr(record, "row_count", n) if record is not None else n
     artifact_id = getattr(record, "artifact_id", None)
-    evidence = f"artifact {artifact_id}" if artifact_id else "no artifact (this run keeps no evidence)"
+    evidence = (
+        f"artifact {artifact_id}" if artifact_id else "no artifact (this run keeps no evidence)"
+    )
     if not complete:
         evidence += f" (INCOMPLETE: {kept:,} of {n:,} rows kept)"
     head = f"{n:,} row{'s' if n != 1 else ''} from {resource.name} in {result.elapsed_ms:.0f} ms; {evidence}."
@@ -140,15 +174,25 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
         shown = 0
     else:
         head_rows = result.head(settings.preview_rows)
-        table, shown = markdown_table(result.columns, head_rows,
-                                      max_rows=settings.preview_rows, max_chars=settings.preview_chars)
+        table, shown = markdown_table(
+            result.columns,
+            head_rows,
+            max_rows=settings.preview_rows,
+            max_chars=settings.preview_chars,
+        )
         content = head + "\n\n" + table
         if shown < n:
             # say which limit cut the table: a row cut and a character cut read differently
-            cut = (f"cut at {settings.preview_chars:,} characters"
-                   if shown < min(settings.preview_rows, len(head_rows))
-                   else f"cut at the {settings.preview_rows}-row preview limit")
-            where = f"; the full result is in artifact {artifact_id}" if artifact_id and complete else ""
+            cut = (
+                f"cut at {settings.preview_chars:,} characters"
+                if shown < min(settings.preview_rows, len(head_rows))
+                else f"cut at the {settings.preview_rows}-row preview limit"
+            )
+            where = (
+                f"; the full result is in artifact {artifact_id}"
+                if artifact_id and complete
+                else ""
+            )
             content += f"\n\nshowing {shown} of {n:,} rows ({cut}){where}"
     data = {
         "artifact_id": artifact_id,
@@ -166,11 +210,15 @@ def success_result(resource: DatabaseResource, result: QueryResult, settings: Sq
     if not complete:
         data["artifact_row_count"] = kept
         data["artifact_complete"] = False
-        content += (f"\n\nTRUNCATED EVIDENCE: the query returned {n:,} row{'s' if n != 1 else ''} but artifact "
-                    f"{artifact_id} keeps only the first {kept:,} (the capture stopped at "
-                    "ASSAY_ARTIFACT_MAX_BYTES); cite only those, or narrow the query.")
+        content += (
+            f"\n\nTRUNCATED EVIDENCE: the query returned {n:,} row{'s' if n != 1 else ''} but artifact "
+            f"{artifact_id} keeps only the first {kept:,} (the capture stopped at "
+            "ASSAY_ARTIFACT_MAX_BYTES); cite only those, or narrow the query."
+        )
     content += privileged_note(resource)
-    return ToolResult.ok(data, content=content, artifacts=[record.ref()] if record is not None else [])
+    return ToolResult.ok(
+        data, content=content, artifacts=[record.ref()] if record is not None else []
+    )
 
 
 def privileged_note(resource: DatabaseResource | None) -> str:
@@ -178,18 +226,35 @@ def privileged_note(resource: DatabaseResource | None) -> str:
     if resource is None or not resource.privileged_login:
         return ""
     assert resource.login is not None
-    return (f"\n\nWARNING privileged_login: datasource {resource.name!r} runs as {resource.login.login!r} "
-            f"({resource.login.summary()}), allowed by allow_privileged; only the SQL parser keeps it read-only.")
+    return (
+        f"\n\nWARNING privileged_login: datasource {resource.name!r} runs as {resource.login.login!r} "
+        f"({resource.login.summary()}), allowed by allow_privileged; only the SQL parser keeps it read-only."
+    )
 
 
-def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError, sink: Any,
-                   executed: str | None = None) -> ToolResult:
+def failure_result(
+    resource: DatabaseResource | None,
+    sql: str,
+    error: SqlError,
+    sink: Any,
+    executed: str | None = None,
+) -> ToolResult:
     """A failure envelope; attempts that reached the database are recorded as failed artifacts (with the SQL
     that was sent, ``executed``, beside the submitted ``sql``)."""
     artifacts = []
-    if resource is not None and error.code not in NOTHING_SENT and error.code != ARTIFACT_CAPTURE_FAILED:
-        record = capture_failure(sink, resource=resource, sql=sql, error=error,
-                                 elapsed_ms=float(error.details.get("elapsed_ms", 0.0)), executed=executed)
+    if (
+        resource is not None
+        and error.code not in NOTHING_SENT
+        and error.code != ARTIFACT_CAPTURE_FAILED
+    ):
+        record = capture_failure(
+            sink,
+            resource=resource,
+            sql=sql,
+            error=error,
+            elapsed_ms=float(error.details.get("elapsed_ms", 0.0)),
+            executed=executed,
+        )
         if record is not None:
             artifacts.append(record.ref())
     metadata = dict(error.details)
@@ -197,7 +262,9 @@ def failure_result(resource: DatabaseResource | None, sql: str, error: SqlError,
     if resource is not None:
         # A refused login is privileged too (its refusal says so beside the privileges); nothing ran as it.
         privileged = bool(error.details.get("privileged_login", resource.privileged_login))
-        metadata.update(datasource=resource.name, dialect=resource.dialect, privileged_login=privileged)
+        metadata.update(
+            datasource=resource.name, dialect=resource.dialect, privileged_login=privileged
+        )
         message += privileged_note(resource)
     return ToolResult.fail(error.code, message, error.hint, metadata=metadata, artifacts=artifacts)
 
@@ -221,9 +288,16 @@ class SqlTool(FunctionTool):
 
 def build_tools(sources: Datasources) -> list[FunctionTool]:
     def sql_query(
-        sql: Annotated[str, Field(description="Exactly one read-only SQL statement (SELECT / WITH ... SELECT).")],
-        datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
-        timeout_s: Annotated[float | None, Field(gt=0, description="Lower the time limit for this call (seconds).")] = None,
+        sql: Annotated[
+            str,
+            Field(description="Exactly one read-only SQL statement (SELECT / WITH ... SELECT)."),
+        ],
+        datasource: Annotated[
+            str | None, Field(description="Datasource name; required when several exist.")
+        ] = None,
+        timeout_s: Annotated[
+            float | None, Field(gt=0, description="Lower the time limit for this call (seconds).")
+        ] = None,
         run: RunContext | None = None,
     ) -> ToolResult:
         """Run one read-only SQL query on a datasource.
@@ -234,15 +308,28 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
         """
         return SqlQueryCall(sources, sql, datasource, timeout_s, run).run()
 
-    async def asql_query(sql: str, datasource: str | None = None, timeout_s: float | None = None,
-                         run: RunContext | None = None) -> ToolResult:
+    async def asql_query(
+        sql: str,
+        datasource: str | None = None,
+        timeout_s: float | None = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
         return await SqlQueryCall(sources, sql, datasource, timeout_s, run).arun()
 
     def list_tables(
-        datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
-        pattern: Annotated[str | None, Field(description="Only tables whose name contains this text.")] = None,
-        search: Annotated[str | None, Field(description="Words to look for in table and column names, comments "
-                                            "and definitions; the best matches come first (at most 20).")] = None,
+        datasource: Annotated[
+            str | None, Field(description="Datasource name; required when several exist.")
+        ] = None,
+        pattern: Annotated[
+            str | None, Field(description="Only tables whose name contains this text.")
+        ] = None,
+        search: Annotated[
+            str | None,
+            Field(
+                description="Words to look for in table and column names, comments "
+                "and definitions; the best matches come first (at most 20)."
+            ),
+        ] = None,
         run: RunContext | None = None,
     ) -> ToolResult:
         """List the tables and views of a datasource with row estimates and column counts."""
@@ -253,20 +340,49 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
         except SqlError as exc:
             return ToolResult.from_error(exc)
         chosen = [t for t in found if not pattern or pattern.lower() in t.name.lower()]
-        lines = [t.summary_line() + (f"  -- {t.comment}" if search and t.comment else "") for t in chosen[:1000]]
-        more = f"\n... and {len(chosen) - 1000} more; narrow with pattern=" if len(chosen) > 1000 else ""
+        lines = [
+            t.summary_line() + (f"  -- {t.comment}" if search and t.comment else "")
+            for t in chosen[:1000]
+        ]
+        more = (
+            f"\n... and {len(chosen) - 1000} more; narrow with pattern="
+            if len(chosen) > 1000
+            else ""
+        )
         head = f"{len(chosen)} of {len(tables)} tables in {resource.name} ({resource.dialect})"
         if search:
-            head += f" matching {search!r}, best first" + ("" if chosen else " (none: try other words)")
-        data = [{"name": t.name, "kind": t.kind, "row_estimate": t.row_estimate, "columns": len(t.columns)} for t in chosen]
-        return ToolResult.ok(data, content=head + ":\n" + "\n".join(lines) + more + privileged_note(resource),
-                             metadata={"privileged_login": resource.privileged_login})
+            head += f" matching {search!r}, best first" + (
+                "" if chosen else " (none: try other words)"
+            )
+        data = [
+            {
+                "name": t.name,
+                "kind": t.kind,
+                "row_estimate": t.row_estimate,
+                "columns": len(t.columns),
+            }
+            for t in chosen
+        ]
+        return ToolResult.ok(
+            data,
+            content=head + ":\n" + "\n".join(lines) + more + privileged_note(resource),
+            metadata={"privileged_login": resource.privileged_login},
+        )
 
     def describe_table(
-        table: Annotated[str | None, Field(description="Table or view name, as list_tables shows it.")] = None,
-        datasource: Annotated[str | None, Field(description="Datasource name; required when several exist.")] = None,
-        search: Annotated[str | None, Field(description="Instead of a name: describe the (at most 3) tables "
-                                            "these words match best.")] = None,
+        table: Annotated[
+            str | None, Field(description="Table or view name, as list_tables shows it.")
+        ] = None,
+        datasource: Annotated[
+            str | None, Field(description="Datasource name; required when several exist.")
+        ] = None,
+        search: Annotated[
+            str | None,
+            Field(
+                description="Instead of a name: describe the (at most 3) tables "
+                "these words match best."
+            ),
+        ] = None,
         run: RunContext | None = None,
     ) -> ToolResult:
         """Describe one table: columns, types, comments, primary and foreign keys, row estimate."""
@@ -277,27 +393,49 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
             elif search:
                 infos = resource.search_tables(search, limit=3)
             else:
-                raise SqlError(SQL_TABLE_NOT_FOUND, "describe_table needs table= or search=",
-                               "Pass a table name from list_tables, or search= words.")
+                raise SqlError(
+                    SQL_TABLE_NOT_FOUND,
+                    "describe_table needs table= or search=",
+                    "Pass a table name from list_tables, or search= words.",
+                )
         except SqlError as exc:
             return ToolResult.from_error(exc)
         if not infos:
-            return ToolResult.from_error(SqlError(
-                SQL_TABLE_NOT_FOUND, f"no table of {resource.name!r} matches {search!r}",
-                "Try other words, or call list_tables."))
+            return ToolResult.from_error(
+                SqlError(
+                    SQL_TABLE_NOT_FOUND,
+                    f"no table of {resource.name!r} matches {search!r}",
+                    "Try other words, or call list_tables.",
+                )
+            )
         data = infos[0].model_dump() if table else [i.model_dump() for i in infos]
-        return ToolResult.ok(data, content="\n\n".join(i.render() for i in infos) + privileged_note(resource),
-                             metadata={"privileged_login": resource.privileged_login})
+        return ToolResult.ok(
+            data,
+            content="\n\n".join(i.render() for i in infos) + privileged_note(resource),
+            metadata={"privileged_login": resource.privileged_login},
+        )
 
-    async def alist_tables(datasource: str | None = None, pattern: str | None = None, search: str | None = None,
-                           run: RunContext | None = None) -> ToolResult:
+    async def alist_tables(
+        datasource: str | None = None,
+        pattern: str | None = None,
+        search: str | None = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
         return await asyncio.to_thread(list_tables, datasource, pattern, search, run)
 
-    async def adescribe_table(table: str | None = None, datasource: str | None = None, search: str | None = None,
-                              run: RunContext | None = None) -> ToolResult:
+    async def adescribe_table(
+        table: str | None = None,
+        datasource: str | None = None,
+        search: str | None = None,
+        run: RunContext | None = None,
+    ) -> ToolResult:
         return await asyncio.to_thread(describe_table, table, datasource, search, run)
 
-    return [SqlTool(sql_query, asql_query), SqlTool(list_tables, alist_tables), SqlTool(describe_table, adescribe_table)]
+    return [
+        SqlTool(sql_query, asql_query),
+        SqlTool(list_tables, alist_tables),
+        SqlTool(describe_table, adescribe_table),
+    ]
 
 
 # --- lazy registration ---------------------------------------------------------
@@ -309,7 +447,9 @@ def build_tools(sources: Datasources) -> list[FunctionTool]:
 
 def kernel_tool(kernel: Any, name: str) -> FunctionTool:
     """The SQL tool ``name`` bound to ``kernel`` and its SQL settings."""
-    return {t.name: t for t in build_tools(Datasources(kernel, sql_settings(kernel.settings)))}[name]
+    return {t.name: t for t in build_tools(Datasources(kernel, sql_settings(kernel.settings)))}[
+        name
+    ]
 
 
 def sql_query_tool(kernel: Any) -> FunctionTool:

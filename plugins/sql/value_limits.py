@@ -23,8 +23,8 @@ whose text/binary values are longer together than ``max_row_bytes``:
 from __future__ import annotations
 
 import re
-from operator import itemgetter
 from collections.abc import Sequence
+from operator import itemgetter
 
 from .errors import SQL_ROW_TOO_LARGE, SQL_VALUE_TOO_LARGE, SqlError
 
@@ -55,7 +55,9 @@ def _length(value: object) -> int:
     return len(value) if isinstance(value, LONG_TYPES) else 0  # type: ignore[arg-type]
 
 
-def check_value_sizes(batch: list[tuple], columns: list[int], cap: int, names: list[str], before: int) -> None:
+def check_value_sizes(
+    batch: list[tuple], columns: list[int], cap: int, names: list[str], before: int
+) -> None:
     """Raise SQL_VALUE_TOO_LARGE for the first value in ``columns`` longer than ``cap``.
 
     ``before``: rows of the result before this batch (for the row number in the message).
@@ -66,12 +68,16 @@ def check_value_sizes(batch: list[tuple], columns: list[int], cap: int, names: l
         for i, row in enumerate(batch):
             value = row[j]
             if isinstance(value, LONG_TYPES) and len(value) > cap:
-                raise value_too_large(before + i + 1, names[j] if j < len(names) else str(j), len(value), cap)
+                raise value_too_large(
+                    before + i + 1, names[j] if j < len(names) else str(j), len(value), cap
+                )
 
 
 def check_row_sizes(batch: list[tuple], columns: list[int], cap: int, before: int) -> None:
     """Raise SQL_ROW_TOO_LARGE for the first row whose values in ``columns`` are longer than ``cap`` together."""
-    if sum(_longest(batch, j) for j in columns) <= cap:  # no row is longer than its columns' longest together
+    if (
+        sum(_longest(batch, j) for j in columns) <= cap
+    ):  # no row is longer than its columns' longest together
         return
     for i, row in enumerate(batch):
         size = sum(_length(row[j]) for j in columns)
@@ -83,7 +89,9 @@ def _longest(batch: list[tuple], j: int) -> int:
     try:
         return max(map(len, filter(None, map(itemgetter(j), batch))), default=0)  # one C-level pass
     except TypeError:  # values of several types in the column (SQLite): look at each
-        return max((len(v) for v in map(itemgetter(j), batch) if isinstance(v, LONG_TYPES)), default=0)
+        return max(
+            (len(v) for v in map(itemgetter(j), batch) if isinstance(v, LONG_TYPES)), default=0
+        )
 
 
 def value_too_large(row: int | None, column: str, size: int, cap: int) -> SqlError:
@@ -109,7 +117,9 @@ def row_too_large(row: int | None, size: int, cap: int) -> SqlError:
     )
 
 
-def from_engine(exc: BaseException, names: Sequence[str], value_cap: int, row_cap: int) -> SqlError | None:
+def from_engine(
+    exc: BaseException, names: Sequence[str], value_cap: int, row_cap: int
+) -> SqlError | None:
     """The refusal an engine raised for :func:`bounds_filter` (the value was never sent), or None."""
     m = _MARKED.search(str(exc))
     if m is None:
@@ -117,7 +127,9 @@ def from_engine(exc: BaseException, names: Sequence[str], value_cap: int, row_ca
     code, index, size = m.group(1), int(m.group(2)), int(m.group(3))
     if code == SQL_ROW_TOO_LARGE:
         return row_too_large(None, size, row_cap)
-    return value_too_large(None, names[index] if 0 <= index < len(names) else str(index), size, value_cap)
+    return value_too_large(
+        None, names[index] if 0 <= index < len(names) else str(index), size, value_cap
+    )
 
 
 def bounds_filter(lengths: dict[int, str], value_cap: int, row_cap: int, fail: str) -> str:
@@ -126,11 +138,15 @@ def bounds_filter(lengths: dict[int, str], value_cap: int, row_cap: int, fail: s
     ``lengths``: column index -> the SQL of its length in bytes; ``fail``: the SQL that raises an error
     whose message is its argument, with ``{}`` where the message's SQL goes (DuckDB ``error({})``).
     """
-    cases = [f"WHEN {sql} > {value_cap} THEN {fail.format(_msg(SQL_VALUE_TOO_LARGE, j, sql))}"
-             for j, sql in lengths.items()]
+    cases = [
+        f"WHEN {sql} > {value_cap} THEN {fail.format(_msg(SQL_VALUE_TOO_LARGE, j, sql))}"
+        for j, sql in lengths.items()
+    ]
     if len(lengths) > 1 and len(lengths) * value_cap > row_cap:  # a row may be longer than row_cap
         total = " + ".join(f"coalesce({sql}, 0)" for sql in lengths.values())
-        cases.append(f"WHEN {total} > {row_cap} THEN {fail.format(_msg(SQL_ROW_TOO_LARGE, -1, total))}")
+        cases.append(
+            f"WHEN {total} > {row_cap} THEN {fail.format(_msg(SQL_ROW_TOO_LARGE, -1, total))}"
+        )
     return f"CASE {' '.join(cases)} ELSE true END"
 
 

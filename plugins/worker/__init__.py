@@ -26,4 +26,6 @@ def register_commands(cli):
 
 @hookimpl
 def register_resources(register, settings, kernel):
-    settings.declare_section("broker", "assay.plugins.worker.settings:BrokerSettings")  # for `assay config`
+    settings.declare_section(
+        "broker", "assay.plugins.worker.settings:BrokerSettings"
+    )  # for `assay config`

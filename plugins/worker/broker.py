@@ -57,19 +57,25 @@ def kind_of(url: str) -> str:
     """``redis`` or ``rabbitmq``; any other URL is refused."""
     scheme = url.split("://", 1)[0].lower() if "://" in url else ""
     if scheme not in SCHEMES:
-        raise BrokerError(BROKER_URL_INVALID, f"ASSAY_BROKER_URL {mask_url(url)!r} is not a redis:// or amqp:// URL",
-                          "Give redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/, or unset ASSAY_BROKER_URL "
-                          "to run each run in the process that received it.")
+        raise BrokerError(
+            BROKER_URL_INVALID,
+            f"ASSAY_BROKER_URL {mask_url(url)!r} is not a redis:// or amqp:// URL",
+            "Give redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/, or unset ASSAY_BROKER_URL "
+            "to run each run in the process that received it.",
+        )
     return SCHEMES[scheme]
 
 
 def check_shared_catalog(kernel_settings: Any) -> None:
     """A broker without ``ASSAY_CATALOG_URL`` is refused: workers could not see the runs."""
     if not catalog_url(kernel_settings):
-        raise BrokerError(BROKER_NEEDS_SHARED_CATALOG, "ASSAY_BROKER_URL is set but ASSAY_CATALOG_URL is not: "
-                          "workers on other processes could not see the runs, their events or their leases",
-                          "Set ASSAY_CATALOG_URL=postgresql://... on the API and on every worker (docs/deploy.md), "
-                          "or unset ASSAY_BROKER_URL.")
+        raise BrokerError(
+            BROKER_NEEDS_SHARED_CATALOG,
+            "ASSAY_BROKER_URL is set but ASSAY_CATALOG_URL is not: "
+            "workers on other processes could not see the runs, their events or their leases",
+            "Set ASSAY_CATALOG_URL=postgresql://... on the API and on every worker (docs/deploy.md), "
+            "or unset ASSAY_BROKER_URL.",
+        )
 
 
 class Broker:
@@ -82,20 +88,34 @@ class Broker:
         try:
             import dramatiq
         except ImportError:
-            raise BrokerError(BROKER_DEPENDENCY_MISSING, "the 'dramatiq' package is not installed",
-                              "pip install 'assay[worker]'") from None
+            raise BrokerError(
+                BROKER_DEPENDENCY_MISSING,
+                "the 'dramatiq' package is not installed",
+                "pip install 'assay[worker]'",
+            ) from None
         self.dramatiq = dramatiq
         self.broker = self._make()
-        self.actor = dramatiq.Actor(handler or _not_here, broker=self.broker, actor_name=ACTOR,
-                                    queue_name=settings.queue, priority=0, options={})
+        self.actor = dramatiq.Actor(
+            handler or _not_here,
+            broker=self.broker,
+            actor_name=ACTOR,
+            queue_name=settings.queue,
+            priority=0,
+            options={},
+        )
 
     def _middleware(self) -> list[Any]:
         from dramatiq.middleware import Retries
 
         s = self.settings
-        return [Retries(max_retries=s.claim_retries, min_backoff=max(1, int(s.retry_min_backoff_s * 1000)),
-                        max_backoff=max(1, int(s.retry_max_backoff_s * 1000)),
-                        retry_when=lambda retries, exc: retries < s.claim_retries and transient(exc))]
+        return [
+            Retries(
+                max_retries=s.claim_retries,
+                min_backoff=max(1, int(s.retry_min_backoff_s * 1000)),
+                max_backoff=max(1, int(s.retry_max_backoff_s * 1000)),
+                retry_when=lambda retries, exc: retries < s.claim_retries and transient(exc),
+            )
+        ]
 
     def _make(self) -> Any:
         s = self.settings
@@ -103,14 +123,24 @@ class Broker:
             import redis
             from dramatiq.brokers.redis import RedisBroker
 
-            client = redis.Redis.from_url(self.url, socket_connect_timeout=s.connect_timeout_s,
-                                          socket_timeout=max(s.connect_timeout_s, 30.0), health_check_interval=30)
+            client = redis.Redis.from_url(
+                self.url,
+                socket_connect_timeout=s.connect_timeout_s,
+                socket_timeout=max(s.connect_timeout_s, 30.0),
+                health_check_interval=30,
+            )
             # maintenance (requeueing a dead worker's messages) on about 1 command in 20
-            return RedisBroker(client=client, middleware=self._middleware(),
-                               heartbeat_timeout=int(s.redelivery_s * 1000), maintenance_chance=50_000)
+            return RedisBroker(
+                client=client,
+                middleware=self._middleware(),
+                heartbeat_timeout=int(s.redelivery_s * 1000),
+                maintenance_chance=50_000,
+            )
         from dramatiq.brokers.rabbitmq import RabbitmqBroker
 
-        return RabbitmqBroker(url=_amqp_url(self.url, s.connect_timeout_s), middleware=self._middleware())
+        return RabbitmqBroker(
+            url=_amqp_url(self.url, s.connect_timeout_s), middleware=self._middleware()
+        )
 
     def dead_letters(self) -> int:
         """Messages of this queue in its dead-letter queue (their retries were used up, or they could not
@@ -135,10 +165,13 @@ class Broker:
             raise self.unavailable(exc) from None
 
     def unavailable(self, exc: BaseException) -> BrokerError:
-        return BrokerError(BROKER_UNAVAILABLE, f"the {self.kind} broker at {mask_url(self.url)} does not answer: "
-                           f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "),
-                           f"Check that {self.kind} runs and ASSAY_BROKER_URL; runs are not executed in this "
-                           "process while a broker is configured.")
+        return BrokerError(
+            BROKER_UNAVAILABLE,
+            f"the {self.kind} broker at {mask_url(self.url)} does not answer: "
+            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": "),
+            f"Check that {self.kind} runs and ASSAY_BROKER_URL; runs are not executed in this "
+            "process while a broker is configured.",
+        )
 
     def enqueue(self, message: RunMessage, delay_s: float | None = None) -> None:
         try:
@@ -164,7 +197,12 @@ def transient(exc: BaseException) -> bool:
         return True
     if isinstance(exc, BrokerError) and exc.code == BROKER_UNAVAILABLE:
         return True
-    return type(exc).__name__ in ("OperationalError", "InterfaceError", "ConnectionError", "TimeoutError")
+    return type(exc).__name__ in (
+        "OperationalError",
+        "InterfaceError",
+        "ConnectionError",
+        "TimeoutError",
+    )
 
 
 def _amqp_url(url: str, timeout_s: float) -> str:

@@ -18,11 +18,21 @@ import click
 
 
 @click.command("worker")
-@click.option("--threads", type=int, default=None,
-              help="Runs this process executes at once (default ASSAY_BROKER_THREADS, 1).")
-@click.option("--drain", "drain_s", type=float, default=30.0, show_default=True,
-              help="On SIGTERM/SIGINT, seconds running runs may finish before they are cancelled "
-                   "(then the worker waits for them to record it, and exits).")
+@click.option(
+    "--threads",
+    type=int,
+    default=None,
+    help="Runs this process executes at once (default ASSAY_BROKER_THREADS, 1).",
+)
+@click.option(
+    "--drain",
+    "drain_s",
+    type=float,
+    default=30.0,
+    show_default=True,
+    help="On SIGTERM/SIGINT, seconds running runs may finish before they are cancelled "
+    "(then the worker waits for them to record it, and exits).",
+)
 @click.pass_context
 def worker_cmd(ctx: click.Context, threads: int | None, drain_s: float) -> None:
     """Execute runs from the broker (ASSAY_BROKER_URL), recording them in the shared catalog.
@@ -38,8 +48,11 @@ def worker_cmd(ctx: click.Context, threads: int | None, drain_s: float) -> None:
 
     kernel = ctx.ensure_object(dict)["kernel"]
     if not configured(kernel.settings):
-        raise BrokerError("BROKER_URL_INVALID", "ASSAY_BROKER_URL is not set: there is no queue to take runs from",
-                          "Set ASSAY_BROKER_URL=redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/.")
+        raise BrokerError(
+            "BROKER_URL_INVALID",
+            "ASSAY_BROKER_URL is not set: there is no queue to take runs from",
+            "Set ASSAY_BROKER_URL=redis://HOST:6379/0 or amqp://USER:PASSWORD@HOST:5672/.",
+        )
     check_shared_catalog(kernel.settings)
     check_home(kernel.settings)
     settings = broker_settings(kernel.settings)
@@ -66,13 +79,17 @@ def check_home(kernel_settings: Any) -> None:
             probe.flush()
             os.fsync(probe.fileno())
     except OSError as exc:
-        raise AssayError(WORKER_HOME_UNWRITABLE, f"ASSAY_HOME {str(home)!r} cannot be written: "
-                         f"{exc.strerror or exc}", "Give the worker a writable ASSAY_HOME with free space "
-                         "(captures are staged there); this worker takes no run until then.") from None
+        raise AssayError(
+            WORKER_HOME_UNWRITABLE,
+            f"ASSAY_HOME {str(home)!r} cannot be written: {exc.strerror or exc}",
+            "Give the worker a writable ASSAY_HOME with free space "
+            "(captures are staged there); this worker takes no run until then.",
+        ) from None
 
 
 def _serve(kernel: Any, broker: Any, executor: Any, settings: Any, drain_s: float) -> None:
     import dramatiq
+
     from assay.kernel.log import get_logger
 
     log = get_logger("assay.worker")
@@ -84,12 +101,22 @@ def _serve(kernel: Any, broker: Any, executor: Any, settings: Any, drain_s: floa
     worker = dramatiq.Worker(broker.broker, worker_threads=settings.threads, worker_timeout=50)
     worker.queue_prefetch = settings.threads
     worker.start()
-    log.info("worker_started", worker=executor.worker, queue=settings.queue, threads=settings.threads,
-             broker=broker.kind)
-    click.echo(f"assay worker {executor.worker}: {broker.kind} queue {settings.queue!r}, "
-               f"{settings.threads} thread(s)", err=True)
+    log.info(
+        "worker_started",
+        worker=executor.worker,
+        queue=settings.queue,
+        threads=settings.threads,
+        broker=broker.kind,
+    )
+    click.echo(
+        f"assay worker {executor.worker}: {broker.kind} queue {settings.queue!r}, "
+        f"{settings.threads} thread(s)",
+        err=True,
+    )
     _report_dead_letters(broker, settings, log, None)
-    sweeping = threading.Thread(target=_sweep, args=(executor, broker, settings, stop, log), daemon=True)
+    sweeping = threading.Thread(
+        target=_sweep, args=(executor, broker, settings, stop, log), daemon=True
+    )
     sweeping.start()
     stop.wait()
     _drain(worker, executor, drain_s, log)
@@ -124,8 +151,11 @@ def _report_dead_letters(broker: Any, settings: Any, log: Any, before: int | Non
         return before
     if count and count != before:
         log.warning("worker_dead_letters", queue=f"{settings.queue}.XQ", messages=count)
-        click.echo(f"assay worker: {count} message(s) in the dead-letter queue {settings.queue}.XQ "
-                   "(their runs are enqueued again or failed by the reconciler)", err=True)
+        click.echo(
+            f"assay worker: {count} message(s) in the dead-letter queue {settings.queue}.XQ "
+            "(their runs are enqueued again or failed by the reconciler)",
+            err=True,
+        )
     return count
 
 

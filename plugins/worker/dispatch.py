@@ -54,16 +54,40 @@ class RemoteRuns:
         self.broker = Broker(self.settings)
         self.leases = open_leases(kernel.settings)
 
-    def start(self, run_id: str, question: str, datasource: str | None, model: str, max_steps: int,
-              max_wall_s: float) -> None:
+    def start(
+        self,
+        run_id: str,
+        question: str,
+        datasource: str | None,
+        model: str,
+        max_steps: int,
+        max_wall_s: float,
+    ) -> None:
         """Record the run (queued) and its lease, then enqueue it; BROKER_UNAVAILABLE ends it failed."""
-        message = RunMessage(run_id=run_id, question=question, datasource=datasource, model=model,
-                             max_steps=max_steps, max_wall_s=max_wall_s, enqueued_at=time.time())
+        message = RunMessage(
+            run_id=run_id,
+            question=question,
+            datasource=datasource,
+            model=model,
+            max_steps=max_steps,
+            max_wall_s=max_wall_s,
+            enqueued_at=time.time(),
+        )
+
         def record() -> None:
             with self.leases.db.transaction() as tx:  # the record and the lease: both or neither
-                at = self.leases.create(run_id, message.model_dump_json(), tx)  # the catalog's clock
-                self.kernel.runs.start(RunRecord(run_id=run_id, question=question, model=model, status="queued",
-                                                 started_at=at))
+                at = self.leases.create(
+                    run_id, message.model_dump_json(), tx
+                )  # the catalog's clock
+                self.kernel.runs.start(
+                    RunRecord(
+                        run_id=run_id,
+                        question=question,
+                        model=model,
+                        status="queued",
+                        started_at=at,
+                    )
+                )
 
         self.leases.db.retry(record)  # a dropped connection: the whole transaction once more
         fault_point("serve_recorded")
@@ -81,7 +105,9 @@ class RemoteRuns:
         state = await asyncio.to_thread(self.leases.request_cancel, run_id)
         if state is None:
             return False
-        if state == "queued" and await asyncio.to_thread(self.leases.db.retry, lambda: self._cancel_queued(run_id)):
+        if state == "queued" and await asyncio.to_thread(
+            self.leases.db.retry, lambda: self._cancel_queued(run_id)
+        ):
             return True
         deadline = time.monotonic() + ENDED_STATUSES_WAIT_S
         while time.monotonic() < deadline:
@@ -97,9 +123,15 @@ class RemoteRuns:
             if not self.leases.end_unclaimed(run_id):
                 return False
             record = self.kernel.runs.get(run_id)
-            record_ended(self.kernel, run_id, record.question if record else "", record.model if record else "",
-                         "cancelled", AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."),
-                         ended_at=self.leases.clock())
+            record_ended(
+                self.kernel,
+                run_id,
+                record.question if record else "",
+                record.model if record else "",
+                "cancelled",
+                AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again."),
+                ended_at=self.leases.clock(),
+            )
         return True
 
     async def stream(self, run_id: str, max_s: float) -> AsyncIterator[str]:
@@ -123,7 +155,11 @@ class RemoteRuns:
                 quiet = time.monotonic()
             else:
                 record = await asyncio.to_thread(self.kernel.runs.get, run_id)
-                if record is None or record.status not in ("queued", "running") or time.monotonic() > deadline:
+                if (
+                    record is None
+                    or record.status not in ("queued", "running")
+                    or time.monotonic() > deadline
+                ):
                     yield END
                     return
                 if time.monotonic() - quiet >= KEEPALIVE_S:
@@ -140,7 +176,11 @@ class RemoteRuns:
         return max(0.0, (claimed if claimed is not None else self.leases.clock()) - enqueued)
 
     def _after(self, run_id: str, seq: int) -> list[tuple[int, str, int, float, Any]]:
-        return [(e.seq, e.kind, e.step, e.at, e.data) for e in self.kernel.runs.events(run_id) if e.seq > seq]
+        return [
+            (e.seq, e.kind, e.step, e.at, e.data)
+            for e in self.kernel.runs.events(run_id)
+            if e.seq > seq
+        ]
 
     def close(self) -> None:
         self.broker.close()

@@ -31,12 +31,13 @@ import uuid
 from collections import deque
 from typing import Any
 
-from assay.plugins.agent.loop import agent_settings
-from assay.plugins.agent.ask import AskOptions, aask, refused
+from pydantic import ValidationError
+
 from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
+from assay.plugins.agent.ask import AskOptions, aask, refused
+from assay.plugins.agent.loop import agent_settings
 from assay.plugins.runs import RunRecorder
-from pydantic import ValidationError
 
 from .leases import ENDED, QUEUED, RUNNING, LeaseLost, LeaseStore
 from .messages import RunMessage
@@ -57,13 +58,19 @@ def worker_id() -> str:
 
 
 class Executor:
-    def __init__(self, kernel: Any, settings: BrokerSettings, leases: LeaseStore, broker: Any = None) -> None:
+    def __init__(
+        self, kernel: Any, settings: BrokerSettings, leases: LeaseStore, broker: Any = None
+    ) -> None:
         self.kernel, self.settings, self.leases, self.broker = kernel, settings, leases, broker
         self.worker = worker_id()
         self.running: dict[str, tuple[asyncio.AbstractEventLoop, asyncio.Future]] = {}
         self._mine: set[str] = set()  # runs this process is claiming or executing
-        self._ended: deque[tuple[float, str]] = deque()  # (when, run id) of runs ended here, still fenced
-        self._begun: set[str] = set()  # runs this process began executing (kept as long as their fence)
+        self._ended: deque[tuple[float, str]] = (
+            deque()
+        )  # (when, run id) of runs ended here, still fenced
+        self._begun: set[str] = (
+            set()
+        )  # runs this process began executing (kept as long as their fence)
         self._lock = threading.Lock()
         self._local = threading.local()
 
@@ -83,17 +90,27 @@ class Executor:
     def handle(self, payload: dict[str, Any]) -> None:
         try:
             message = RunMessage.model_validate(payload)
-        except ValidationError as exc:  # acknowledged (it would come back for ever); its run ends failed
+        except (
+            ValidationError
+        ) as exc:  # acknowledged (it would come back for ever); its run ends failed
             log.error("worker_message_invalid", error=str(exc).splitlines()[0])
             run_id = payload.get("run_id") if isinstance(payload, dict) else None
             if isinstance(run_id, str):
                 with self.leases.db.transaction():
                     if self.leases.end_unclaimed(run_id):
-                        record_ended(self.kernel, run_id, str(payload.get("question", "")),
-                                     str(payload.get("model", "")), "failed", AssayError(
-                                         WORKER_MESSAGE_INVALID, "this worker cannot read the run's message: "
-                                         f"{str(exc).splitlines()[0]}", "Run the same assay version on the API "
-                                         "and the workers."))
+                        record_ended(
+                            self.kernel,
+                            run_id,
+                            str(payload.get("question", "")),
+                            str(payload.get("model", "")),
+                            "failed",
+                            AssayError(
+                                WORKER_MESSAGE_INVALID,
+                                "this worker cannot read the run's message: "
+                                f"{str(exc).splitlines()[0]}",
+                                "Run the same assay version on the API and the workers.",
+                            ),
+                        )
             return
         run_id, s = message.run_id, self.settings
         with self._lock:
@@ -139,39 +156,69 @@ class Executor:
             self._begun.add(run_id)
         recorder = RunRecorder(kernel.runs)
         recorder.started.add(run_id)  # the API wrote the record (status queued)
-        guarded = FencedRecorder(recorder, self.leases, run_id, self.worker, self.settings.write_retry_s)
+        guarded = FencedRecorder(
+            recorder, self.leases, run_id, self.worker, self.settings.write_retry_s
+        )
         # started_at: when a worker took it, on the catalog's clock (the wait before is the lease's enqueued_at)
         try:
-            await asyncio.to_thread(guarded.update, status="running", pid=os.getpid(), host=socket.gethostname(),
-                                    started_at=times[1])
+            await asyncio.to_thread(
+                guarded.update,
+                status="running",
+                pid=os.getpid(),
+                host=socket.gethostname(),
+                started_at=times[1],
+            )
         except LeaseLost:
             return
         catalog = kernel.evidence.catalog
-        catalog.fence(run_id, lambda tx: self.leases.fence(tx, run_id, self.worker),  # artifacts: fenced too
-                      lambda write: guarded.retrying(write, time.monotonic() + self.settings.write_retry_s))
+        catalog.fence(
+            run_id,
+            lambda tx: self.leases.fence(tx, run_id, self.worker),  # artifacts: fenced too
+            lambda write: guarded.retrying(write, time.monotonic() + self.settings.write_retry_s),
+        )
         run = kernel.new_run(run_id=run_id)
         loop = asyncio.get_running_loop()
         stop = threading.Event()
         try:
-            settings = agent_settings(kernel).model_copy(update={"max_wall_s": message.max_wall_s,
-                                                                 "max_steps": message.max_steps})
-            options = AskOptions(question=message.question, model=message.model, settings=settings,
-                                 databases=[message.datasource] if message.datasource else [])
+            settings = agent_settings(kernel).model_copy(
+                update={"max_wall_s": message.max_wall_s, "max_steps": message.max_steps}
+            )
+            options = AskOptions(
+                question=message.question,
+                model=message.model,
+                settings=settings,
+                databases=[message.datasource] if message.datasource else [],
+            )
             # the guard renews the lease and looks for a cancel from here on, while the databases connect too
-            agent = asyncio.ensure_future(aask(kernel, options, run=run, observers=[guarded], record_run=False))
+            agent = asyncio.ensure_future(
+                aask(kernel, options, run=run, observers=[guarded], record_run=False)
+            )
             with self._lock:
                 self.running[run_id] = (loop, agent)
-            threading.Thread(target=self._guard, args=(run_id, loop, agent, guarded, stop), daemon=True,
-                             name=f"lease-{run_id[:12]}").start()
+            threading.Thread(
+                target=self._guard,
+                args=(run_id, loop, agent, guarded, stop),
+                daemon=True,
+                name=f"lease-{run_id[:12]}",
+            ).start()
             try:
                 await agent
             except asyncio.CancelledError:
                 pass  # recorded by the agent as cancelled (or dropped: the lease was lost)
         except Exception as exc:  # noqa: BLE001 - a bug must still end the run with a status
             log.error("worker_run_crashed", run_id=run_id, error=repr(exc))
-            refused(run_id, message.question, message.model, AssayError(
-                "SERVICE_RUN_FAILED", f"{type(exc).__name__}: {exc}", "A bug in the worker; see its log."),
-                [guarded], status=_status("failed"))
+            refused(
+                run_id,
+                message.question,
+                message.model,
+                AssayError(
+                    "SERVICE_RUN_FAILED",
+                    f"{type(exc).__name__}: {exc}",
+                    "A bug in the worker; see its log.",
+                ),
+                [guarded],
+                status=_status("failed"),
+            )
         finally:
             stop.set()
             self._unfence_old(catalog, run_id)
@@ -193,8 +240,14 @@ class Executor:
         for run_id in old:
             catalog.fence(run_id, None)
 
-    def _guard(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
-               guarded: FencedRecorder, stop: threading.Event) -> None:
+    def _guard(
+        self,
+        run_id: str,
+        loop: asyncio.AbstractEventLoop,
+        agent: asyncio.Future,
+        guarded: FencedRecorder,
+        stop: threading.Event,
+    ) -> None:
         """Renew the lease every lease_s/3 and look for a cancel every poll_s, until the run ends."""
         renewed = time.monotonic()
         try:
@@ -202,8 +255,15 @@ class Executor:
         finally:
             self.leases.db.close()  # this thread's catalog connection: the thread ends with the run
 
-    def _watch(self, run_id: str, loop: asyncio.AbstractEventLoop, agent: asyncio.Future,
-               guarded: FencedRecorder, stop: threading.Event, renewed: float) -> None:
+    def _watch(
+        self,
+        run_id: str,
+        loop: asyncio.AbstractEventLoop,
+        agent: asyncio.Future,
+        guarded: FencedRecorder,
+        stop: threading.Event,
+        renewed: float,
+    ) -> None:
         s = self.settings
         while not stop.wait(s.poll_s):
             try:
@@ -251,12 +311,22 @@ class Executor:
     def _lost(self, lost_id: str, holder: str, now: float | None = None) -> None:
         record = self.kernel.runs.get(lost_id)
         steps = record.steps if record else 0
-        record_ended(self.kernel, lost_id, record.question if record else "", record.model if record else "",
-                     "failed", AssayError(
-                         RUN_WORKER_LOST, f"worker {holder} stopped renewing this run's lease (it was killed, or "
-                         f"lost the catalog) after step {steps}", "Ask again. The transcript and evidence up to "
-                         "that step are kept; the model conversation is not resumed on another worker."),
-                     steps=steps, ended_at=now)
+        record_ended(
+            self.kernel,
+            lost_id,
+            record.question if record else "",
+            record.model if record else "",
+            "failed",
+            AssayError(
+                RUN_WORKER_LOST,
+                f"worker {holder} stopped renewing this run's lease (it was killed, or "
+                f"lost the catalog) after step {steps}",
+                "Ask again. The transcript and evidence up to "
+                "that step are kept; the model conversation is not resumed on another worker.",
+            ),
+            steps=steps,
+            ended_at=now,
+        )
 
     # --- queued runs whose message is gone --------------------------------------------
 
@@ -287,14 +357,26 @@ class Executor:
             error = AssayError("SERVICE_RUN_CANCELLED", "cancelled while queued", "Ask again.")
             status, reason = "cancelled", None
         else:
-            error = AssayError(RUN_QUEUE_EXPIRED, f"no worker took this run within {s.queue_expiry_s:g} s of its "
-                               "enqueueing (its message was lost, or no worker ran)", "Check that `assay worker` "
-                               "processes run and reach the broker (`assay worker` reports dead letters); ask again.")
+            error = AssayError(
+                RUN_QUEUE_EXPIRED,
+                f"no worker took this run within {s.queue_expiry_s:g} s of its "
+                "enqueueing (its message was lost, or no worker ran)",
+                "Check that `assay worker` "
+                "processes run and reach the broker (`assay worker` reports dead letters); ask again.",
+            )
             status, reason = "failed", "no worker took it in time"
         with self.leases.db.transaction():
             if self.leases.end_unclaimed(run_id):
-                record_ended(self.kernel, run_id, question, model, status, error, ended_at=self.leases.clock(),
-                             reason=reason)
+                record_ended(
+                    self.kernel,
+                    run_id,
+                    question,
+                    model,
+                    status,
+                    error,
+                    ended_at=self.leases.clock(),
+                    reason=reason,
+                )
         log.warning("worker_queued_run_ended", run_id=run_id, status=status, code=error.code)
 
 

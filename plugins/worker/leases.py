@@ -58,10 +58,14 @@ ALTER TABLE run_leases ADD COLUMN IF NOT EXISTS message TEXT NOT NULL DEFAULT ''
 ALTER TABLE run_leases ADD COLUMN IF NOT EXISTS claimed_at REAL;
 ALTER TABLE run_leases ADD COLUMN IF NOT EXISTS requeues INTEGER NOT NULL DEFAULT 0;
 """
-_SCHEMA = {SQLITE: _DDL,
-           POSTGRESQL: (_DDL + _V2).replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT")}
-_NOW = {SQLITE: "((julianday('now') - 2440587.5) * 86400.0)",
-        POSTGRESQL: "EXTRACT(EPOCH FROM clock_timestamp())::DOUBLE PRECISION"}
+_SCHEMA = {
+    SQLITE: _DDL,
+    POSTGRESQL: (_DDL + _V2).replace(" REAL", " DOUBLE PRECISION").replace(" INTEGER", " BIGINT"),
+}
+_NOW = {
+    SQLITE: "((julianday('now') - 2440587.5) * 86400.0)",
+    POSTGRESQL: "EXTRACT(EPOCH FROM clock_timestamp())::DOUBLE PRECISION",
+}
 
 QUEUED, RUNNING, ENDED = "queued", "running", "ended"
 
@@ -113,22 +117,29 @@ class LeaseStore:
 
     def create(self, run_id: str, message: str = "", tx: Any = None) -> float:
         """The run's lease (``queued``) with the message to enqueue again if it is lost; the catalog's time."""
-        sql = ("INSERT INTO run_leases (run_id, state, enqueued_at, updated_at, message) "
-               "VALUES (?, 'queued', NOW, NOW, ?) RETURNING enqueued_at").replace("NOW", self.now)
+        sql = (
+            "INSERT INTO run_leases (run_id, state, enqueued_at, updated_at, message) "
+            "VALUES (?, 'queued', NOW, NOW, ?) RETURNING enqueued_at"
+        ).replace("NOW", self.now)
         if tx is not None:
             self._ready()
             return float(tx.execute(sql, (run_id, message)).fetchone()[0])
         return float(self._update(sql, (run_id, message))[0][0])
 
     def get(self, run_id: str) -> Lease | None:
-        rows = self._update("SELECT run_id, state, worker, lease_until < NOW, attempts, cancel_requested "
-                            "FROM run_leases WHERE run_id = ?", (run_id,))
+        rows = self._update(
+            "SELECT run_id, state, worker, lease_until < NOW, attempts, cancel_requested "
+            "FROM run_leases WHERE run_id = ?",
+            (run_id,),
+        )
         if not rows:
             return None
         r = rows[0]
         return Lease(r[0], r[1], r[2], bool(r[3]), int(r[4]), bool(r[5]))
 
-    def claim(self, run_id: str, worker: str, lease_s: float, again: bool = False) -> tuple[float, float] | None:
+    def claim(
+        self, run_id: str, worker: str, lease_s: float, again: bool = False
+    ) -> tuple[float, float] | None:
         """``queued`` -> ``running`` for ``worker``: (enqueued_at, claimed_at) on the catalog's clock, or None
         when another process got there first. ``again``: also a run this worker claimed but never began
         (its first claim committed, then the catalog failed before the answer came back)."""
@@ -137,7 +148,8 @@ class LeaseStore:
             "UPDATE run_leases SET state = 'running', worker = ?, lease_until = NOW + ?, attempts = attempts + 1, "
             f"updated_at = NOW, claimed_at = NOW WHERE run_id = ? AND (state = 'queued'{mine}) "
             "AND cancel_requested = 0 RETURNING enqueued_at, claimed_at",
-            (worker, lease_s, run_id, *((worker,) if again else ())))
+            (worker, lease_s, run_id, *((worker,) if again else ())),
+        )
         return (float(rows[0][0]), float(rows[0][1])) if rows else None
 
     def fence(self, tx: Any, run_id: str, worker: str) -> None:
@@ -146,16 +158,23 @@ class LeaseStore:
         A sweep taking the run waits for the lock, so it either comes before (and this write is refused) or
         after the write (which was made while the lease was held)."""
         self._ready()
-        row = tx.execute(f"SELECT run_id FROM run_leases WHERE run_id = ? AND worker = ? AND state = 'running'"
-                         f"{self.db.for_update}", (run_id, worker)).fetchone()
+        row = tx.execute(
+            f"SELECT run_id FROM run_leases WHERE run_id = ? AND worker = ? AND state = 'running'"
+            f"{self.db.for_update}",
+            (run_id, worker),
+        ).fetchone()
         if row is None:
             raise LeaseLost(run_id)
 
     def renew(self, run_id: str, worker: str, lease_s: float) -> bool:
         """Push the lease on; False when ``worker`` no longer holds the run (it lapsed and was taken)."""
-        return bool(self._update(
-            "UPDATE run_leases SET lease_until = NOW + ?, updated_at = NOW WHERE run_id = ? AND worker = ? "
-            "AND state = 'running' RETURNING run_id", (lease_s, run_id, worker)))
+        return bool(
+            self._update(
+                "UPDATE run_leases SET lease_until = NOW + ?, updated_at = NOW WHERE run_id = ? AND worker = ? "
+                "AND state = 'running' RETURNING run_id",
+                (lease_s, run_id, worker),
+            )
+        )
 
     def cancel_requested(self, run_id: str) -> bool:
         rows = self._update("SELECT cancel_requested FROM run_leases WHERE run_id = ?", (run_id,))
@@ -164,8 +183,10 @@ class LeaseStore:
     def finish(self, run_id: str, worker: str, tx: Any = None) -> float | None:
         """``running`` -> ``ended`` by the worker holding it: the catalog's time, or None when it had lost the
         run. With ``tx``, inside that transaction (with the run's final event and status)."""
-        sql = ("UPDATE run_leases SET state = 'ended', updated_at = NOW WHERE run_id = ? AND worker = ? "
-               "AND state = 'running' RETURNING updated_at").replace("NOW", self.now)
+        sql = (
+            "UPDATE run_leases SET state = 'ended', updated_at = NOW WHERE run_id = ? AND worker = ? "
+            "AND state = 'running' RETURNING updated_at"
+        ).replace("NOW", self.now)
         if tx is not None:
             self._ready()
             row = tx.execute(sql, (run_id, worker)).fetchone()
@@ -175,16 +196,26 @@ class LeaseStore:
 
     def end_unclaimed(self, run_id: str) -> bool:
         """``queued`` -> ``ended`` (cancelled before a worker took it, or never enqueued)."""
-        return bool(self._update("UPDATE run_leases SET state = 'ended', updated_at = NOW WHERE run_id = ? "
-                                 "AND state = 'queued' RETURNING run_id", (run_id,)))
+        return bool(
+            self._update(
+                "UPDATE run_leases SET state = 'ended', updated_at = NOW WHERE run_id = ? "
+                "AND state = 'queued' RETURNING run_id",
+                (run_id,),
+            )
+        )
 
     def request_cancel(self, run_id: str) -> str | None:
         """Flag the run; its state then (None when there is no lease or it has ended)."""
-        rows = self._update("UPDATE run_leases SET cancel_requested = 1, updated_at = NOW WHERE run_id = ? "
-                            "AND state <> 'ended' RETURNING state", (run_id,))
+        rows = self._update(
+            "UPDATE run_leases SET cancel_requested = 1, updated_at = NOW WHERE run_id = ? "
+            "AND state <> 'ended' RETURNING state",
+            (run_id,),
+        )
         return rows[0][0] if rows else None
 
-    def stale_queued(self, requeue_after_s: float, expire_after_s: float, limit: int = 100) -> list[Stale]:
+    def stale_queued(
+        self, requeue_after_s: float, expire_after_s: float, limit: int = 100
+    ) -> list[Stale]:
         """``queued`` runs untouched for ``requeue_after_s`` (or asked to cancel), each handed to one caller
         (its ``updated_at`` moves on, so the next reconciler waits another bound); ``expired`` past
         ``expire_after_s`` since it was enqueued."""
@@ -193,17 +224,25 @@ class LeaseStore:
             "SELECT run_id FROM run_leases WHERE state = 'queued' AND (updated_at < NOW - ? OR cancel_requested = 1"
             f" OR enqueued_at < NOW - ?) LIMIT ?{self.db.for_update.replace('FOR UPDATE', 'FOR UPDATE SKIP LOCKED')}"
             ") AND state = 'queued' RETURNING run_id, message, enqueued_at < NOW - ?, cancel_requested",
-            (requeue_after_s, expire_after_s, limit, expire_after_s))
+            (requeue_after_s, expire_after_s, limit, expire_after_s),
+        )
         return [Stale(r[0], r[1] or "", bool(r[2]), bool(r[3])) for r in rows]
 
     def queue_times(self, run_id: str) -> tuple[float, float | None] | None:
         """(enqueued_at, claimed_at) of the run on the catalog's clock (None: no lease)."""
-        rows = self._update("SELECT enqueued_at, claimed_at FROM run_leases WHERE run_id = ?", (run_id,))
-        return (float(rows[0][0]), None if rows[0][1] is None else float(rows[0][1])) if rows else None
+        rows = self._update(
+            "SELECT enqueued_at, claimed_at FROM run_leases WHERE run_id = ?", (run_id,)
+        )
+        return (
+            (float(rows[0][0]), None if rows[0][1] is None else float(rows[0][1])) if rows else None
+        )
 
     def take_lapsed(self, run_id: str | None = None) -> list[tuple[str, str]]:
         """End ``running`` runs whose lease passed (one run, or all); (run_id, worker) of those this call took."""
         where, params = ("AND run_id = ?", (run_id,)) if run_id else ("", ())
-        rows = self._update(f"UPDATE run_leases SET state = 'ended', updated_at = NOW WHERE state = 'running' "
-                            f"AND lease_until < NOW {where} RETURNING run_id, worker", params)
+        rows = self._update(
+            f"UPDATE run_leases SET state = 'ended', updated_at = NOW WHERE state = 'running' "
+            f"AND lease_until < NOW {where} RETURNING run_id, worker",
+            params,
+        )
         return [(r[0], r[1]) for r in rows]

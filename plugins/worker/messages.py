@@ -16,8 +16,11 @@ from pydantic import BaseModel, ConfigDict, Field
 class RunMessage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    version: Literal[1] = Field(default=1, description="The message format; a worker fails a run whose message "
-                                                       "it cannot read (WORKER_MESSAGE_INVALID).")
+    version: Literal[1] = Field(
+        default=1,
+        description="The message format; a worker fails a run whose message "
+        "it cannot read (WORKER_MESSAGE_INVALID).",
+    )
     run_id: str = Field(min_length=1, max_length=200)
     question: str
     datasource: str | None = None

@@ -42,8 +42,14 @@ _BACKOFF_S = (0.05, 0.1, 0.2, 0.5, 1.0)
 class FencedRecorder:
     """The runs-store recorder of one run, writing only while this worker holds the run's lease."""
 
-    def __init__(self, recorder: RunRecorder, leases: LeaseStore, run_id: str, worker: str,
-                 write_retry_s: float = 120.0) -> None:
+    def __init__(
+        self,
+        recorder: RunRecorder,
+        leases: LeaseStore,
+        run_id: str,
+        worker: str,
+        write_retry_s: float = 120.0,
+    ) -> None:
         self.recorder, self.leases, self.run_id, self.worker = recorder, leases, run_id, worker
         self.write_retry_s = write_retry_s
         self.lost = False
@@ -78,6 +84,7 @@ class FencedRecorder:
 
     def update(self, **fields: Any) -> None:
         """Fields of the run's record, fenced, retried through a blink (LeaseLost when the run is not ours)."""
+
         def write() -> None:
             with self.leases.db.transaction() as tx:
                 self.leases.fence(tx, self.run_id, self.worker)
@@ -94,7 +101,9 @@ class FencedRecorder:
                 self._lose()
                 return False
             except Exception as exc:  # noqa: BLE001 - the catalog is down: kept for the next write
-                log.warning("worker_event_kept", run_id=self.run_id, kept=len(self.pending), error=repr(exc))
+                log.warning(
+                    "worker_event_kept", run_id=self.run_id, kept=len(self.pending), error=repr(exc)
+                )
                 return False
             self.pending.popleft()
         return True
@@ -111,7 +120,12 @@ class FencedRecorder:
             except Exception:  # noqa: BLE001 - retried until the deadline, then raised
                 if time.monotonic() >= deadline:
                     raise
-                time.sleep(min(_BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)], max(0.0, deadline - time.monotonic())))
+                time.sleep(
+                    min(
+                        _BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)],
+                        max(0.0, deadline - time.monotonic()),
+                    )
+                )
 
     def _lose(self) -> None:
         self.lost = True  # another worker's sweep ended it (RUN_WORKER_LOST): its status stands
@@ -155,23 +169,51 @@ def _incomplete(event: Any, missing: list[str]) -> Any:
     """``run_finished`` whose summary names the events that could not be written."""
     summary = dict(event.data.get("summary") or {})
     summary["transcript_incomplete"] = {"missing_events": len(missing), "kinds": missing}
-    summary["status_reason"] = (f"{summary.get('status_reason', '')}; transcript incomplete: {len(missing)} "
-                                "event(s) could not be written (the catalog was unavailable)").lstrip("; ")
+    summary["status_reason"] = (
+        f"{summary.get('status_reason', '')}; transcript incomplete: {len(missing)} "
+        "event(s) could not be written (the catalog was unavailable)"
+    ).lstrip("; ")
     return replace(event, data={**event.data, "summary": summary})
 
 
-def record_ended(kernel: Any, run_id: str, question: str, model: str, status: str, error: AssayError,
-                 steps: int = 0, ended_at: float | None = None, reason: str | None = None) -> None:
+def record_ended(
+    kernel: Any,
+    run_id: str,
+    question: str,
+    model: str,
+    status: str,
+    error: AssayError,
+    steps: int = 0,
+    ended_at: float | None = None,
+    reason: str | None = None,
+) -> None:
     """Write the final event and status of a run this process did not execute (lost, or ended queued)."""
     record = kernel.runs.get(run_id)
-    reasons = {"failed": "the worker executing it was lost", "cancelled": "cancelled before a worker took it"}
-    summary = {"run_id": run_id, "question": question, "model": model, "status": status,
-               "status_reason": reason or reasons.get(status, status),
-               "error": {"code": error.code, "message": error.message, "hint": error.hint}, "answer": None,
-               "steps": steps, "artifact_ids": list(record.artifact_ids) if record else [], "tool_calls": []}
+    reasons = {
+        "failed": "the worker executing it was lost",
+        "cancelled": "cancelled before a worker took it",
+    }
+    summary = {
+        "run_id": run_id,
+        "question": question,
+        "model": model,
+        "status": status,
+        "status_reason": reason or reasons.get(status, status),
+        "error": {"code": error.code, "message": error.message, "hint": error.hint},
+        "answer": None,
+        "steps": steps,
+        "artifact_ids": list(record.artifact_ids) if record else [],
+        "tool_calls": [],
+    }
     if record is None:
         RunRecorder(kernel.runs).begin(run_id, question, model)
     at = ended_at if ended_at is not None else time.time()
     kernel.runs.append(run_id, "run_finished", steps, at, {"summary": summary})
-    kernel.runs.update(run_id, status=status, status_reason=summary["status_reason"], error=summary["error"],
-                       ended_at=at, summary=summary)
+    kernel.runs.update(
+        run_id,
+        status=status,
+        status_reason=summary["status_reason"],
+        error=summary["error"],
+        ended_at=at,
+        summary=summary,
+    )

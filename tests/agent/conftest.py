@@ -9,15 +9,17 @@ import time
 from pathlib import Path
 
 import pytest
-from assay.kernel.tools import FunctionTool
 
 from assay import ToolResult, hookimpl, tool
+from assay.kernel.tools import FunctionTool
 
 
 def make_shop(path: Path) -> Path:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE sales (region TEXT, amount INTEGER)")
-    conn.executemany("INSERT INTO sales VALUES (?, ?)", [("north", 10), ("south", 32), ("north", 5)])
+    conn.executemany(
+        "INSERT INTO sales VALUES (?, ?)", [("north", 10), ("south", 32), ("north", 5)]
+    )
     conn.commit()
     conn.close()
     return path
@@ -58,9 +60,12 @@ def fake_report(status: str) -> ToolResult:
     """Pretend to write a report with the given status."""
     from assay import ArtifactRef
 
-    return ToolResult.ok({"report": f"# Report\n\nstatus {status}"}, content=f"report {status}",
-                         metadata={"report_status": status},
-                         artifacts=[ArtifactRef(artifact_id=f"art_report_{status}", kind="report")])
+    return ToolResult.ok(
+        {"report": f"# Report\n\nstatus {status}"},
+        content=f"report {status}",
+        metadata={"report_status": status},
+        artifacts=[ArtifactRef(artifact_id=f"art_report_{status}", kind="report")],
+    )
 
 
 fake_report_tool = FunctionTool(fake_report.func, name="generate_report")
@@ -91,7 +96,9 @@ def agent_kernel(make_assay_kernel, monkeypatch, shop_db):
             monkeypatch.setenv("ASSAY_SQL_DATABASES", f"shop=sqlite:///{shop_db}")
         else:
             monkeypatch.delenv("ASSAY_SQL_DATABASES", raising=False)
-        return make_assay_kernel(sql, scripted, evidence_tools, runs_plugin, AgentTestTools(), **settings).start()
+        return make_assay_kernel(
+            sql, scripted, evidence_tools, runs_plugin, AgentTestTools(), **settings
+        ).start()
 
     return make
 
@@ -99,6 +106,7 @@ def agent_kernel(make_assay_kernel, monkeypatch, shop_db):
 @pytest.fixture
 def script(tmp_path):
     """``script(*steps)``: a JSON script file for the scripted model, as ``--model scripted:PATH``."""
+
     def write(*steps) -> str:
         path = tmp_path / f"script_{len(list(tmp_path.glob('script_*')))}.json"
         path.write_text(json.dumps(list(steps)))

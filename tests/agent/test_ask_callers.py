@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+
 from assay.kernel.resources import Resource, ResourceType
 
 CALLERS = ["cli", "service", "worker"]
@@ -49,8 +50,14 @@ def caller(request, make_assay_kernel, monkeypatch):
     return request.param, make_assay_kernel(scripted, runs_plugin).start()
 
 
-def ask_through(name: str, kernel, question: str, model: str, datasource: str | None = None,
-                cancel_when: ConnectingDatabase | None = None):
+def ask_through(
+    name: str,
+    kernel,
+    question: str,
+    model: str,
+    datasource: str | None = None,
+    cancel_when: ConnectingDatabase | None = None,
+):
     """Ask ``question`` the way caller ``name`` does; with ``cancel_when``: cancel the run the caller's way once
     that database is connecting, and release it once the run is recorded ended. The run's record."""
     run = {"service": _via_service, "worker": _via_worker, "cli": _via_cli}[name]
@@ -73,7 +80,9 @@ async def _released_once_ended(kernel, database: ConnectingDatabase, run_id: str
 def _via_cli(kernel, question, model, datasource, database):
     from assay.plugins.agent.ask import AskOptions, aask, ask
 
-    options = AskOptions(question=question, model=model, databases=[datasource] if datasource else [])
+    options = AskOptions(
+        question=question, model=model, databases=[datasource] if datasource else []
+    )
     if database is None:
         return ask(kernel, options).run_id  # what `assay ask` calls
 
@@ -98,7 +107,9 @@ def _via_service(kernel, question, model, datasource, database):
     async def run() -> str:
         tokens = TokenStore(store_path(kernel.settings.home))
         manager = RunManager(kernel, ServiceSettings(model=model), tokens)
-        live = await manager.start("alice", "token_1", RunRequest(question=question, datasource=datasource))
+        live = await manager.start(
+            "alice", "token_1", RunRequest(question=question, datasource=datasource)
+        )
         if database is not None:  # DELETE /runs/ID
             await asyncio.to_thread(database.connecting.wait, WAIT_S)
             assert manager.cancel(live.run_id)
@@ -118,10 +129,19 @@ def _via_worker(kernel, question, model, datasource, database):
 
     leases = open_leases(kernel.settings)
     run_id = kernel.new_run(capture=False).run_id
-    message = RunMessage(run_id=run_id, question=question, datasource=datasource, model=model, max_steps=5,
-                         max_wall_s=60.0, enqueued_at=time.time())
+    message = RunMessage(
+        run_id=run_id,
+        question=question,
+        datasource=datasource,
+        model=model,
+        max_steps=5,
+        max_wall_s=60.0,
+        enqueued_at=time.time(),
+    )
     at = leases.create(run_id, message.model_dump_json())  # what the API records before it enqueues
-    kernel.runs.start(RunRecord(run_id=run_id, question=question, model=model, status="queued", started_at=at))
+    kernel.runs.start(
+        RunRecord(run_id=run_id, question=question, model=model, status="queued", started_at=at)
+    )
     executor = Executor(kernel, BrokerSettings(poll_s=0.05), leases)
     worker = threading.Thread(target=executor.handle, args=(message.model_dump(),))
     worker.start()
@@ -151,11 +171,15 @@ def test_a_model_that_cannot_be_made_is_refused_with_its_code_by_every_caller(ca
     assert record.error["code"] == "MODEL_CONFIG_INVALID"
 
 
-def test_a_cancel_while_a_database_connects_ends_the_run_cancelled_before_the_model_for_every_caller(caller):
+def test_a_cancel_while_a_database_connects_ends_the_run_cancelled_before_the_model_for_every_caller(
+    caller,
+):
     name, kernel = caller
     database = kernel.attach(ConnectingDatabase("connecting"))
     try:
-        record = ask_through(name, kernel, "How many?", "scripted", "connecting", cancel_when=database)
+        record = ask_through(
+            name, kernel, "How many?", "scripted", "connecting", cancel_when=database
+        )
     finally:
         database.release.set()
     assert record.status == "cancelled"

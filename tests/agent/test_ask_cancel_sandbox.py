@@ -7,6 +7,7 @@ import asyncio
 import time
 
 import pytest
+
 from assay.plugins.agent.ask import AskOptions, aask
 from assay.plugins.models.scripted import ScriptedModel
 
@@ -17,15 +18,23 @@ def local_sandbox(monkeypatch):
     monkeypatch.setenv("SANDBOX_ALLOW_LOCAL_RUNTIME", "1")
 
 
-async def test_cancelling_a_run_closes_its_sandbox_session_and_records_cancelled(make_assay_kernel, local_sandbox):
+async def test_cancelling_a_run_closes_its_sandbox_session_and_records_cancelled(
+    make_assay_kernel, local_sandbox
+):
     import assay.sandbox_runtimes.plugins as runtimes
     from assay.plugins import code_interpreter, runs_plugin, sandbox_plugin
     from assay.plugins.models import scripted
 
-    kernel = make_assay_kernel(code_interpreter, scripted, runs_plugin, sandbox_plugin, runtimes.local).start()
+    kernel = make_assay_kernel(
+        code_interpreter, scripted, runs_plugin, sandbox_plugin, runtimes.local
+    ).start()
     events = []
-    model = ScriptedModel([{"tool": "code_interpreter", "arguments": {"code": "import time\ntime.sleep(120)"}}])
-    task = asyncio.ensure_future(aask(kernel, AskOptions(question="wait"), model=model, observers=[events.append]))
+    model = ScriptedModel(
+        [{"tool": "code_interpreter", "arguments": {"code": "import time\ntime.sleep(120)"}}]
+    )
+    task = asyncio.ensure_future(
+        aask(kernel, AskOptions(question="wait"), model=model, observers=[events.append])
+    )
     deadline = time.monotonic() + 60
     while not (any(e.kind == "tool_started" for e in events) and kernel.sandbox.list()):
         assert time.monotonic() < deadline and not task.done()

@@ -11,13 +11,14 @@ import sqlite3
 import sys
 import time
 
+from assay import Settings
 from assay.plugins.runs import open_store
 
-from assay import Settings
-
 # as long as the knob says: the test makes it endless for the question it cancels, then short
-COUNT_SQL = ("WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < (SELECT n FROM knob)) "
-             "SELECT COUNT(*) AS n FROM c")
+COUNT_SQL = (
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < (SELECT n FROM knob)) "
+    "SELECT COUNT(*) AS n FROM c"
+)
 
 
 class Terminal:
@@ -25,7 +26,9 @@ class Terminal:
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         pid, fd = pty.fork()
-        if pid == 0:  # the child: Ctrl-C must raise KeyboardInterrupt (a background test run ignores SIGINT)
+        if (
+            pid == 0
+        ):  # the child: Ctrl-C must raise KeyboardInterrupt (a background test run ignores SIGINT)
             signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(argv[0], argv, env)
         self.pid, self.fd, self.seen = pid, fd, ""
@@ -50,7 +53,9 @@ class Terminal:
     def wait(self, timeout: float = 60) -> int:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if select.select([self.fd], [], [], 0.05)[0]:  # never a blocking read: the child may be silent
+            if select.select([self.fd], [], [], 0.05)[
+                0
+            ]:  # never a blocking read: the child may be silent
                 try:
                     self.seen += os.read(self.fd, 65536).decode(errors="replace")
                 except OSError:
@@ -83,26 +88,44 @@ def _wait_for_event(home, kind: str, before: set[str], timeout: float = 60) -> s
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for record in store.list(limit=10):
-            if record.run_id not in before and any(e.kind == kind for e in store.events(record.run_id)):
+            if record.run_id not in before and any(
+                e.kind == kind for e in store.events(record.run_id)
+            ):
                 return record.run_id
         time.sleep(0.1)
     raise AssertionError(f"no new run reached {kind}")
 
 
-def test_chat_continues_the_thread_ctrl_c_cancels_the_step_and_ctrl_d_ends(shop_db, tmp_path, monkeypatch):
+def test_chat_continues_the_thread_ctrl_c_cancels_the_step_and_ctrl_d_ends(
+    shop_db, tmp_path, monkeypatch
+):
     conn = sqlite3.connect(shop_db)
     conn.execute("CREATE TABLE knob (n INTEGER)")
     conn.execute("INSERT INTO knob VALUES (3)")
     conn.commit()
     conn.close()
     script = tmp_path / "chat_script.json"
-    script.write_text(json.dumps([{"tool": "sql_query", "arguments": {"sql": COUNT_SQL}},
-                                  {"text": "the count is 3"}]))
+    script.write_text(
+        json.dumps(
+            [{"tool": "sql_query", "arguments": {"sql": COUNT_SQL}}, {"text": "the count is 3"}]
+        )
+    )
     home = tmp_path / "home"
     env = {**os.environ, "ASSAY_HOME": str(home), "TERM": "dumb"}
     env.pop("ASSAY_CATALOG_URL", None)
-    term = Terminal([sys.executable, "-m", "assay.kernel.cli", "chat", "--db", f"sqlite:///{shop_db}",
-                     "--model", f"scripted:{script}"], env)
+    term = Terminal(
+        [
+            sys.executable,
+            "-m",
+            "assay.kernel.cli",
+            "chat",
+            "--db",
+            f"sqlite:///{shop_db}",
+            "--model",
+            f"scripted:{script}",
+        ],
+        env,
+    )
     try:
         term.expect("assay> ")
         term.send("how many?\r")  # the first question: answered
@@ -119,7 +142,9 @@ def test_chat_continues_the_thread_ctrl_c_cancels_the_step_and_ctrl_d_ends(shop_
         _set_knob(shop_db, 3)
         term.send("once more?\r")
         term.expect("status: answered")
-        deadline = time.monotonic() + 60  # the prompt is back (readline has the terminal): then Ctrl-D
+        deadline = (
+            time.monotonic() + 60
+        )  # the prompt is back (readline has the terminal): then Ctrl-D
         while term.seen.count("assay> ") < 4:
             assert time.monotonic() < deadline, term.seen
             if select.select([term.fd], [], [], 0.2)[0]:
@@ -136,4 +161,8 @@ def test_chat_continues_the_thread_ctrl_c_cancels_the_step_and_ctrl_d_ends(shop_
     assert second.status == "cancelled" and second.parent_run_id == first.run_id
     assert third.status == "answered" and third.parent_run_id == second_id
     assert store.get(first.run_id).status == "answered"  # the earlier run is untouched
-    assert (home / "chat_history").read_text().splitlines()[-3:] == ["how many?", "and again?", "once more?"]
+    assert (home / "chat_history").read_text().splitlines()[-3:] == [
+        "how many?",
+        "and again?",
+        "once more?",
+    ]

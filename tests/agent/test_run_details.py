@@ -5,9 +5,8 @@ from __future__ import annotations
 import json
 import re
 
-from assay.plugins.agent.prompt import EVIDENCE_RULES
 from assay.kernel.evidence.records import new_artifact_id
-
+from assay.plugins.agent.prompt import EVIDENCE_RULES
 from tests.conftest import run_assay
 
 
@@ -27,9 +26,13 @@ def test_quiet_says_why_when_a_run_ends_without_an_answer(tmp_path):
 def test_a_run_refused_before_the_model_has_no_negative_elapsed_time(make_assay_kernel):
     from assay.plugins.agent.ask import AskOptions, ask
 
-    transcript = ask(make_assay_kernel(load_entrypoints=True), AskOptions(question="how many?", model="nosuch"))
+    transcript = ask(
+        make_assay_kernel(load_entrypoints=True), AskOptions(question="how many?", model="nosuch")
+    )
     assert transcript.status == "invalid_input" and transcript.error.code == "MODEL_NOT_FOUND"
-    assert transcript.ended_at >= transcript.started_at and transcript.elapsed_s >= 0  # ended before it began
+    assert (
+        transcript.ended_at >= transcript.started_at and transcript.elapsed_s >= 0
+    )  # ended before it began
 
 
 def test_the_citation_example_in_the_system_prompt_has_the_shape_of_an_artifact_id():
@@ -40,8 +43,10 @@ def test_the_citation_example_in_the_system_prompt_has_the_shape_of_an_artifact_
 
 
 def test_current_time_refuses_an_offset_out_of_range_as_an_argument_error(tmp_path):
-    model = script(tmp_path, [{"tool": "current_time", "arguments": {"tz_offset_minutes": 100000}},
-                              {"text": "done"}])
+    model = script(
+        tmp_path,
+        [{"tool": "current_time", "arguments": {"tz_offset_minutes": 100000}}, {"text": "done"}],
+    )
     result = run_assay("ask", "--json", "--model", model, "what time is it?")
     call = json.loads(result.stdout.splitlines()[0])["tool_calls"][0]
     assert call["error_code"] == "TOOL_ARGUMENTS_INVALID"
@@ -52,8 +57,13 @@ def test_current_time_refuses_an_offset_out_of_range_as_an_argument_error(tmp_pa
 
 
 def test_generate_report_shows_the_status_it_returned_not_ok(tmp_path):
-    model = script(tmp_path, [{"tool": "generate_report", "arguments": {"instructions": "refunds"}},
-                              {"text": "no report yet"}])
+    model = script(
+        tmp_path,
+        [
+            {"tool": "generate_report", "arguments": {"instructions": "refunds"}},
+            {"text": "no report yet"},
+        ],
+    )
     result = run_assay("ask", "--model", model, "write the refunds report")
     assert "-> report needs_analysis" in result.stdout, result.stdout
     assert "-> ok" not in result.stdout

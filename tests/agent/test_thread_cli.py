@@ -17,15 +17,28 @@ def _newest() -> dict:
 
 
 def _thread(shop_db, script) -> tuple[dict, dict, str]:
-    first = run_assay("ask", "--db", f"sqlite:///{shop_db}", "--model",
-                      script({"tool": "sql_query", "arguments": {"sql": SUM_SQL}}, {"text": "south sells most"}),
-                      "Which region sells most?")
+    first = run_assay(
+        "ask",
+        "--db",
+        f"sqlite:///{shop_db}",
+        "--model",
+        script({"tool": "sql_query", "arguments": {"sql": SUM_SQL}}, {"text": "south sells most"}),
+        "Which region sells most?",
+    )
     assert first.exit_code == 0, first.output
     one = _newest()
     art = one["artifact_ids"][0]
-    second = run_assay("ask", "--continue", "last", "--model",
-                       script({"tool": "read_artifact_result", "arguments": {"artifact_id": art}},
-                              {"text": f"south's total is 32 [{art}]"}), "How much did it sell?")
+    second = run_assay(
+        "ask",
+        "--continue",
+        "last",
+        "--model",
+        script(
+            {"tool": "read_artifact_result", "arguments": {"artifact_id": art}},
+            {"text": f"south's total is 32 [{art}]"},
+        ),
+        "How much did it sell?",
+    )
     assert second.exit_code == 0, second.output
     return one, _newest(), art
 
@@ -37,7 +50,9 @@ def test_ask_continue_last_makes_a_follow_up_on_the_parents_database(shop_db, sc
     assert two["summary"]["thread"]["chain"] == [one["run_id"]]
 
 
-def test_runs_show_of_a_follow_up_names_its_thread_and_the_earlier_artifacts_it_cites(shop_db, script):
+def test_runs_show_of_a_follow_up_names_its_thread_and_the_earlier_artifacts_it_cites(
+    shop_db, script
+):
     one, two, art = _thread(shop_db, script)
     shown = run_assay("runs", "show", two["run_id"])
     assert shown.exit_code == 0, shown.output
@@ -47,7 +62,9 @@ def test_runs_show_of_a_follow_up_names_its_thread_and_the_earlier_artifacts_it_
     assert as_json["thread"] == [one["run_id"], two["run_id"]] and as_json["thread_cited"] == [art]
 
 
-def test_the_export_of_a_follow_up_carries_the_cited_earlier_artifact_and_verifies_alone(shop_db, script, tmp_path):
+def test_the_export_of_a_follow_up_carries_the_cited_earlier_artifact_and_verifies_alone(
+    shop_db, script, tmp_path
+):
     one, two, art = _thread(shop_db, script)
     bundle = tmp_path / "follow_up.zip"
     exported = run_assay("runs", "export", two["run_id"], "-o", str(bundle))
@@ -61,5 +78,7 @@ def test_the_export_of_a_follow_up_carries_the_cited_earlier_artifact_and_verifi
 
 
 def test_continue_of_an_unknown_run_is_refused_with_its_code(shop_db, script):
-    refused = run_assay("ask", "--continue", "run_nope", "--model", script({"text": "x"}), "and then?")
+    refused = run_assay(
+        "ask", "--continue", "run_nope", "--model", script({"text": "x"}), "and then?"
+    )
     assert refused.exit_code != 0 and "THREAD_PARENT_NOT_FOUND" in refused.output

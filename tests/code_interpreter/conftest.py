@@ -55,8 +55,12 @@ def podman_kernel(tmp_path_factory):
     require(ok, what)
     # One full core instead of the default half: the tests import pandas in many fresh
     # processes, and the limits under test (time, memory, output) are unchanged.
-    kernel = _kernel_with(tmp_path_factory.mktemp("ci-home"), SANDBOX_RUNTIME="podman",
-                          SANDBOX_IMAGE_PYTHON=IMAGE, SANDBOX_CPU_LIMIT="1")
+    kernel = _kernel_with(
+        tmp_path_factory.mktemp("ci-home"),
+        SANDBOX_RUNTIME="podman",
+        SANDBOX_IMAGE_PYTHON=IMAGE,
+        SANDBOX_CPU_LIMIT="1",
+    )
     yield kernel
     kernel.sandbox.close()
 
@@ -69,9 +73,13 @@ def docker_kernel(tmp_path_factory):
     from tests.sandbox_engines.podman_service import podman_service
 
     with podman_service() as socket_path:
-        kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-docker"), SANDBOX_RUNTIME="docker",
-                              SANDBOX_DOCKER_HOST=f"unix://{socket_path}", SANDBOX_IMAGE_PYTHON=IMAGE,
-                              SANDBOX_CPU_LIMIT="1")
+        kernel = _kernel_with(
+            tmp_path_factory.mktemp("ci-home-docker"),
+            SANDBOX_RUNTIME="docker",
+            SANDBOX_DOCKER_HOST=f"unix://{socket_path}",
+            SANDBOX_IMAGE_PYTHON=IMAGE,
+            SANDBOX_CPU_LIMIT="1",
+        )
         yield kernel
         kernel.sandbox.close()
 
@@ -81,9 +89,17 @@ def gvisor_kernel(tmp_path_factory):
     """podman with gVisor (``SANDBOX_OCI_RUNTIME=runsc``, registered by scripts/setup-system.sh)."""
     ok, what = _podman_image_ready()
     require(ok, what)
-    require(shutil.which("runsc") is not None, "gVisor's runsc (scripts/setup-system.sh registers it with podman)")
-    kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-gvisor"), SANDBOX_RUNTIME="podman",
-                          SANDBOX_IMAGE_PYTHON=IMAGE, SANDBOX_CPU_LIMIT="1", SANDBOX_OCI_RUNTIME="runsc")
+    require(
+        shutil.which("runsc") is not None,
+        "gVisor's runsc (scripts/setup-system.sh registers it with podman)",
+    )
+    kernel = _kernel_with(
+        tmp_path_factory.mktemp("ci-home-gvisor"),
+        SANDBOX_RUNTIME="podman",
+        SANDBOX_IMAGE_PYTHON=IMAGE,
+        SANDBOX_CPU_LIMIT="1",
+        SANDBOX_OCI_RUNTIME="runsc",
+    )
     yield kernel
     kernel.sandbox.close()
 
@@ -102,8 +118,11 @@ def engine_kernel(request):
 
 @pytest.fixture(scope="session")
 def local_kernel(tmp_path_factory):
-    kernel = _kernel_with(tmp_path_factory.mktemp("ci-home-local"), SANDBOX_RUNTIME="local",
-                          SANDBOX_ALLOW_LOCAL_RUNTIME="1")
+    kernel = _kernel_with(
+        tmp_path_factory.mktemp("ci-home-local"),
+        SANDBOX_RUNTIME="local",
+        SANDBOX_ALLOW_LOCAL_RUNTIME="1",
+    )
     yield kernel
     kernel.sandbox.close()
 
@@ -154,11 +173,15 @@ def sales_db(tmp_path):
     """A small SQLite database of sales with refunds (some during a promotion)."""
     path = tmp_path / f"sales_{uuid.uuid4().hex[:8]}.db"
     con = sqlite3.connect(path)
-    con.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, store TEXT, amount REAL, refunded INTEGER, promo INTEGER)")
+    con.execute(
+        "CREATE TABLE sales (id INTEGER PRIMARY KEY, store TEXT, amount REAL, refunded INTEGER, promo INTEGER)"
+    )
     rows = []
     for i in range(1, 601):
         store = ["north", "south", "east", "west"][i % 4]
-        rows.append((i, store, round((i * 7.31) % 97 + 1, 2), int(i % (3 + i % 4) == 0), int(i % 5 < 2)))
+        rows.append(
+            (i, store, round((i * 7.31) % 97 + 1, 2), int(i % (3 + i % 4) == 0), int(i % 5 < 2))
+        )
     con.executemany("INSERT INTO sales VALUES (?, ?, ?, ?, ?)", rows)
     con.commit()
     yield con
@@ -171,8 +194,9 @@ def capture_query(sink, con, sql: str):
 
     cur = con.execute(sql)
     columns = [d[0] for d in cur.description]
-    return capture_sql_execution(sink, columns=columns, rows=cur, sql=sql, database="sales",
-                                 dialect="sqlite", elapsed_ms=1.0)
+    return capture_sql_execution(
+        sink, columns=columns, rows=cur, sql=sql, database="sales", dialect="sqlite", elapsed_ms=1.0
+    )
 
 
 @pytest.fixture

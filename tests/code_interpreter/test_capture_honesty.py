@@ -14,10 +14,14 @@ def local_run(local_kernel):
     run.close()
 
 
-def test_code_interpreter_capture_failure_leaves_no_file_artifact(local_kernel, local_run, monkeypatch):
+def test_code_interpreter_capture_failure_leaves_no_file_artifact(
+    local_kernel, local_run, monkeypatch
+):
     store, real, calls = local_run.artifacts.store, local_run.artifacts.store.commit, []
 
-    def commit(*args, **kwargs):  # the produced file is published, then the execution's document fails
+    def commit(
+        *args, **kwargs
+    ):  # the produced file is published, then the execution's document fails
         calls.append(1)
         if len(calls) == 2:
             raise OSError("No space left on device")
@@ -28,16 +32,30 @@ def test_code_interpreter_capture_failure_leaves_no_file_artifact(local_kernel, 
     result = local_kernel.call_tool("code_interpreter", {"code": code}, run=local_run)
     assert not result.success and result.error_code == "ARTIFACT_CAPTURE_FAILED"
     assert "table.csv" in result.message and "already ran" in result.hint
-    assert local_run.artifacts.catalog.list(local_run.run_id) == []  # no "succeeded" file left to cite
+    assert (
+        local_run.artifacts.catalog.list(local_run.run_id) == []
+    )  # no "succeeded" file left to cite
 
 
 def test_code_interpreter_warns_that_an_input_is_incomplete(local_kernel, local_run):
-    small = ArtifactSink(local_run.artifacts.catalog, local_run.run_id, EvidenceSettings(max_bytes=2000))
-    record = capture_sql_execution(small, columns=["i"], rows=[(i,) for i in range(1000)], sql="SELECT i FROM t",
-                                   database="d", dialect="sqlite", elapsed_ms=1.0, count_rest=True)
+    small = ArtifactSink(
+        local_run.artifacts.catalog, local_run.run_id, EvidenceSettings(max_bytes=2000)
+    )
+    record = capture_sql_execution(
+        small,
+        columns=["i"],
+        rows=[(i,) for i in range(1000)],
+        sql="SELECT i FROM t",
+        database="d",
+        dialect="sqlite",
+        elapsed_ms=1.0,
+        count_rest=True,
+    )
     assert not record.complete
     code = "REPORT_RESULT = int(load_artifact(%r).i.sum())" % record.artifact_id
-    result = local_kernel.call_tool("code_interpreter", {"code": code, "inputs": [record.artifact_id]}, run=local_run)
+    result = local_kernel.call_tool(
+        "code_interpreter", {"code": code, "inputs": [record.artifact_id]}, run=local_run
+    )
     assert result.success, result.for_model()
     assert "INCOMPLETE" in result.content.upper() and "returned 1,000 rows" in result.content
     assert record.artifact_id in result.data["incomplete_inputs"]

@@ -31,7 +31,9 @@ def _record(sink, artifact_id: str):
 
 
 def test_pandas_aggregation_over_sql_artifact_equals_sql(call, run, sales_db):
-    record = capture_query(run.artifacts, sales_db, "SELECT store, amount, refunded, promo FROM sales")
+    record = capture_query(
+        run.artifacts, sales_db, "SELECT store, amount, refunded, promo FROM sales"
+    )
     code = (
         "df = load_artifact(%r)\n"
         "promo = df[df.promo == 1]\n"
@@ -40,8 +42,11 @@ def test_pandas_aggregation_over_sql_artifact_equals_sql(call, run, sales_db):
     )
     result = call(code, inputs=[record.artifact_id])
     assert result.success, result.for_model()
-    expected = dict(sales_db.execute(
-        "SELECT store, AVG(refunded * 1.0) FROM sales WHERE promo = 1 GROUP BY store").fetchall())
+    expected = dict(
+        sales_db.execute(
+            "SELECT store, AVG(refunded * 1.0) FROM sales WHERE promo = 1 GROUP BY store"
+        ).fetchall()
+    )
     assert result.data["result"] == pytest.approx(expected, rel=1e-12)
     assert set(result.data["result"]) == {"north", "south", "east", "west"}
     python = _record(run.artifacts, result.data["artifact_id"])
@@ -51,18 +56,23 @@ def test_pandas_aggregation_over_sql_artifact_equals_sql(call, run, sales_db):
 
 
 def test_load_artifact_returns_typed_dataframe(call, run, sales_db):
-    record = capture_query(run.artifacts, sales_db, "SELECT id, store, amount, refunded FROM sales ORDER BY id")
+    record = capture_query(
+        run.artifacts, sales_db, "SELECT id, store, amount, refunded FROM sales ORDER BY id"
+    )
     code = (
         "df = load_artifact(%r)\n"
         "REPORT_RESULT = {'rows': len(df), 'cols': list(df.columns), 'dtypes': [str(t) for t in df.dtypes],\n"
-        "                 'first': df.iloc[0].tolist(), 'amount_sum': float(df.amount.sum())}\n" % record.artifact_id
+        "                 'first': df.iloc[0].tolist(), 'amount_sum': float(df.amount.sum())}\n"
+        % record.artifact_id
     )
     result = call(code, inputs=[record.artifact_id])
     assert result.success, result.for_model()
     got = result.data["result"]
     assert got["rows"] == 600 and got["cols"] == ["id", "store", "amount", "refunded"]
     assert got["dtypes"] == ["int64", "object", "float64", "int64"]
-    first = sales_db.execute("SELECT id, store, amount, refunded FROM sales ORDER BY id LIMIT 1").fetchone()
+    first = sales_db.execute(
+        "SELECT id, store, amount, refunded FROM sales ORDER BY id LIMIT 1"
+    ).fetchone()
     assert got["first"] == list(first)
     total = sales_db.execute("SELECT SUM(amount) FROM sales").fetchone()[0]
     assert got["amount_sum"] == pytest.approx(total, rel=1e-12)
@@ -181,7 +191,9 @@ def test_report_result_survives_a_flood_written_straight_to_fd_1(any_call, any_r
     result = any_call(code)
     assert result.success, result.for_model()
     assert result.data["result"] == {"answer": 42}
-    assert result.data["stdout_truncated"] is True  # the flood is captured (bounded), not lost silently
+    assert (
+        result.data["stdout_truncated"] is True
+    )  # the flood is captured (bounded), not lost silently
     doc = json.loads(_content(any_run.artifacts, result.data["artifact_id"]))
     assert doc["stdout"].startswith("s" * 1000)
     assert doc["stdout"].rstrip().endswith("printed after")
@@ -191,10 +203,14 @@ def test_report_result_survives_a_flood_written_straight_to_fd_1(any_call, any_r
 
 
 def test_state_persists_across_two_calls_in_a_run(any_call):
-    first = any_call("import pandas as pd\nx = 41\ndef bump(v):\n    return v + 1\n"
-                 "frame = pd.DataFrame({'a': [1, 2]})\nopen('notes.txt', 'w').write('kept')")
+    first = any_call(
+        "import pandas as pd\nx = 41\ndef bump(v):\n    return v + 1\n"
+        "frame = pd.DataFrame({'a': [1, 2]})\nopen('notes.txt', 'w').write('kept')"
+    )
     assert first.success, first.for_model()
-    second = any_call("REPORT_RESULT = [bump(x), int(frame.a.sum()), open('notes.txt').read(), pd.__name__]")
+    second = any_call(
+        "REPORT_RESULT = [bump(x), int(frame.a.sum()), open('notes.txt').read(), pd.__name__]"
+    )
     assert second.success, second.for_model()
     assert second.data["result"] == [42, 3, "kept", "pandas"]
 
@@ -203,8 +219,10 @@ def test_two_runs_do_not_see_each_others_variables_or_files(container_kernel, ca
     assert call("secret = 'run-a'\nopen('/workspace/a.txt', 'w').write('a')").success
     other = container_kernel.new_run()
     try:
-        seen = call("import os\nREPORT_RESULT = ['secret' in globals(), os.path.exists('/workspace/a.txt')]",
-                    target=other)
+        seen = call(
+            "import os\nREPORT_RESULT = ['secret' in globals(), os.path.exists('/workspace/a.txt')]",
+            target=other,
+        )
         assert seen.success, seen.for_model()
         assert seen.data["result"] == [False, False]
     finally:
@@ -214,7 +232,9 @@ def test_two_runs_do_not_see_each_others_variables_or_files(container_kernel, ca
 
 def test_reset_discards_variables_and_files(call):
     assert call("kept = 1\nopen('f.txt', 'w').write('x')").success
-    fresh = call("import os\nREPORT_RESULT = ['kept' in globals(), os.path.exists('f.txt')]", reset=True)
+    fresh = call(
+        "import os\nREPORT_RESULT = ['kept' in globals(), os.path.exists('f.txt')]", reset=True
+    )
     assert fresh.data["result"] == [False, False]
 
 
@@ -224,7 +244,9 @@ def test_unpicklable_variables_stay_live_and_are_named_as_not_in_the_snapshot(ca
     skipped = {item["name"] for item in result.data["not_persisted"]}
     assert skipped == {"lock", "gen"}
     assert "not in the notebook's snapshot" in result.content
-    after = call("REPORT_RESULT = [n, 'lock' in globals(), next(gen)]")  # the holder's memory keeps them
+    after = call(
+        "REPORT_RESULT = [n, 'lock' in globals(), next(gen)]"
+    )  # the holder's memory keeps them
     assert after.data["result"] == [7, True, 0]
 
 
@@ -233,7 +255,10 @@ def test_unpicklable_variables_stay_live_and_are_named_as_not_in_the_snapshot(ca
 
 def test_timeout_kills_the_code_and_keeps_the_last_state(call, run):
     assert call("x = 1").success
-    result = call("x = 2\nprint('started the loop')\nimport time\nwhile True:\n    time.sleep(0.05)", timeout_s=2)
+    result = call(
+        "x = 2\nprint('started the loop')\nimport time\nwhile True:\n    time.sleep(0.05)",
+        timeout_s=2,
+    )
     assert not result.success
     assert result.error_code == "PYTHON_TIMEOUT"
     assert "killed" in result.message
@@ -294,7 +319,9 @@ def test_inputs_are_read_only_inside_the_sandbox(call, run, sales_db):
     )
     result = call(code, inputs=[record.artifact_id])
     assert result.data["result"] == "PermissionError"
-    again = call("REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id])
+    again = call(
+        "REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id]
+    )
     assert again.data["result"] == 3
 
 
@@ -305,7 +332,9 @@ def test_state_and_result_work_on_every_runtime(any_kernel):
     run = any_kernel.new_run()
     try:
         assert any_kernel.call_tool("code_interpreter", {"code": "base = 20"}, run=run).success
-        result = any_kernel.call_tool("code_interpreter", {"code": "REPORT_RESULT = {'v': base + 1}"}, run=run)
+        result = any_kernel.call_tool(
+            "code_interpreter", {"code": "REPORT_RESULT = {'v': base + 1}"}, run=run
+        )
         assert result.success, result.for_model()
         assert result.data["result"] == {"v": 21}
         assert result.metadata["isolated"] is (result.metadata["runtime"] != "local")
@@ -321,12 +350,16 @@ def test_no_container_runtime_and_no_allow_flag_runs_nothing(monkeypatch, tmp_pa
 
     monkeypatch.delenv("SANDBOX_RUNTIME", raising=False)
     monkeypatch.delenv("SANDBOX_ALLOW_LOCAL_RUNTIME", raising=False)
-    monkeypatch.setenv("ASSAY_DISABLE_PLUGINS", "docker,podman,nerdctl")  # a host with no container engine
+    monkeypatch.setenv(
+        "ASSAY_DISABLE_PLUGINS", "docker,podman,nerdctl"
+    )  # a host with no container engine
     kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
     run = kernel.new_run()
     try:
         marker = tmp_path / "ran.txt"
-        result = kernel.call_tool("code_interpreter", {"code": f"open({str(marker)!r}, 'w').write('x')"}, run=run)
+        result = kernel.call_tool(
+            "code_interpreter", {"code": f"open({str(marker)!r}, 'w').write('x')"}, run=run
+        )
         assert not result.success
         assert result.error_code == "SANDBOX_UNAVAILABLE"
         assert result.metadata["cause"] == "SANDBOX_RUNTIME_UNAVAILABLE"
@@ -354,7 +387,9 @@ def test_local_runtime_named_without_allow_flag_is_refused(monkeypatch, tmp_path
 
 
 def test_large_report_result_comes_back_whole(call, run):
-    result = call("REPORT_RESULT = list(range(200_000))")  # ~1.3 MB of JSON: more than stdout carries
+    result = call(
+        "REPORT_RESULT = list(range(200_000))"
+    )  # ~1.3 MB of JSON: more than stdout carries
     assert result.success, result.for_model()
     assert result.data["result"] == list(range(200_000))
     assert "(preview; the full value is in artifact" in result.content
@@ -381,22 +416,34 @@ def test_refund_rate_from_sql_query_tool_equals_sql(monkeypatch, tmp_path, sales
     kernel = Kernel(settings=Settings.from_env(home=str(tmp_path)))
     run = kernel.new_run()
     try:
-        rows = kernel.call_tool("sql_query", {"sql": "SELECT store, refunded, promo FROM sales"}, run=run)
+        rows = kernel.call_tool(
+            "sql_query", {"sql": "SELECT store, refunded, promo FROM sales"}, run=run
+        )
         assert rows.success, rows.for_model()
         art = rows.data["artifact_id"]
-        in_sql = kernel.call_tool("sql_query", {"sql": "SELECT store, AVG(refunded * 1.0) AS rate FROM sales "
-                                                       "WHERE promo = 1 GROUP BY store ORDER BY store"}, run=run)
+        in_sql = kernel.call_tool(
+            "sql_query",
+            {
+                "sql": "SELECT store, AVG(refunded * 1.0) AS rate FROM sales "
+                "WHERE promo = 1 GROUP BY store ORDER BY store"
+            },
+            run=run,
+        )
         assert in_sql.success, in_sql.for_model()
-        code = ("df = load_artifact(%r)\n"
-                "rate = df[df.promo == 1].groupby('store').refunded.mean().sort_index()\n"
-                "REPORT_RESULT = [[s, float(v)] for s, v in rate.items()]\n" % art)
+        code = (
+            "df = load_artifact(%r)\n"
+            "rate = df[df.promo == 1].groupby('store').refunded.mean().sort_index()\n"
+            "REPORT_RESULT = [[s, float(v)] for s, v in rate.items()]\n" % art
+        )
         result = kernel.call_tool("code_interpreter", {"code": code, "inputs": [art]}, run=run)
         assert result.success, result.for_model()
         from assay.kernel.evidence import read_artifact_result
 
         expected = read_artifact_result(run.artifacts, in_sql.data["artifact_id"], max_rows=10).rows
         assert [r[0] for r in result.data["result"]] == [r[0] for r in expected]
-        assert [r[1] for r in result.data["result"]] == pytest.approx([r[1] for r in expected], rel=1e-12)
+        assert [r[1] for r in result.data["result"]] == pytest.approx(
+            [r[1] for r in expected], rel=1e-12
+        )
     finally:
         run.close()
         kernel.sandbox.close()
@@ -421,25 +468,34 @@ def test_lingering_thread_does_not_turn_a_finished_cell_into_a_timeout(call):
 
 def test_copy_changed_inside_the_sandbox_is_caught_before_running(call, run, sales_db):
     record = capture_query(run.artifacts, sales_db, "SELECT store FROM sales LIMIT 5")
-    assert call("REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id]).success
+    assert call(
+        "REPORT_RESULT = len(load_artifact(%r))" % record.artifact_id, inputs=[record.artifact_id]
+    ).success
     from assay.plugins.code_interpreter.inputs import resolve_inputs
 
     # Overwrite the placed copy behind the tool's back (as a compromised sandbox could).
     notebook = run.peek("code_interpreter.notebook")
     path = resolve_inputs(run.artifacts, [record.artifact_id], "/workspace")[0].path
-    run.peek("sandbox.python").put_file(path, b'{"columns":["store"]}\n["forged"]\n', read_only=True)
+    run.peek("sandbox.python").put_file(
+        path, b'{"columns":["store"]}\n["forged"]\n', read_only=True
+    )
     result = call("open('ran.txt', 'w').write('yes')", inputs=[record.artifact_id])
     assert result.error_code == "ARTIFACT_INTEGRITY_FAILED"
     assert "nothing was run" in result.message
-    again = call("import os\nREPORT_RESULT = [os.path.exists('ran.txt'), len(load_artifact(%r))]"
-                 % record.artifact_id, inputs=[record.artifact_id])
+    again = call(
+        "import os\nREPORT_RESULT = [os.path.exists('ran.txt'), len(load_artifact(%r))]"
+        % record.artifact_id,
+        inputs=[record.artifact_id],
+    )
     assert again.success, again.for_model()
     assert again.data["result"] == [False, 5]  # a fresh verified copy was placed
     assert notebook.uploaded[record.artifact_id] == record.sha256
 
 
 def test_variable_over_the_state_limit_is_named_and_kept_only_in_memory(call):
-    result = call("import numpy as np\nbig = np.zeros(2_000_000)\nsmall = 3")  # 16 MB > 90% of 10 MB
+    result = call(
+        "import numpy as np\nbig = np.zeros(2_000_000)\nsmall = 3"
+    )  # 16 MB > 90% of 10 MB
     assert result.success, result.for_model()
     skipped = {item["name"]: item["reason"] for item in result.data["not_persisted"]}
     assert list(skipped) == ["big"] and "too large to keep" in skipped["big"]
@@ -449,8 +505,10 @@ def test_variable_over_the_state_limit_is_named_and_kept_only_in_memory(call):
 def test_numeric_frame_under_the_state_limit_is_kept_in_the_snapshot(call):
     # 4.8 MB of floats, under the 9 MB snapshot limit (an estimate that counted the index and
     # 8 bytes per cell on top of the data put it at 12 MB and left it out unpickled).
-    result = call("import numpy as np, pandas as pd\n"
-                  "frame = pd.DataFrame({'a': np.arange(300_000) * 0.5, 'b': np.arange(300_000) * 1.5})")
+    result = call(
+        "import numpy as np, pandas as pd\n"
+        "frame = pd.DataFrame({'a': np.arange(300_000) * 0.5, 'b': np.arange(300_000) * 1.5})"
+    )
     assert result.success, result.for_model()
     assert result.data["not_persisted"] == []
 
@@ -482,12 +540,15 @@ def test_sandbox_restarted_by_the_host_loses_state_and_says_so(container_kernel,
 
 
 def test_call_sent_on_a_stale_channel_after_a_host_restart_goes_again_and_says_state_is_gone(
-        container_kernel, call, run):
+    container_kernel, call, run
+):
     assert call("before = 1").success
     session = run.peek("sandbox.python")
     channel = run.peek("code_interpreter.notebook").channel
     container_kernel.sandbox._get(session.id).runtime._hard_reset()
-    channel._ended = lambda: False  # the engine has not closed the old stream yet: the request goes out
+    channel._ended = lambda: (
+        False
+    )  # the engine has not closed the old stream yet: the request goes out
 
     class Stale:  # the write is taken (into a buffer of the dead stream); the read finds it closed
         def __init__(self, sock):
@@ -511,8 +572,14 @@ def test_restored_modules_load_only_when_used_and_still_chart(local_kernel):
     run = local_kernel.new_run()
     call = _caller(local_kernel, run)
     assert call("import matplotlib.pyplot as plt\nimport pandas as pd").success
-    light = call("import sys\nREPORT_RESULT = ['matplotlib' in sys.modules, 'pandas' in sys.modules, pd.__name__]")
-    assert light.data["result"] == [False, False, "pandas"]  # a cell that does not use them does not pay
+    light = call(
+        "import sys\nREPORT_RESULT = ['matplotlib' in sys.modules, 'pandas' in sys.modules, pd.__name__]"
+    )
+    assert light.data["result"] == [
+        False,
+        False,
+        "pandas",
+    ]  # a cell that does not use them does not pay
     drawn = call("plt.plot([1, 2, 3])\nplt.show()")
     assert drawn.success, drawn.for_model()
     assert [a.kind for a in drawn.artifacts] == ["python", "chart"]

@@ -5,14 +5,18 @@ from __future__ import annotations
 
 from assay.kernel.evidence import ArtifactSink, EvidenceSettings
 
-WRITE = ("import os\nos.makedirs('out', exist_ok=True)\n"
-         "for i in range(3):\n    open(f'out/part{i}.bin', 'wb').write(os.urandom(400_000))\n"
-         "REPORT_RESULT = 'written'")
+WRITE = (
+    "import os\nos.makedirs('out', exist_ok=True)\n"
+    "for i in range(3):\n    open(f'out/part{i}.bin', 'wb').write(os.urandom(400_000))\n"
+    "REPORT_RESULT = 'written'"
+)
 
 
 def _run_with_quota(kernel, run_max_bytes: int):
     run = kernel.new_run()
-    run.artifacts = ArtifactSink(run.artifacts.catalog, run.run_id, EvidenceSettings(run_max_bytes=run_max_bytes))
+    run.artifacts = ArtifactSink(
+        run.artifacts.catalog, run.run_id, EvidenceSettings(run_max_bytes=run_max_bytes)
+    )
     return run
 
 
@@ -22,7 +26,10 @@ def test_produced_files_past_the_runs_quota_are_not_captured_and_say_why(podman_
         result = podman_kernel.call_tool("code_interpreter", {"code": WRITE}, run=run)
         assert result.success, result.content
         assert [f["name"] for f in result.data["files"]] == ["part0.bin", "part1.bin"]
-        assert len(result.data["not_captured"]) == 1 and "evidence quota" in result.data["not_captured"][0]
+        assert (
+            len(result.data["not_captured"]) == 1
+            and "evidence quota" in result.data["not_captured"][0]
+        )
         assert sum(r.byte_size for r in run.artifacts.records()) <= 1_000_000
     finally:
         run.close()
@@ -31,7 +38,9 @@ def test_produced_files_past_the_runs_quota_are_not_captured_and_say_why(podman_
 def test_a_call_whose_record_does_not_fit_fails_with_the_quota_code(podman_kernel):
     run = _run_with_quota(podman_kernel, 100)
     try:
-        result = podman_kernel.call_tool("code_interpreter", {"code": "REPORT_RESULT = list(range(100))"}, run=run)
+        result = podman_kernel.call_tool(
+            "code_interpreter", {"code": "REPORT_RESULT = list(range(100))"}, run=run
+        )
         assert not result.success and result.error_code == "ARTIFACT_QUOTA_EXCEEDED"
         assert run.artifacts.records() == []
     finally:

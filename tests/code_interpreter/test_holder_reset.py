@@ -42,5 +42,7 @@ def test_a_stopped_notebook_taking_every_pid_is_ended_and_the_next_call_works(ca
     if "could not be stopped, so the sandbox was reset" in result.content:
         assert after.data["result"] == ["back", False]  # the reset took the snapshot with it
     else:
-        assert "was restarted; the next call restores the variables" in result.content, result.content
+        assert "was restarted; the next call restores the variables" in result.content, (
+            result.content
+        )
         assert after.data["result"] == ["back", True]

@@ -27,8 +27,15 @@ def sink(tmp_path):
 def _captured(sink, columns, rows) -> Path:
     from assay.kernel.evidence import capture_sql_execution, open_verified_content
 
-    record = capture_sql_execution(sink, columns=columns, rows=rows, sql="select", database="t",
-                                   dialect="sqlite", elapsed_ms=0.0)
+    record = capture_sql_execution(
+        sink,
+        columns=columns,
+        rows=rows,
+        sql="select",
+        database="t",
+        dialect="sqlite",
+        elapsed_ms=0.0,
+    )
     _, content = open_verified_content(sink, record.artifact_id)
     assert isinstance(content, Path)
     return content
@@ -43,7 +50,9 @@ def test_plain_rows_take_the_fast_path_and_match_exact(sink, monkeypatch):
 
     rows = [[i, f"s{i % 3}", i * 0.5, i % 2 == 0, None if i % 4 == 0 else i] for i in range(500)]
     path = _captured(sink, ["id", "name", "half", "even", "maybe"], rows)
-    exact = runner._exact_table(pd, path.read_bytes().split(b"\n", 1)[1], ["id", "name", "half", "even", "maybe"])
+    exact = runner._exact_table(
+        pd, path.read_bytes().split(b"\n", 1)[1], ["id", "name", "half", "even", "maybe"]
+    )
     calls = []
     original = runner._exact_table
     monkeypatch.setattr(runner, "_exact_table", lambda *a: calls.append(1) or original(*a))
@@ -55,8 +64,22 @@ def test_plain_rows_take_the_fast_path_and_match_exact(sink, monkeypatch):
     assert str(fast["even"].dtype) == "bool"
 
 
-@pytest.mark.parametrize("text", ['say "hi"', "a,b", "back\\slash", "two\nlines", "caf\u00e9 \u2713",
-                                  "null", "true", "", "[x]", "{y}", "123"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        'say "hi"',
+        "a,b",
+        "back\\slash",
+        "two\nlines",
+        "caf\u00e9 \u2713",
+        "null",
+        "true",
+        "",
+        "[x]",
+        "{y}",
+        "123",
+    ],
+)
 def test_awkward_strings_read_exactly(sink, text):
     rows = [[1, text], [2, "plain"], [3, None]]
     frame = runner.read_table(str(_captured(sink, ["id", "s"], rows)), [])

@@ -9,7 +9,9 @@ saying so. Each test runs on podman and on the docker runtime.
 
 from __future__ import annotations
 
-LIVE = "import threading\nlock = threading.Lock()\nkept = 'yes'\n"  # a lock never reaches the snapshot
+LIVE = (
+    "import threading\nlock = threading.Lock()\nkept = 'yes'\n"  # a lock never reaches the snapshot
+)
 
 
 def test_variables_survive_a_timed_out_cell_in_the_live_holder(call):
@@ -76,7 +78,9 @@ def test_a_call_queued_by_a_cell_is_refused(call):
     time.sleep(0.5)  # the holder takes the waiting connection once the cell is over
     result = call("REPORT_RESULT = x")
     assert result.success, result.for_model()
-    assert result.data["result"] == 1  # the queued call never ran: nothing changed the notebook unrecorded
+    assert (
+        result.data["result"] == 1
+    )  # the queued call never ran: nothing changed the notebook unrecorded
 
 
 def test_cell_leftover_processes_end_with_the_cell(call):
@@ -104,9 +108,11 @@ def test_closed_channel_is_reopened_and_the_notebook_carries_on(call, run):
     assert result.data["result"] == ["yes", True]  # the holder was never touched
 
 
-AGE = ("import os\nwith open('/proc/uptime') as fh:\n    up = float(fh.read().split()[0])\n"
-       "with open('/proc/self/stat') as fh:\n    start = int(fh.read().rsplit(')', 1)[1].split()[19])\n"
-       "REPORT_RESULT = up - start / os.sysconf('SC_CLK_TCK')\n")
+AGE = (
+    "import os\nwith open('/proc/uptime') as fh:\n    up = float(fh.read().split()[0])\n"
+    "with open('/proc/self/stat') as fh:\n    start = int(fh.read().rsplit(')', 1)[1].split()[19])\n"
+    "REPORT_RESULT = up - start / os.sysconf('SC_CLK_TCK')\n"
+)
 
 
 def test_the_next_cells_process_is_forked_while_the_notebook_is_idle(call):
@@ -118,9 +124,11 @@ def test_the_next_cells_process_is_forked_while_the_notebook_is_idle(call):
     assert age >= 0.5  # forked ahead, after the last cell, not when this call came
 
 
-WRITE_PAGES = ("import resource\nbefore = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
-               "buf[:4_000_000:4096] = b'y' * len(buf[:4_000_000:4096])\n"
-               "REPORT_RESULT = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n")
+WRITE_PAGES = (
+    "import resource\nbefore = resource.getrusage(resource.RUSAGE_SELF).ru_minflt\n"
+    "buf[:4_000_000:4096] = b'y' * len(buf[:4_000_000:4096])\n"
+    "REPORT_RESULT = resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before\n"
+)
 
 
 def test_pages_the_last_cell_wrote_are_copied_ahead_for_the_next(call):
@@ -129,8 +137,12 @@ def test_pages_the_last_cell_wrote_are_copied_ahead_for_the_next(call):
     # 20 MB made in one run: more than is ever copied ahead, so its pages stay shared until written.
     assert call("buf = bytearray(b'x' * 20_000_000)").success
     time.sleep(0.5)
-    cold = call(WRITE_PAGES).data["result"]  # ~980 pages shared with the holder: copy-on-write faults
+    cold = call(WRITE_PAGES).data[
+        "result"
+    ]  # ~980 pages shared with the holder: copy-on-write faults
     time.sleep(0.5)
-    warm = call(WRITE_PAGES).data["result"]  # the same pages, copied by the spare while the notebook was idle
+    warm = call(WRITE_PAGES).data[
+        "result"
+    ]  # the same pages, copied by the spare while the notebook was idle
     assert cold >= 900, cold
     assert warm <= cold // 4, (cold, warm)

@@ -27,16 +27,24 @@ REPORT_RESULT = {"sent": sent, "refused": refused}
 """
 
 
-def test_descriptors_held_in_flight_by_one_run_leave_another_runs_code_interpreter_working(container_kernel):
+def test_descriptors_held_in_flight_by_one_run_leave_another_runs_code_interpreter_working(
+    container_kernel,
+):
     attacker, victim = container_kernel.new_run(), container_kernel.new_run()
     try:
         flood = container_kernel.call_tool("code_interpreter", {"code": FLOOD}, run=attacker)
         assert flood.success, flood.content
-        assert flood.data["result"]["refused"] == "ETOOMANYREFS"  # the attacker's own uid is over its quota
+        assert (
+            flood.data["result"]["refused"] == "ETOOMANYREFS"
+        )  # the attacker's own uid is over its quota
         assert flood.data["result"]["sent"] >= 250
         # The attacker's notebook is alive, holding them: the victim's calls come while they are in flight.
-        for _ in range(2):  # the first call starts the victim's notebook, the second uses the running one
-            result = container_kernel.call_tool("code_interpreter", {"code": "REPORT_RESULT = 6 * 7"}, run=victim)
+        for _ in range(
+            2
+        ):  # the first call starts the victim's notebook, the second uses the running one
+            result = container_kernel.call_tool(
+                "code_interpreter", {"code": "REPORT_RESULT = 6 * 7"}, run=victim
+            )
             assert result.success, result.content
             assert result.data["result"] == 42
     finally:

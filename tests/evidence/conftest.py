@@ -16,7 +16,11 @@ from assay import Kernel
 from assay.kernel.evidence import ArtifactSink
 from tests.conftest import require
 
-EVIDENCE_PLUGINS = ["assay.plugins.artifact_stores.local", "assay.plugins.artifact_stores.s3", "assay.plugins.evidence_tools"]
+EVIDENCE_PLUGINS = [
+    "assay.plugins.artifact_stores.local",
+    "assay.plugins.artifact_stores.s3",
+    "assay.plugins.evidence_tools",
+]
 
 
 def make_kernel(**settings_overrides) -> Kernel:
@@ -44,6 +48,7 @@ def home() -> Path:
 
 # --- real databases --------------------------------------------------------------
 
+
 def _port_open(port: int, host: str = "127.0.0.1") -> bool:
     try:
         with socket.create_connection((host, port), timeout=1):
@@ -67,13 +72,15 @@ def maria_conn():
     require(_port_open(3306), "MariaDB on 127.0.0.1:3306")
     import pymysql
 
-    conn = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", database="test",
-                           autocommit=True)
+    conn = pymysql.connect(
+        host="127.0.0.1", port=3306, user="root", password="", database="test", autocommit=True
+    )
     yield conn
     conn.close()
 
 
 # --- a local S3 server (moto in server mode) ----------------------------------------
+
 
 def _free_port() -> int:
     with socket.socket() as s:
@@ -89,8 +96,11 @@ def s3_endpoint():
     except ImportError:
         require(False, "moto[server] and boto3")
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while not _port_open(port):

@@ -11,8 +11,8 @@ import pytest
 from assay import RunContext, tool
 from assay.kernel.evidence import (
     ARTIFACT_CAPTURE_FAILED,
-    ArtifactIncomplete,
     ArtifactCaptureFailed,
+    ArtifactIncomplete,
     ProducedFile,
     RowBatches,
     capture_file,
@@ -24,7 +24,9 @@ from assay.kernel.evidence import (
 )
 from tests.evidence.conftest import make_kernel
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+pytestmark = pytest.mark.usefixtures(
+    "catalog_backend"
+)  # each test on the SQLite and on the PostgreSQL catalog
 
 
 def _sql(sink, columns, rows, **kw):
@@ -41,7 +43,11 @@ def test_key_row_217_of_300_is_in_the_artifact_not_only_the_preview(sink):
     assert "customer-51" not in shown and "showing rows 1-50 of 300" in shown
     assert record.row_count == 300 and len(record.preview) == 100 and record.preview_truncated
     selected = read_artifact_result(sink, record.artifact_id, {"path": [216]})
-    assert selected.rows == [[217, "customer-217", 2170]] and selected.value == [217, "customer-217", 2170]
+    assert selected.rows == [[217, "customer-217", 2170]] and selected.value == [
+        217,
+        "customer-217",
+        2170,
+    ]
     assert read_artifact_result(sink, record.artifact_id, {"path": "216.amount"}).value == 2170
 
 
@@ -60,7 +66,12 @@ def test_wide_three_row_table_gets_a_truncated_preview_and_a_complete_artifact(s
 
 def test_zero_rows_with_columns_is_a_succeeded_empty_result(sink):
     record = _sql(sink, ["id", "name"], iter(()))
-    assert (record.status, record.row_count, record.columns, record.preview) == ("succeeded", 0, ["id", "name"], [])
+    assert (record.status, record.row_count, record.columns, record.preview) == (
+        "succeeded",
+        0,
+        ["id", "name"],
+        [],
+    )
     assert not record.preview_truncated and record.complete
     assert read_artifact_result(sink, record.artifact_id).rows == []
 
@@ -73,14 +84,20 @@ def test_zero_rows_without_columns(sink):
 def test_failed_execution_is_recorded_as_failed_with_its_error(sink):
     record = _sql(sink, [], [], status="failed", error="no such table: t")
     assert record.status == "failed" and record.provenance["error"] == "no such table: t"
-    assert record.provenance["sql"] == "select * from t" and record.provenance["dialect"] == "sqlite"
+    assert (
+        record.provenance["sql"] == "select * from t" and record.provenance["dialect"] == "sqlite"
+    )
     assert sink.catalog.get(record.artifact_id).status == "failed"
 
 
 def test_no_sink_captures_nothing_and_returns_none():
     assert _sql(None, ["a"], [(1,)]) is None
-    assert capture_python_execution(None, code="1", result=1, result_set=True, stdout="", stderr="",
-                                    status="succeeded") is None
+    assert (
+        capture_python_execution(
+            None, code="1", result=1, result_set=True, stdout="", stderr="", status="succeeded"
+        )
+        is None
+    )
     assert capture_file(None, data=b"x", name="a", media_type="text/plain") is None
 
 
@@ -130,10 +147,15 @@ def test_size_guard_stops_the_capture_and_says_incomplete(monkeypatch):
 
     record = _sql(sink, ["i", "s"], rows())
     assert not record.complete and 0 < record.row_count < 1000
-    assert record.byte_size <= 10_000 and "ASSAY_ARTIFACT_MAX_BYTES" in record.provenance["incomplete_reason"]
+    assert (
+        record.byte_size <= 10_000
+        and "ASSAY_ARTIFACT_MAX_BYTES" in record.provenance["incomplete_reason"]
+    )
     assert len(consumed) < 100_000  # it stopped reading
     # the last *kept* row, by its index: "[-1, None]" (the last row) is refused on an incomplete artifact
-    back = read_artifact_result(sink, record.artifact_id, {"rows": [record.row_count - 1, record.row_count]})
+    back = read_artifact_result(
+        sink, record.artifact_id, {"rows": [record.row_count - 1, record.row_count]}
+    )
     assert back.rows == [[record.row_count - 1, "row %d" % (record.row_count - 1)]]
     assert not back.complete and "INCOMPLETE" in back.note
     with pytest.raises(ArtifactIncomplete):
@@ -183,10 +205,18 @@ def test_tool_result_carries_capture_failed_not_a_traceback(kernel):
 
 
 def test_python_result_not_set_differs_from_an_assigned_none(sink):
-    unset = capture_python_execution(sink, code="x = 1", result=None, result_set=False, stdout="", stderr="",
-                                     status="succeeded")
-    assigned = capture_python_execution(sink, code="REPORT_RESULT = None", result=None, result_set=True,
-                                        stdout="", stderr="", status="succeeded")
+    unset = capture_python_execution(
+        sink, code="x = 1", result=None, result_set=False, stdout="", stderr="", status="succeeded"
+    )
+    assigned = capture_python_execution(
+        sink,
+        code="REPORT_RESULT = None",
+        result=None,
+        result_set=True,
+        stdout="",
+        stderr="",
+        status="succeeded",
+    )
     assert unset.provenance["result_set"] is False and assigned.provenance["result_set"] is True
     assert unset.sha256 != assigned.sha256
     assert "did not set REPORT_RESULT" in read_artifact_result(sink, unset.artifact_id).note
@@ -196,19 +226,40 @@ def test_python_result_not_set_differs_from_an_assigned_none(sink):
 def test_python_capture_keeps_result_output_and_files(sink):
     png = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 4
     record = capture_python_execution(
-        sink, code="REPORT_RESULT = rows", result=[{"k": "a", "v": 1.5}, {"k": "b", "v": float("nan")}],
-        result_set=True, stdout="done\n", stderr="", status="succeeded", elapsed_ms=12.0,
-        files=[ProducedFile("chart.png", png, "image/png")], inputs=["art_x"])
+        sink,
+        code="REPORT_RESULT = rows",
+        result=[{"k": "a", "v": 1.5}, {"k": "b", "v": float("nan")}],
+        result_set=True,
+        stdout="done\n",
+        stderr="",
+        status="succeeded",
+        elapsed_ms=12.0,
+        files=[ProducedFile("chart.png", png, "image/png")],
+        inputs=["art_x"],
+    )
     assert record.kind == "python" and record.row_count == 2 and record.columns == ["k", "v"]
     assert record.result[1]["v"] == {"$float": "NaN"} and record.provenance["inputs"] == ["art_x"]
     chart = sink.catalog.get(record.provenance["files"][0])
-    assert (chart.kind, chart.media_type, chart.name, chart.byte_size) == ("chart", "image/png", "chart.png", len(png))
+    assert (chart.kind, chart.media_type, chart.name, chart.byte_size) == (
+        "chart",
+        "image/png",
+        "chart.png",
+        len(png),
+    )
     assert read_artifact_result(sink, record.artifact_id, {"path": [-1, "k"]}).value == "b"
 
 
 def test_failed_python_execution_is_recorded_as_failed(sink):
-    record = capture_python_execution(sink, code="1/0", result=None, result_set=False, stdout="",
-                                      stderr="ZeroDivisionError", status="failed", error="ZeroDivisionError")
+    record = capture_python_execution(
+        sink,
+        code="1/0",
+        result=None,
+        result_set=False,
+        stdout="",
+        stderr="ZeroDivisionError",
+        status="failed",
+        error="ZeroDivisionError",
+    )
     assert record.status == "failed" and record.provenance["error"] == "ZeroDivisionError"
 
 
@@ -224,14 +275,23 @@ def test_capture_file_streams_a_binary_stream(sink, tmp_path):
 def test_record_ref_points_at_the_artifact(sink):
     record = _sql(sink, ["a"], [(1,)])
     ref = record.ref()
-    assert (ref.artifact_id, ref.kind, ref.row_count, ref.uri) == (record.artifact_id, "sql", 1, record.content_uri)
+    assert (ref.artifact_id, ref.kind, ref.row_count, ref.uri) == (
+        record.artifact_id,
+        "sql",
+        1,
+        record.content_uri,
+    )
 
 
 def test_file_over_the_size_guard_is_kept_cut_and_marked_incomplete(monkeypatch):
     monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", "4096")
     sink = make_kernel().new_run().artifacts
     record = capture_file(sink, data=b"z" * 10_000, name="big.txt", media_type="text/plain")
-    assert not record.complete and record.byte_size == 4096 and "MAX_BYTES" in record.provenance["incomplete_reason"]
+    assert (
+        not record.complete
+        and record.byte_size == 4096
+        and "MAX_BYTES" in record.provenance["incomplete_reason"]
+    )
 
 
 def test_kernel_new_run_attaches_a_sink_on_the_default_local_store():
@@ -273,7 +333,15 @@ def test_memory_does_not_grow_with_the_row_count_of_very_wide_rows(sink):
 
 def test_rows_handed_over_in_a_drivers_batches_store_the_same_bytes(sink):
     rows = [(i, "row %d" % i, i * 0.5) for i in range(20_000)]
-    cuts = [0, 1, 1, 4096, 4096, 15_000, 20_000]  # an empty batch, one row, one far over the batch size
+    cuts = [
+        0,
+        1,
+        1,
+        4096,
+        4096,
+        15_000,
+        20_000,
+    ]  # an empty batch, one row, one far over the batch size
     batches = [rows[a:b] for a, b in zip(cuts, cuts[1:])]
     handed = []
 

@@ -18,15 +18,24 @@ from assay.kernel.evidence import capture_sql_execution, read_artifact_result
 from assay.kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+pytestmark = pytest.mark.usefixtures(
+    "catalog_backend"
+)  # each test on the SQLite and on the PostgreSQL catalog
 
 N = 32
 
 
 def _capture_one(sink, i: int):
     rows = ((i, j, f"worker {i} row {j}") for j in range(2_000 + i))
-    return capture_sql_execution(sink, columns=["worker", "j", "text"], rows=rows, sql=f"select {i}",
-                                 database="db", dialect="sqlite", elapsed_ms=0)
+    return capture_sql_execution(
+        sink,
+        columns=["worker", "j", "text"],
+        rows=rows,
+        sql=f"select {i}",
+        database="db",
+        dialect="sqlite",
+        elapsed_ms=0,
+    )
 
 
 def test_32_threads_capture_at_once(sink):
@@ -49,8 +58,10 @@ def test_32_threads_capture_at_once(sink):
     assert sink.catalog.count(sink.run_id) == N and len({r.artifact_id for r in records}) == N
     for i, r in enumerate(records):
         assert r.row_count == 2_000 + i
-        assert read_artifact_result(sink, r.artifact_id, {"path": [-1, "text"]}).value == \
-            f"worker {i} row {1_999 + i}"
+        assert (
+            read_artifact_result(sink, r.artifact_id, {"path": [-1, "text"]}).value
+            == f"worker {i} row {1_999 + i}"
+        )
 
 
 def _process_worker(i: int, run_id: str, barrier, queue) -> None:
@@ -66,7 +77,9 @@ def test_32_processes_capture_into_one_catalog(home):
     ctx = multiprocessing.get_context("fork")
     barrier, queue = ctx.Barrier(N), ctx.Queue()
     run_id = "run_multiproc"
-    procs = [ctx.Process(target=_process_worker, args=(i, run_id, barrier, queue)) for i in range(N)]
+    procs = [
+        ctx.Process(target=_process_worker, args=(i, run_id, barrier, queue)) for i in range(N)
+    ]
     for p in procs:
         p.start()
     results = dict(queue.get(timeout=120) for _ in range(N))
@@ -105,8 +118,13 @@ _KILLED_CHILD = textwrap.dedent("""
 
 def test_capture_killed_half_way_leaves_no_visible_artifact(home, tmp_path):
     marker = tmp_path / "halfway"
-    child = subprocess.Popen([sys.executable, "-c", _KILLED_CHILD, str(marker)], cwd=Path(__file__).parents[2],
-                             env=os.environ.copy(), stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    child = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_CHILD, str(marker)],
+        cwd=Path(__file__).parents[2],
+        env=os.environ.copy(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 60
         while not marker.exists():
@@ -114,7 +132,9 @@ def test_capture_killed_half_way_leaves_no_visible_artifact(home, tmp_path):
             assert time.monotonic() < deadline, "the child never got half-way"
             time.sleep(0.05)
         staged = list((home / "artifacts" / "tmp").glob("*.partial"))
-        assert staged and staged[0].stat().st_size > 1_000_000  # it really was half-way through writing
+        assert (
+            staged and staged[0].stat().st_size > 1_000_000
+        )  # it really was half-way through writing
         os.kill(child.pid, signal.SIGKILL)
         child.wait(timeout=10)
     finally:

@@ -22,13 +22,18 @@ from assay.kernel.evidence import (
 
 
 def _sink(kernel, run_max_bytes: int) -> ArtifactSink:
-    return ArtifactSink(kernel.evidence.catalog, "run_" + uuid.uuid4().hex[:16],
-                        EvidenceSettings(run_max_bytes=run_max_bytes))
+    return ArtifactSink(
+        kernel.evidence.catalog,
+        "run_" + uuid.uuid4().hex[:16],
+        EvidenceSettings(run_max_bytes=run_max_bytes),
+    )
 
 
 def test_a_capture_past_the_runs_quota_fails_with_its_code_and_keeps_nothing(kernel):
     sink = _sink(kernel, 10_000)
-    first = capture_file(sink, data=b"a" * 6_000, name="a.bin", media_type="application/octet-stream")
+    first = capture_file(
+        sink, data=b"a" * 6_000, name="a.bin", media_type="application/octet-stream"
+    )
     with pytest.raises(ArtifactQuotaExceeded) as caught:
         capture_file(sink, data=b"b" * 6_000, name="b.bin", media_type="application/octet-stream")
     assert caught.value.code == "ARTIFACT_QUOTA_EXCEEDED"
@@ -42,9 +47,19 @@ def test_rows_and_python_captures_count_against_the_same_quota(kernel):
     capture_rows(sink, kind="sql", columns=["x"], rows=[[i] for i in range(300)])  # ~1.2 KB
     files = [ProducedFile(name="big.csv", data=b"x" * 3_000, media_type="text/csv")]
     with pytest.raises(ArtifactQuotaExceeded):  # not wrapped into ARTIFACT_CAPTURE_FAILED
-        capture_python_execution(sink, code="...", result=1, result_set=True, stdout="", stderr="", files=files,
-                                 status="succeeded")
-    assert [r.kind for r in sink.records()] == ["sql"]  # neither the file nor the execution's record
+        capture_python_execution(
+            sink,
+            code="...",
+            result=1,
+            result_set=True,
+            stdout="",
+            stderr="",
+            files=files,
+            status="succeeded",
+        )
+    assert [r.kind for r in sink.records()] == [
+        "sql"
+    ]  # neither the file nor the execution's record
 
 
 def test_another_quota_added_to_the_sink_is_enforced_too(kernel):
@@ -52,7 +67,10 @@ def test_another_quota_added_to_the_sink_is_enforced_too(kernel):
     sink.add_quota(Quota("owner", 1_000, lambda: 900, "ASSAY_SERVICE_OWNER_MAX_ARTIFACT_BYTES"))
     with pytest.raises(ArtifactQuotaExceeded) as caught:
         capture_file(sink, data=b"c" * 200, name="c.bin", media_type="application/octet-stream")
-    assert caught.value.details["scope"] == "owner" and "ASSAY_SERVICE_OWNER_MAX_ARTIFACT_BYTES" in caught.value.hint
+    assert (
+        caught.value.details["scope"] == "owner"
+        and "ASSAY_SERVICE_OWNER_MAX_ARTIFACT_BYTES" in caught.value.hint
+    )
 
 
 def test_captures_at_once_in_one_run_cannot_both_take_the_last_room(kernel):
@@ -63,7 +81,12 @@ def test_captures_at_once_in_one_run_cannot_both_take_the_last_room(kernel):
     def one(i: int) -> None:
         barrier.wait()
         try:
-            capture_file(sink, data=bytes([65 + i]) * 4_000, name=f"{i}.bin", media_type="application/octet-stream")
+            capture_file(
+                sink,
+                data=bytes([65 + i]) * 4_000,
+                name=f"{i}.bin",
+                media_type="application/octet-stream",
+            )
             outcomes.append("kept")
         except ArtifactQuotaExceeded:
             outcomes.append("refused")

@@ -18,14 +18,23 @@ from assay.kernel.evidence import (
     read_artifact_result,
 )
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+pytestmark = pytest.mark.usefixtures(
+    "catalog_backend"
+)  # each test on the SQLite and on the PostgreSQL catalog
 
 
 @pytest.fixture
 def table(sink):
     rows = [(i, f"n{i}", {"tags": ["a", "b"], "depth": {"k": i}}) for i in range(300)]
-    return capture_sql_execution(sink, columns=["id", "name", "meta"], rows=rows, sql="select 1",
-                                 database="db", dialect="sqlite", elapsed_ms=1)
+    return capture_sql_execution(
+        sink,
+        columns=["id", "name", "meta"],
+        rows=rows,
+        sql="select 1",
+        database="db",
+        dialect="sqlite",
+        elapsed_ms=1,
+    )
 
 
 def test_field_selects_one_column(sink, table):
@@ -41,7 +50,10 @@ def test_rows_range_and_negative_rows(sink, table):
 
 
 def test_path_reaches_nested_keys_and_negative_rows(sink, table):
-    assert read_artifact_result(sink, table.artifact_id, {"path": [-1, "meta", "depth", "k"]}).value == 299
+    assert (
+        read_artifact_result(sink, table.artifact_id, {"path": [-1, "meta", "depth", "k"]}).value
+        == 299
+    )
     assert read_artifact_result(sink, table.artifact_id, {"path": "7.meta.tags.1"}).value == "b"
     ranged = read_artifact_result(sink, table.artifact_id, {"path": ["3:5", "name"]})
     assert ranged.rows == [["n3"], ["n4"]]
@@ -50,15 +62,27 @@ def test_path_reaches_nested_keys_and_negative_rows(sink, table):
 def test_default_read_is_bounded_and_says_it_truncated(sink, table):
     sel = read_artifact_result(sink, table.artifact_id, max_rows=20)
     assert len(sel.rows) == 20 and sel.truncated and sel.total_rows == 300
-    small = read_artifact_result(sink, table.artifact_id, {"rows": [0, 300]}, max_rows=300, max_chars=2_000)
+    small = read_artifact_result(
+        sink, table.artifact_id, {"rows": [0, 300]}, max_rows=300, max_chars=2_000
+    )
     assert small.truncated and 0 < len(small.rows) < 300
     assert "truncated" in small.text()
 
 
-@pytest.mark.parametrize("selectors", [
-    {"field": "nope"}, {"path": [300]}, {"path": [-301]}, {"path": [0, "nope"]}, {"rows": [5, 2]},
-    {"rows": "a:b"}, {"unknown": 1}, {"path": ["name"]}, {"path": [0, "meta", "missing"]},
-])
+@pytest.mark.parametrize(
+    "selectors",
+    [
+        {"field": "nope"},
+        {"path": [300]},
+        {"path": [-301]},
+        {"path": [0, "nope"]},
+        {"rows": [5, 2]},
+        {"rows": "a:b"},
+        {"unknown": 1},
+        {"path": ["name"]},
+        {"path": [0, "meta", "missing"]},
+    ],
+)
 def test_invalid_selectors_are_rejected_with_a_hint(sink, table, selectors):
     with pytest.raises(ArtifactSelectorInvalid) as info:
         read_artifact_result(sink, table.artifact_id, selectors)
@@ -100,8 +124,9 @@ def test_content_altered_by_one_byte_fails_integrity(sink, table):
 
 
 def test_altered_python_and_file_artifacts_fail_integrity(sink):
-    py = capture_python_execution(sink, code="", result=[1, 2, 3], result_set=True, stdout="", stderr="",
-                                  status="succeeded")
+    py = capture_python_execution(
+        sink, code="", result=[1, 2, 3], result_set=True, stdout="", stderr="", status="succeeded"
+    )
     f = capture_file(sink, data=b"hello world", name="a.txt", media_type="text/plain")
     for record in (py, f):
         _flip_one_byte(sink.store.local_path(record.sha256), 3)
@@ -125,8 +150,19 @@ def test_reading_works_from_kernel_catalog_run_and_sink(kernel, sink, table):
 
 def test_large_artifact_is_verified_while_streaming(sink):
     n = 200_000
-    record = capture_sql_execution(sink, columns=["i", "s"], rows=((i, "v%06d" % i) for i in range(n)),
-                                   sql="q", database="d", dialect="sqlite", elapsed_ms=0)
+    record = capture_sql_execution(
+        sink,
+        columns=["i", "s"],
+        rows=((i, "v%06d" % i) for i in range(n)),
+        sql="q",
+        database="d",
+        dialect="sqlite",
+        elapsed_ms=0,
+    )
     assert record.byte_size > 3 * (1 << 20)  # spans several read chunks
-    assert read_artifact_result(sink, record.artifact_id, {"path": [123_456]}).rows == [[123_456, "v123456"]]
-    assert read_artifact_result(sink, record.artifact_id, {"path": [-1]}).rows == [[n - 1, "v%06d" % (n - 1)]]
+    assert read_artifact_result(sink, record.artifact_id, {"path": [123_456]}).rows == [
+        [123_456, "v123456"]
+    ]
+    assert read_artifact_result(sink, record.artifact_id, {"path": [-1]}).rows == [
+        [n - 1, "v%06d" % (n - 1)]
+    ]

@@ -16,19 +16,33 @@ from assay.kernel.evidence import (
 from assay.kernel.evidence.maintenance import collect_garbage, verify_all
 from tests.evidence.conftest import make_kernel
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+pytestmark = pytest.mark.usefixtures(
+    "catalog_backend"
+)  # each test on the SQLite and on the PostgreSQL catalog
 
 
 def _client(env):
     import boto3
 
-    return boto3.client("s3", endpoint_url=env["endpoint"], region_name="us-east-1",
-                        aws_access_key_id="testing", aws_secret_access_key="testing")
+    return boto3.client(
+        "s3",
+        endpoint_url=env["endpoint"],
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
 
 
 def _capture(sink, n=300, sql="select * from t"):
-    return capture_sql_execution(sink, columns=["id", "v"], rows=((i, f"v{i}") for i in range(n)), sql=sql,
-                                 database="db", dialect="sqlite", elapsed_ms=0)
+    return capture_sql_execution(
+        sink,
+        columns=["id", "v"],
+        rows=((i, f"v{i}") for i in range(n)),
+        sql=sql,
+        database="db",
+        dialect="sqlite",
+        elapsed_ms=0,
+    )
 
 
 def test_s3_store_is_chosen_by_setting_and_round_trips(s3_env):
@@ -48,25 +62,34 @@ def test_s3_identical_content_is_stored_once(s3_env):
     sink = make_kernel().new_run().artifacts
     a, b = _capture(sink), _capture(sink, sql="another query")
     assert a.sha256 == b.sha256 and a.artifact_id != b.artifact_id
-    keys = _client(s3_env).list_objects_v2(Bucket=s3_env["bucket"], Prefix="assay/content/")["KeyCount"]
+    keys = _client(s3_env).list_objects_v2(Bucket=s3_env["bucket"], Prefix="assay/content/")[
+        "KeyCount"
+    ]
     assert keys == 1
 
 
 def test_a_second_worker_reads_evidence_captured_by_the_first(s3_env, tmp_path):
     first = make_kernel().new_run()
     record = _capture(first.artifacts)
-    chart = capture_file(first.artifacts, data=b"\x89PNG fake", name="c.png", media_type="image/png", kind="chart")
+    chart = capture_file(
+        first.artifacts, data=b"\x89PNG fake", name="c.png", media_type="image/png", kind="chart"
+    )
     other = make_kernel(home=tmp_path / "worker2")  # its own local catalog, same bucket
     assert read_artifact_result(other, record.artifact_id, {"path": [-1, "v"]}).value == "v299"
     manifest = evidence_manifest(other.new_run().artifacts.catalog, first.run_id)
-    assert [e["artifact_id"] for e in manifest["artifacts"]] == [record.artifact_id, chart.artifact_id]
+    assert [e["artifact_id"] for e in manifest["artifacts"]] == [
+        record.artifact_id,
+        chart.artifact_id,
+    ]
 
 
 def test_s3_missing_and_altered_objects_are_detected(s3_env):
     sink = make_kernel().new_run().artifacts
     gone, bad = _capture(sink, 10), _capture(sink, 20)
     s3 = _client(s3_env)
-    s3.delete_object(Bucket=s3_env["bucket"], Key=f"assay/content/sha256/{gone.sha256[:2]}/{gone.sha256}")
+    s3.delete_object(
+        Bucket=s3_env["bucket"], Key=f"assay/content/sha256/{gone.sha256[:2]}/{gone.sha256}"
+    )
     key = f"assay/content/sha256/{bad.sha256[:2]}/{bad.sha256}"
     body = bytearray(s3.get_object(Bucket=s3_env["bucket"], Key=key)["Body"].read())
     body[-5] ^= 1
@@ -97,7 +120,10 @@ def test_s3_store_without_bucket_says_how_to_configure(monkeypatch):
 
     with pytest.raises(ArtifactError) as info:
         make_kernel().new_run()
-    assert info.value.code == "ARTIFACT_STORE_UNAVAILABLE" and "ASSAY_ARTIFACT_S3_BUCKET" in info.value.hint
+    assert (
+        info.value.code == "ARTIFACT_STORE_UNAVAILABLE"
+        and "ASSAY_ARTIFACT_S3_BUCKET" in info.value.hint
+    )
 
 
 def test_unknown_store_name_is_a_clear_error(monkeypatch):
@@ -119,8 +145,15 @@ def test_s3_gc_keeps_content_that_only_another_worker_references(s3_env, tmp_pat
 
 def test_s3_large_content_is_handed_out_as_a_verified_local_copy(s3_env):
     sink = make_kernel().new_run().artifacts
-    record = capture_sql_execution(sink, columns=["i", "s"], rows=((i, "x" * 40) for i in range(250_000)),
-                                   sql="q", database="d", dialect="sqlite", elapsed_ms=0)
+    record = capture_sql_execution(
+        sink,
+        columns=["i", "s"],
+        rows=((i, "x" * 40) for i in range(250_000)),
+        sql="q",
+        database="d",
+        dialect="sqlite",
+        elapsed_ms=0,
+    )
     assert record.byte_size > 8 << 20
     _, path = open_verified_content(sink, record.artifact_id)
     assert path.stat().st_size == record.byte_size
@@ -145,8 +178,18 @@ def test_s3_python_capture_that_fails_half_way_leaves_no_shared_record(s3_env, m
 
     monkeypatch.setattr(store, "put_record", put_record)
     with pytest.raises(AssayError) as caught:
-        capture_python_execution(sink, code="x", result=1, result_set=True, stdout="", stderr="",
-                                 files=[ProducedFile("a.txt", b"a", "text/plain")], status="succeeded")
+        capture_python_execution(
+            sink,
+            code="x",
+            result=1,
+            result_set=True,
+            stdout="",
+            stderr="",
+            files=[ProducedFile("a.txt", b"a", "text/plain")],
+            status="succeeded",
+        )
     assert caught.value.code == "ARTIFACT_CAPTURE_FAILED"
-    assert store.shared_record_ids(sink.run_id) == [] and all(store.get_record(i) is None for i in calls)
+    assert store.shared_record_ids(sink.run_id) == [] and all(
+        store.get_record(i) is None for i in calls
+    )
     assert sink.catalog.list(sink.run_id) == []

@@ -6,11 +6,13 @@ from __future__ import annotations
 import os
 
 import pytest
-from assay.kernel.evidence import capture_sql_execution, read_artifact_result, readback
 
 from assay import AssayError, Kernel
+from assay.kernel.evidence import capture_sql_execution, read_artifact_result, readback
 
-pytestmark = pytest.mark.usefixtures("catalog_backend")  # each test on the SQLite and on the PostgreSQL catalog
+pytestmark = pytest.mark.usefixtures(
+    "catalog_backend"
+)  # each test on the SQLite and on the PostgreSQL catalog
 
 
 @pytest.fixture
@@ -23,8 +25,15 @@ def aged(monkeypatch):
 
 
 def _capture(run, n=500):
-    return capture_sql_execution(run.artifacts, columns=["id", "amount"], rows=([i, i * 1.5] for i in range(n)),
-                                 sql="select id, amount from t", database="w", dialect="sqlite", elapsed_ms=1)
+    return capture_sql_execution(
+        run.artifacts,
+        columns=["id", "amount"],
+        rows=([i, i * 1.5] for i in range(n)),
+        sql="select id, amount from t",
+        database="w",
+        dialect="sqlite",
+        elapsed_ms=1,
+    )
 
 
 def _path(run, record):
@@ -37,9 +46,15 @@ def test_a_verified_unchanged_file_is_read_only_up_to_the_rows_asked(aged, monke
         read_artifact_result(run.artifacts, record.artifact_id, {"rows": [0, 5]})
         assert readback._still_verified(run.artifacts.catalog, record)
         hashed = []
-        monkeypatch.setattr(readback.hashlib, "sha256", lambda *a: hashed.append(1) or __import__("hashlib").new(
-            "sha256", *a))
-        assert read_artifact_result(run.artifacts, record.artifact_id, {"rows": [2, 4]}).rows == [[2, 3.0], [3, 4.5]]
+        monkeypatch.setattr(
+            readback.hashlib,
+            "sha256",
+            lambda *a: hashed.append(1) or __import__("hashlib").new("sha256", *a),
+        )
+        assert read_artifact_result(run.artifacts, record.artifact_id, {"rows": [2, 4]}).rows == [
+            [2, 3.0],
+            [3, 4.5],
+        ]
         assert hashed == []
 
 

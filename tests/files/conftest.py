@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-SALES = [("north", "2024-01", 120.5), ("south", "2024-01", 80.0), ("north", "2024-02", 130.0),
-         ("south", "2024-02", 95.25), ("east", "2024-02", 40.0)]
+SALES = [
+    ("north", "2024-01", 120.5),
+    ("south", "2024-01", 80.0),
+    ("north", "2024-02", 130.0),
+    ("south", "2024-02", 95.25),
+    ("east", "2024-02", 40.0),
+]
 
 
-def write_csv(path: Path, rows=SALES, header=("region", "month", "amount"), sep=",", encoding="utf-8") -> Path:
+def write_csv(
+    path: Path, rows=SALES, header=("region", "month", "amount"), sep=",", encoding="utf-8"
+) -> Path:
     lines = [sep.join(header)] + [sep.join(str(v) for v in row) for row in rows]
     path.write_bytes(("\n".join(lines) + "\n").encode(encoding))
     return path
@@ -22,7 +30,9 @@ def write_parquet(path: Path, rows=SALES) -> Path:
     import pyarrow.parquet as pq
 
     cols = list(zip(*rows))
-    pq.write_table(pa.table({"region": list(cols[0]), "month": list(cols[1]), "amount": list(cols[2])}), path)
+    pq.write_table(
+        pa.table({"region": list(cols[0]), "month": list(cols[1]), "amount": list(cols[2])}), path
+    )
     return path
 
 

@@ -83,8 +83,12 @@ def test_an_unknown_extension_is_refused(kernel, files_dir, assay_home):
 
 def test_a_password_protected_xlsx_is_encrypted(kernel, files_dir, assay_home):
     # An encrypted OOXML workbook is an OLE compound file holding EncryptedPackage, not a zip.
-    (files_dir / "secret.xlsx").write_bytes(b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 504 +
-                                            "EncryptedPackage".encode("utf-16-le") + b"\x00" * 1024)
+    (files_dir / "secret.xlsx").write_bytes(
+        b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
+        + b"\x00" * 504
+        + "EncryptedPackage".encode("utf-16-le")
+        + b"\x00" * 1024
+    )
     assert refused(kernel, assay_home, str(files_dir / "secret.xlsx")) == "FILE_ENCRYPTED"
 
 
@@ -94,25 +98,33 @@ def test_a_corrupt_xlsx_is_corrupt(kernel, files_dir, assay_home):
     assert refused(kernel, assay_home, str(files_dir / "broken.xlsx")) == "FILE_CORRUPT"
 
 
-def test_an_xlsx_zip_bomb_is_refused_by_its_declared_size_before_reading(kernel, files_dir, assay_home):
+def test_an_xlsx_zip_bomb_is_refused_by_its_declared_size_before_reading(
+    kernel, files_dir, assay_home
+):
     bomb = files_dir / "bomb.xlsx"
     with zipfile.ZipFile(bomb, "w", compression=zipfile.ZIP_DEFLATED) as zf:
         zf.writestr("xl/worksheets/sheet1.xml", b"\x00" * 4096)
     data = bytearray(bomb.read_bytes())
     central = data.index(b"PK\x01\x02")
-    data[central + 24:central + 28] = (0xF0000000).to_bytes(4, "little")  # declares ~4 GB uncompressed
+    data[central + 24 : central + 28] = (0xF0000000).to_bytes(
+        4, "little"
+    )  # declares ~4 GB uncompressed
     bomb.write_bytes(bytes(data))
     assert bomb.stat().st_size < 4096
     assert refused(kernel, assay_home, str(bomb)) == "FILE_TOO_LARGE"
 
 
-def test_a_symlink_outside_the_allowed_roots_is_refused(make_assay_kernel, files_dir, assay_home, monkeypatch):
+def test_a_symlink_outside_the_allowed_roots_is_refused(
+    make_assay_kernel, files_dir, assay_home, monkeypatch
+):
     monkeypatch.setenv("ASSAY_FILES_ROOTS", f'["{files_dir}"]')
     kernel = make_assay_kernel(load_entrypoints=True).start()
     (files_dir / "shadow.csv").symlink_to("/etc/shadow")
     assert refused(kernel, assay_home, str(files_dir / "shadow.csv")) == "FILE_OUTSIDE_ROOTS"
-    assert refused(kernel, assay_home, str(files_dir / ".." / ".." / "x.csv")) in ("FILE_OUTSIDE_ROOTS",
-                                                                                  "FILE_NOT_FOUND")
+    assert refused(kernel, assay_home, str(files_dir / ".." / ".." / "x.csv")) in (
+        "FILE_OUTSIDE_ROOTS",
+        "FILE_NOT_FOUND",
+    )
 
 
 def test_a_device_is_not_a_regular_file(kernel, assay_home):
@@ -122,7 +134,10 @@ def test_a_device_is_not_a_regular_file(kernel, assay_home):
 def test_a_bad_file_among_good_ones_registers_none_of_them(kernel, files_dir, assay_home):
     write_csv(files_dir / "good.csv")
     (files_dir / "bad.csv").write_bytes(b"")
-    assert refused(kernel, assay_home, str(files_dir / "good.csv"), str(files_dir / "bad.csv")) == "FILE_EMPTY"
+    assert (
+        refused(kernel, assay_home, str(files_dir / "good.csv"), str(files_dir / "bad.csv"))
+        == "FILE_EMPTY"
+    )
 
 
 def test_ragged_rows_past_the_sample_fail_the_query_with_a_code(kernel, files_dir):

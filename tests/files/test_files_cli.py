@@ -26,8 +26,13 @@ def test_assay_sql_file_reports_a_bad_file_by_its_code(assay_env, files_dir):
 def test_assay_files_variable_names_each_file(assay_env, files_dir, monkeypatch):
     write_csv(files_dir / "s.csv")
     write_xlsx(files_dir / "book.xlsx")
-    result = run_assay("sql", "-d", "files", "SELECT (SELECT count(*) FROM sales) + (SELECT count(*) FROM book) AS n",
-                       env={"ASSAY_FILES": f"sales={files_dir / 's.csv'}; book={files_dir / 'book.xlsx'}"})
+    result = run_assay(
+        "sql",
+        "-d",
+        "files",
+        "SELECT (SELECT count(*) FROM sales) + (SELECT count(*) FROM book) AS n",
+        env={"ASSAY_FILES": f"sales={files_dir / 's.csv'}; book={files_dir / 'book.xlsx'}"},
+    )
     assert result.exit_code == 0, result.output
     assert "| 10 |" in result.output
 
@@ -36,20 +41,36 @@ def test_the_files_table_of_the_config_file_registers_files(assay_env, files_dir
     write_csv(files_dir / "s.csv")
     config = tmp_path / "assay.toml"
     config.write_text(f'[files.sources]\nsales = "{files_dir / "s.csv"}"\n')
-    result = run_assay("sql", "-d", "files", "SELECT count(*) AS n FROM sales", env={"ASSAY_CONFIG": str(config)})
+    result = run_assay(
+        "sql", "-d", "files", "SELECT count(*) AS n FROM sales", env={"ASSAY_CONFIG": str(config)}
+    )
     assert result.exit_code == 0, result.output
     assert "| 5 |" in result.output
 
 
-def test_assay_ask_file_answers_from_the_file_and_traces_to_its_source(assay_env, files_dir, tmp_path):
+def test_assay_ask_file_answers_from_the_file_and_traces_to_its_source(
+    assay_env, files_dir, tmp_path
+):
     path = write_csv(files_dir / "sales.csv")
     script = tmp_path / "script.json"
-    script.write_text(json.dumps([
-        {"tool": "describe_table", "arguments": {"table": "sales"}},
-        {"tool": "sql_query", "arguments": {"sql": GROUP_BY}},
-        {"text": "North sold the most: 250.5."},
-    ]))
-    result = run_assay("ask", "--file", str(path), "--model", f"scripted:{script}", "--json", "Which region sold most?")
+    script.write_text(
+        json.dumps(
+            [
+                {"tool": "describe_table", "arguments": {"table": "sales"}},
+                {"tool": "sql_query", "arguments": {"sql": GROUP_BY}},
+                {"text": "North sold the most: 250.5."},
+            ]
+        )
+    )
+    result = run_assay(
+        "ask",
+        "--file",
+        str(path),
+        "--model",
+        f"scripted:{script}",
+        "--json",
+        "Which region sold most?",
+    )
     assert result.exit_code in (0, 12), result.output
     record = json.loads(result.stdout.strip().splitlines()[-1])
     from assay import Kernel

@@ -16,7 +16,9 @@ EXPECTED = [("east", 40.0), ("north", 250.5), ("south", 175.25)]
 
 
 def rows(kernel, sql, datasource="files"):
-    result = kernel.call_tool("sql_query", {"sql": sql, "datasource": datasource}, run=kernel.new_run())
+    result = kernel.call_tool(
+        "sql_query", {"sql": sql, "datasource": datasource}, run=kernel.new_run()
+    )
     assert result.success, result.message
     return result
 
@@ -37,20 +39,27 @@ def test_csv_in_each_encoding_is_a_table(kernel, files_dir, encoding):
 def test_tsv_parquet_json_ndjson_and_xlsx_answer_the_same_group_by(kernel, files_dir):
     write_csv(files_dir / "a.tsv", sep="\t")
     write_parquet(files_dir / "b.parquet")
-    records = [{"region": r, "month": m, "amount": a} for r, m, a in __import__("tests.files.conftest").files.conftest.SALES]
+    records = [
+        {"region": r, "month": m, "amount": a}
+        for r, m, a in __import__("tests.files.conftest").files.conftest.SALES
+    ]
     (files_dir / "c.json").write_text(json.dumps(records))
     (files_dir / "d.ndjson").write_text("\n".join(json.dumps(r) for r in records) + "\n")
     write_xlsx(files_dir / "e.xlsx")
     attach_files(kernel, [str(files_dir)])
     resource = kernel.resources["files"]
     for table in "abcde":
-        assert [(r[0], float(r[1])) for r in resource.query(GROUP_BY.format(t=table)).rows] == EXPECTED, table
+        assert [
+            (r[0], float(r[1])) for r in resource.query(GROUP_BY.format(t=table)).rows
+        ] == EXPECTED, table
 
 
 def test_gzip_csv_is_read_as_duckdb_reads_it(kernel, files_dir):
     import gzip
 
-    (files_dir / "s.csv.gz").write_bytes(gzip.compress(write_csv(files_dir / "plain.csv").read_bytes()))
+    (files_dir / "s.csv.gz").write_bytes(
+        gzip.compress(write_csv(files_dir / "plain.csv").read_bytes())
+    )
     attach_files(kernel, [f"s={files_dir / 's.csv.gz'}"])
     assert kernel.resources["files"].query("SELECT count(*) FROM s").rows == [(5,)]
 
@@ -80,9 +89,17 @@ def test_list_and_describe_show_the_sniffed_schema_and_row_count(kernel, files_d
     assert listed.data[0]["name"] == "sales" and listed.data[0]["row_estimate"] == 5
 
 
-@pytest.mark.parametrize("sql", ["SELECT * FROM read_csv('/etc/passwd')", "SELECT * FROM read_text('/etc/hostname')",
-                                 "SELECT * FROM '/etc/passwd'", "SELECT * FROM glob('/etc/*')",
-                                 "ATTACH '/tmp/x.duckdb'", "SELECT * FROM read_parquet('/tmp/*.parquet')"])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM read_csv('/etc/passwd')",
+        "SELECT * FROM read_text('/etc/hostname')",
+        "SELECT * FROM '/etc/passwd'",
+        "SELECT * FROM glob('/etc/*')",
+        "ATTACH '/tmp/x.duckdb'",
+        "SELECT * FROM read_parquet('/tmp/*.parquet')",
+    ],
+)
 def test_the_guard_still_refuses_file_reading_sql(kernel, files_dir, sql):
     write_csv(files_dir / "sales.csv")
     attach_files(kernel, [str(files_dir / "sales.csv")])
@@ -122,14 +139,19 @@ def test_a_query_artifact_names_the_source_artifact_of_the_exact_bytes(kernel, f
     source = kernel.evidence.catalog.get(source_id)
     assert source.kind == "source"
     assert source.provenance["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
-    assert source.provenance["size"] == path.stat().st_size and source.provenance["name"] == "sales.csv"
+    assert (
+        source.provenance["size"] == path.stat().st_size
+        and source.provenance["name"] == "sales.csv"
+    )
     from assay.kernel.evidence.readback import open_verified_content
 
     _, content = open_verified_content(kernel.evidence.catalog, source_id)
     doc = json.loads(content if isinstance(content, bytes) else content.read_bytes())
     assert doc["tables"]["sales"]["columns"][0] == {"name": "region", "type": "VARCHAR"}
     again = kernel.call_tool("sql_query", {"sql": "SELECT count(*) FROM sales"}, run=run)
-    assert kernel.evidence.catalog.get(again.data["artifact_id"]).provenance["sources"] == [source_id]  # once per run
+    assert kernel.evidence.catalog.get(again.data["artifact_id"]).provenance["sources"] == [
+        source_id
+    ]  # once per run
 
 
 def test_a_file_changed_after_registration_is_refused(kernel, files_dir):
@@ -145,7 +167,9 @@ def test_a_file_changed_after_registration_is_refused(kernel, files_dir):
 def test_a_touched_file_with_the_same_bytes_is_not_changed(kernel, files_dir):
     path = write_csv(files_dir / "sales.csv")
     attach_files(kernel, [str(path)])
-    assert rows(kernel, "SELECT count(*) FROM sales").success  # hashed with the first captured query
+    assert rows(
+        kernel, "SELECT count(*) FROM sales"
+    ).success  # hashed with the first captured query
     os.utime(path, ns=(10**18, 10**18))
     assert rows(kernel, "SELECT count(*) FROM sales").data["row_count"] == 1
 
@@ -170,7 +194,9 @@ def test_zstd_csv_is_read_as_duckdb_reads_it(kernel, files_dir):
     import duckdb
 
     target = files_dir / "z.csv.zst"
-    duckdb.connect().execute(f"COPY (SELECT range AS n FROM range(7)) TO '{target}' (HEADER, COMPRESSION zstd)")
+    duckdb.connect().execute(
+        f"COPY (SELECT range AS n FROM range(7)) TO '{target}' (HEADER, COMPRESSION zstd)"
+    )
     attach_files(kernel, [str(target)])
     assert kernel.resources["files"].query("SELECT sum(n) FROM z").rows == [(21,)]
 

@@ -18,7 +18,9 @@ def server(tmp_path_factory):
 
 
 def upload(server, who, name, data=CSV):
-    return httpx.post(f"{server.url}/files", headers=server.headers(who), files={"file": (name, data)}, timeout=60)
+    return httpx.post(
+        f"{server.url}/files", headers=server.headers(who), files={"file": (name, data)}, timeout=60
+    )
 
 
 def test_an_uploaded_file_is_registered_and_listed_for_its_owner_only(server):
@@ -38,8 +40,14 @@ def test_another_owners_file_is_a_404_like_an_unknown_id(server):
     unknown = httpx.delete(f"{server.url}/files/file_{'0' * 20}", headers=server.headers("bob"))
     assert other.status_code == unknown.status_code == 404
     assert other.json()["code"] == unknown.json()["code"] == "FILE_NOT_FOUND"
-    assert httpx.delete(f"{server.url}/files/{file_id}", headers=server.headers("alice")).status_code == 200
-    assert httpx.delete(f"{server.url}/files/{file_id}", headers=server.headers("alice")).status_code == 404
+    assert (
+        httpx.delete(f"{server.url}/files/{file_id}", headers=server.headers("alice")).status_code
+        == 200
+    )
+    assert (
+        httpx.delete(f"{server.url}/files/{file_id}", headers=server.headers("alice")).status_code
+        == 404
+    )
 
 
 @pytest.mark.parametrize("name", ["../evil.csv", "a/b.csv", ".hidden.csv", "..csv"])
@@ -52,7 +60,9 @@ def test_a_bad_upload_is_refused_with_its_code_and_not_kept(server):
     before = httpx.get(f"{server.url}/files", headers=server.headers("alice")).json()["files"]
     res = upload(server, "alice", "empty.csv", b"")
     assert res.status_code == 400 and res.json()["code"] == "FILE_EMPTY"
-    assert httpx.get(f"{server.url}/files", headers=server.headers("alice")).json()["files"] == before
+    assert (
+        httpx.get(f"{server.url}/files", headers=server.headers("alice")).json()["files"] == before
+    )
 
 
 def test_files_need_a_token(server):

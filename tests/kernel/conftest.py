@@ -5,8 +5,8 @@ from __future__ import annotations
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -76,5 +76,3 @@ def register_tools(register):
 
 def plugin_info(kernel: Kernel, name: str):
     return {i.name: i for i in kernel.plugins()}[name]
-
-

@@ -28,11 +28,13 @@ from tests.conftest import imported_by
 from tests.evidence.conftest import EVIDENCE_PLUGINS
 
 
-
 def make_kernel(**settings_overrides) -> Kernel:
     """The evidence tests' kernel, with the runs plugin (``kernel.runs``)."""
-    return Kernel(load_entrypoints=False, plugins=[*EVIDENCE_PLUGINS, "assay.plugins.runs_plugin"],
-                  settings=Settings.from_env(**settings_overrides))
+    return Kernel(
+        load_entrypoints=False,
+        plugins=[*EVIDENCE_PLUGINS, "assay.plugins.runs_plugin"],
+        settings=Settings.from_env(**settings_overrides),
+    )
 
 
 PROCS, PER_PROC = 4, 40
@@ -40,23 +42,31 @@ PROCS, PER_PROC = 4, 40
 
 # --- choosing the backend, and its errors ---------------------------------------------
 
+
 def test_without_a_url_every_store_is_a_sqlite_file_under_assay_home(assay_env):
     kernel = make_kernel()
     try:
         catalog, runs = kernel.evidence.catalog, kernel.runs
-        assert isinstance(catalog.db, SQLiteDatabase) and catalog.path == assay_env / "artifacts" / "catalog.sqlite"
+        assert (
+            isinstance(catalog.db, SQLiteDatabase)
+            and catalog.path == assay_env / "artifacts" / "catalog.sqlite"
+        )
         assert runs.db.path == assay_env / "runs" / "runs.sqlite3"
     finally:
         kernel.close()
 
 
 def test_kernel_start_up_imports_no_postgresql_driver():
-    code = ("from assay import Kernel\nk = Kernel(load_entrypoints=False, plugins=['assay.plugins.runs_plugin']); k.start()\n"
-            "k.runs.list(); import assay.kernel.evidence as e; e.ArtifactCatalog")
+    code = (
+        "from assay import Kernel\nk = Kernel(load_entrypoints=False, plugins=['assay.plugins.runs_plugin']); k.start()\n"
+        "k.runs.list(); import assay.kernel.evidence as e; e.ArtifactCatalog"
+    )
     assert imported_by(code, ["psycopg", "sqlalchemy", "assay.kernel.database_pg"]) == []
 
 
-@pytest.mark.parametrize("url", ["mysql://root@127.0.0.1/test", "sqlite:///tmp/x.db", "127.0.0.1:5432"])
+@pytest.mark.parametrize(
+    "url", ["mysql://root@127.0.0.1/test", "sqlite:///tmp/x.db", "127.0.0.1:5432"]
+)
 def test_a_url_that_is_not_postgresql_is_refused_never_a_silent_sqlite(tmp_path, url):
     with pytest.raises(CatalogError) as caught:
         open_database(Settings.from_env(catalog_url=url), tmp_path / "c.sqlite")
@@ -66,10 +76,15 @@ def test_a_url_that_is_not_postgresql_is_refused_never_a_silent_sqlite(tmp_path,
 
 def test_assay_config_shows_the_catalog_url_with_its_password_masked():
     settings = Settings.from_env(catalog_url="postgresql://assay:s3cret-pw@db.internal:5432/assay")
-    assert settings.masked()["kernel"]["catalog_url"] == "postgresql://assay:***@db.internal:5432/assay"
+    assert (
+        settings.masked()["kernel"]["catalog_url"]
+        == "postgresql://assay:***@db.internal:5432/assay"
+    )
 
 
-def test_a_database_that_does_not_answer_is_catalog_unavailable_with_the_password_masked(monkeypatch):
+def test_a_database_that_does_not_answer_is_catalog_unavailable_with_the_password_masked(
+    monkeypatch,
+):
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -128,8 +143,15 @@ def test_a_connection_the_server_dropped_is_replaced_once(pg_catalog_url, monkey
                 from assay.kernel.evidence import capture_sql_execution
 
                 sink = kernel.new_run(run_id="run_a").artifacts
-                record = capture_sql_execution(sink, columns=["a"], rows=[(1,)], sql="select 1", database="db",
-                                               dialect="sqlite", elapsed_ms=0)
+                record = capture_sql_execution(
+                    sink,
+                    columns=["a"],
+                    rows=[(1,)],
+                    sql="select 1",
+                    database="db",
+                    dialect="sqlite",
+                    elapsed_ms=0,
+                )
                 assert kernel.evidence.catalog.get(record.artifact_id) is not None
             assert kernel.runs.db.execute("SELECT pg_backend_pid()").fetchone()[0] != backend
     finally:
@@ -151,15 +173,25 @@ def test_postgresql_keeps_every_store_in_the_one_database(pg_catalog_url, monkey
     finally:
         kernel.close()
     with psycopg.connect(pg_catalog_url) as conn:
-        tables = {t for (t,) in conn.execute("SELECT table_name FROM information_schema.tables "
-                                             "WHERE table_schema = current_schema()")}
+        tables = {
+            t
+            for (t,) in conn.execute(
+                "SELECT table_name FROM information_schema.tables "
+                "WHERE table_schema = current_schema()"
+            )
+        }
         versions = dict(conn.execute("SELECT component, version FROM assay_schema").fetchall())
     assert tables == {"artifacts", "runs", "run_events", "report_state", "assay_schema"}
-    assert versions == {"catalog": 1, "runs": 2, "report_state": 1}  # runs 2: parent_run_id (threads)
+    assert versions == {
+        "catalog": 1,
+        "runs": 2,
+        "report_state": 1,
+    }  # runs 2: parent_run_id (threads)
     assert not (Path(os.environ["ASSAY_HOME"]) / "runs").exists()  # no SQLite file on the side
 
 
 # --- several processes writing at once --------------------------------------------------
+
 
 def _write(which: str, i: int, env: dict[str, str], barrier, queue) -> None:
     os.environ.update(env)
@@ -170,9 +202,18 @@ def _write(which: str, i: int, env: dict[str, str], barrier, queue) -> None:
             from assay.kernel.evidence import capture_sql_execution
 
             sink = kernel.new_run(run_id="run_shared").artifacts
-            ids = [capture_sql_execution(sink, columns=["proc", "n"], rows=[(i, n)], sql=f"select {i}, {n}",
-                                         database="db", dialect="sqlite", elapsed_ms=0).artifact_id
-                   for n in range(PER_PROC)]
+            ids = [
+                capture_sql_execution(
+                    sink,
+                    columns=["proc", "n"],
+                    rows=[(i, n)],
+                    sql=f"select {i}, {n}",
+                    database="db",
+                    dialect="sqlite",
+                    elapsed_ms=0,
+                ).artifact_id
+                for n in range(PER_PROC)
+            ]
             queue.put((i, ids))
         elif which == "runs":
             from assay.plugins.runs import RunRecord
@@ -186,8 +227,13 @@ def _write(which: str, i: int, env: dict[str, str], barrier, queue) -> None:
 
             store = ReportStateStore.for_run(kernel)
             for n in range(PER_PROC):
-                store.update("run_shared", lambda s, i=i, n=n: (
-                    setattr(s, "tool_calls", s.tool_calls + 1), s.memory.append(f"{i}/{n}")))
+                store.update(
+                    "run_shared",
+                    lambda s, i=i, n=n: (
+                        setattr(s, "tool_calls", s.tool_calls + 1),
+                        s.memory.append(f"{i}/{n}"),
+                    ),
+                )
             queue.put((i, []))
         kernel.close()
     except Exception as exc:  # noqa: BLE001 - reported to the parent
@@ -219,8 +265,9 @@ def test_four_processes_capturing_into_one_catalog_lose_and_double_no_record():
         listed = [r.artifact_id for r in catalog.iter("run_shared")]
         assert len(written) == PROCS * PER_PROC == len(set(written))
         assert sorted(listed) == sorted(written) and catalog.count() == PROCS * PER_PROC
-        assert {r.provenance["sql"] for r in catalog.iter("run_shared")} == \
-            {f"select {i}, {n}" for i in range(PROCS) for n in range(PER_PROC)}
+        assert {r.provenance["sql"] for r in catalog.iter("run_shared")} == {
+            f"select {i}, {n}" for i in range(PROCS) for n in range(PER_PROC)
+        }
     finally:
         kernel.close()
 
@@ -232,8 +279,9 @@ def test_four_processes_appending_to_one_run_number_every_event_once():
     try:
         events = list(kernel.runs.events("run_shared"))
         assert [e.seq for e in events] == list(range(1, PROCS * PER_PROC + 1))
-        assert sorted((e.data["proc"], e.data["n"]) for e in events) == \
-            [(i, n) for i in range(PROCS) for n in range(PER_PROC)]
+        assert sorted((e.data["proc"], e.data["n"]) for e in events) == [
+            (i, n) for i in range(PROCS) for n in range(PER_PROC)
+        ]
         assert {r.run_id for r in kernel.runs.list()} == {f"run_p{i}" for i in range(PROCS)}
     finally:
         kernel.close()
@@ -248,14 +296,20 @@ def test_four_processes_updating_one_report_state_lose_no_increment():
 
         state = ReportStateStore.for_run(kernel).load("run_shared")
         assert state.tool_calls == PROCS * PER_PROC == state.seq
-        assert sorted(state.memory) == sorted(f"{i}/{n}" for i in range(PROCS) for n in range(PER_PROC))
+        assert sorted(state.memory) == sorted(
+            f"{i}/{n}" for i in range(PROCS) for n in range(PER_PROC)
+        )
     finally:
         kernel.close()
 
 
 @pytest.mark.usefixtures("catalog_backend")
 def test_a_checkpoint_saved_over_a_newer_one_is_refused_not_overwritten():
-    from assay.plugins.report_agent.state import REPORT_STATE_CONFLICT, ReportState, ReportStateStore
+    from assay.plugins.report_agent.state import (
+        REPORT_STATE_CONFLICT,
+        ReportState,
+        ReportStateStore,
+    )
 
     kernel = make_kernel()
     try:
@@ -281,8 +335,18 @@ def test_iter_newest_first_gives_a_runs_records_in_reverse_capture_order_up_to_t
     kernel = make_kernel()
     try:
         sink = kernel.new_run(run_id="run_newest").artifacts
-        ids = [capture_sql_execution(sink, columns=["n"], rows=[(n,)], sql=f"select {n}", database="db",
-                                     dialect="sqlite", elapsed_ms=0).artifact_id for n in range(5)]
+        ids = [
+            capture_sql_execution(
+                sink,
+                columns=["n"],
+                rows=[(n,)],
+                sql=f"select {n}",
+                database="db",
+                dialect="sqlite",
+                elapsed_ms=0,
+            ).artifact_id
+            for n in range(5)
+        ]
         catalog = kernel.evidence.catalog
         newest = [r.artifact_id for r in catalog.iter("run_newest", limit=3, newest_first=True)]
         oldest = [r.artifact_id for r in catalog.iter("run_newest", limit=3)]

@@ -20,8 +20,13 @@ def assay(*args: str, **env: str):
 
 def test_plugins_table_lists_plugins_with_distribution_version_hooks_status():
     # The one CLI test that pays for a process: run as the installed `assay` console script.
-    out = subprocess.run([ASSAY, "plugins"], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools"})
+    out = subprocess.run(
+        [ASSAY, "plugins"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools"},
+    )
     assert out.returncode == 0, out.stderr
     header, *rows = out.stdout.splitlines()
     assert header.split() == ["plugin", "distribution", "version", "status", "hooks"]
@@ -59,7 +64,9 @@ def test_tool_call_failure_exits_non_zero_with_one_line():
     out = assay("tool", "call", "arithmetic", "--args", '{"a": 1, "b": 0, "op": "div"}')
     assert out.exit_code == 1
     assert json.loads(out.stdout)["error_code"] == "TOOL_EXECUTION_FAILED"
-    assert out.stderr.strip().splitlines() == ["error: TOOL_EXECUTION_FAILED: ZeroDivisionError: division by zero"]
+    assert out.stderr.strip().splitlines() == [
+        "error: TOOL_EXECUTION_FAILED: ZeroDivisionError: division by zero"
+    ]
 
 
 def test_bad_input_exits_non_zero_with_one_clear_line():
@@ -103,15 +110,23 @@ def test_unexpected_crash_is_one_line_without_traceback():
         del c.cli.commands["crash"]  # the root group is shared by the whole test process
     assert out.exit_code == 1
     assert out.stderr.strip().splitlines() == [
-        "error: internal error: RuntimeError: something broke (set ASSAY_LOG_LEVEL=DEBUG for details)"]
+        "error: internal error: RuntimeError: something broke (set ASSAY_LOG_LEVEL=DEBUG for details)"
+    ]
 
 
 def _collector_after(args: list[str], **env: str) -> dict:
-    code = ("import gc, json, sys\nimport assay.kernel.cli as c\n"
-            f"try:\n    c.main({args!r})\nexcept SystemExit:\n    pass\n"
-            "print(json.dumps({'enabled': gc.isenabled(), 'frozen': gc.get_freeze_count()}))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools", **env})
+    code = (
+        "import gc, json, sys\nimport assay.kernel.cli as c\n"
+        f"try:\n    c.main({args!r})\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps({'enabled': gc.isenabled(), 'frozen': gc.get_freeze_count()}))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "ASSAY_LOAD_PLUGINS": "builtin_tools", **env},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

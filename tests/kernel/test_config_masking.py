@@ -19,8 +19,13 @@ def config(env: dict[str, str] | None = None) -> dict:
 
 
 def test_token_counts_and_limits_are_shown_not_masked():
-    shown = config({"ASSAY_AGENT_TOKEN_BUDGET": "12000", "ASSAY_OPENAI_MAX_TOKENS": "512",
-                    "ASSAY_OPENAI_API_KEY": "sk-live-secret-9"})
+    shown = config(
+        {
+            "ASSAY_AGENT_TOKEN_BUDGET": "12000",
+            "ASSAY_OPENAI_MAX_TOKENS": "512",
+            "ASSAY_OPENAI_API_KEY": "sk-live-secret-9",
+        }
+    )
     assert shown["agent"]["token_budget"] == 12000 and shown["agent"]["chars_per_token"] == 4.0
     assert isinstance(shown["agent"]["prompt_tokens"], int)
     assert shown["openai"]["max_tokens"] == 512 and shown["openai"]["api_key"] == "***"
@@ -32,9 +37,14 @@ def test_the_report_writers_settings_are_shown():
 
 
 def test_a_datasource_password_inside_a_nested_setting_is_masked():
-    output = run_assay("config", env={"ASSAY_SQL_DATABASES": "shop=postgresql://analyst:hunter2@db.invalid/shop"})
+    output = run_assay(
+        "config", env={"ASSAY_SQL_DATABASES": "shop=postgresql://analyst:hunter2@db.invalid/shop"}
+    )
     assert output.exit_code == 0 and "hunter2" not in output.stdout
-    assert json.loads(output.stdout)["sql"]["databases"]["shop"]["url"] == "postgresql://analyst:***@db.invalid/shop"
+    assert (
+        json.loads(output.stdout)["sql"]["databases"]["shop"]["url"]
+        == "postgresql://analyst:***@db.invalid/shop"
+    )
 
 
 class _Vault(BaseModel):

@@ -62,7 +62,9 @@ def test_valid_call_returns_success_envelope(kernel_with):
 
 
 def test_invalid_arguments_give_error_code_and_paths_not_traceback(kernel_with):
-    result = kernel_with(scale).call_tool("scale", {"values": [1, "two"], "factor": "big", "extra": 1})
+    result = kernel_with(scale).call_tool(
+        "scale", {"values": [1, "two"], "factor": "big", "extra": 1}
+    )
     assert not result.success and result.error_code == "TOOL_ARGUMENTS_INVALID"
     paths = {e["path"] for e in result.errors}
     assert paths == {"values.1", "factor", "extra"}
@@ -103,7 +105,9 @@ def test_assay_error_in_tool_keeps_its_code(kernel_with):
 
 
 def test_json_encoded_strings_are_accepted_for_non_string_parameters(kernel_with):
-    result = kernel_with(scale).call_tool("scale", {"values": "[1, 2]", "factor": "2", "label": "[not decoded]"})
+    result = kernel_with(scale).call_tool(
+        "scale", {"values": "[1, 2]", "factor": "2", "label": "[not decoded]"}
+    )
     assert result.success, result
     assert result.data == {"label": "[not decoded]", "values": [2.0, 4.0]}
 
@@ -184,8 +188,10 @@ def test_json_schema_tool_validates_with_jsonschema(kernel_with):
         "Look up a key remotely.",
         {
             "type": "object",
-            "properties": {"key": {"type": "string"}, "options": {"type": "object",
-                                                                  "properties": {"depth": {"type": "integer"}}}},
+            "properties": {
+                "key": {"type": "string"},
+                "options": {"type": "object", "properties": {"depth": {"type": "integer"}}},
+            },
             "required": ["key"],
             "additionalProperties": False,
         },
@@ -212,7 +218,9 @@ async def test_async_json_schema_tool(kernel_with):
     async def handler(args, run):
         return args["n"] + 1
 
-    t = JsonSchemaTool("inc", "Increment.", {"type": "object", "properties": {"n": {"type": "integer"}}}, handler)
+    t = JsonSchemaTool(
+        "inc", "Increment.", {"type": "object", "properties": {"n": {"type": "integer"}}}, handler
+    )
     kernel = kernel_with(t)
     assert t.is_async and (await kernel.acall_tool("inc", {"n": 1})).data == 2
 
@@ -237,20 +245,25 @@ def test_lazy_tool_registered_by_path_imports_on_first_use(make_dist, only):
 
     from assay import BaseTool, Kernel, Lazy
 
-    modules = make_dist("acme", {
-        "lazy": '''
+    modules = make_dist(
+        "acme",
+        {
+            "lazy": """
 from assay import hookimpl
 
 @hookimpl
 def register_tools(register):
     register(__name__ + "_impl:triple")
-''',
-    })
+""",
+        },
+    )
     impl = modules["lazy"] + "_impl"
     from pathlib import Path
 
     # make_dist put its site directory first on sys.path: the implementation module goes beside the plugin.
-    Path(sys.path[0], impl + ".py").write_text('def triple(x: int) -> int:\n    """Triple x."""\n    return 3 * x\n')
+    Path(sys.path[0], impl + ".py").write_text(
+        'def triple(x: int) -> int:\n    """Triple x."""\n    return 3 * x\n'
+    )
     only("lazy")
     kernel = Kernel()
     tools = kernel.registry("tools")  # started, listed, not imported

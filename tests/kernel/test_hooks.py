@@ -36,14 +36,21 @@ def test_register_resource_types_adds_a_type_resources_can_use(make_assay_kernel
     def register_resources(register):
         register(Notes("embeddings", "vector_index"))
 
-    kernel = make_assay_kernel(plugin("vec", register_resource_types=register_resource_types,
-                                register_resources=register_resources))
+    kernel = make_assay_kernel(
+        plugin(
+            "vec",
+            register_resource_types=register_resource_types,
+            register_resources=register_resources,
+        )
+    )
     assert "vector_index" in kernel.registry("resource_types")
     assert kernel.resources["embeddings"].type == "vector_index"
 
 
 def test_register_resources_rejects_an_unregistered_type(make_assay_kernel):
-    kernel = make_assay_kernel(plugin("bad", register_resources=lambda register: register(Notes("x", "nonsense"))))
+    kernel = make_assay_kernel(
+        plugin("bad", register_resources=lambda register: register(Notes("x", "nonsense")))
+    )
     assert kernel.resources == {}
     assert "unknown type" in plugin_info(kernel, "bad").error["message"]
 
@@ -84,9 +91,15 @@ def test_register_database_engines_needs_name_and_schemes(make_assay_kernel):
     def register_database_engines(register):
         register(engine)
 
-    kernel = make_assay_kernel(plugin("eng", register_database_engines=register_database_engines),
-                         plugin("noschemes", register_database_engines=lambda register: register(
-                             types.SimpleNamespace(name="broken"))))
+    kernel = make_assay_kernel(
+        plugin("eng", register_database_engines=register_database_engines),
+        plugin(
+            "noschemes",
+            register_database_engines=lambda register: register(
+                types.SimpleNamespace(name="broken")
+            ),
+        ),
+    )
     assert kernel.registry("database_engines").get("fakesql") is engine
     assert "schemes" in plugin_info(kernel, "noschemes").error["message"]
 
@@ -96,7 +109,9 @@ def test_register_sandbox_runtimes_records_runtime_classes(make_assay_kernel):
         name = "fake"
         isolated = False
 
-    kernel = make_assay_kernel(plugin("rt", register_sandbox_runtimes=lambda register: register(FakeRuntime)))
+    kernel = make_assay_kernel(
+        plugin("rt", register_sandbox_runtimes=lambda register: register(FakeRuntime))
+    )
     assert kernel.registry("sandbox_runtimes").get("fake") is FakeRuntime
     assert kernel.provenance("sandbox_runtimes", "fake") == "rt"
 
@@ -105,7 +120,9 @@ def test_register_artifact_stores_records_store_classes(make_assay_kernel):
     class MemoryStore:
         name = "memory"
 
-    kernel = make_assay_kernel(plugin("st", register_artifact_stores=lambda register: register(MemoryStore)))
+    kernel = make_assay_kernel(
+        plugin("st", register_artifact_stores=lambda register: register(MemoryStore))
+    )
     assert kernel.registry("artifact_stores").get("memory") is MemoryStore
 
 
@@ -117,7 +134,9 @@ def test_register_report_renderers_makes_renderer_available(make_assay_kernel):
         def render(self, document, reader):
             return document["title"].encode()
 
-    kernel = make_assay_kernel(plugin("rp", register_report_renderers=lambda register: register(Plain())))
+    kernel = make_assay_kernel(
+        plugin("rp", register_report_renderers=lambda register: register(Plain()))
+    )
     assert kernel.renderer("plain").render({"title": "t"}, kernel) == b"t"
 
 
@@ -143,7 +162,9 @@ def test_register_commands_adds_cli_commands(make_assay_kernel):
     kernel = make_assay_kernel(plugin("cmd", register_commands=register_commands))
     result = CliRunner().invoke(build_cli(kernel), ["hello"], obj={"kernel": kernel})
     assert result.exit_code == 0 and result.output == "hello from a kernel with 0 tools\n"
-    assert "hello" not in build_cli(make_assay_kernel()).commands  # never leaks into another kernel's CLI
+    assert (
+        "hello" not in build_cli(make_assay_kernel()).commands
+    )  # never leaks into another kernel's CLI
 
 
 def test_register_commands_failure_is_isolated(make_assay_kernel):

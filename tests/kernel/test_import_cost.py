@@ -12,7 +12,12 @@ HEAVY = ["docker", "podman", "sqlalchemy", "pyarrow", "pandas", "matplotlib"]
 
 
 def test_import_assay_imports_no_heavy_library():
-    assert imported_by("import assay, assay.kernel.cli, assay.plugins.agent, assay.kernel.models", HEAVY) == []
+    assert (
+        imported_by(
+            "import assay, assay.kernel.cli, assay.plugins.agent, assay.kernel.models", HEAVY
+        )
+        == []
+    )
 
 
 def test_starting_the_kernel_with_every_builtin_plugin_imports_no_heavy_library():
@@ -23,10 +28,14 @@ def test_starting_the_kernel_with_every_builtin_plugin_imports_no_heavy_library(
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert json.loads(out.stdout.strip().splitlines()[-1]) == {}, "a plugin module imports a heavy library at import"
+    assert json.loads(out.stdout.strip().splitlines()[-1]) == {}, (
+        "a plugin module imports a heavy library at import"
+    )
 
 
 def test_import_assay_alone_imports_no_kernel_module_until_a_name_is_used():
     # the `assay` command pauses the garbage collector before the kernel's imports (kernel/cli.py)
     assert imported_by("import assay", ["pydantic", "assay.kernel.kernel"]) == []
-    assert imported_by("from assay import Kernel", ["assay.kernel.kernel"]) == ["assay.kernel.kernel"]
+    assert imported_by("from assay import Kernel", ["assay.kernel.kernel"]) == [
+        "assay.kernel.kernel"
+    ]

@@ -8,10 +8,10 @@ import types
 from pathlib import Path
 
 import pytest
-from assay.kernel.evidence import ArtifactError
-from assay.plugins.sandbox import ProbeResult, SandboxRuntime
 
 from assay import Kernel, hookimpl
+from assay.kernel.evidence import ArtifactError
+from assay.plugins.sandbox import ProbeResult, SandboxRuntime
 from tests.conftest import imported_by
 
 KERNEL_DIR = Path(__file__).resolve().parents[2] / "kernel"
@@ -33,6 +33,7 @@ def same_from_threads(get, n: int = 8) -> list:
 
 
 # --- evidence ---------------------------------------------------------------------------
+
 
 def test_evidence_is_made_once_per_kernel_even_under_concurrent_first_use(make_assay_kernel):
     kernel = make_assay_kernel()
@@ -83,6 +84,7 @@ def test_an_unknown_store_names_the_registered_ones(make_assay_kernel, monkeypat
 
 # --- sandbox ----------------------------------------------------------------------------
 
+
 class QuietRuntime(SandboxRuntime):
     name = "quiet"
     isolated = True
@@ -129,10 +131,16 @@ def test_close_closes_the_sandbox_and_the_next_use_makes_a_new_one(quiet_kernel)
 
 def test_closing_a_kernel_that_never_used_them_imports_neither():
     code = "import assay; k = assay.Kernel(load_entrypoints=False); k.start(); k.close()"
-    assert imported_by(code, ["assay.plugins.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]) == []
+    assert (
+        imported_by(
+            code, ["assay.plugins.sandbox", "assay.kernel.evidence", "assay.kernel.reports"]
+        )
+        == []
+    )
 
 
 # --- subsystems plugins register ---------------------------------------------------------
+
 
 class Counter:
     """A subsystem: counts the kernels it was made for, remembers being closed."""
@@ -155,7 +163,9 @@ def counter_plugin() -> types.ModuleType:
     return plugin
 
 
-def test_register_subsystems_gives_an_object_made_once_on_first_use_reached_as_an_attribute(make_assay_kernel):
+def test_register_subsystems_gives_an_object_made_once_on_first_use_reached_as_an_attribute(
+    make_assay_kernel,
+):
     kernel = make_assay_kernel(counter_plugin())
     seen = same_from_threads(lambda: kernel.counter)
     assert all(c is seen[0] for c in seen) and seen[0].kernel is kernel
@@ -194,6 +204,7 @@ def test_the_runs_and_sandbox_plugins_provide_kernel_runs_and_kernel_sandbox(mak
 
 # --- contracts ----------------------------------------------------------------------------
 
+
 def test_the_kernel_never_imports_a_plugin_by_path():
     offenders = []
     for path in KERNEL_DIR.rglob("*.py"):
@@ -204,9 +215,16 @@ def test_the_kernel_never_imports_a_plugin_by_path():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [node.module]
             elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-                names = [node.value] if node.value.startswith("assay.plugins.") and " " not in node.value else []
-            offenders += [f"{path.name}:{node.lineno} {n}" for n in names
-                          if n.startswith(("assay.plugins", "assay.sandbox_runtimes"))]
+                names = (
+                    [node.value]
+                    if node.value.startswith("assay.plugins.") and " " not in node.value
+                    else []
+                )
+            offenders += [
+                f"{path.name}:{node.lineno} {n}"
+                for n in names
+                if n.startswith(("assay.plugins", "assay.sandbox_runtimes"))
+            ]
     assert offenders == []
 
 

@@ -19,10 +19,13 @@ def run(only):
 
 def sales(run):
     return capture_sql_execution(
-        run.artifacts, columns=["region", "revenue", "orders"],
+        run.artifacts,
+        columns=["region", "revenue", "orders"],
         rows=iter([["north", 1234.5, 10], ["south", 99.25, 3], ["east", 0.0, 0]]),
         sql="select region, sum(amount) as revenue, count(*) as orders from sales group by region",
-        database="warehouse", dialect="postgresql", elapsed_ms=1.5,
+        database="warehouse",
+        dialect="postgresql",
+        elapsed_ms=1.5,
     )
 
 
@@ -31,11 +34,30 @@ def test_register_report_renderers_markdown_cites_numbers_and_tables(run):
     document = {
         "title": "Sales by region",
         "blocks": [
-            {"type": "text", "text": "North earned {north} from {orders} orders.",
-             "cite": {"north": {"artifact_id": record.artifact_id, "path": [0, "revenue"], "format": ",.2f"},
-                      "orders": {"artifact_id": record.artifact_id, "path": "0.orders"}}},
-            {"type": "number", "label": "South revenue", "artifact_id": record.artifact_id, "path": [1, 1]},
-            {"type": "table", "artifact_id": record.artifact_id, "columns": ["revenue", "region"], "max_rows": 2},
+            {
+                "type": "text",
+                "text": "North earned {north} from {orders} orders.",
+                "cite": {
+                    "north": {
+                        "artifact_id": record.artifact_id,
+                        "path": [0, "revenue"],
+                        "format": ",.2f",
+                    },
+                    "orders": {"artifact_id": record.artifact_id, "path": "0.orders"},
+                },
+            },
+            {
+                "type": "number",
+                "label": "South revenue",
+                "artifact_id": record.artifact_id,
+                "path": [1, 1],
+            },
+            {
+                "type": "table",
+                "artifact_id": record.artifact_id,
+                "columns": ["revenue", "region"],
+                "max_rows": 2,
+            },
         ],
     }
     text = run.kernel.renderer("markdown").render(document, run.artifacts).decode()
@@ -50,26 +72,50 @@ def test_register_report_renderers_markdown_cites_numbers_and_tables(run):
 
 def test_markdown_report_reads_through_the_kernel_too(run):
     record = sales(run)
-    doc = {"title": "t", "blocks": [{"type": "number", "label": "n", "artifact_id": record.artifact_id,
-                                     "path": [2, "orders"]}]}
+    doc = {
+        "title": "t",
+        "blocks": [
+            {
+                "type": "number",
+                "label": "n",
+                "artifact_id": record.artifact_id,
+                "path": [2, "orders"],
+            }
+        ],
+    }
     assert "**n:** 0[^1]" in run.kernel.renderer("markdown").render(doc, run.kernel).decode()
 
 
 def test_markdown_report_rejects_an_unknown_artifact(run):
-    doc = {"title": "t", "blocks": [{"type": "number", "label": "n", "artifact_id": "art_missing", "path": [0, 0]}]}
+    doc = {
+        "title": "t",
+        "blocks": [{"type": "number", "label": "n", "artifact_id": "art_missing", "path": [0, 0]}],
+    }
     with pytest.raises(AssayError) as caught:
         run.kernel.renderer("markdown").render(doc, run.artifacts)
-    assert caught.value.code == "REPORT_CITATION_INVALID" and "ARTIFACT_NOT_FOUND" in caught.value.message
+    assert (
+        caught.value.code == "REPORT_CITATION_INVALID"
+        and "ARTIFACT_NOT_FOUND" in caught.value.message
+    )
 
 
 def test_markdown_report_rejects_unknown_columns_and_uncited_placeholders(run):
     record = sales(run)
     renderer = run.kernel.renderer("markdown")
     with pytest.raises(AssayError, match="no column"):
-        renderer.render({"title": "t", "blocks": [{"type": "table", "artifact_id": record.artifact_id,
-                                                   "columns": ["profit"]}]}, run.artifacts)
+        renderer.render(
+            {
+                "title": "t",
+                "blocks": [
+                    {"type": "table", "artifact_id": record.artifact_id, "columns": ["profit"]}
+                ],
+            },
+            run.artifacts,
+        )
     with pytest.raises(AssayError, match="placeholders without a citation"):
-        renderer.render({"title": "t", "blocks": [{"type": "text", "text": "made up {x}"}]}, run.artifacts)
+        renderer.render(
+            {"title": "t", "blocks": [{"type": "text", "text": "made up {x}"}]}, run.artifacts
+        )
 
 
 def test_markdown_report_detects_tampered_evidence(run):
@@ -81,8 +127,12 @@ def test_markdown_report_detects_tampered_evidence(run):
     assert blobs, "could not find the stored content"
     blobs[0].chmod(0o644)
     blobs[0].write_bytes(blobs[0].read_bytes().replace(b"1234.5", b"9999.5"))
-    doc = {"title": "t", "blocks": [{"type": "number", "label": "n", "artifact_id": record.artifact_id,
-                                     "path": [0, 1]}]}
+    doc = {
+        "title": "t",
+        "blocks": [
+            {"type": "number", "label": "n", "artifact_id": record.artifact_id, "path": [0, 1]}
+        ],
+    }
     with pytest.raises(AssayError) as caught:
         run.kernel.renderer("markdown").render(doc, run.artifacts)
     assert "ARTIFACT_INTEGRITY_FAILED" in caught.value.message
@@ -90,24 +140,54 @@ def test_markdown_report_detects_tampered_evidence(run):
 
 def test_render_report_tool_keeps_the_report_as_evidence(run):
     record = sales(run)
-    png = capture_file(run.artifacts, data=b"\x89PNG fake", name="chart.png", media_type="image/png", kind="chart")
-    doc = {"title": "Q", "blocks": [
-        {"type": "number", "label": "Orders", "artifact_id": record.artifact_id, "path": [0, "orders"]},
-        {"type": "image", "artifact_id": png.artifact_id, "caption": "Revenue"},
-    ]}
+    png = capture_file(
+        run.artifacts, data=b"\x89PNG fake", name="chart.png", media_type="image/png", kind="chart"
+    )
+    doc = {
+        "title": "Q",
+        "blocks": [
+            {
+                "type": "number",
+                "label": "Orders",
+                "artifact_id": record.artifact_id,
+                "path": [0, "orders"],
+            },
+            {"type": "image", "artifact_id": png.artifact_id, "caption": "Revenue"},
+        ],
+    }
     result = run.kernel.call_tool("render_report", {"document": doc}, run=run)
     assert result.success, result
-    assert "**Orders:** 10[^1]" in result.content and f"![Revenue]({png.content_uri})[^2]" in result.content
+    assert (
+        "**Orders:** 10[^1]" in result.content
+        and f"![Revenue]({png.content_uri})[^2]" in result.content
+    )
     assert result.artifacts[0].kind == "report"
-    stored = run.kernel.call_tool("render_report", {"document": {"title": "x", "blocks": [
-        {"type": "number", "label": "n", "artifact_id": "art_nope", "path": [0]}]}}, run=run)
+    stored = run.kernel.call_tool(
+        "render_report",
+        {
+            "document": {
+                "title": "x",
+                "blocks": [
+                    {"type": "number", "label": "n", "artifact_id": "art_nope", "path": [0]}
+                ],
+            }
+        },
+        run=run,
+    )
     assert stored.error_code == "REPORT_CITATION_INVALID"
 
 
 def test_markdown_report_refuses_to_cite_a_failed_execution(run):
     failed = capture_sql_execution(
-        run.artifacts, columns=[], rows=iter([]), sql="select broken", database="warehouse",
-        dialect="postgresql", elapsed_ms=1.0, status="failed", error="syntax error at or near broken",
+        run.artifacts,
+        columns=[],
+        rows=iter([]),
+        sql="select broken",
+        database="warehouse",
+        dialect="postgresql",
+        elapsed_ms=1.0,
+        status="failed",
+        error="syntax error at or near broken",
     )
     doc = {"title": "t", "blocks": [{"type": "table", "artifact_id": failed.artifact_id}]}
     with pytest.raises(AssayError) as caught:
@@ -120,11 +200,25 @@ def test_markdown_report_refuses_a_python_run_without_report_result(run):
     from assay.kernel.evidence import capture_python_execution
 
     printed_only = capture_python_execution(
-        run.artifacts, code="print({'rate': 0.1})", result=None, result_set=False,
-        stdout="{'rate': 0.1}\n", stderr="", status="succeeded",
+        run.artifacts,
+        code="print({'rate': 0.1})",
+        result=None,
+        result_set=False,
+        stdout="{'rate': 0.1}\n",
+        stderr="",
+        status="succeeded",
     )
-    doc = {"title": "t", "blocks": [{"type": "number", "label": "rate", "artifact_id": printed_only.artifact_id,
-                                     "path": "rate"}]}
+    doc = {
+        "title": "t",
+        "blocks": [
+            {
+                "type": "number",
+                "label": "rate",
+                "artifact_id": printed_only.artifact_id,
+                "path": "rate",
+            }
+        ],
+    }
     with pytest.raises(AssayError) as caught:
         run.kernel.renderer("markdown").render(doc, run.artifacts)
     assert caught.value.code == "REPORT_CITATION_INVALID"

@@ -12,7 +12,9 @@ from assay.kernel import hookspecs
 
 ROOT = Path(__file__).resolve().parents[2]
 SPEC_ATTR = pluggy.HookspecMarker("assay").project_name + "_spec"  # set by @hookspec
-HOOKS = sorted(name for name, fn in vars(hookspecs).items() if callable(fn) and hasattr(fn, SPEC_ATTR))
+HOOKS = sorted(
+    name for name, fn in vars(hookspecs).items() if callable(fn) and hasattr(fn, SPEC_ATTR)
+)
 
 
 def test_hook_list_is_not_empty():

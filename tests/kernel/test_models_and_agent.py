@@ -9,8 +9,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from assay import AssayError, Resource, hookimpl, tool
-from assay.plugins.agent import arun_agent, run_agent
 from assay.kernel.messages import Message
+from assay.plugins.agent import arun_agent, run_agent
 from assay.plugins.models.openai_compatible import OpenAICompatibleModel
 from assay.plugins.models.scripted import ScriptedModel
 
@@ -60,17 +60,30 @@ def test_register_models_scripted_and_openai_compatible_are_registered(agent_ker
 
 def test_scripted_model_drives_the_agent_loop_to_a_final_answer(agent_kernel):
     kernel = agent_kernel()
-    model = ScriptedModel([
-        {"tool": "add", "arguments": {"a": 2, "b": 3}},
-        lambda messages: {"text": f"the sum is {messages[-1].content}"},
-    ])
+    model = ScriptedModel(
+        [
+            {"tool": "add", "arguments": {"a": 2, "b": 3}},
+            lambda messages: {"text": f"the sum is {messages[-1].content}"},
+        ]
+    )
     with kernel.new_run(capture=False) as run:
         transcript = run_agent(kernel, model, run, "what is 2 + 3?")
-    assert transcript.answer == "the sum is 5" and transcript.stopped == "final" and transcript.steps == 2
+    assert (
+        transcript.answer == "the sum is 5"
+        and transcript.stopped == "final"
+        and transcript.steps == 2
+    )
     system, user = transcript.messages[:2]
-    assert "[knowledge:glossary]\nrevenue means net sales" in system.content and user.content == "what is 2 + 3?"
+    assert (
+        "[knowledge:glossary]\nrevenue means net sales" in system.content
+        and user.content == "what is 2 + 3?"
+    )
     tool_message = transcript.messages[3]
-    assert (tool_message.role, tool_message.name, tool_message.tool_call_id) == ("tool", "add", "call_1")
+    assert (tool_message.role, tool_message.name, tool_message.tool_call_id) == (
+        "tool",
+        "add",
+        "call_1",
+    )
     assert transcript.tool_results[0].data == 5
 
 
@@ -88,7 +101,11 @@ def test_agent_loop_feeds_tool_errors_back_to_the_model(agent_kernel):
     with kernel.new_run(capture=False) as run:
         transcript = run_agent(kernel, model, run, "q")
     error_text = transcript.messages[3].content
-    assert error_text.startswith("error TOOL_ARGUMENTS_INVALID") and "- a:" in error_text and "- b:" in error_text
+    assert (
+        error_text.startswith("error TOOL_ARGUMENTS_INVALID")
+        and "- a:" in error_text
+        and "- b:" in error_text
+    )
 
 
 def test_agent_loop_is_bounded_by_max_steps(agent_kernel):
@@ -110,7 +127,9 @@ class ChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                outer.requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+                outer.requests.append(
+                    {"path": self.path, "auth": self.headers.get("Authorization"), "body": body}
+                )
                 status, payload = outer.replies.pop(0)
                 data = json.dumps(payload).encode()
                 self.send_response(status)
@@ -139,15 +158,31 @@ def completion(content=None, tool_calls=None):
     message = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return 200, {"id": "x", "object": "chat.completion", "choices": [{"index": 0, "message": message,
-                 "finish_reason": "tool_calls" if tool_calls else "stop"}],
-                 "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+    return 200, {
+        "id": "x",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": message,
+                "finish_reason": "tool_calls" if tool_calls else "stop",
+            }
+        ],
+        "usage": {"prompt_tokens": 11, "completion_tokens": 7},
+    }
 
 
 async def test_openai_compatible_model_runs_tool_calls_over_http(agent_kernel, monkeypatch):
     replies = [
-        completion(tool_calls=[{"id": "call_a", "type": "function",
-                                "function": {"name": "add", "arguments": "{\"a\": 40, \"b\": 2}"}}]),
+        completion(
+            tool_calls=[
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "add", "arguments": '{"a": 40, "b": 2}'},
+                }
+            ]
+        ),
         completion(content="The answer is 42."),
     ]
     with ChatServer(replies) as server:
@@ -165,9 +200,17 @@ async def test_openai_compatible_model_runs_tool_calls_over_http(agent_kernel, m
     assert first["body"]["tools"][0]["function"]["name"] == "add"
     assert first["body"]["tools"][0]["function"]["parameters"]["additionalProperties"] is False
     assert [m["role"] for m in first["body"]["messages"]] == ["system", "user"]
-    assert [m["role"] for m in second["body"]["messages"]] == ["system", "user", "assistant", "tool"]
+    assert [m["role"] for m in second["body"]["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+    ]
     assistant, tool_msg = second["body"]["messages"][2:]
-    assert assistant["tool_calls"][0]["function"] == {"name": "add", "arguments": "{\"a\": 40, \"b\": 2}"}
+    assert assistant["tool_calls"][0]["function"] == {
+        "name": "add",
+        "arguments": '{"a": 40, "b": 2}',
+    }
     assert tool_msg == {"role": "tool", "content": "42", "tool_call_id": "call_a", "name": "add"}
     assert model.last_usage.prompt_tokens == 11
 
@@ -177,7 +220,10 @@ def test_openai_compatible_model_reports_http_errors_clearly():
         model = OpenAICompatibleModel(base_url=server.url, api_key="bad")
         with pytest.raises(AssayError) as caught:
             model.complete([Message(role="user", content="hi")], [])
-    assert caught.value.code == "MODEL_AUTH_FAILED" and "HTTP 401: invalid api key" in caught.value.message
+    assert (
+        caught.value.code == "MODEL_AUTH_FAILED"
+        and "HTTP 401: invalid api key" in caught.value.message
+    )
 
 
 def test_openai_compatible_model_reports_unreachable_server():
@@ -186,7 +232,9 @@ def test_openai_compatible_model_reports_unreachable_server():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]  # closed again: nothing listens there
-    model = OpenAICompatibleModel(base_url=f"http://127.0.0.1:{port}/v1", timeout_s=5, retry_backoff_s=0)
+    model = OpenAICompatibleModel(
+        base_url=f"http://127.0.0.1:{port}/v1", timeout_s=5, retry_backoff_s=0
+    )
     with pytest.raises(AssayError) as caught:
         model.complete([Message(role="user", content="hi")], [])
     assert caught.value.code == "MODEL_UNREACHABLE" and "cannot reach" in caught.value.message

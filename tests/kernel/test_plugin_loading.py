@@ -12,7 +12,12 @@ def test_entry_point_plugin_is_discovered_with_distribution_and_version(make_dis
     make_dist("acme-tools", {"acme": TOOL_PLUGIN.format(name="acme_double")}, version="2.3")
     kernel = Kernel()
     info = {i.name: i for i in kernel.plugins()}["acme"]
-    assert (info.status, info.distribution, info.version, info.builtin) == ("loaded", "acme-tools", "2.3", False)
+    assert (info.status, info.distribution, info.version, info.builtin) == (
+        "loaded",
+        "acme-tools",
+        "2.3",
+        False,
+    )
     assert info.hooks == ["register_tools"]
     assert info.registered == {"tools": ["acme_double"]}
     assert kernel.provenance("tools", "acme_double") == "acme"
@@ -34,8 +39,14 @@ def test_load_plugins_empty_string_loads_none(make_dist, monkeypatch):
 
 
 def test_load_plugins_list_loads_only_those(make_dist, monkeypatch):
-    make_dist("acme-tools", {"a": TOOL_PLUGIN.format(name="tool_a"), "b": TOOL_PLUGIN.format(name="tool_b"),
-                             "c": TOOL_PLUGIN.format(name="tool_c")})
+    make_dist(
+        "acme-tools",
+        {
+            "a": TOOL_PLUGIN.format(name="tool_a"),
+            "b": TOOL_PLUGIN.format(name="tool_b"),
+            "c": TOOL_PLUGIN.format(name="tool_c"),
+        },
+    )
     monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "a, c")
     kernel = Kernel()
     assert sorted(kernel.tools) == ["tool_a", "tool_c"]
@@ -44,7 +55,10 @@ def test_load_plugins_list_loads_only_those(make_dist, monkeypatch):
 
 
 def test_load_plugins_accepts_distribution_names(make_dist, monkeypatch):
-    make_dist("acme-tools", {"a": TOOL_PLUGIN.format(name="tool_a"), "b": TOOL_PLUGIN.format(name="tool_b")})
+    make_dist(
+        "acme-tools",
+        {"a": TOOL_PLUGIN.format(name="tool_a"), "b": TOOL_PLUGIN.format(name="tool_b")},
+    )
     monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "acme-tools")
     assert sorted(Kernel().tools) == ["tool_a", "tool_b"]
     monkeypatch.setenv("ASSAY_LOAD_PLUGINS", "Acme_Tools")  # normalized like distribution names
@@ -52,10 +66,17 @@ def test_load_plugins_accepts_distribution_names(make_dist, monkeypatch):
 
 
 def test_disable_plugins_blocks_listed_plugins(make_dist, monkeypatch, only):
-    make_dist("acme-tools", {"a": TOOL_PLUGIN.format(name="tool_a"), "b": TOOL_PLUGIN.format(name="tool_b")})
+    make_dist(
+        "acme-tools",
+        {"a": TOOL_PLUGIN.format(name="tool_a"), "b": TOOL_PLUGIN.format(name="tool_b")},
+    )
     monkeypatch.setenv("ASSAY_DISABLE_PLUGINS", "b,builtin_tools")
     kernel = Kernel()
-    assert "tool_a" in kernel.tools and "tool_b" not in kernel.tools and "arithmetic" not in kernel.tools
+    assert (
+        "tool_a" in kernel.tools
+        and "tool_b" not in kernel.tools
+        and "arithmetic" not in kernel.tools
+    )
     assert {i.name: i.status for i in kernel.plugins()}["b"] == "disabled"
 
 
@@ -69,8 +90,10 @@ def test_host_plugins_are_not_subject_to_env_controls(monkeypatch):
 
 
 def test_import_failure_is_isolated_and_recorded(make_dist, only):
-    make_dist("acme", {"good": TOOL_PLUGIN.format(name="good_tool"),
-                       "bad": "import not_a_module_anywhere_xyz\n"})
+    make_dist(
+        "acme",
+        {"good": TOOL_PLUGIN.format(name="good_tool"), "bad": "import not_a_module_anywhere_xyz\n"},
+    )
     only("good", "bad")
     kernel = Kernel()
     assert "good_tool" in kernel.tools
@@ -82,7 +105,10 @@ def test_import_failure_is_isolated_and_recorded(make_dist, only):
 
 def test_import_failure_rolls_back_partial_registrations(make_dist, only):
     # The module defines a working hook, then fails at import: nothing of it may remain.
-    make_dist("acme", {"half": TOOL_PLUGIN.format(name="half_tool") + "\nraise RuntimeError('boom at import')\n"})
+    make_dist(
+        "acme",
+        {"half": TOOL_PLUGIN.format(name="half_tool") + "\nraise RuntimeError('boom at import')\n"},
+    )
     only("half")
     kernel = Kernel()
     assert kernel.tools == {}
@@ -124,13 +150,13 @@ def register_tools(register):
 
 
 def test_register_rejects_invalid_objects_as_plugin_failure(make_dist, only):
-    source = '''
+    source = """
 from assay import hookimpl
 
 @hookimpl
 def register_resources(register):
     register("not a resource")
-'''
+"""
     make_dist("acme", {"wrong": source})
     only("wrong")
     info = plugin_info(Kernel(), "wrong")
@@ -144,7 +170,9 @@ def test_strict_mode_makes_a_failing_plugin_abort_start_up(make_dist, only, monk
     kernel = Kernel()
     with pytest.raises(PluginError) as caught:
         kernel.start()
-    assert caught.value.code == "PLUGIN_IMPORT_FAILED" and "missing dependency" in caught.value.message
+    assert (
+        caught.value.code == "PLUGIN_IMPORT_FAILED" and "missing dependency" in caught.value.message
+    )
     assert not kernel.started
     with pytest.raises(PluginError):  # a retry fails the same way, from a clean state
         kernel.start()
@@ -165,22 +193,25 @@ def test_same_plugin_registering_a_name_twice_is_its_own_failure(make_assay_kern
     import types
 
     plugin = types.ModuleType("twice")
-    exec(TOOL_PLUGIN.format(name="twice_tool").replace("register(twice_tool)",
-                                                       "register(twice_tool); register(twice_tool)"),
-         plugin.__dict__)
+    exec(
+        TOOL_PLUGIN.format(name="twice_tool").replace(
+            "register(twice_tool)", "register(twice_tool); register(twice_tool)"
+        ),
+        plugin.__dict__,
+    )
     kernel = make_assay_kernel(plugin)
     assert kernel.tools == {}
     assert kernel.plugins()[0].error["code"] == "PLUGIN_REGISTER_FAILED"
 
 
 def test_misspelled_hook_implementation_is_caught(make_dist, only):
-    source = '''
+    source = """
 from assay import hookimpl
 
 @hookimpl
 def register_tool(register):  # missing "s"
     pass
-'''
+"""
     make_dist("acme", {"typo": source})
     only("typo")
     info = plugin_info(Kernel(), "typo")
@@ -189,13 +220,13 @@ def register_tool(register):  # missing "s"
 
 
 def test_hook_implementation_with_undeclared_argument_is_isolated(make_dist, only):
-    source = '''
+    source = """
 from assay import hookimpl
 
 @hookimpl
 def register_tools(register, database):
     pass
-'''
+"""
     make_dist("acme", {"badargs": source})
     only("badargs")
     info = plugin_info(Kernel(), "badargs")
@@ -244,14 +275,19 @@ def test_two_kernels_in_one_process_share_no_state(make_assay_kernel):
 
 
 def test_start_is_lazy_and_idempotent(make_dist, only):
-    modules = make_dist("acme", {"counted": '''
+    modules = make_dist(
+        "acme",
+        {
+            "counted": """
 from assay import hookimpl
 CALLS = []
 
 @hookimpl
 def register_tools(register):
     CALLS.append(1)
-'''})
+"""
+        },
+    )
     only("counted")
     import sys
 
@@ -281,8 +317,12 @@ def _ordered_plugin(name: str, seen: list, **marker):
 
 def test_tryfirst_and_trylast_order_the_hook_calls(make_assay_kernel):
     seen: list = []
-    plugins = [_ordered_plugin("late", seen, trylast=True), _ordered_plugin("plain_a", seen),
-               _ordered_plugin("early", seen, tryfirst=True), _ordered_plugin("plain_b", seen)]
+    plugins = [
+        _ordered_plugin("late", seen, trylast=True),
+        _ordered_plugin("plain_a", seen),
+        _ordered_plugin("early", seen, tryfirst=True),
+        _ordered_plugin("plain_b", seen),
+    ]
     make_assay_kernel(*plugins).start()
     assert seen == ["early", "plain_a", "plain_b", "late"]
 

@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+
 from assay.kernel.processes import pid_alive
 
 
@@ -27,7 +28,9 @@ def test_a_process_that_ended_and_was_reaped_is_not_alive():
     assert not pid_alive(child.pid)
 
 
-@pytest.mark.parametrize("pid", [None, 0, -1, -os.getpid()], ids=["None", "0", "-1", "minus-own-pid"])
+@pytest.mark.parametrize(
+    "pid", [None, 0, -1, -os.getpid()], ids=["None", "0", "-1", "minus-own-pid"]
+)
 def test_a_pid_that_names_no_single_process_is_not_alive(pid):
     # kill(0, 0) and kill(-n, 0) would signal a process group and report it as alive
     assert not pid_alive(pid)

@@ -22,8 +22,14 @@ def test_resource_pack_bundles_sub_resources():
     assert pack.is_pack and pack.type == ResourceType.PACK
     assert [r.name for r in pack.sub_resources] == ["sales", "hr"]
     prompt = pack.get_prompt()
-    assert prompt.startswith("The warehouse.") and "[database:sales]" in prompt and "[database:hr]" in prompt
-    assert not hasattr(pack, "execute")  # a pack, like any resource, is worked through the tools it provides
+    assert (
+        prompt.startswith("The warehouse.")
+        and "[database:sales]" in prompt
+        and "[database:hr]" in prompt
+    )
+    assert not hasattr(
+        pack, "execute"
+    )  # a pack, like any resource, is worked through the tools it provides
 
 
 def test_system_prompt_is_built_from_attached_resources(make_assay_kernel):
@@ -94,5 +100,9 @@ def test_each_resource_gets_a_fair_share_of_the_prompt_budget(make_assay_kernel)
     prompt = kernel.system_prompt(budget=PromptBudget(max_chars=3000))
     assert len(prompt) <= 3000 and "budget exhausted" not in prompt
     blocks = prompt.split("\n\n")[1:]
-    assert [b.split("]")[0] for b in blocks] == ["[database:first", "[database:second", "[database:third"]
+    assert [b.split("]")[0] for b in blocks] == [
+        "[database:first",
+        "[database:second",
+        "[database:third",
+    ]
     assert all(len(b) > 800 for b in blocks)

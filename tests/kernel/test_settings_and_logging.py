@@ -90,9 +90,11 @@ def test_a_missing_or_broken_config_file_is_a_config_error(monkeypatch, tmp_path
         Settings.from_env()
 
 
-def test_assay_config_shows_the_sandbox_section_from_file_and_environment(make_assay_kernel, monkeypatch, tmp_path):
+def test_assay_config_shows_the_sandbox_section_from_file_and_environment(
+    make_assay_kernel, monkeypatch, tmp_path
+):
     config = tmp_path / "assay.toml"
-    config.write_text('[sandbox]\ntimeout = 12\nmax_processes = 5\n')
+    config.write_text("[sandbox]\ntimeout = 12\nmax_processes = 5\n")
     monkeypatch.setenv("ASSAY_CONFIG", str(config))
     monkeypatch.setenv("SANDBOX_MAX_PROCESSES", "7")
     kernel = make_assay_kernel()

@@ -89,7 +89,16 @@ def test_a_plugin_authors_tests_get_the_fixtures(pytester, monkeypatch):
 
 
 def test_importing_the_plugin_stays_light():
-    heavy = ["sqlalchemy", "docker", "podman", "pandas", "boto3", "numpy", "assay.plugins.sandbox", "assay.plugins"]
+    heavy = [
+        "sqlalchemy",
+        "docker",
+        "podman",
+        "pandas",
+        "boto3",
+        "numpy",
+        "assay.plugins.sandbox",
+        "assay.plugins",
+    ]
     assert imported_by("import assay.kernel.testing", heavy) == []
 
 

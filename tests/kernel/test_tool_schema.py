@@ -13,7 +13,9 @@ from assay import AssayError, FunctionTool, RunContext, tool
 
 def test_schema_comes_from_signature_and_type_hints():
     @tool
-    def search(query: str, limit: int = 10, tags: list[str] | None = None, mode: Literal["a", "b"] = "a") -> str:
+    def search(
+        query: str, limit: int = 10, tags: list[str] | None = None, mode: Literal["a", "b"] = "a"
+    ) -> str:
         """Search things."""
         return query
 
@@ -172,7 +174,7 @@ def test_var_args_are_rejected():
 
 def test_schema_is_built_on_first_use_not_at_decoration():
     @tool
-    def later(x: "NotDefinedAnywhere") -> int:  # noqa: F821 - resolved lazily, so decoration succeeds
+    def later(x: NotDefinedAnywhere) -> int:  # noqa: F821 - resolved lazily, so decoration succeeds
         """Uses an annotation that cannot be resolved."""
         return 1
 
@@ -189,7 +191,7 @@ def test_strict_mode_builds_tool_schemas_at_registration(make_assay_kernel):
     from tests.kernel.conftest import plugin_info
 
     @tool
-    def broken(x: "NotDefinedAnywhere") -> int:  # noqa: F821
+    def broken(x: NotDefinedAnywhere) -> int:  # noqa: F821
         """Broken annotation."""
         return 1
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import zlib
 
-PLUGINS = ["assay.plugins.artifact_stores.local", "assay.plugins.knowledge", "assay.plugins.reports.markdown"]
+PLUGINS = [
+    "assay.plugins.artifact_stores.local",
+    "assay.plugins.knowledge",
+    "assay.plugins.reports.markdown",
+]
 
 GLOSSARY = """# Metrics
 
@@ -29,12 +33,12 @@ rate = refunded / orders
 A cancelled order still counts in the denominator.
 """
 
-DICTIONARY = '''column,table,meaning
+DICTIONARY = """column,table,meaning
 order_id,orders,Identifier of an order
 promotion_id,orders,"The promotion used;
 NULL when the order is not promoted"
 amount,refunds,Money given back to the customer
-'''
+"""
 
 
 def pdf_bytes(pages: list[list[str]]) -> bytes:
@@ -52,10 +56,15 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
             ops.append(f"({escaped}) Tj T*")
         ops.append("ET")
         stream = zlib.compress("\n".join(ops).encode("latin-1"))
-        objects.append(f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
-                       f"/Resources << /Font << /F1 {font_id} 0 R >> >> >>".encode())
-        objects.append(f"<< /Length {len(stream)} /Filter /FlateDecode >>\nstream\n".encode() + stream
-                       + b"\nendstream")
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {4 + 2 * i} 0 R "
+            f"/Resources << /Font << /F1 {font_id} 0 R >> >> >>".encode()
+        )
+        objects.append(
+            f"<< /Length {len(stream)} /Filter /FlateDecode >>\nstream\n".encode()
+            + stream
+            + b"\nendstream"
+        )
     objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
     out = bytearray(b"%PDF-1.4\n")
     offsets = []
@@ -65,7 +74,9 @@ def pdf_bytes(pages: list[list[str]]) -> bytes:
     xref = len(out)
     out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
     out += b"".join(f"{o:010d} 00000 n \n".encode() for o in offsets)
-    out += f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n".encode()
+    )
     return bytes(out)
 
 

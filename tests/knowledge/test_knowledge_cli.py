@@ -22,7 +22,9 @@ def test_index_reports_what_it_did_and_a_second_run_finds_nothing_changed(docs):
 def test_search_prints_passages_and_the_artifact(docs):
     result = run_assay("knowledge", "search", "refund rate denominator", "-k", "2", env=env(docs))
     assert result.exit_code == 0, result.output
-    assert "glossary.md > Metrics > Refund rate" in result.stdout and "artifact art_" in result.stdout
+    assert (
+        "glossary.md > Metrics > Refund rate" in result.stdout and "artifact art_" in result.stdout
+    )
 
 
 def test_search_of_only_syntax_exits_1_with_the_empty_query_code(docs):
@@ -40,8 +42,14 @@ def test_ls_lists_files_with_status_passages_and_hash(docs):
 
 
 def test_path_option_indexes_a_directory_without_configuration(docs):
-    result = run_assay("knowledge", "search", "chargeback", "--path", str(docs),
-                       env={"ASSAY_LOAD_PLUGINS": "local_store,knowledge"})
+    result = run_assay(
+        "knowledge",
+        "search",
+        "chargeback",
+        "--path",
+        str(docs),
+        env={"ASSAY_LOAD_PLUGINS": "local_store,knowledge"},
+    )
     assert result.exit_code == 0, result.output
     assert "sub/policy.pdf > page 2" in result.stdout
 
@@ -54,4 +62,6 @@ def test_index_of_an_unknown_base_exits_2(docs):
 def test_an_error_reads_as_every_other_command_s_one_line(docs):
     result = run_assay("knowledge", "index", "nope", env=env(docs))
     [line] = result.stderr.strip().splitlines()
-    assert line.startswith("error: KNOWLEDGE_BASE_NOT_FOUND: ") and line.endswith(")")  # CODE: message (hint)
+    assert line.startswith("error: KNOWLEDGE_BASE_NOT_FOUND: ") and line.endswith(
+        ")"
+    )  # CODE: message (hint)

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+
 from assay.plugins.knowledge.errors import KnowledgeError
 from assay.plugins.knowledge.resource import KnowledgeBase
 from assay.plugins.knowledge.settings import KnowledgeBaseConfig
@@ -19,7 +20,11 @@ def test_a_directory_is_indexed_by_extension_skipping_hidden_files(docs, tmp_pat
     base = make_base(tmp_path / "home", docs)
     report = base.refresh()
     assert (report.files, report.added, report.failed) == (3, 3, [])
-    assert {f.display for f in base.index.files()} == {"glossary.md", "columns.csv", "sub/policy.pdf"}
+    assert {f.display for f in base.index.files()} == {
+        "glossary.md",
+        "columns.csv",
+        "sub/policy.pdf",
+    }
     assert base.index.path == tmp_path / "home" / "knowledge" / "kb.sqlite"
 
 
@@ -63,7 +68,9 @@ def test_a_broken_pdf_is_reported_and_retried_once_fixed(docs, tmp_path):
 
     (docs / "sub" / "policy.pdf").write_bytes(b"%PDF-1.7\n1 0 obj garbage")
     base = make_base(tmp_path / "home", docs)
-    assert [(f, c) for f, c, _ in base.refresh().failed] == [("sub/policy.pdf", "KNOWLEDGE_FILE_UNPARSABLE")]
+    assert [(f, c) for f, c, _ in base.refresh().failed] == [
+        ("sub/policy.pdf", "KNOWLEDGE_FILE_UNPARSABLE")
+    ]
     (docs / "sub" / "policy.pdf").write_bytes(pdf_bytes(POLICY_PAGES))
     report = base.refresh(force=True)
     assert report.failed == [] and report.changed == 1
@@ -74,8 +81,12 @@ def test_a_broken_pdf_is_reported_and_retried_once_fixed(docs, tmp_path):
 def test_a_file_over_the_size_limit_is_skipped_and_said_so(docs, tmp_path):
     from assay.plugins.knowledge.settings import KnowledgeSettings
 
-    base = KnowledgeBase("kb", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home",
-                         settings=KnowledgeSettings(max_file_bytes=200))
+    base = KnowledgeBase(
+        "kb",
+        KnowledgeBaseConfig(paths=[str(docs)]),
+        home=tmp_path / "home",
+        settings=KnowledgeSettings(max_file_bytes=200),
+    )
     failed = {f: m for f, _, m in base.refresh().failed}
     assert "over the 200-byte limit" in failed["glossary.md"]
 
@@ -105,18 +116,25 @@ def test_several_paths_name_files_after_their_root(docs, tmp_path):
 def test_search_ranks_the_defining_section_first(docs, tmp_path):
     base = make_base(tmp_path / "home", docs)
     hits = base.search("what is the refund rate denominator", 3).hits
-    assert [h.heading for h in hits[:2]] == ["Metrics > Refund rate > Edge cases", "Metrics > Refund rate"]
+    assert [h.heading for h in hits[:2]] == [
+        "Metrics > Refund rate > Edge cases",
+        "Metrics > Refund rate",
+    ]
     rate = hits[1]
     assert rate.file == "glossary.md" and (rate.line_start, rate.line_end) == (11, 17)
     assert rate.bm25 > 0 and len(rate.passage_sha256) == 64
 
 
-def test_a_large_base_drops_words_most_passages_hold_without_changing_the_top_hit(tmp_path, monkeypatch):
+def test_a_large_base_drops_words_most_passages_hold_without_changing_the_top_hit(
+    tmp_path, monkeypatch
+):
     from assay.plugins.knowledge import index as index_module
 
     root = tmp_path / "big"
     root.mkdir()
-    sections = [f"## Order note {i}\n\nEvery order is an order of the shop, note {i}.\n" for i in range(60)]
+    sections = [
+        f"## Order note {i}\n\nEvery order is an order of the shop, note {i}.\n" for i in range(60)
+    ]
     sections.append("## Refund rate\n\nRefunded orders divided by all orders: the denominator.\n")
     (root / "notes.md").write_text("# Notes\n\n" + "\n".join(sections))
     base = make_base(tmp_path / "home", root)
@@ -124,15 +142,21 @@ def test_a_large_base_drops_words_most_passages_hold_without_changing_the_top_hi
     monkeypatch.setattr(index_module, "PRUNE_MIN_PASSAGES", 10)
     pruned = base.search("order denominator", 3)
     assert full.hits[0].heading == pruned.hits[0].heading == "Notes > Refund rate"
-    assert len(full.hits) == 3 and len(pruned.hits) == 1  # "order" is in every passage: it adds no weight
+    assert (
+        len(full.hits) == 3 and len(pruned.hits) == 1
+    )  # "order" is in every passage: it adds no weight
 
 
 def test_a_search_after_refresh_s_sees_an_edited_file_without_reindexing_by_hand(docs, tmp_path):
     from assay.plugins.knowledge.settings import KnowledgeSettings
 
     def base_with(refresh_s: float) -> KnowledgeBase:
-        return KnowledgeBase("kb", KnowledgeBaseConfig(paths=[str(docs)]), home=tmp_path / "home",
-                             settings=KnowledgeSettings(refresh_s=refresh_s))
+        return KnowledgeBase(
+            "kb",
+            KnowledgeBaseConfig(paths=[str(docs)]),
+            home=tmp_path / "home",
+            settings=KnowledgeSettings(refresh_s=refresh_s),
+        )
 
     eager, lazy = base_with(0), base_with(3600)
     assert eager.search("churn").hits == [] and lazy.search("churn").hits == []
@@ -153,10 +177,16 @@ def test_small_updates_and_a_full_rebuild_leave_the_same_searchable_index(docs, 
     (docs / "note4.md").unlink()
     base.refresh(force=True)
     db = base.index._db()
-    db.execute("INSERT INTO passages_fts (passages_fts, rank) VALUES ('integrity-check', 1)")  # raises if out of step
+    db.execute(
+        "INSERT INTO passages_fts (passages_fts, rank) VALUES ('integrity-check', 1)"
+    )  # raises if out of step
     query = "churn monthly margins number3 number4"
     incremental = {(h.file, h.heading): round(h.bm25, 6) for h in base.search(query, 20).hits}
-    assert ("note3.md", "Note 3") in incremental and not any(f == "note4.md" for f, _ in incremental)
+    assert ("note3.md", "Note 3") in incremental and not any(
+        f == "note4.md" for f, _ in incremental
+    )
     rebuilt = make_base(tmp_path / "other-home", docs)  # the same files indexed from scratch
-    assert {(h.file, h.heading): round(h.bm25, 6) for h in rebuilt.search(query, 20).hits} == incremental
+    assert {
+        (h.file, h.heading): round(h.bm25, 6) for h in rebuilt.search(query, 20).hits
+    } == incremental
     assert index_module.REBUILD_SHARE < 1

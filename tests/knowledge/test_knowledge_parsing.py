@@ -5,21 +5,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
 from assay.plugins.knowledge.errors import KnowledgeError
 from assay.plugins.knowledge.parsing import parse, parse_csv, parse_markdown
-
 from tests.knowledge.files import DICTIONARY, GLOSSARY, POLICY_PAGES, pdf_bytes
 
 
 def test_markdown_sections_carry_their_heading_trail_and_line_range():
     passages = parse_markdown(GLOSSARY, 1200)
     by_heading = {p.heading: p for p in passages}
-    assert list(by_heading) == ["Metrics", "Metrics > Promoted order", "Metrics > Refund rate",
-                                "Metrics > Refund rate > Edge cases"]
+    assert list(by_heading) == [
+        "Metrics",
+        "Metrics > Promoted order",
+        "Metrics > Refund rate",
+        "Metrics > Refund rate > Edge cases",
+    ]
     rate = by_heading["Metrics > Refund rate"]
     lines = GLOSSARY.splitlines()
-    assert lines[rate.line_start - 3:rate.line_start - 1] == ["## Refund rate", ""]  # the body follows the heading
-    assert "\n".join(lines[rate.line_start - 1:rate.line_end]) == rate.text
+    assert lines[rate.line_start - 3 : rate.line_start - 1] == [
+        "## Refund rate",
+        "",
+    ]  # the body follows the heading
+    assert "\n".join(lines[rate.line_start - 1 : rate.line_end]) == rate.text
     assert rate.text.startswith("Refunded orders divided by")
 
 
@@ -36,7 +43,7 @@ def test_a_long_section_is_split_at_paragraph_ends_and_each_piece_keeps_its_line
     assert all(p.heading == "Long" for p in passages)
     lines = text.splitlines()
     for p in passages:
-        assert "\n".join(lines[p.line_start - 1:p.line_end]) == p.text
+        assert "\n".join(lines[p.line_start - 1 : p.line_end]) == p.text
     assert [p.line_start for p in passages] == sorted(p.line_start for p in passages)
 
 
@@ -45,7 +52,10 @@ def test_csv_rows_become_column_value_passages_with_their_lines_even_across_quot
     assert [p.heading for p in passages] == ["order_id", "promotion_id", "amount"]
     promo = passages[1]
     assert (promo.line_start, promo.line_end) == (3, 4)
-    assert promo.text == "column: promotion_id\ntable: orders\nmeaning: The promotion used;\nNULL when the order is not promoted"
+    assert (
+        promo.text
+        == "column: promotion_id\ntable: orders\nmeaning: The promotion used;\nNULL when the order is not promoted"
+    )
     assert (passages[2].line_start, passages[2].line_end) == (5, 5)
 
 

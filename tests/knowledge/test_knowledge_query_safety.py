@@ -5,21 +5,52 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
 from assay.plugins.knowledge.errors import KnowledgeError
 from assay.plugins.knowledge.index import match_expression
 from assay.plugins.knowledge.resource import KnowledgeBase
 from assay.plugins.knowledge.settings import KnowledgeBaseConfig
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 QUOTED_WORDS = re.compile(r'^"[^\W_]+"( OR "[^\W_]+")*$')
-FTS_SYNTAX = ['"', '""', '"refund', 'refund"', '*', 'refund*', 'NEAR', 'NEAR(refund rate)', 'NEAR(refund rate, 2)',
-              'AND', 'refund AND', 'OR OR', 'NOT refund', '(refund', 'refund)', 'heading:refund', '{heading}: x',
-              '^refund', '-refund', '+', "'", "refund' OR '1'='1", '\\', '"\'"\'', ':', 'a:b:c', '\x00refund']
+FTS_SYNTAX = [
+    '"',
+    '""',
+    '"refund',
+    'refund"',
+    "*",
+    "refund*",
+    "NEAR",
+    "NEAR(refund rate)",
+    "NEAR(refund rate, 2)",
+    "AND",
+    "refund AND",
+    "OR OR",
+    "NOT refund",
+    "(refund",
+    "refund)",
+    "heading:refund",
+    "{heading}: x",
+    "^refund",
+    "-refund",
+    "+",
+    "'",
+    "refund' OR '1'='1",
+    "\\",
+    "\"'\"'",
+    ":",
+    "a:b:c",
+    "\x00refund",
+]
 
 # FTS5 syntax characters and keywords mixed with words, as an attacker (or a confused model) would write them.
-query_text = st.lists(st.one_of(st.sampled_from(FTS_SYNTAX + ["refund", "rate", "denominator", "Promoted", "é"]),
-                                st.text(max_size=12)), max_size=8).map(" ".join)
+query_text = st.lists(
+    st.one_of(
+        st.sampled_from(FTS_SYNTAX + ["refund", "rate", "denominator", "Promoted", "é"]),
+        st.text(max_size=12),
+    ),
+    max_size=8,
+).map(" ".join)
 
 
 @pytest.fixture
@@ -42,11 +73,15 @@ def test_fts_syntax_alone_is_an_empty_query_or_plain_words(base, query):
 
 def test_operators_are_searched_as_words_not_obeyed(base):
     assert base.search("refund NOT rate").match == '"refund" OR "not" OR "rate"'
-    assert base.search('NEAR("refund" "rate")').hits  # no syntax error; the words still find passages
+    assert base.search(
+        'NEAR("refund" "rate")'
+    ).hits  # no syntax error; the words still find passages
 
 
 @given(query=query_text)
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 def test_any_query_gives_results_or_a_clear_empty_query_error(base, query):
     expression = match_expression(query)
     assert expression == "" or QUOTED_WORDS.match(expression)

@@ -18,10 +18,12 @@ class TrigramRetriever:
 
         def grams(text):
             text = text.lower()
-            return {text[i:i + 3] for i in range(len(text) - 2)}
+            return {text[i : i + 3] for i in range(len(text) - 2)}
 
         wanted = grams(query)
-        scored = [(pid, len(wanted & grams(heading + " " + text))) for pid, heading, text, _ in passages]
+        scored = [
+            (pid, len(wanted & grams(heading + " " + text))) for pid, heading, text, _ in passages
+        ]
         return sorted((s for s in scored if s[1]), key=lambda s: -s[1])[:k]
 
 
@@ -49,7 +51,9 @@ def kernel_with(make_assay_kernel, monkeypatch, docs, *retrievers):
     return make_assay_kernel(*PLUGINS, RetrieverPlugin(*retrievers))
 
 
-def test_register_knowledge_retrievers_fuses_a_second_ranker_with_bm25(make_assay_kernel, monkeypatch, docs):
+def test_register_knowledge_retrievers_fuses_a_second_ranker_with_bm25(
+    make_assay_kernel, monkeypatch, docs
+):
     trigram = TrigramRetriever()
     kernel = kernel_with(make_assay_kernel, monkeypatch, docs, trigram)
     result = kernel.call_tool("knowledge_search", {"query": "denominatr", "k": 3})
@@ -71,7 +75,9 @@ def test_a_passage_both_rankers_find_is_marked_with_both(make_assay_kernel, monk
     assert result.data["passages"][0]["rankers"] == "bm25,trigram"
 
 
-def test_a_failing_retriever_is_reported_and_bm25_results_stand(make_assay_kernel, monkeypatch, docs):
+def test_a_failing_retriever_is_reported_and_bm25_results_stand(
+    make_assay_kernel, monkeypatch, docs
+):
     kernel = kernel_with(make_assay_kernel, monkeypatch, docs, BrokenRetriever())
     result = kernel.call_tool("knowledge_search", {"query": "denominator", "k": 3})
     assert result.success and result.data["row_count"] >= 1
@@ -81,6 +87,8 @@ def test_a_failing_retriever_is_reported_and_bm25_results_stand(make_assay_kerne
 
 def test_assay_knowledge_retrievers_chooses_which_rankers_run(make_assay_kernel, monkeypatch, docs):
     monkeypatch.setenv("ASSAY_KNOWLEDGE_RETRIEVERS", '["trigram"]')
-    kernel = kernel_with(make_assay_kernel, monkeypatch, docs, TrigramRetriever(), BrokenRetriever())
+    kernel = kernel_with(
+        make_assay_kernel, monkeypatch, docs, TrigramRetriever(), BrokenRetriever()
+    )
     result = kernel.call_tool("knowledge_search", {"query": "denominator"})
     assert result.data["warnings"] == []

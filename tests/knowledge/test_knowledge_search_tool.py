@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from assay.kernel.evidence import get_record, read_artifact_result
 
 from assay import PromptBudget
+from assay.kernel.evidence import get_record, read_artifact_result
 
 
 def test_configured_by_assay_knowledge_as_a_knowledge_resource(kernel, docs):
@@ -16,13 +16,19 @@ def test_configured_by_assay_knowledge_as_a_knowledge_resource(kernel, docs):
 
 def test_search_returns_passages_with_file_heading_and_lines_and_captures_them(kernel):
     with kernel.new_run() as run:
-        result = kernel.call_tool("knowledge_search", {"query": "refund rate denominator", "k": 3}, run=run)
+        result = kernel.call_tool(
+            "knowledge_search", {"query": "refund rate denominator", "k": 3}, run=run
+        )
         assert result.success, result.for_model()
         artifact_id = result.data["artifact_id"]
         assert result.artifacts[0].kind == "knowledge"
         first = result.data["passages"][0]
-        assert first["file"] == "glossary.md" and first["heading"].startswith("Metrics > Refund rate")
-        assert "glossary.md > Metrics > Refund rate" in result.content and "lines " in result.content
+        assert first["file"] == "glossary.md" and first["heading"].startswith(
+            "Metrics > Refund rate"
+        )
+        assert (
+            "glossary.md > Metrics > Refund rate" in result.content and "lines " in result.content
+        )
         record = get_record(run.artifacts, artifact_id)
         assert (record.kind, record.row_count) == ("knowledge", 3)
         assert record.provenance["query"] == "refund rate denominator"
@@ -42,7 +48,10 @@ def test_an_empty_result_is_a_success_and_still_evidence(kernel):
 def test_fts_syntax_in_the_tool_is_never_an_fts_error(kernel, query):
     result = kernel.call_tool("knowledge_search", {"query": query})
     assert result.success or result.error_code == "KNOWLEDGE_QUERY_EMPTY", result.for_model()
-    assert "fts5" not in result.for_model().lower() and "syntax error" not in result.for_model().lower()
+    assert (
+        "fts5" not in result.for_model().lower()
+        and "syntax error" not in result.for_model().lower()
+    )
 
 
 def test_an_unknown_base_is_named_with_the_available_ones(kernel):
@@ -60,18 +69,36 @@ def test_no_configured_base_says_how_to_configure_one(make_assay_kernel):
 
 def test_a_report_cites_a_definition_with_its_artifact_hash(kernel):
     with kernel.new_run() as run:
-        found = kernel.call_tool("knowledge_search", {"query": "refund rate denominator", "k": 3}, run=run)
+        found = kernel.call_tool(
+            "knowledge_search", {"query": "refund rate denominator", "k": 3}, run=run
+        )
         aid = found.data["artifact_id"]
-        row = next(i for i, p in enumerate(found.data["passages"]) if p["heading"] == "Metrics > Refund rate")
-        document = {"title": "Refunds", "blocks": [
-            {"type": "text", "text": "Definition ({source}): {definition}",
-             "cite": {"source": {"artifact_id": aid, "path": [row, "file"]},
-                      "definition": {"artifact_id": aid, "path": [row, "text"]}}}]}
+        row = next(
+            i
+            for i, p in enumerate(found.data["passages"])
+            if p["heading"] == "Metrics > Refund rate"
+        )
+        document = {
+            "title": "Refunds",
+            "blocks": [
+                {
+                    "type": "text",
+                    "text": "Definition ({source}): {definition}",
+                    "cite": {
+                        "source": {"artifact_id": aid, "path": [row, "file"]},
+                        "definition": {"artifact_id": aid, "path": [row, "text"]},
+                    },
+                }
+            ],
+        }
         report = kernel.call_tool("render_report", {"document": document}, run=run)
         assert report.success, report.for_model()
         sha = get_record(run.artifacts, aid).sha256
         assert "The denominator counts every order" in report.content
-        assert f"(knowledge, sha256 `{sha[:12]}`): `knowledge_search: refund rate denominator`" in report.content
+        assert (
+            f"(knowledge, sha256 `{sha[:12]}`): `knowledge_search: refund rate denominator`"
+            in report.content
+        )
 
 
 def test_get_prompt_lists_the_sections_within_its_budget(base):
@@ -82,7 +109,9 @@ def test_get_prompt_lists_the_sections_within_its_budget(base):
     assert len(small) <= 300
 
 
-def test_get_prompt_of_a_missing_base_says_it_is_unavailable(make_assay_kernel, monkeypatch, tmp_path):
+def test_get_prompt_of_a_missing_base_says_it_is_unavailable(
+    make_assay_kernel, monkeypatch, tmp_path
+):
     from tests.knowledge.files import PLUGINS
 
     monkeypatch.setenv("ASSAY_KNOWLEDGE", f"gone={tmp_path / 'missing'}")

@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from assay.plugins.knowledge.settings import KnowledgeSettings, parse_bases
 
 from assay import ConfigError, Settings
+from assay.plugins.knowledge.settings import KnowledgeSettings, parse_bases
 
 
 def section(monkeypatch, value: str) -> KnowledgeSettings:
@@ -25,11 +25,15 @@ def test_name_equals_path_pairs_and_lists(monkeypatch, tmp_path):
 def test_a_json_object_and_a_bare_path(monkeypatch, tmp_path):
     monkeypatch.chdir(tmp_path)
     assert list(section(monkeypatch, '{"kb": ["./x", "./y.md"]}').bases["kb"].paths) == [
-        str(tmp_path / "x"), str(tmp_path / "y.md")]
+        str(tmp_path / "x"),
+        str(tmp_path / "y.md"),
+    ]
     assert list(section(monkeypatch, "./docs/Metrics Book/").bases) == ["metrics_book"]
 
 
-@pytest.mark.parametrize("value", ["bad name=./x", "kb=", "kb=./a; kb=./b", '{"kb": 3}', "{not json"])
+@pytest.mark.parametrize(
+    "value", ["bad name=./x", "kb=", "kb=./a; kb=./b", '{"kb": 3}', "{not json"]
+)
 def test_an_unclear_value_is_a_config_error(monkeypatch, value):
     with pytest.raises(ConfigError) as info:
         section(monkeypatch, value)
@@ -38,8 +42,10 @@ def test_an_unclear_value_is_a_config_error(monkeypatch, value):
 
 def test_the_config_file_gives_a_table_per_base(monkeypatch, tmp_path):
     config = tmp_path / "assay.toml"
-    config.write_text('[knowledge]\nmax_k = 7\n[knowledge.bases.glossary]\npaths = ["/srv/docs"]\n'
-                      'description = "Metric definitions"\n')
+    config.write_text(
+        '[knowledge]\nmax_k = 7\n[knowledge.bases.glossary]\npaths = ["/srv/docs"]\n'
+        'description = "Metric definitions"\n'
+    )
     monkeypatch.setenv("ASSAY_CONFIG", str(config))
     got = Settings.from_env().section("knowledge", KnowledgeSettings)
     assert got.max_k == 7 and got.bases["glossary"].description == "Metric definitions"

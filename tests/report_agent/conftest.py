@@ -49,8 +49,13 @@ def tamper(run, record) -> None:
 
     store = run.artifacts.catalog.store
     cfg = store.config
-    s3 = boto3.client("s3", endpoint_url=cfg.endpoint_url, region_name="us-east-1",
-                      aws_access_key_id="testing", aws_secret_access_key="testing")
+    s3 = boto3.client(
+        "s3",
+        endpoint_url=cfg.endpoint_url,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
+    )
     key = f"{cfg.prefix.rstrip('/')}/content/sha256/{record.sha256[:2]}/{record.sha256}"
     body = bytearray(s3.get_object(Bucket=cfg.bucket, Key=key)["Body"].read())
     body[len(body) // 2] ^= 1

@@ -7,9 +7,9 @@ import os
 import signal
 
 import pytest
+
 from assay.plugins.reports import browser
 from assay.plugins.reports.pdf import find_chromium, html_to_pdf
-
 from tests.conftest import require
 
 PAGE = b"<!doctype html><title>t</title><p>hello</p>"

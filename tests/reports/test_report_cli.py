@@ -11,8 +11,17 @@ from tests.reports.conftest import RENDERER_PLUGINS, sales
 
 def saved_run(run):
     record = sales(run)
-    doc = {"title": "Saved", "blocks": [
-        {"type": "number", "label": "North", "artifact_id": record.artifact_id, "path": [0, "revenue"]}]}
+    doc = {
+        "title": "Saved",
+        "blocks": [
+            {
+                "type": "number",
+                "label": "North",
+                "artifact_id": record.artifact_id,
+                "path": [0, "revenue"],
+            }
+        ],
+    }
     result = run.kernel.call_tool("render_report", {"document": doc}, run=run)
     assert result.success, result.message
     return result, record
@@ -43,7 +52,14 @@ def test_report_show_prints_the_saved_page_path_when_no_browser_is_there(run, mo
 
 def test_report_render_gives_the_kept_document_in_another_format(run, tmp_path):
     _, record = saved_run(run)
-    done = run_assay("report", "render", run.run_id, "--format", "json", env={"ASSAY_LOAD_PLUGINS": RENDERER_PLUGINS})
+    done = run_assay(
+        "report",
+        "render",
+        run.run_id,
+        "--format",
+        "json",
+        env={"ASSAY_LOAD_PLUGINS": RENDERER_PLUGINS},
+    )
     assert done.exit_code == 0, done.stderr
     out = json.loads(done.stdout)
     assert out["blocks"][0]["value"]["citation"]["sha256"] == record.sha256

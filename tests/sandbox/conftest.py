@@ -86,6 +86,9 @@ def unique(prefix: str = "t") -> str:
 
 
 def podman_container_exists(cid: str) -> bool:
-    out = subprocess.run(["podman", "ps", "-a", "-q", "--no-trunc", "--filter", f"id={cid}"],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        ["podman", "ps", "-a", "-q", "--no-trunc", "--filter", f"id={cid}"],
+        capture_output=True,
+        text=True,
+    )
     return cid in out.stdout

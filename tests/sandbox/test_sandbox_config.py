@@ -41,9 +41,16 @@ def test_environment_variables_are_read(monkeypatch):
 
 @pytest.mark.parametrize(
     "var,value",
-    [("SANDBOX_MEMORY_LIMIT", "lots"), ("SANDBOX_MEMORY_LIMIT", "1m"), ("SANDBOX_USER", "0:0"),
-     ("SANDBOX_USER", "root"), ("SANDBOX_WORKDIR", "/"), ("SANDBOX_WORKDIR", "/a/../etc"),
-     ("SANDBOX_OCI_RUNTIME", "runsc --flag"), ("SANDBOX_CPU_LIMIT", "0")],
+    [
+        ("SANDBOX_MEMORY_LIMIT", "lots"),
+        ("SANDBOX_MEMORY_LIMIT", "1m"),
+        ("SANDBOX_USER", "0:0"),
+        ("SANDBOX_USER", "root"),
+        ("SANDBOX_WORKDIR", "/"),
+        ("SANDBOX_WORKDIR", "/a/../etc"),
+        ("SANDBOX_OCI_RUNTIME", "runsc --flag"),
+        ("SANDBOX_CPU_LIMIT", "0"),
+    ],
 )
 def test_invalid_values_are_refused_with_a_code(monkeypatch, var, value):
     monkeypatch.setenv(var, value)
@@ -70,8 +77,12 @@ def _config_file(tmp_path, monkeypatch, text: str):
 
 def test_a_sandbox_table_in_the_config_file_is_read(monkeypatch, tmp_path):
     monkeypatch.delenv("SANDBOX_IMAGE_PYTHON", raising=False)
-    _config_file(tmp_path, monkeypatch, '[sandbox]\nruntime = "podman"\nmemory_limit = "128m"\n'
-                                        'timeout = 12\nimage_python = "localhost/from-file:1"\n')
+    _config_file(
+        tmp_path,
+        monkeypatch,
+        '[sandbox]\nruntime = "podman"\nmemory_limit = "128m"\n'
+        'timeout = 12\nimage_python = "localhost/from-file:1"\n',
+    )
     c = SandboxConfig.from_env()
     assert (c.runtime, c.memory_limit, c.timeout) == ("podman", 128 * 1024**2, 12)
     assert c.image_for("python") == "localhost/from-file:1"
@@ -79,8 +90,11 @@ def test_a_sandbox_table_in_the_config_file_is_read(monkeypatch, tmp_path):
 
 
 def test_sandbox_variables_win_over_the_config_file(monkeypatch, tmp_path):
-    _config_file(tmp_path, monkeypatch, '[sandbox]\ntimeout = 12\nmax_processes = 5\n'
-                                        'image_python = "localhost/from-file:1"\n')
+    _config_file(
+        tmp_path,
+        monkeypatch,
+        '[sandbox]\ntimeout = 12\nmax_processes = 5\nimage_python = "localhost/from-file:1"\n',
+    )
     monkeypatch.setenv("SANDBOX_TIMEOUT", "7")
     monkeypatch.setenv("SANDBOX_IMAGE_PYTHON", "localhost/from-env:1")
     c = SandboxConfig.from_env()
@@ -91,7 +105,7 @@ def test_sandbox_variables_win_over_the_config_file(monkeypatch, tmp_path):
 def test_explicit_overrides_win_over_variables_and_file(monkeypatch, tmp_path):
     from assay import Settings
 
-    _config_file(tmp_path, monkeypatch, '[sandbox]\ntimeout = 12\n')
+    _config_file(tmp_path, monkeypatch, "[sandbox]\ntimeout = 12\n")
     monkeypatch.setenv("SANDBOX_IMAGE_PYTHON", "localhost/from-env:1")
     settings = Settings.from_env()
     c = SandboxConfig.from_settings(settings, image_python="localhost/explicit:1", timeout=3)
@@ -112,6 +126,8 @@ def test_an_invalid_value_in_the_file_is_refused_with_the_sandbox_code(monkeypat
 def test_the_kernels_sandbox_reads_the_kernels_own_settings(make_assay_kernel, tmp_path):
     config = tmp_path / "kernel.toml"
     config.write_text("[sandbox]\ntimeout = 9\nmax_sessions = 3\n")
-    kernel = make_assay_kernel("assay.plugins.sandbox_plugin", config=str(config))  # no ASSAY_CONFIG: only this kernel's settings name it
+    kernel = make_assay_kernel(
+        "assay.plugins.sandbox_plugin", config=str(config)
+    )  # no ASSAY_CONFIG: only this kernel's settings name it
     assert (kernel.sandbox.config.timeout, kernel.sandbox.config.max_sessions) == (9, 3)
     assert kernel.settings.masked()["sandbox"]["timeout"] == 9

@@ -7,8 +7,15 @@ import time
 
 import pytest
 
-from assay.plugins.sandbox import SANDBOX_TIMEOUT, ContainerSession, ExecRequest, ExecStream, SandboxConfig, SandboxError
-from assay.plugins.sandbox import build_spec
+from assay.plugins.sandbox import (
+    SANDBOX_TIMEOUT,
+    ContainerSession,
+    ExecRequest,
+    ExecStream,
+    SandboxConfig,
+    SandboxError,
+    build_spec,
+)
 from assay.plugins.sandbox.container import _KILL_ALL
 
 
@@ -144,14 +151,18 @@ def test_host_waits_end_even_when_the_engine_stream_never_does(monkeypatch):
     r = s.execute(ExecRequest(code="x", timeout_s=0.2))
     assert time.monotonic() - started < 0.2 + 0.3 + 0.3 + 1.0
     assert r.timed_out and r.exit_code is None
-    assert s.calls == ["exec", "kill", "reset"], s.calls  # a stream that never ends: restart the container
+    assert s.calls == ["exec", "kill", "reset"], (
+        s.calls
+    )  # a stream that never ends: restart the container
     started = time.monotonic()
     with pytest.raises(SandboxError) as err:
         s.list_files("/workspace")
     assert err.value.code == SANDBOX_TIMEOUT
     with pytest.raises(SandboxError):
         s._run_helper(["true"], 100, timeout_s=0.2)
-    assert time.monotonic() - started < 0.5 + 0.3 + 0.2 + 0.3 + 1.0  # each at its own limit, not more
+    assert (
+        time.monotonic() - started < 0.5 + 0.3 + 0.2 + 0.3 + 1.0
+    )  # each at its own limit, not more
     for stream in s.streams:
         stream.released.set()
 
@@ -175,13 +186,23 @@ def test_launcher_and_helpers_run_isolated_on_a_fixed_path_whatever_path_the_ses
     from assay.plugins.sandbox.launcher import HELPER_PATH
 
     s = DeafSession(kill_exit=0)
-    s._exec = lambda argv, *, user, workdir, env: (s.argvs.append(argv), s.envs.append(env), _Done())[-1]
+    s._exec = lambda argv, *, user, workdir, env: (
+        s.argvs.append(argv),
+        s.envs.append(env),
+        _Done(),
+    )[-1]
     s.argvs, s.envs = [], []
-    s.execute(ExecRequest(code="print(1)", timeout_s=1, env={"PATH": "/workspace:/usr/bin", "LD_AUDIT": "/x"}))
+    s.execute(
+        ExecRequest(
+            code="print(1)", timeout_s=1, env={"PATH": "/workspace:/usr/bin", "LD_AUDIT": "/x"}
+        )
+    )
     s._run_helper(["python3"], 100, timeout_s=1)
     launcher = s.argvs[0]
     assert launcher[:4] == ["python3", "-I", "-S", "-u"]
-    assert "/workspace:/usr/bin" in launcher  # the code's own PATH, handed to the launcher as an argument
+    assert (
+        "/workspace:/usr/bin" in launcher
+    )  # the code's own PATH, handed to the launcher as an argument
     for env in s.envs:
         assert env["PATH"] == HELPER_PATH and not any(k.startswith("LD_") for k in env)
 

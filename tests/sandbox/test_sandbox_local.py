@@ -7,7 +7,12 @@ import time
 
 import pytest
 
-from assay.plugins.sandbox import LOCAL_WARNING, SANDBOX_FILE_TOO_LARGE, SANDBOX_PATH_INVALID, SandboxError
+from assay.plugins.sandbox import (
+    LOCAL_WARNING,
+    SANDBOX_FILE_TOO_LARGE,
+    SANDBOX_PATH_INVALID,
+    SandboxError,
+)
 
 
 def test_results_say_not_isolated_and_carry_the_warning(local_manager):
@@ -69,8 +74,10 @@ def test_address_space_rlimit_turns_a_memory_bomb_into_oom(local_manager):
 
 def test_open_files_rlimit_applies(local_manager):
     with local_manager.open_session() as sb:
-        r = sb.run_code("import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], "
-                        "resource.getrlimit(resource.RLIMIT_CPU)[0] > 0, resource.getrlimit(resource.RLIMIT_CORE)[0])")
+        r = sb.run_code(
+            "import resource; print(resource.getrlimit(resource.RLIMIT_NOFILE)[0], "
+            "resource.getrlimit(resource.RLIMIT_CPU)[0] > 0, resource.getrlimit(resource.RLIMIT_CORE)[0])"
+        )
     nofile, cpu_limited, core = r.stdout.split()
     assert int(nofile) <= 256 and cpu_limited == "True" and core == "0"
 
@@ -87,7 +94,9 @@ def test_files_round_trip_and_escapes_are_refused(local_manager, tmp_path):
     secret.write_text("host secret")
     with local_manager.open_session() as sb:
         sb.put_file("in/data.csv", b"a,b\n1,2\n")
-        r = sb.run_code("print(open('in/data.csv').read().splitlines()[1]); open('out.txt','w').write('done')")
+        r = sb.run_code(
+            "print(open('in/data.csv').read().splitlines()[1]); open('out.txt','w').write('done')"
+        )
         assert r.stdout.strip() == "1,2"
         assert [f.path for f in r.files] == ["/workspace/out.txt"]
         assert sb.get_file("out.txt") == b"done"

@@ -29,7 +29,12 @@ def test_connect_execute_status_list_configure_disconnect():
         sid = m.connect("python")
         assert [s.id for s in m.list()] == [sid]
         st = m.status(sid)
-        assert st.state == "idle" and st.runtime == "local" and st.isolated is False and st.executions == 0
+        assert (
+            st.state == "idle"
+            and st.runtime == "local"
+            and st.isolated is False
+            and st.executions == 0
+        )
         assert (st.expires_at - st.created_at).total_seconds() == pytest.approx(3600, abs=1)
         m.configure(sid, timeout_s=2, env={"GREETING": "hello"})
         r = m.execute(sid, "import os; print(os.environ['GREETING'])")
@@ -108,7 +113,9 @@ def test_session_limit():
 
 
 def test_session_limit_holds_for_connects_at_once_while_sessions_are_being_made():
-    class SlowToCreate(LocalRuntime):  # the real local runtime, slow to start a session (as a container is)
+    class SlowToCreate(
+        LocalRuntime
+    ):  # the real local runtime, slow to start a session (as a container is)
         def create_session(self, spec):
             time.sleep(0.3)
             return super().create_session(spec)
@@ -147,4 +154,9 @@ def test_output_capture_keeps_the_head_and_counts_the_rest():
     cap = OutputCapture(10, tail=4)
     for chunk in (b"0123456", b"789abc", b"defg"):
         cap.write(chunk)
-    assert cap.getvalue() == b"0123456789" and cap.truncated and cap.total == 17 and cap.tail() == b"defg"
+    assert (
+        cap.getvalue() == b"0123456789"
+        and cap.truncated
+        and cap.total == 17
+        and cap.tail() == b"defg"
+    )

@@ -22,9 +22,16 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def _start_holder(count: int = 2, *extra: str) -> tuple[subprocess.Popen, list[str]]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = subprocess.Popen([sys.executable, str(HOLDER), str(count), *extra], stdout=subprocess.PIPE,
-                            stdin=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=ROOT,
-                            preexec_fn=sigint_default)
+    proc = subprocess.Popen(
+        [sys.executable, str(HOLDER), str(count), *extra],
+        stdout=subprocess.PIPE,
+        stdin=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        preexec_fn=sigint_default,
+    )
     line = proc.stdout.readline()
     ids = line.split()
     assert len(ids) == count, f"holder did not start its sessions: {line!r}"
@@ -42,7 +49,9 @@ def test_sigkilled_owner_leaves_no_orphans_after_the_next_start(podman_runtime):
     manager = SandboxManager(SandboxConfig.from_env(runtime="podman"), runtime=podman_runtime)
     try:
         manager.runtime  # start-up: selection + the orphan sweep
-        assert not any(podman_container_exists(c) for c in ids), "orphans survived the start-up reaper"
+        assert not any(podman_container_exists(c) for c in ids), (
+            "orphans survived the start-up reaper"
+        )
     finally:
         manager.close()
 
@@ -79,7 +88,9 @@ def test_reaper_spares_live_owners_and_removes_expired_containers(podman_manager
         labels = podman_manager.inspect(live.id)["Config"]["Labels"]
         assert orphan_reason(labels) is None
         assert orphan_reason({**labels, EXPIRES: str(time.time() - 1)}) == "expired"
-        assert orphan_reason({**labels, "assay.sandbox.owner-start": "1"}) == "owner gone (pid reused)"
+        assert (
+            orphan_reason({**labels, "assay.sandbox.owner-start": "1"}) == "owner gone (pid reused)"
+        )
         podman_runtime.reap()
         assert podman_container_exists(cid)
     finally:
@@ -98,7 +109,9 @@ def test_closing_a_session_removes_its_container(podman_manager):
 def test_warm_pool_hands_each_container_out_once(podman_runtime):
     from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
-    manager = SandboxManager(SandboxConfig.from_env(runtime="podman", pool_size=1), runtime=podman_runtime)
+    manager = SandboxManager(
+        SandboxConfig.from_env(runtime="podman", pool_size=1), runtime=podman_runtime
+    )
     try:
         manager.runtime
         deadline = time.monotonic() + 20
@@ -111,7 +124,9 @@ def test_warm_pool_hands_each_container_out_once(podman_runtime):
         second = manager.open_session()
         assert second.status().container != pooled
         first.close()
-        assert not podman_container_exists(pooled), "a used pooled container must be destroyed, not reused"
+        assert not podman_container_exists(pooled), (
+            "a used pooled container must be destroyed, not reused"
+        )
         third = manager.open_session()
         assert third.status().container != pooled
     finally:

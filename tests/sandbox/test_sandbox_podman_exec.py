@@ -6,7 +6,12 @@ import time
 
 import pytest
 
-from assay.plugins.sandbox import SANDBOX_FILE_NOT_FOUND, SANDBOX_FILE_TOO_LARGE, SANDBOX_PATH_INVALID, SandboxError
+from assay.plugins.sandbox import (
+    SANDBOX_FILE_NOT_FOUND,
+    SANDBOX_FILE_TOO_LARGE,
+    SANDBOX_PATH_INVALID,
+    SandboxError,
+)
 
 pytestmark = pytest.mark.podman
 
@@ -18,8 +23,12 @@ LIST_CODE_PROCESSES = (
 
 
 def test_state_in_the_workspace_persists_but_each_run_is_a_fresh_process(podman_session):
-    a = podman_session.run_code("import os; x = 41; open('state.txt', 'w').write('41'); print(os.getpid())")
-    b = podman_session.run_code("import os; print(open('state.txt').read(), 'x' in globals(), os.getpid())")
+    a = podman_session.run_code(
+        "import os; x = 41; open('state.txt', 'w').write('41'); print(os.getpid())"
+    )
+    b = podman_session.run_code(
+        "import os; print(open('state.txt').read(), 'x' in globals(), os.getpid())"
+    )
     assert a.ok and b.ok
     assert b.stdout.split()[:2] == ["41", "False"] and a.stdout.strip() != b.stdout.split()[2]
 
@@ -53,8 +62,10 @@ def test_host_deadline_kills_work_when_the_in_container_timer_is_stopped(podman_
 
 
 def test_killed_launcher_is_noticed_and_its_children_are_killed(podman_session):
-    code = ("import os, signal, subprocess\nsubprocess.Popen(['setsid', 'sleep', '300'])\n"
-            "os.kill(os.getppid(), signal.SIGKILL)\n")
+    code = (
+        "import os, signal, subprocess\nsubprocess.Popen(['setsid', 'sleep', '300'])\n"
+        "os.kill(os.getppid(), signal.SIGKILL)\n"
+    )
     r = podman_session.run_code(code)
     assert any("launcher" in w for w in r.warnings)
     assert podman_session.run_code(LIST_CODE_PROCESSES).stdout == ""
@@ -69,7 +80,12 @@ def test_a_gigabyte_of_stdout_is_capped_at_one_mebibyte(podman_session):
 
 def test_stderr_is_capped_separately(podman_session):
     r = podman_session.run_code("import sys; sys.stderr.write('e' * (3 << 20)); print('ok')")
-    assert r.stderr_truncated and len(r.stderr) == 1024**2 and r.stdout == "ok\n" and not r.stdout_truncated
+    assert (
+        r.stderr_truncated
+        and len(r.stderr) == 1024**2
+        and r.stdout == "ok\n"
+        and not r.stdout_truncated
+    )
 
 
 def test_exit_codes_and_tracebacks_are_reported(podman_session):
@@ -90,7 +106,9 @@ def test_code_larger_than_an_argument_runs_from_a_file(podman_session):
 
 
 def test_produced_files_are_reported(podman_session):
-    r = podman_session.run_code("import os\nos.makedirs('out', exist_ok=True)\nopen('out/chart.png','wb').write(b'png' * 10)")
+    r = podman_session.run_code(
+        "import os\nos.makedirs('out', exist_ok=True)\nopen('out/chart.png','wb').write(b'png' * 10)"
+    )
     paths = {f.path: f.size for f in r.files}
     assert paths.get("/workspace/out/chart.png") == 30
     again = podman_session.run_code("print(1)")
@@ -110,15 +128,18 @@ def test_read_only_uploads_cannot_be_changed_by_the_code(podman_session):
     podman_session.put_file("ro.txt", b"original", read_only=True)
     r = podman_session.run_code(
         "import os\nfor f in (lambda: open('ro.txt','w'), lambda: os.remove('ro.txt'), lambda: os.chmod('ro.txt', 0o666)):\n"
-        "    try:\n        f(); print('changed')\n    except OSError as e:\n        print(e.errno)\n")
+        "    try:\n        f(); print('changed')\n    except OSError as e:\n        print(e.errno)\n"
+    )
     assert "changed" not in r.stdout
     assert podman_session.get_file("ro.txt") == b"original"
 
 
 def test_downloads_refuse_symlinks_and_escapes(podman_session):
-    podman_session.run_code("import os\nfor n in ('pw', 'tmp'):\n    os.path.lexists(n) and os.remove(n)\n"
-                            "os.symlink('/etc/passwd', 'pw'); os.symlink('/tmp', 'tmp')\n"
-                            "open('/tmp/t.txt', 'w').write('t')")
+    podman_session.run_code(
+        "import os\nfor n in ('pw', 'tmp'):\n    os.path.lexists(n) and os.remove(n)\n"
+        "os.symlink('/etc/passwd', 'pw'); os.symlink('/tmp', 'tmp')\n"
+        "open('/tmp/t.txt', 'w').write('t')"
+    )
     for bad in ("pw", "tmp/t.txt", "../etc/passwd", "/etc/passwd", "/workspace/../etc/passwd"):
         with pytest.raises(SandboxError) as err:
             podman_session.get_file(bad)
@@ -142,24 +163,30 @@ def test_file_sizes_are_capped_both_ways(podman_session):
 def test_writing_outside_the_workspace_fails(podman_session):
     r = podman_session.run_code(
         "for p in ('/etc/x', '/home/x', '/usr/lib/x', '/root/x', '/var/x'):\n"
-        "    try:\n        open(p, 'w'); print('wrote', p)\n    except OSError:\n        pass\nprint('end')")
+        "    try:\n        open(p, 'w'); print('wrote', p)\n    except OSError:\n        pass\nprint('end')"
+    )
     assert r.stdout == "end\n"
 
 
 def test_writable_uploads_and_uploaded_directories_can_be_changed_by_the_code(podman_session):
     podman_session.put_file("rw/notes.txt", b"v1")
-    r = podman_session.run_code("open('rw/notes.txt','a').write('+v2'); open('rw/new.txt','w').write('n')")
+    r = podman_session.run_code(
+        "open('rw/notes.txt','a').write('+v2'); open('rw/new.txt','w').write('n')"
+    )
     assert r.ok, r.stderr
     assert podman_session.get_file("rw/notes.txt") == b"v1+v2"
 
 
 def test_read_only_uploads_hold_even_in_a_directory_the_code_prepared(podman_session):
-    podman_session.run_code("import os\nos.makedirs('trap', exist_ok=True)\n"
-                            "os.path.lexists('trap/run.py') or os.symlink('/tmp/elsewhere', 'trap/run.py')")
+    podman_session.run_code(
+        "import os\nos.makedirs('trap', exist_ok=True)\n"
+        "os.path.lexists('trap/run.py') or os.symlink('/tmp/elsewhere', 'trap/run.py')"
+    )
     podman_session.put_file("trap/run.py", b"print('runner')", read_only=True)
     r = podman_session.run_code(
         "import os\nprint(os.path.islink('trap/run.py'), os.path.exists('/tmp/elsewhere'))\n"
         "for f in (lambda: os.remove('trap/run.py'), lambda: os.rename('trap/run.py', 'trap/x')):\n"
-        "    try:\n        f(); print('changed')\n    except OSError:\n        print('refused')\n")
+        "    try:\n        f(); print('changed')\n    except OSError:\n        print('refused')\n"
+    )
     assert r.stdout.split() == ["False", "False", "refused", "refused"]
     assert podman_session.get_file("trap/run.py") == b"print('runner')"

@@ -41,7 +41,9 @@ def _runtime(**overrides):
     from assay.plugins.sandbox import SandboxConfig
     from assay.sandbox_runtimes.podman import PodmanRuntime
 
-    return PodmanRuntime(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(), **overrides))
+    return PodmanRuntime(
+        SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(), **overrides)
+    )
 
 
 def test_starts_its_own_service_and_the_service_exits_when_idle(private_tmp, monkeypatch):
@@ -62,14 +64,18 @@ def test_starts_its_own_service_and_the_service_exits_when_idle(private_tmp, mon
     conf = sock.parent / "podman.containers.conf"
     assert tomllib.loads(conf.read_text())["engine"]["exit_command_delay"] == EXEC_EXIT_DELAY_S
     service_env = [open(f"/proc/{pid}/environ", "rb").read() for pid in _pids_with(str(sock))]
-    assert service_env and all(f"CONTAINERS_CONF={conf}".encode() in env.split(b"\0") for env in service_env)
+    assert service_env and all(
+        f"CONTAINERS_CONF={conf}".encode() in env.split(b"\0") for env in service_env
+    )
     # Poll rarely: each ping is activity that restarts the service's idle clock.
     deadline = time.monotonic() + 40
     while time.monotonic() < deadline:
         time.sleep(5)
         if not podman_rt._pings(str(sock), 0.5):
             break
-    assert not podman_rt._pings(str(sock), 0.5), "the self-started podman service did not exit when idle"
+    assert not podman_rt._pings(str(sock), 0.5), (
+        "the self-started podman service did not exit when idle"
+    )
 
 
 # --- item 15: the directory is private and verified ---------------------------------------------------
@@ -101,23 +107,30 @@ def _symlink(path: Path) -> None:
     path.symlink_to(target)
 
 
-@pytest.mark.parametrize("plant", [_world_writable, _someone_elses, _symlink],
-                         ids=["world-writable", "another-owner", "symlink"])
+@pytest.mark.parametrize(
+    "plant",
+    [_world_writable, _someone_elses, _symlink],
+    ids=["world-writable", "another-owner", "symlink"],
+)
 def test_a_planted_service_directory_is_refused(private_tmp, plant):
     """Another local user who makes the predictable directory first must not get assay's socket there."""
     if plant is _someone_elses:
         require(os.getuid() == 0, "root (to make a directory owned by another uid)")
-    from assay.plugins.sandbox import SandboxError, SandboxManager, SandboxConfig
+    from assay.plugins.sandbox import SandboxConfig, SandboxError, SandboxManager
     from assay.sandbox_runtimes.podman import PodmanRuntime
 
     plant(private_tmp / f"assay-podman-{os.getuid()}")
-    manager = SandboxManager(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image()),
-                             {"podman": PodmanRuntime})
+    manager = SandboxManager(
+        SandboxConfig.from_env(runtime="podman", image_python=sandbox_image()),
+        {"podman": PodmanRuntime},
+    )
     try:
         with pytest.raises(SandboxError) as caught:
             manager.open_session()
         assert caught.value.code == "SANDBOX_RUNTIME_DIR_UNSAFE"
-        assert not list(private_tmp.rglob("*.sock")), "a service was started in the planted directory"
+        assert not list(private_tmp.rglob("*.sock")), (
+            "a service was started in the planted directory"
+        )
     finally:
         manager.close()
 
@@ -153,8 +166,12 @@ def test_service_is_replaced_when_a_runtime_is_registered_after_it_started(priva
     from assay.plugins.sandbox import SandboxConfig, SandboxManager
 
     runtime = _runtime(oci_runtime="assaytestrunc")
-    manager = SandboxManager(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(),
-                                                    oci_runtime="assaytestrunc"), runtime=runtime)
+    manager = SandboxManager(
+        SandboxConfig.from_env(
+            runtime="podman", image_python=sandbox_image(), oci_runtime="assaytestrunc"
+        ),
+        runtime=runtime,
+    )
     try:
         assert runtime.probe().available  # the main service starts, without the runtime
         _register(test_conf, "assaytestrunc", "/usr/bin/runc")
@@ -170,13 +187,19 @@ def test_an_unregistered_oci_runtime_is_named_as_such(private_tmp, test_conf):
     from assay.plugins.sandbox import SandboxConfig, SandboxError, SandboxManager
 
     runtime = _runtime(oci_runtime="assaynosuchrt")
-    manager = SandboxManager(SandboxConfig.from_env(runtime="podman", image_python=sandbox_image(),
-                                                    oci_runtime="assaynosuchrt"), runtime=runtime)
+    manager = SandboxManager(
+        SandboxConfig.from_env(
+            runtime="podman", image_python=sandbox_image(), oci_runtime="assaynosuchrt"
+        ),
+        runtime=runtime,
+    )
     try:
         with pytest.raises(SandboxError) as caught:
             manager.open_session()
         assert caught.value.code == "SANDBOX_START_FAILED"
-        assert "the OCI runtime 'assaynosuchrt' is not registered with podman" in caught.value.message
+        assert (
+            "the OCI runtime 'assaynosuchrt' is not registered with podman" in caught.value.message
+        )
     finally:
         manager.close()
 

@@ -14,14 +14,19 @@ from assay.plugins.sandbox import (
     build_spec,
 )
 from assay.plugins.sandbox.labels import owner_labels
-from assay.plugins.sandbox.resident import SPARE_PIDS
 from assay.plugins.sandbox.paths import sandbox_path
+from assay.plugins.sandbox.resident import SPARE_PIDS
 
 
 def _spec(**overrides):
     config = SandboxConfig.from_env()
-    return build_spec(config, language="python", name="assay-test", labels=owner_labels("s", "podman", 60),
-                      overrides=overrides)
+    return build_spec(
+        config,
+        language="python",
+        name="assay-test",
+        labels=owner_labels("s", "podman", 60),
+        overrides=overrides,
+    )
 
 
 def test_default_spec_is_hardened():
@@ -42,18 +47,46 @@ def test_default_spec_is_hardened():
 def test_cli_args_carry_every_flag_and_no_weak_one():
     args = _spec().cli_run_args()
     joined = " ".join(args)
-    for flag in ("--network none", "--cap-drop ALL", "--security-opt no-new-privileges", "--read-only",
-                 "--init", f"--pids-limit {10 + SPARE_PIDS}", "--cpu-quota 50000", "--memory-swap 268435456"):
+    for flag in (
+        "--network none",
+        "--cap-drop ALL",
+        "--security-opt no-new-privileges",
+        "--read-only",
+        "--init",
+        f"--pids-limit {10 + SPARE_PIDS}",
+        "--cpu-quota 50000",
+        "--memory-swap 268435456",
+    ):
         assert flag in joined
-    for bad in ("--privileged", "--cap-add", "-v ", "--volume", "--mount", "--network host", "--pid host", "unconfined", "--cpuset"):
+    for bad in (
+        "--privileged",
+        "--cap-add",
+        "-v ",
+        "--volume",
+        "--mount",
+        "--network host",
+        "--pid host",
+        "unconfined",
+        "--cpuset",
+    ):
         assert bad not in joined
 
 
 @pytest.mark.parametrize(
     "override",
-    [{"privileged": True}, {"cap_add": ["SYS_ADMIN"]}, {"network_mode": "host"}, {"network": "bridge"},
-     {"volumes": {"/": {"bind": "/host"}}}, {"binds": ["/etc:/etc"]}, {"mounts": []},
-     {"security_opt": ["seccomp=unconfined"]}, {"user": "0:0"}, {"pid_mode": "host"}, {"devices": ["/dev/kmsg"]}],
+    [
+        {"privileged": True},
+        {"cap_add": ["SYS_ADMIN"]},
+        {"network_mode": "host"},
+        {"network": "bridge"},
+        {"volumes": {"/": {"bind": "/host"}}},
+        {"binds": ["/etc:/etc"]},
+        {"mounts": []},
+        {"security_opt": ["seccomp=unconfined"]},
+        {"user": "0:0"},
+        {"pid_mode": "host"},
+        {"devices": ["/dev/kmsg"]},
+    ],
 )
 def test_weakening_overrides_are_refused(override):
     with pytest.raises(SandboxError) as err:
@@ -66,7 +99,9 @@ def test_under_gvisor_the_process_limit_moves_to_rlimit_nproc_and_the_pids_limit
 
     plain, gvisor = _spec(), _spec(oci_runtime="runsc")
     nproc = {s.oci_runtime: {u.name: u.hard for u in s.ulimits}["nproc"] for s in (plain, gvisor)}
-    assert gvisor.pids_limit == plain.pids_limit + SENTRY_PIDS  # gVisor's own threads are in that cgroup
+    assert (
+        gvisor.pids_limit == plain.pids_limit + SENTRY_PIDS
+    )  # gVisor's own threads are in that cgroup
     assert nproc["runsc"] == 10  # enforced per uid inside gVisor's kernel
     assert nproc[None] > 10  # host-wide under runc: only a backstop there
     assert _spec(oci_runtime="runsc", max_processes=5).pids_limit == 5 + SPARE_PIDS + SENTRY_PIDS
@@ -75,7 +110,12 @@ def test_under_gvisor_the_process_limit_moves_to_rlimit_nproc_and_the_pids_limit
 def test_limits_can_only_tighten():
     assert _spec(memory_limit="64m").memory_bytes == 64 * 1024**2
     assert _spec(max_processes=5).pids_limit == 5 + SPARE_PIDS
-    for key, value in (("memory_limit", "1g"), ("cpu_limit", 4), ("max_processes", 1000), ("timeout", 9999)):
+    for key, value in (
+        ("memory_limit", "1g"),
+        ("cpu_limit", 4),
+        ("max_processes", 1000),
+        ("timeout", 9999),
+    ):
         with pytest.raises(SandboxError) as err:
             _spec(**{key: value})
         assert err.value.code == SANDBOX_OVERRIDE_REFUSED
@@ -83,10 +123,22 @@ def test_limits_can_only_tighten():
 
 @pytest.mark.parametrize(
     "field,value",
-    [("network_disabled", False), ("cap_add", ("NET_ADMIN",)), ("cap_drop", ()), ("no_new_privileges", False),
-     ("read_only_rootfs", False), ("init", False), ("privileged", True), ("seccomp", "unconfined"),
-     ("host_mounts", ("/etc",)), ("user", "0:0"), ("memory_swap_bytes", 0), ("pids_limit", 0),
-     ("extra", {"Binds": ["/:/host"]}), ("environment", {"LD_PRELOAD": "/x.so"})],
+    [
+        ("network_disabled", False),
+        ("cap_add", ("NET_ADMIN",)),
+        ("cap_drop", ()),
+        ("no_new_privileges", False),
+        ("read_only_rootfs", False),
+        ("init", False),
+        ("privileged", True),
+        ("seccomp", "unconfined"),
+        ("host_mounts", ("/etc",)),
+        ("user", "0:0"),
+        ("memory_swap_bytes", 0),
+        ("pids_limit", 0),
+        ("extra", {"Binds": ["/:/host"]}),
+        ("environment", {"LD_PRELOAD": "/x.so"}),
+    ],
 )
 def test_check_refuses_a_spec_weakened_after_construction(field, value):
     weakened = dataclasses.replace(_spec(), **{field: value})
@@ -116,8 +168,18 @@ def test_unknown_language_has_a_code():
     assert err.value.code == SANDBOX_LANGUAGE_UNSUPPORTED
 
 
-@pytest.mark.parametrize("bad", ["../etc/passwd", "/etc/passwd", "a/../../x", "/workspace/../etc", "", "a\x00b",
-                                 "/workspacex/y"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        "../etc/passwd",
+        "/etc/passwd",
+        "a/../../x",
+        "/workspace/../etc",
+        "",
+        "a\x00b",
+        "/workspacex/y",
+    ],
+)
 def test_paths_outside_the_workdir_are_refused(bad):
     with pytest.raises(SandboxError) as err:
         sandbox_path("/workspace", bad)
@@ -136,8 +198,11 @@ def test_a_spec_runs_as_its_uid_blocks_users_and_says_so_in_a_label():
     config = SandboxConfig.from_env()
     block = uids.UidBlock(1879048192 + 40)
     s = build_spec(config, language="python", name="t", labels={}, users=block)
-    assert (s.user, s.exec_user, s.resident_user) == ("1879048232:1879048232", "1879048233:1879048233",
-                                                      "1879048234:1879048234")
+    assert (s.user, s.exec_user, s.resident_user) == (
+        "1879048232:1879048232",
+        "1879048233:1879048233",
+        "1879048234:1879048234",
+    )
     assert s.labels[UID_BLOCK] == "1879048232"
 
 

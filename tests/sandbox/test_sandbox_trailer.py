@@ -12,18 +12,38 @@ from __future__ import annotations
 
 import time
 
-from assay.plugins.sandbox import ContainerSession, ExecRequest, ExecStream, SandboxConfig, build_spec
+from assay.plugins.sandbox import (
+    ContainerSession,
+    ExecRequest,
+    ExecStream,
+    SandboxConfig,
+    build_spec,
+)
 from assay.plugins.sandbox.container import _KILL_ALL
-from assay.plugins.sandbox.stream import flood_limit
-from assay.plugins.sandbox.launcher import NONCE_MARK, Trailer, exit_status_for, launcher_argv, split_nonce
+from assay.plugins.sandbox.launcher import (
+    NONCE_MARK,
+    Trailer,
+    exit_status_for,
+    launcher_argv,
+    split_nonce,
+)
 from assay.plugins.sandbox.resident import KILL_ALL_SOURCE
+from assay.plugins.sandbox.stream import flood_limit
 
 NONCE = "0123456789abcdef"
 
 
 def _trailer_line(nonce: str, **fields) -> bytes:
-    data = {"exit_code": 0, "timed_out": False, "oom_killed": False, "duration_s": 0.1, "stdout_truncated": False,
-            "stderr_truncated": False, "files": [], **fields}
+    data = {
+        "exit_code": 0,
+        "timed_out": False,
+        "oom_killed": False,
+        "duration_s": 0.1,
+        "stdout_truncated": False,
+        "stderr_truncated": False,
+        "files": [],
+        **fields,
+    }
     return f"\x1eASSAY-{nonce}:{data!r}\n".encode()
 
 
@@ -94,8 +114,13 @@ def _run(stream, **kw) -> tuple[Fake, object]:
 
 def test_the_launchers_argv_carries_no_nonce():
     argv = launcher_argv(5.0, 100, 100, "/workspace", ["@python", "print(1)"])
-    assert argv[argv.index("-c") + 2: argv.index("--")] == ["5.000", "100", "100", "/workspace",
-                                                             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]
+    assert argv[argv.index("-c") + 2 : argv.index("--")] == [
+        "5.000",
+        "100",
+        "100",
+        "/workspace",
+        "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    ]
 
 
 def test_a_nonce_line_counts_only_at_the_very_start_of_stderr():
@@ -107,7 +132,9 @@ def test_a_nonce_line_counts_only_at_the_very_start_of_stderr():
 
 def test_a_confirmed_trailer_is_used():
     header = NONCE_MARK + NONCE.encode() + b"\n"
-    session, r = _run(Scripted([(1, b"hi\n"), (2, header + b"err\n" + _trailer_line(NONCE, exit_code=3))], 3))
+    session, r = _run(
+        Scripted([(1, b"hi\n"), (2, header + b"err\n" + _trailer_line(NONCE, exit_code=3))], 3)
+    )
     assert (r.exit_code, r.stdout, r.stderr, r.warnings) == (3, "hi\n", "err\n", [])
     assert session.calls == ["exec"]
 
@@ -123,7 +150,9 @@ def test_a_trailer_the_engines_exit_status_does_not_confirm_is_not_used_and_the_
 
 
 def test_a_trailer_without_the_launchers_nonce_line_first_is_not_used():
-    session, r = _run(Scripted([(2, b"noise" + NONCE_MARK + NONCE.encode() + b"\n" + _trailer_line(NONCE))], 0))
+    session, r = _run(
+        Scripted([(2, b"noise" + NONCE_MARK + NONCE.encode() + b"\n" + _trailer_line(NONCE))], 0)
+    )
     assert any("did not report" in w for w in r.warnings), r.warnings
     assert session.calls == ["exec", "kill"]
 
@@ -137,7 +166,10 @@ def test_reported_files_outside_the_working_directory_are_dropped():
 
 def test_exit_status_for_a_signal_is_what_the_launcher_exits_with():
     assert exit_status_for(Trailer(exit_code=137)) == 137
-    assert exit_status_for(Trailer(exit_code=-1)) == 1 and exit_status_for(Trailer(exit_code=None)) == 1
+    assert (
+        exit_status_for(Trailer(exit_code=-1)) == 1
+        and exit_status_for(Trailer(exit_code=None)) == 1
+    )
 
 
 def test_a_stream_far_past_its_cap_is_not_drained():

@@ -35,7 +35,10 @@ def podman_ok() -> bool:
 def sandbox_image(podman_ok: bool) -> str:
     """The sandbox image name, after checking podman answers and the image exists."""
     require(podman_ok, "podman")
-    require(image_present(TEST_IMAGE), f"sandbox image {TEST_IMAGE} (run scripts/build-sandbox-image.sh)")
+    require(
+        image_present(TEST_IMAGE),
+        f"sandbox image {TEST_IMAGE} (run scripts/build-sandbox-image.sh)",
+    )
     return TEST_IMAGE
 
 
@@ -92,7 +95,9 @@ def endpoint_socket(request):
 
     def get(target: str) -> str | None:
         if is_gvisor(target):
-            require(docker_daemon.runsc_binary() is not None, "gVisor's runsc (apt-get install runsc)")
+            require(
+                docker_daemon.runsc_binary() is not None, "gVisor's runsc (apt-get install runsc)"
+            )
         endpoint = endpoint_of(target)
         if endpoint == "podman":
             return request.getfixturevalue("podman_api_socket")
@@ -111,7 +116,11 @@ def engine_cli(endpoint_socket):
 
     def argv(target: str) -> list[str]:
         if endpoint_of(target) == "dockerd":
-            return [docker_daemon.docker_cli() or "docker", "-H", f"unix://{endpoint_socket(target)}"]
+            return [
+                docker_daemon.docker_cli() or "docker",
+                "-H",
+                f"unix://{endpoint_socket(target)}",
+            ]
         return ["podman"]
 
     return argv
@@ -138,7 +147,9 @@ def engine_managers(request, _podman_service_on_demand, _dockerd_on_demand, endp
         socket_path = endpoint_socket(target)
         key = (target, tuple(sorted(overrides.items())))
         if key not in made:
-            made[key] = manager_for(runtime_of(target), socket_path, **{**TARGETS[target][2], **overrides})
+            made[key] = manager_for(
+                runtime_of(target), socket_path, **{**TARGETS[target][2], **overrides}
+            )
         return made[key]
 
     yield get
@@ -149,8 +160,11 @@ def engine_managers(request, _podman_service_on_demand, _dockerd_on_demand, endp
     if opened and podman_usable():
         leaked += _containers_of_sessions(["podman"], os.getpid(), opened)
     if opened and any(endpoint_of(target) == "dockerd" for target, _ in made):
-        leaked += _containers_of_sessions([docker_daemon.docker_cli() or "docker", "-H",
-                                           f"unix://{_dockerd_on_demand()}"], os.getpid(), opened)
+        leaked += _containers_of_sessions(
+            [docker_daemon.docker_cli() or "docker", "-H", f"unix://{_dockerd_on_demand()}"],
+            os.getpid(),
+            opened,
+        )
     if leaked:
         pytest.fail(f"sandbox containers outlived their managers: {leaked}", pytrace=False)
 
@@ -159,10 +173,20 @@ def _containers_of_sessions(cli: list[str], pid: int, sessions: set[str]) -> lis
     """Containers of this process that belong to the given sessions (others' are not ours to judge);
     they are removed, and returned."""
     done = subprocess.run(
-        [*cli, "ps", "-a", "--filter", "label=assay.sandbox=1",
-         "--filter", f"label=assay.sandbox.owner-pid={pid}",
-         "--format", '{{.ID}} {{index .Labels "assay.sandbox.session"}}'],
-        capture_output=True, text=True, timeout=60,
+        [
+            *cli,
+            "ps",
+            "-a",
+            "--filter",
+            "label=assay.sandbox=1",
+            "--filter",
+            f"label=assay.sandbox.owner-pid={pid}",
+            "--format",
+            '{{.ID}} {{index .Labels "assay.sandbox.session"}}',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     rows = [line.split() for line in done.stdout.splitlines() if line.strip()]
     leaked = [row[0] for row in rows if len(row) == 2 and row[1] in sessions]

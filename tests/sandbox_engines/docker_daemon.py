@@ -18,8 +18,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 from tests.sandbox_engines.podman_service import socket_answers
 
@@ -61,13 +61,28 @@ def docker_daemon(image: str | None = None, start_timeout: float = 60.0) -> Iter
         json.dump(config, fh)
     log = open(os.path.join(tmp, "dockerd.log"), "wb")
     proc = subprocess.Popen(
-        [binary, "--host", f"unix://{sock}", "--data-root", os.path.join(tmp, "data"),
-         "--exec-root", os.path.join(tmp, "exec"), "--pidfile", os.path.join(tmp, "dockerd.pid"),
-         "--config-file", os.path.join(tmp, "daemon.json"),
-         # Sandboxes have no network: no bridge, no iptables rules on the host.
-         "--bridge=none", "--iptables=false", "--ip-masq=false",
-         "--exec-opt", "native.cgroupdriver=cgroupfs"],
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        [
+            binary,
+            "--host",
+            f"unix://{sock}",
+            "--data-root",
+            os.path.join(tmp, "data"),
+            "--exec-root",
+            os.path.join(tmp, "exec"),
+            "--pidfile",
+            os.path.join(tmp, "dockerd.pid"),
+            "--config-file",
+            os.path.join(tmp, "daemon.json"),
+            # Sandboxes have no network: no bridge, no iptables rules on the host.
+            "--bridge=none",
+            "--iptables=false",
+            "--ip-masq=false",
+            "--exec-opt",
+            "native.cgroupdriver=cgroupfs",
+        ],
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in the test run reaches us, not the daemon first
     )
     try:
@@ -77,7 +92,9 @@ def docker_daemon(image: str | None = None, start_timeout: float = 60.0) -> Iter
                 log.flush()
                 raise RuntimeError(f"dockerd exited with {proc.returncode}: {_tail(tmp)}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"dockerd did not answer on {sock} in {start_timeout}s: {_tail(tmp)}")
+                raise RuntimeError(
+                    f"dockerd did not answer on {sock} in {start_timeout}s: {_tail(tmp)}"
+                )
             time.sleep(0.1)
         if image:
             load_image(sock, image)
@@ -100,17 +117,26 @@ def load_image(sock: str, image: str, timeout: float = 600) -> None:
     cli = docker_cli()
     if cli is None:
         raise RuntimeError("no docker client to load the image with")
-    save = subprocess.Popen(["podman", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    save = subprocess.Popen(
+        ["podman", "save", image], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
     try:
-        done = subprocess.run([cli, "-H", f"unix://{sock}", "load", "--quiet"], stdin=save.stdout,
-                              capture_output=True, text=True, timeout=timeout)
+        done = subprocess.run(
+            [cli, "-H", f"unix://{sock}", "load", "--quiet"],
+            stdin=save.stdout,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     finally:
         assert save.stdout is not None
         save.stdout.close()
         save_err = save.stderr.read().decode(errors="replace") if save.stderr else ""
         save.wait(timeout=60)
     if save.returncode != 0 or done.returncode != 0:
-        raise RuntimeError(f"loading {image} into dockerd failed: {save_err[-500:]} {done.stderr[-500:]}")
+        raise RuntimeError(
+            f"loading {image} into dockerd failed: {save_err[-500:]} {done.stderr[-500:]}"
+        )
 
 
 def _tail(tmp: str) -> str:

@@ -60,7 +60,11 @@ def runtime_class(name: str) -> type[SandboxRuntime]:
     """The runtime plugin class ``name`` from ``assay.sandbox_runtimes.<name>``."""
     module = importlib.import_module(f"assay.sandbox_runtimes.{name}")
     for value in vars(module).values():
-        if isinstance(value, type) and issubclass(value, SandboxRuntime) and getattr(value, "name", None) == name:
+        if (
+            isinstance(value, type)
+            and issubclass(value, SandboxRuntime)
+            and getattr(value, "name", None) == name
+        ):
             return value
     raise LookupError(f"sandbox_runtimes.{name} defines no runtime named {name!r}")
 

@@ -16,8 +16,8 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 
 class _UnixHTTPConnection(http.client.HTTPConnection):
@@ -52,7 +52,9 @@ def podman_usable() -> bool:
     try:
         done = subprocess.run(
             ["podman", "version", "--format", "{{.Client.Version}}"],
-            capture_output=True, timeout=20, check=False,
+            capture_output=True,
+            timeout=20,
+            check=False,
         )
     except (OSError, subprocess.TimeoutExpired):
         return False
@@ -83,7 +85,9 @@ def podman_service(start_timeout: float = 30.0) -> Iterator[str]:
         ["podman", "system", "service", "--time=0", f"unix://{path}"],
         # As the runtime starts its own service: a short exec exit delay (conmon leftovers).
         env={**os.environ, **service_environment(tmp)},
-        stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
         start_new_session=True,  # a Ctrl-C in the test run reaches us, not the service first
         cwd=tmp,  # conmon writes an empty "oom" marker into its working directory
     )
@@ -96,7 +100,9 @@ def podman_service(start_timeout: float = 30.0) -> Iterator[str]:
                     tail = fh.read()[-2000:].decode(errors="replace")
                 raise RuntimeError(f"podman system service exited with {proc.returncode}: {tail}")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"podman system service did not answer on {path} in {start_timeout}s")
+                raise RuntimeError(
+                    f"podman system service did not answer on {path} in {start_timeout}s"
+                )
             time.sleep(0.05)
         yield path
     finally:

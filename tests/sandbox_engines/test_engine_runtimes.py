@@ -18,15 +18,21 @@ import uuid
 
 import pytest
 
-from assay.plugins.sandbox import SandboxError, SandboxManager, build_spec
 from assay.kernel.sandbox.errors import (
     SANDBOX_IMAGE_MISSING,
     SANDBOX_PATH_INVALID,
     SANDBOX_RUNTIME_UNAVAILABLE,
     SANDBOX_START_FAILED,
 )
+from assay.plugins.sandbox import SandboxError, SandboxManager, build_spec
 from assay.plugins.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
-from tests.sandbox_engines.engines import GVISOR_TARGETS, config_for, manager_for, runtime_class, runtime_of
+from tests.sandbox_engines.engines import (
+    GVISOR_TARGETS,
+    config_for,
+    manager_for,
+    runtime_class,
+    runtime_of,
+)
 
 MINE = ("docker", "docker@podman", "nerdctl")  # test targets (engines.TARGETS)
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -42,15 +48,31 @@ def _cli(target, request) -> list[str]:
 
 def _labelled_containers(cli: list[str]) -> set[str]:
     """The sandbox containers this test process owns (not a parallel worker's, nor another suite's)."""
-    done = subprocess.run([*cli, "ps", "-a", "-q", "--no-trunc", "--filter", "label=assay.sandbox=1",
-                           "--filter", f"label=assay.sandbox.owner-pid={os.getpid()}"],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            *cli,
+            "ps",
+            "-a",
+            "-q",
+            "--no-trunc",
+            "--filter",
+            "label=assay.sandbox=1",
+            "--filter",
+            f"label=assay.sandbox.owner-pid={os.getpid()}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     return set(done.stdout.split())
 
 
 def _exists(cli: list[str], container_id: str) -> bool:
-    return subprocess.run([*cli, "container", "inspect", container_id], capture_output=True).returncode == 0
+    return (
+        subprocess.run([*cli, "container", "inspect", container_id], capture_output=True).returncode
+        == 0
+    )
 
 
 @pytest.mark.parametrize("target", MINE)
@@ -74,7 +96,9 @@ def test_probe_asks_the_engine_and_doctor_adds_runtime_details(target, request, 
 
 
 def test_docker_probe_fails_with_the_endpoint_when_nothing_listens(tmp_path):
-    rt = runtime_class("docker")(config_for("docker", str(tmp_path / "nothing.sock"), probe_timeout=2))
+    rt = runtime_class("docker")(
+        config_for("docker", str(tmp_path / "nothing.sock"), probe_timeout=2)
+    )
     probe = rt.probe()
     assert not probe.available
     assert str(tmp_path / "nothing.sock") in probe.detail
@@ -82,7 +106,9 @@ def test_docker_probe_fails_with_the_endpoint_when_nothing_listens(tmp_path):
 
 @pytest.mark.parametrize("binary", ["/nonexistent/nerdctl", "false"])
 def test_nerdctl_probe_fails_when_the_cli_is_missing_or_does_not_answer(binary):
-    rt = runtime_class("nerdctl")(config_for("nerdctl", None, nerdctl_binary=binary, probe_timeout=5))
+    rt = runtime_class("nerdctl")(
+        config_for("nerdctl", None, nerdctl_binary=binary, probe_timeout=5)
+    )
     probe = rt.probe()
     assert not probe.available
     assert binary in probe.detail
@@ -90,12 +116,17 @@ def test_nerdctl_probe_fails_when_the_cli_is_missing_or_does_not_answer(binary):
 
 @pytest.mark.parametrize(
     "runtime,overrides",
-    [("docker", {"docker_host": "unix:///nonexistent/docker.sock"}), ("nerdctl", {"nerdctl_binary": "false"})],
+    [
+        ("docker", {"docker_host": "unix:///nonexistent/docker.sock"}),
+        ("nerdctl", {"nerdctl_binary": "false"}),
+    ],
 )
 def test_named_runtime_that_does_not_answer_fails_closed_without_fallback(runtime, overrides):
     # Even with the local runtime allowed, a named runtime never falls back.
     config = config_for(runtime, None, allow_local_runtime=True, probe_timeout=2, **overrides)
-    manager = SandboxManager(config, {runtime: runtime_class(runtime), "local": runtime_class("local")})
+    manager = SandboxManager(
+        config, {runtime: runtime_class(runtime), "local": runtime_class("local")}
+    )
     with pytest.raises(SandboxError) as info:
         manager.open_session()
     assert info.value.code == SANDBOX_RUNTIME_UNAVAILABLE
@@ -103,7 +134,9 @@ def test_named_runtime_that_does_not_answer_fails_closed_without_fallback(runtim
     manager.close()
 
 
-def test_docker_runtime_uses_DOCKER_HOST_when_its_own_setting_is_unset(podman_api_socket, monkeypatch):
+def test_docker_runtime_uses_DOCKER_HOST_when_its_own_setting_is_unset(
+    podman_api_socket, monkeypatch
+):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{podman_api_socket}")
     rt = runtime_class("docker")(config_for("docker", None, docker_host=None))
     try:
@@ -118,8 +151,11 @@ def test_docker_runtime_uses_DOCKER_HOST_when_its_own_setting_is_unset(podman_ap
 def test_missing_image_is_reported_and_leaves_no_container(target, request, sandbox_image):
     cli = _cli(target, request)
     before = _labelled_containers(cli)
-    manager = manager_for(runtime_of(target), _socket_for(target, request),
-                          image_python=f"localhost/assay-no-such-image:{uuid.uuid4().hex[:8]}")
+    manager = manager_for(
+        runtime_of(target),
+        _socket_for(target, request),
+        image_python=f"localhost/assay-no-such-image:{uuid.uuid4().hex[:8]}",
+    )
     try:
         with pytest.raises(SandboxError) as info:
             manager.open_session()
@@ -131,11 +167,15 @@ def test_missing_image_is_reported_and_leaves_no_container(target, request, sand
 
 
 @pytest.mark.parametrize("target", GVISOR_TARGETS)
-def test_gvisor_opt_in_starts_a_sandbox_under_gvisors_kernel(target, fresh_session, engine_managers):
+def test_gvisor_opt_in_starts_a_sandbox_under_gvisors_kernel(
+    target, fresh_session, engine_managers
+):
     session = fresh_session(target)
     inspect = engine_managers(target).inspect(session.id)
     assert (inspect.get("OCIRuntime") or inspect["HostConfig"].get("Runtime")) == "runsc"
-    result = session.run_code("import os, platform; print(platform.release()); print(open('/proc/version').read())")
+    result = session.run_code(
+        "import os, platform; print(platform.release()); print(open('/proc/version').read())"
+    )
     assert result.exit_code == 0, result.stderr
     release = result.stdout.splitlines()[0]
     assert release != os.uname().release, "the sandbox ran on the host's kernel, not gVisor's"
@@ -144,18 +184,28 @@ def test_gvisor_opt_in_starts_a_sandbox_under_gvisors_kernel(target, fresh_sessi
 
 # A runtime named but not there: the engine must refuse (or assay must), never run under runc.
 # On podman's compatible API even runsc is "not there": that API ignores the OCI runtime.
-FAIL_CLOSED = [("docker", "assay-no-such-runtime"), ("docker@podman", "runsc"),
-               ("docker@podman", "assay-no-such-runtime"), ("nerdctl", "assay-no-such-runtime"),
-               ("podman", "assay-no-such-runtime")]
+FAIL_CLOSED = [
+    ("docker", "assay-no-such-runtime"),
+    ("docker@podman", "runsc"),
+    ("docker@podman", "assay-no-such-runtime"),
+    ("nerdctl", "assay-no-such-runtime"),
+    ("podman", "assay-no-such-runtime"),
+]
 
 
 @pytest.mark.parametrize("target,oci_runtime", FAIL_CLOSED)
-def test_a_named_oci_runtime_the_engine_does_not_have_fails_closed(target, oci_runtime, request, sandbox_image):
+def test_a_named_oci_runtime_the_engine_does_not_have_fails_closed(
+    target, oci_runtime, request, sandbox_image
+):
     runtime = runtime_of(target)
     config = config_for(runtime, _socket_for(target, request), oci_runtime=oci_runtime)
     rt = runtime_class(runtime)(config)
-    spec = build_spec(config, language="python", name=f"assay-ocirt-{uuid.uuid4().hex[:8]}",
-                      labels=owner_labels("sbx_ocirt", runtime, 60))
+    spec = build_spec(
+        config,
+        language="python",
+        name=f"assay-ocirt-{uuid.uuid4().hex[:8]}",
+        labels=owner_labels("sbx_ocirt", runtime, 60),
+    )
     if runtime == "docker":
         assert rt.host_config_kwargs(spec)["runtime"] == oci_runtime
     elif runtime == "nerdctl":
@@ -174,8 +224,9 @@ def test_a_named_oci_runtime_the_engine_does_not_have_fails_closed(target, oci_r
 
 
 @pytest.mark.parametrize("target", ["docker", "docker@podman"])
-def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(target, request, sandbox_image,
-                                                                           monkeypatch):
+def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(
+    target, request, sandbox_image, monkeypatch
+):
     # What an engine that drops a setting looks like: the container comes up without it.
     socket_path = _socket_for(target, request)
     config = config_for("docker", socket_path)
@@ -188,27 +239,37 @@ def test_docker_refuses_a_container_the_engine_did_not_create_as_specified(targe
         return kwargs
 
     monkeypatch.setattr(rt, "host_config_kwargs", weaker)
-    spec = build_spec(config, language="python", name=f"assay-weak-{uuid.uuid4().hex[:8]}",
-                      labels=owner_labels("sbx_weak", "docker", 60))
+    spec = build_spec(
+        config,
+        language="python",
+        name=f"assay-weak-{uuid.uuid4().hex[:8]}",
+        labels=owner_labels("sbx_weak", "docker", 60),
+    )
     cli = _cli(target, request)
     before = _labelled_containers(cli)
     try:
         with pytest.raises(SandboxError) as info:
             rt.create_session(spec)
         assert info.value.code == SANDBOX_START_FAILED
-        assert "root filesystem is writable" in info.value.message and "pids limit" in info.value.message
+        assert (
+            "root filesystem is writable" in info.value.message
+            and "pids limit" in info.value.message
+        )
     finally:
         rt.close()
     assert _labelled_containers(cli) - before == set()
 
 
 @pytest.mark.parametrize("runtime", [*MINE, *GVISOR_TARGETS])
-def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(runtime, engine_managers):
+def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(
+    runtime, engine_managers
+):
     session = engine_managers(runtime).open_session()
     try:
         session.put_file("data/in.csv", b"a,b\n1,2\n")
         session.put_file("frozen.txt", b"do not touch", read_only=True)
-        result = session.run_code(textwrap.dedent("""
+        result = session.run_code(
+            textwrap.dedent("""
             import os
             print(open('data/in.csv').read().splitlines()[1])
             open('data/in.csv', 'a').write('3,4\\n')
@@ -219,7 +280,8 @@ def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(runt
                 print('frozen refused')
             open('out.txt', 'w').write('made inside')
             os.symlink('/etc/passwd', 'link')
-        """))
+        """)
+        )
         assert result.exit_code == 0, result.stderr
         assert result.stdout.splitlines() == ["1,2", "frozen refused"]
         assert session.get_file("data/in.csv") == b"a,b\n1,2\n3,4\n"
@@ -236,7 +298,9 @@ def test_files_go_in_with_their_owners_and_come_out_only_from_the_workspace(runt
 
 
 @pytest.mark.parametrize("target", MINE)
-def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(target, request, sandbox_image):
+def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(
+    target, request, sandbox_image
+):
     runtime, cli = runtime_of(target), _cli(target, request)
     config = config_for(runtime, _socket_for(target, request))
     rt = runtime_class(runtime)(config)
@@ -250,8 +314,12 @@ def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(target, 
                 labels[OWNER_PID], labels[OWNER_START] = str(dead.pid), "1"
             elif kind == "expired":
                 labels[EXPIRES] = f"{time.time() - 1:.3f}"
-            spec = build_spec(config, language="python", name=f"assay-reap-{kind}-{uuid.uuid4().hex[:8]}",
-                              labels=labels)
+            spec = build_spec(
+                config,
+                language="python",
+                name=f"assay-reap-{kind}-{uuid.uuid4().hex[:8]}",
+                labels=labels,
+            )
             made[kind] = rt.create_session(spec)
         removed = set(rt.reap())
         # Other processes' reapers may get to an orphan first; either way it is gone.
@@ -265,7 +333,9 @@ def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(target, 
 
 
 def test_exit_clean_up_of_one_runtime_leaves_the_other_runtimes_containers(engine_managers):
-    docker_session = engine_managers("docker@podman").open_session()  # on the same engine as nerdctl's
+    docker_session = engine_managers(
+        "docker@podman"
+    ).open_session()  # on the same engine as nerdctl's
     nerdctl_session = engine_managers("nerdctl").open_session()
     try:
         removed = engine_managers("nerdctl").runtime.reap(only_mine=True)
@@ -294,7 +364,9 @@ def test_sigkilled_owner_leaves_no_orphan_after_the_next_start(target, request, 
     socket_path = _socket_for(target, request)
     holder = subprocess.Popen(
         [sys.executable, "-c", HOLDER.format(repo=REPO, runtime=runtime, socket=socket_path)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
     )
     try:
         container = holder.stdout.readline().strip()
@@ -311,7 +383,9 @@ def test_sigkilled_owner_leaves_no_orphan_after_the_next_start(target, request, 
         manager.close()
 
 
-def test_nerdctl_runs_argv_lists_without_a_shell_and_code_stays_literal(engine_managers, monkeypatch, tmp_path):
+def test_nerdctl_runs_argv_lists_without_a_shell_and_code_stays_literal(
+    engine_managers, monkeypatch, tmp_path
+):
     seen = []
     real_popen = subprocess.Popen
 
@@ -341,9 +415,13 @@ def test_nerdctl_namespace_flag_only_when_configured():
     assert spaced.cli.argv("ps")[:3] == [spaced.cli.binary, "--namespace", "assay"]
 
 
-@pytest.mark.parametrize("module", ["assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.nerdctl"])
+@pytest.mark.parametrize(
+    "module", ["assay.sandbox_runtimes.docker", "assay.sandbox_runtimes.nerdctl"]
+)
 def test_importing_the_runtime_plugin_does_not_import_the_engine_sdk(module):
     code = f"import sys, {module}; print(sorted(m for m in ('docker', 'podman', 'requests') if m in sys.modules))"
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"

@@ -19,7 +19,13 @@ import uuid
 import pytest
 
 from tests.conftest import require
-from tests.sandbox_engines.engines import ALL_RUNTIMES, GVISOR_TARGETS, HARDENED_TARGETS, host_pids_running, is_gvisor
+from tests.sandbox_engines.engines import (
+    ALL_RUNTIMES,
+    GVISOR_TARGETS,
+    HARDENED_TARGETS,
+    host_pids_running,
+    is_gvisor,
+)
 
 MiB = 1024**2
 
@@ -69,20 +75,27 @@ def test_fork_bomb_is_held_to_the_pids_limit_and_killed(runtime, fresh_session, 
     if is_gvisor(runtime):
         # The bomb's processes live in gVisor's kernel, not in the host's process table:
         # ask that kernel (the marker is spelled backwards here, so this probe does not match).
-        look = (f"import os\nm = {marker[::-1]!r}[::-1].encode()\n"
-                "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()"
-                " and m in open('/proc/%s/cmdline' % p, 'rb').read()))")
+        look = (
+            f"import os\nm = {marker[::-1]!r}[::-1].encode()\n"
+            "print(sum(1 for p in os.listdir('/proc') if p.isdigit() and int(p) != os.getpid()"
+            " and m in open('/proc/%s/cmdline' % p, 'rb').read()))"
+        )
         rs = engine_managers(runtime)._sessions[session.id].runtime
         argv = ["python3", "-I", "-S", "-c", look]
-        for _ in range(20):  # asked as the keeper: the code's uid may still be at its limit for a moment
+        for _ in range(
+            20
+        ):  # asked as the keeper: the code's uid may still be at its limit for a moment
             code, out, err, _ = rs._run_helper(argv, 4096, user=rs.spec.user)
             if out.strip() == b"0":
                 break
             time.sleep(0.25)
         assert (code, out.strip()) == (0, b"0"), (code, out, err[-500:])
-        held = session.run_code("import os, time\nn = 0\ntry:\n    while n < 100:\n        if os.fork() == 0:\n"
-                                "            time.sleep(5)\n            os._exit(0)\n        n += 1\n"
-                                "except OSError:\n    pass\nprint(n)", timeout_s=20)
+        held = session.run_code(
+            "import os, time\nn = 0\ntry:\n    while n < 100:\n        if os.fork() == 0:\n"
+            "            time.sleep(5)\n            os._exit(0)\n        n += 1\n"
+            "except OSError:\n    pass\nprint(n)",
+            timeout_s=20,
+        )
         assert 1 <= int(held.stdout) < limit, held  # the launcher and its child count too
     else:
         assert 1 <= peak[0] <= limit, f"saw {peak[0]} bomb processes on the host (limit {limit})"
@@ -130,15 +143,28 @@ print(json.dumps(out))
 """
     facts = _facts(session.run_code(code, timeout_s=25))
     config = engine_managers(runtime).config
-    assert facts["/workspace"][1] in ("ENOSPC", "EFBIG") and facts["/workspace"][0] <= config.workspace_size
+    assert (
+        facts["/workspace"][1] in ("ENOSPC", "EFBIG")
+        and facts["/workspace"][0] <= config.workspace_size
+    )
     assert facts["/tmp"][1] in ("ENOSPC", "EFBIG") and facts["/tmp"][0] <= config.tmp_size
     # /dev/shm is the engine's own small tmpfs; it must be bounded too (and memory-charged).
-    assert facts["/dev/shm"][1] in ("ENOSPC", "EFBIG", "EACCES", "EROFS") and facts["/dev/shm"][0] <= 64 * MiB
-    assert session.run_code("open('after.txt', 'w').write('ok'); print(open('after.txt').read())").stdout == "ok\n"
+    assert (
+        facts["/dev/shm"][1] in ("ENOSPC", "EFBIG", "EACCES", "EROFS")
+        and facts["/dev/shm"][0] <= 64 * MiB
+    )
+    assert (
+        session.run_code(
+            "open('after.txt', 'w').write('ok'); print(open('after.txt').read())"
+        ).stdout
+        == "ok\n"
+    )
 
 
 @pytest.mark.parametrize("runtime", [*ALL_RUNTIMES, *GVISOR_TARGETS])
-def test_one_gib_stdout_flood_is_capped_and_the_process_ends(runtime, fresh_session, engine_managers):
+def test_one_gib_stdout_flood_is_capped_and_the_process_ends(
+    runtime, fresh_session, engine_managers
+):
     session = fresh_session(runtime)
     code = (
         "import os, sys\nblock = b'x' * (1024 * 1024)\n"
@@ -176,8 +202,17 @@ def _listening(host: str, port: int) -> bool:
 # Local shares the host's network: it does not claim to block egress.
 @pytest.mark.parametrize("runtime", HARDENED_TARGETS)
 def test_network_egress_fails_including_to_host_loopback_services(runtime, shared_sessions):
-    require(_listening("127.0.0.1", 5432), "PostgreSQL on 127.0.0.1:5432 (the target that must be unreachable)")
-    targets = [["127.0.0.1", 5432], ["127.0.0.1", 3306], ["10.88.0.1", 5432], ["1.1.1.1", 443], ["::1", 5432]]
+    require(
+        _listening("127.0.0.1", 5432),
+        "PostgreSQL on 127.0.0.1:5432 (the target that must be unreachable)",
+    )
+    targets = [
+        ["127.0.0.1", 5432],
+        ["127.0.0.1", 3306],
+        ["10.88.0.1", 5432],
+        ["1.1.1.1", 443],
+        ["::1", 5432],
+    ]
     host_ip = _host_ip()
     if host_ip and _listening(host_ip, 5432):
         targets.append([host_ip, 5432])
@@ -302,7 +337,9 @@ out['setuid_files'] = [p for p in ('/bin/su', '/usr/bin/su', '/bin/mount', '/usr
 print(json.dumps(out))
 """
     facts = _facts(shared_sessions(runtime).run_code(code, timeout_s=20))
-    assert facts["setuid_files"], "the image should contain setuid binaries for this test to mean anything"
+    assert facts["setuid_files"], (
+        "the image should contain setuid binaries for this test to mean anything"
+    )
     assert facts["su_ids"], facts
     for row in facts["su_ids"]:
         assert "0" not in row, f"su gained root ids: {facts['su_ids']}"
@@ -312,7 +349,9 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("runtime", [*ALL_RUNTIMES, *GVISOR_TARGETS])
-def test_infinite_loop_is_killed_at_the_limit_and_gone_from_the_host(runtime, fresh_session, engine_managers):
+def test_infinite_loop_is_killed_at_the_limit_and_gone_from_the_host(
+    runtime, fresh_session, engine_managers
+):
     session = fresh_session(runtime)
     marker = f"spin-{uuid.uuid4().hex}"
     started = time.monotonic()
@@ -339,13 +378,24 @@ def test_code_that_stops_its_own_kill_timer_is_killed_by_the_host_deadline(runti
     assert session.run_code("print('restarted')").stdout == "restarted\n"
 
 
-
 @pytest.mark.parametrize("runtime", HARDENED_TARGETS)
-def test_planted_stdlib_modules_never_run_in_the_launcher_or_the_host_helpers(runtime, fresh_session):
+def test_planted_stdlib_modules_never_run_in_the_launcher_or_the_host_helpers(
+    runtime, fresh_session
+):
     # Issue 13, item 1: with /workspace on the launcher's sys.path, a planted signal.py
     # switched the timeout off and hijacked the host's kill and file helpers.
     session = fresh_session(runtime, host_grace=1.0)
-    planted = ("signal", "selectors", "json", "stat", "posixpath", "types", "site", "encodings", "traceback")
+    planted = (
+        "signal",
+        "selectors",
+        "json",
+        "stat",
+        "posixpath",
+        "types",
+        "site",
+        "encodings",
+        "traceback",
+    )
     plant = (
         "import os\n"
         "body = \"open('/tmp/hijacked.log', 'a').write(__name__ + '\\\\n')\\nimport time\\ntime.sleep(600)\\n\"\n"
@@ -358,8 +408,9 @@ def test_planted_stdlib_modules_never_run_in_the_launcher_or_the_host_helpers(ru
     )
     assert session.run_code(plant, timeout_s=10).stdout == "planted\n"
     started = time.monotonic()
-    result = session.run_code("import os, mymod\nprint(mymod.VALUE, os.path.exists('/tmp/hijacked.log'))",
-                              timeout_s=5)
+    result = session.run_code(
+        "import os, mymod\nprint(mymod.VALUE, os.path.exists('/tmp/hijacked.log'))", timeout_s=5
+    )
     assert (result.stdout, result.timed_out, result.warnings) == ("42 False\n", False, []), result
     assert time.monotonic() - started < 5
     names = {f.name for f in session.list_files("/workspace")}
@@ -394,12 +445,15 @@ def test_the_kernel_keyring_is_not_shared_between_sandboxes(runtime, fresh_sessi
     # Issue 13, item 2: keys written by one sandbox were read by a later one (same host uid).
     writer, reader = fresh_session(runtime), fresh_session(runtime)
     secret = uuid.uuid4().hex
-    code = _SYSCALL_PROBE + f"""
+    code = (
+        _SYSCALL_PROBE
+        + f"""
 out['add_key'] = call('add_key', b'user', b'assay-{secret}', b'{secret}', {len(secret)}, -4)  # @u
 out['keyctl'] = call('keyctl', 0, -4, 0)  # KEYCTL_GET_KEYRING_ID of the user keyring
 out['request_key'] = call('request_key', b'user', b'assay-{secret}', None, 0)
 print(json.dumps(out))
 """
+    )
     wrote = _facts(writer.run_code(code, timeout_s=20))
     read = _facts(reader.run_code(code, timeout_s=20))
     # gVisor's kernel has no keyrings (EACCES): the host's keyring is never reached there.
@@ -414,8 +468,11 @@ print(json.dumps(out))
 # gVisor's own netlink; ptrace, unshare... are gVisor's). Known, documented (docs/sandbox_engines.md);
 # strict, so the day it holds the marker must go.
 SECCOMP_NOT_ON_EXECS = pytest.mark.xfail(
-    strict=True, reason="runsc 20221219 does not apply the OCI seccomp filter to exec'd processes")
-SECCOMP_TARGETS = [pytest.param(t, marks=SECCOMP_NOT_ON_EXECS) if is_gvisor(t) else t for t in HARDENED_TARGETS]
+    strict=True, reason="runsc 20221219 does not apply the OCI seccomp filter to exec'd processes"
+)
+SECCOMP_TARGETS = [
+    pytest.param(t, marks=SECCOMP_NOT_ON_EXECS) if is_gvisor(t) else t for t in HARDENED_TARGETS
+]
 
 
 @pytest.mark.parametrize("runtime", SECCOMP_TARGETS)
@@ -440,14 +497,22 @@ print(json.dumps(out))
 """
     facts = _facts(shared_sessions(runtime).run_code(code, timeout_s=20))
     assert {k: facts.pop(k) for k in ("AF_UNIX", "AF_INET", "AF_INET6", "socketpair")} == {
-        "AF_UNIX": "OK", "AF_INET": "OK", "AF_INET6": "OK", "socketpair": "x"}
+        "AF_UNIX": "OK",
+        "AF_INET": "OK",
+        "AF_INET6": "OK",
+        "socketpair": "x",
+    }
     assert set(facts.values()) == {"EPERM"}, facts
 
 
 @pytest.mark.parametrize("runtime", SECCOMP_TARGETS)
-def test_new_namespaces_ptrace_and_kernel_interfaces_are_refused(runtime, shared_sessions, engine_managers):
+def test_new_namespaces_ptrace_and_kernel_interfaces_are_refused(
+    runtime, shared_sessions, engine_managers
+):
     # Issue 13, item 4: `unshare -Urm` gave full capabilities in a new namespace; ptrace worked.
-    code = _SYSCALL_PROBE + r"""
+    code = (
+        _SYSCALL_PROBE
+        + r"""
 u = subprocess.run(['unshare', '-Urm', 'sh', '-c', 'mount -t tmpfs -o size=1g none /mnt && echo MOUNTED'],
                    capture_output=True, text=True, timeout=20)
 out['unshare_cmd'] = [u.returncode, 'MOUNTED' in u.stdout]
@@ -464,6 +529,7 @@ out['userfaultfd'] = call('userfaultfd', 0)
 out['seccomp_mode'] = [l.split()[1] for l in open('/proc/self/status') if l.startswith('Seccomp:')][0]
 print(json.dumps(out))
 """
+    )
     facts = _facts(shared_sessions(runtime).run_code(code, timeout_s=30))
     assert facts.pop("seccomp_mode") == "2"
     unshare_exit, mounted = facts.pop("unshare_cmd")
@@ -473,4 +539,6 @@ print(json.dumps(out))
     from assay.plugins.sandbox import seccomp
 
     inspect = engine_managers(runtime).inspect(shared_sessions(runtime).id)
-    assert seccomp.applied(inspect["HostConfig"]["SecurityOpt"]), inspect["HostConfig"]["SecurityOpt"]
+    assert seccomp.applied(inspect["HostConfig"]["SecurityOpt"]), inspect["HostConfig"][
+        "SecurityOpt"
+    ]

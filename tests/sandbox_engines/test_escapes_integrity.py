@@ -18,7 +18,10 @@ import uuid
 import pytest
 
 from tests.sandbox_engines.engines import (
-    CONTAINER_RUNTIMES, GVISOR_TARGETS, HARDENED_TARGETS, is_gvisor,
+    CONTAINER_RUNTIMES,
+    GVISOR_TARGETS,
+    HARDENED_TARGETS,
+    is_gvisor,
 )
 from tests.sandbox_engines.test_escapes import SECCOMP_TARGETS, _facts, _gone
 
@@ -97,14 +100,20 @@ os.kill(ppid, signal.SIGKILL)
 
 
 @pytest.mark.parametrize("runtime", HARDENED_TARGETS)
-def test_a_forged_trailer_and_a_killed_launcher_are_reported_and_the_leftovers_killed(runtime, fresh_session):
+def test_a_forged_trailer_and_a_killed_launcher_are_reported_and_the_leftovers_killed(
+    runtime, fresh_session
+):
     session = fresh_session(runtime)
     marker = f"forger-{uuid.uuid4().hex}"
     result = session.run_code(_FORGE_AND_KILL.replace("MARKER", marker), timeout_s=20)
     assert [f.path for f in result.files] == [], result
     assert result.exit_code != 0, result
-    assert any("did not report" in w or "did not match" in w for w in result.warnings), result.warnings
-    if not is_gvisor(runtime):  # under gVisor its processes live in gVisor's kernel, not in the host's table
+    assert any("did not report" in w or "did not match" in w for w in result.warnings), (
+        result.warnings
+    )
+    if not is_gvisor(
+        runtime
+    ):  # under gVisor its processes live in gVisor's kernel, not in the host's table
         assert _gone(marker) == [], "the daemon outlived the call whose launcher was killed"
     # Nothing left behind answers for the next calls: their code runs, and their status is theirs.
     assert session.run_code("raise SystemExit(3)", timeout_s=20).exit_code == 3
@@ -170,12 +179,17 @@ print(out)
 def _host_cpu() -> float:
     """CPU seconds of this process (every thread: the host's stream readers) and its reaped children
     (an engine's CLI, for nerdctl)."""
-    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    own, children = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
     return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 @pytest.mark.parametrize("runtime", HARDENED_TARGETS)
-def test_output_written_into_the_engines_pipes_costs_the_host_little_cpu(runtime, fresh_session, engine_managers):
+def test_output_written_into_the_engines_pipes_costs_the_host_little_cpu(
+    runtime, fresh_session, engine_managers
+):
     session = fresh_session(runtime)
     session.run_code("print(1)", timeout_s=20)
     before = _host_cpu()
@@ -196,8 +210,10 @@ def test_an_oom_that_takes_the_launcher_first_is_reported_as_out_of_memory(runti
     # tmpfs pages are charged to the sandbox's memory but belong to no process: with the memory
     # filled by a file, the OOM killer picks the largest process - the launcher, not the small dd.
     session = fresh_session(runtime, memory_limit="64m")
-    fill = ("for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/workspace/fill$i bs=1M count=10 2>/dev/null; done; "
-            "dd if=/dev/zero of=/tmp/fill bs=1M count=10 2>/dev/null; echo done")  # 70 MB, 10 MB a file (fsize)
+    fill = (
+        "for i in 1 2 3 4 5 6; do dd if=/dev/zero of=/workspace/fill$i bs=1M count=10 2>/dev/null; done; "
+        "dd if=/dev/zero of=/tmp/fill bs=1M count=10 2>/dev/null; echo done"
+    )  # 70 MB, 10 MB a file (fsize)
     result = session.run_code(fill, language="shell", timeout_s=20)
     assert result.oom_killed, result
     assert result.exit_code == 137 and not result.timed_out, result
@@ -211,7 +227,9 @@ def test_an_oom_that_takes_the_launcher_first_is_reported_as_out_of_memory(runti
 @pytest.mark.parametrize("runtime", GVISOR_TARGETS)
 def test_gvisor_oom_is_reported_with_exit_code_137(runtime, fresh_session):
     session = fresh_session(runtime)
-    result = session.run_code("x = []\nwhile True:\n    x.append(b'\\x01' * (16 * 1024 * 1024))\n", timeout_s=20)
+    result = session.run_code(
+        "x = []\nwhile True:\n    x.append(b'\\x01' * (16 * 1024 * 1024))\n", timeout_s=20
+    )
     assert (result.exit_code, result.oom_killed, result.timed_out) == (137, True, False), result
     assert session.run_code("print('still here')", timeout_s=20).stdout == "still here\n"
 

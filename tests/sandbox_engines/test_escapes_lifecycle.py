@@ -21,9 +21,18 @@ import uuid
 
 import pytest
 
-from tests.sandbox_engines.engines import CONTAINER_RUNTIMES, TEST_IMAGE, host_pids_running, runtime_of
+from tests.sandbox_engines.engines import (
+    CONTAINER_RUNTIMES,
+    TEST_IMAGE,
+    host_pids_running,
+    runtime_of,
+)
 
-API_RUNTIMES = ("podman", "docker", "docker@podman")  # the targets reached through a private API socket
+API_RUNTIMES = (
+    "podman",
+    "docker",
+    "docker@podman",
+)  # the targets reached through a private API socket
 PODMAN_API = ("podman", "docker@podman")  # the targets whose executions podman's conmon watches
 MiB = 1024**2
 
@@ -71,8 +80,13 @@ def test_sigterm_removes_the_container_when_the_sandbox_was_first_used_from_a_wo
     runtime, sandbox_image, endpoint_socket, engine_cli
 ):
     cli = engine_cli(runtime)
-    proc = subprocess.Popen([sys.executable, "-c", _WORKER_FIRST], env=_sandbox_env(runtime, endpoint_socket(runtime)),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _WORKER_FIRST],
+        env=_sandbox_env(runtime, endpoint_socket(runtime)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     cid = ""
     try:
         cid = proc.stdout.readline().strip()
@@ -139,7 +153,8 @@ def test_a_setsid_daemon_ends_with_the_call_that_started_it(runtime, fresh_sessi
         "    except OSError:\n"
         "        pass  # ended meanwhile\n"
         "print(n)\n",
-        timeout_s=20)
+        timeout_s=20,
+    )
     assert later.stdout.strip() == "0", later
 
 
@@ -191,12 +206,20 @@ _CALLER = textwrap.dedent("""
 def test_local_code_cannot_read_the_callers_environment_or_every_result_says_it_can():
     secret = f"s3cr3t-{uuid.uuid4().hex}"
     env = {**os.environ, "ASSAY_ESCAPE_CALLER_SECRET": secret, "ASSAY_LOG_LEVEL": "ERROR"}
-    done = subprocess.run([sys.executable, "-c", _CALLER], env=env, capture_output=True, text=True, timeout=120,
-                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+    done = subprocess.run(
+        [sys.executable, "-c", _CALLER],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
     facts, doctor = report["facts"], report["doctor"]
-    if facts["parent"] is True or facts["any"] is True:  # readable: doctor and the result must say so plainly
+    if (
+        facts["parent"] is True or facts["any"] is True
+    ):  # readable: doctor and the result must say so plainly
         assert "NOT the caller's" in doctor, doctor
         assert any("caller's environment" in w for w in report["warnings"]), report["warnings"]
     else:  # stopped (root, a session uid): out of reach everywhere, and doctor says enforced
@@ -223,7 +246,9 @@ def test_docker_doctor_says_gvisor_is_not_available_where_the_engine_cannot_run_
     # podman's Docker-compatible API lists runsc (podman's configuration names it) but ignores it.
     from tests.sandbox_engines.engines import config_for, runtime_class
 
-    config = config_for("docker", podman_api_socket, **({"oci_runtime": "runsc"} if requested else {}))
+    config = config_for(
+        "docker", podman_api_socket, **({"oci_runtime": "runsc"} if requested else {})
+    )
     runtime = runtime_class("docker")(config)
     try:
         status = runtime.enforced_limits()["gVisor (runsc)"]
@@ -243,7 +268,9 @@ def test_doctor_says_gvisor_is_enforced_only_when_requested_and_a_probe_ran_unde
     from tests.sandbox_engines.engines import config_for, runtime_class
 
     require(runsc_binary() is not None, "gVisor's runsc (apt-get install runsc)")
-    config = config_for(target, endpoint_socket(target), **({"oci_runtime": "runsc"} if requested else {}))
+    config = config_for(
+        target, endpoint_socket(target), **({"oci_runtime": "runsc"} if requested else {})
+    )
     runtime = runtime_class(target)(config)
     try:
         runtime.doctor()  # as `assay sandbox doctor` does: the engine's info first
@@ -253,7 +280,9 @@ def test_doctor_says_gvisor_is_enforced_only_when_requested_and_a_probe_ran_unde
     status = limits["gVisor (runsc)"]
     assert status.startswith("enforced" if requested else "available, not requested"), status
     # ... and the seccomp line says what the profile does not filter under gVisor.
-    assert (limits["seccomp (assay profile)"] is True) is not requested, limits["seccomp (assay profile)"]
+    assert (limits["seccomp (assay profile)"] is True) is not requested, limits[
+        "seccomp (assay profile)"
+    ]
     assert f"the host's {os.uname().release}" in status and "kernel is 4.4.0" in status, status
 
 
@@ -282,7 +311,9 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
-def test_dev_shm_is_sized_explicitly_and_message_queues_are_bounded(runtime, fresh_session, engine_managers):
+def test_dev_shm_is_sized_explicitly_and_message_queues_are_bounded(
+    runtime, fresh_session, engine_managers
+):
     from assay.plugins.sandbox.spec import MSGQUEUE_BYTES
 
     config = engine_managers(runtime).config
@@ -297,7 +328,9 @@ def test_dev_shm_is_sized_explicitly_and_message_queues_are_bounded(runtime, fre
     # What is left in /dev/shm stays for the session's later calls (documented), never for another session.
     again = json.loads(session.run_code(_SHM_PROBE, timeout_s=20).stdout.strip().splitlines()[-1])
     assert again["left"] == ["left-by-call"], again
-    other = json.loads(fresh_session(runtime).run_code(_SHM_PROBE, timeout_s=20).stdout.strip().splitlines()[-1])
+    other = json.loads(
+        fresh_session(runtime).run_code(_SHM_PROBE, timeout_s=20).stdout.strip().splitlines()[-1]
+    )
     assert other["left"] == [], other
 
 
@@ -305,12 +338,15 @@ def test_dev_shm_is_sized_explicitly_and_message_queues_are_bounded(runtime, fre
 
 
 @pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
-def test_after_a_hard_reset_the_container_runs_again_before_the_call_returns(runtime, fresh_session,
-                                                                              engine_managers):
+def test_after_a_hard_reset_the_container_runs_again_before_the_call_returns(
+    runtime, fresh_session, engine_managers
+):
     manager = engine_managers(runtime, host_grace=1.0)
     session = fresh_session(runtime, host_grace=1.0)
     rs = manager._sessions[session.id].runtime
-    rs._kill_code_processes = lambda: False  # a wedged kill helper: the host must reset the container
+    rs._kill_code_processes = lambda: (
+        False
+    )  # a wedged kill helper: the host must reset the container
     marker = f"reset-{uuid.uuid4().hex}"
     code = f"# {marker}\nimport os, signal\nos.kill(os.getppid(), signal.SIGSTOP)\nwhile True:\n    pass\n"
     result = session.run_code(code, timeout_s=1)
@@ -335,14 +371,20 @@ def _exec_conmons(container_id: str) -> int:
                 argv = fh.read().split(b"\0")
         except OSError:
             continue
-        if argv and argv[0].endswith(b"conmon") and b"--exec-attach" in argv and container_id.encode() in argv:
+        if (
+            argv
+            and argv[0].endswith(b"conmon")
+            and b"--exec-attach" in argv
+            and container_id.encode() in argv
+        ):
             count += 1
     return count
 
 
 @pytest.mark.parametrize("runtime", PODMAN_API)
-def test_conmon_processes_of_finished_executions_leave_the_host_within_seconds(runtime, fresh_session,
-                                                                               engine_managers, capsys):
+def test_conmon_processes_of_finished_executions_leave_the_host_within_seconds(
+    runtime, fresh_session, engine_managers, capsys
+):
     from assay.sandbox_runtimes.podman_conf import EXEC_EXIT_DELAY_S
 
     session = fresh_session(runtime)
@@ -359,10 +401,14 @@ def test_conmon_processes_of_finished_executions_leave_the_host_within_seconds(r
         left = _exec_conmons(container)
     took = time.monotonic() - started
     with capsys.disabled():
-        print(f"\n[{runtime}] {executions} executions: {peak} exec conmon processes right after, "
-              f"{left} after {took:.1f} s")
+        print(
+            f"\n[{runtime}] {executions} executions: {peak} exec conmon processes right after, "
+            f"{left} after {took:.1f} s"
+        )
     assert peak <= 2 * executions
-    assert left == 0, f"{left} exec conmon processes still on the host after {took:.1f} s (peak {peak})"
+    assert left == 0, (
+        f"{left} exec conmon processes still on the host after {took:.1f} s (peak {peak})"
+    )
 
 
 def test_podman_service_conf_changes_only_the_exit_delay(tmp_path, monkeypatch):
@@ -371,8 +417,10 @@ def test_podman_service_conf_changes_only_the_exit_delay(tmp_path, monkeypatch):
     from assay.sandbox_runtimes.podman_conf import EXEC_EXIT_DELAY_S, service_environment
 
     source = tmp_path / "system.conf"
-    source.write_text('[containers]\ndefault_ulimits = ["nofile=1024:1024"]\n[engine]\nruntime = "runc"\n'
-                      'exit_command_delay = 300\n[engine.runtimes]\nrunc = ["/usr/bin/runc"]\n')
+    source.write_text(
+        '[containers]\ndefault_ulimits = ["nofile=1024:1024"]\n[engine]\nruntime = "runc"\n'
+        'exit_command_delay = 300\n[engine.runtimes]\nrunc = ["/usr/bin/runc"]\n'
+    )
     monkeypatch.setenv("CONTAINERS_CONF", str(source))
     env = service_environment(tmp_path)
     written = tomllib.loads((tmp_path / "containers.conf").read_text())
@@ -380,12 +428,16 @@ def test_podman_service_conf_changes_only_the_exit_delay(tmp_path, monkeypatch):
     expected = tomllib.loads(source.read_text())
     expected["engine"]["exit_command_delay"] = EXEC_EXIT_DELAY_S
     assert written == expected
-    source.write_text("[engine\nbroken")  # unreadable exactly: the service keeps podman's own setting
+    source.write_text(
+        "[engine\nbroken"
+    )  # unreadable exactly: the service keeps podman's own setting
     assert service_environment(tmp_path) == {}
 
 
 @pytest.mark.parametrize("runtime", CONTAINER_RUNTIMES)
-def test_a_reset_whose_start_returns_early_is_waited_for(runtime, fresh_session, engine_managers, engine_cli):
+def test_a_reset_whose_start_returns_early_is_waited_for(
+    runtime, fresh_session, engine_managers, engine_cli
+):
     """The engines' start returned before the container ran (docker 4 of 4, podman 1 of 6): modelled here
     by a reset that kills at once and starts the container 1.5 s later, in the background."""
     import threading
@@ -401,7 +453,9 @@ def test_a_reset_whose_start_returns_early_is_waited_for(runtime, fresh_session,
     def early_returning_reset():
         subprocess.run([*cli, "kill", "--signal", "KILL", rs.id], capture_output=True, timeout=60)
         subprocess.run([*cli, "wait", rs.id], capture_output=True, timeout=60)
-        timer = threading.Timer(1.5, lambda: subprocess.run([*cli, "start", rs.id], capture_output=True))
+        timer = threading.Timer(
+            1.5, lambda: subprocess.run([*cli, "start", rs.id], capture_output=True)
+        )
         timer.start()
         started.append(timer)
 

@@ -106,7 +106,11 @@ def observed(shared_sessions, engine_managers):
             manager = engine_managers(runtime)
             result = session.run_code(PROBE, timeout_s=20)
             assert result.exit_code == 0, result.stderr
-            cache[runtime] = (manager.inspect(session.id), json.loads(result.stdout), manager.config)
+            cache[runtime] = (
+                manager.inspect(session.id),
+                json.loads(result.stdout),
+                manager.config,
+            )
         return cache[runtime]
 
     return get
@@ -182,8 +186,10 @@ def test_cpu_is_a_quota_not_a_cpuset_and_throttles(runtime, observed, shared_ses
     assert open(f"{cpu}/cpu.cfs_quota_us").read().strip() == str(int(config.cpu_limit * 100_000))
     usage = f"{_host_cgroup(pid, 'cpuacct')}/cpuacct.usage"
     before, t0 = int(open(usage).read()), time.monotonic()
-    result = shared_sessions(runtime).run_code("import time\nt = time.monotonic()\nwhile time.monotonic() - t < 2:\n"
-                                               "    pass\n", timeout_s=20)
+    result = shared_sessions(runtime).run_code(
+        "import time\nt = time.monotonic()\nwhile time.monotonic() - t < 2:\n    pass\n",
+        timeout_s=20,
+    )
     share = (int(open(usage).read()) - before) / 1e9 / (time.monotonic() - t0)
     assert result.exit_code == 0, result.stderr
     assert share < config.cpu_limit + 0.2, share
@@ -191,8 +197,12 @@ def test_cpu_is_a_quota_not_a_cpuset_and_throttles(runtime, observed, shared_ses
 
 def test_pids_limit_applies(runtime, observed):
     inspect, facts, config = observed(runtime)
-    assert inspect["HostConfig"]["PidsLimit"] == host_pids_limit(config.oci_runtime, config.max_processes)
-    if is_gvisor(runtime):  # the host's limit covers gVisor's own threads; the code meets RLIMIT_NPROC
+    assert inspect["HostConfig"]["PidsLimit"] == host_pids_limit(
+        config.oci_runtime, config.max_processes
+    )
+    if is_gvisor(
+        runtime
+    ):  # the host's limit covers gVisor's own threads; the code meets RLIMIT_NPROC
         assert facts["nproc"] == [config.max_processes, config.max_processes]
     else:
         assert facts["cg"]["pids"] == str(host_pids_limit(config.oci_runtime, config.max_processes))
@@ -202,17 +212,27 @@ def test_all_capabilities_dropped(runtime, observed):
     inspect, facts, _ = observed(runtime)
     host = inspect["HostConfig"]
     dropped = {c.upper().removeprefix("CAP_") for c in host.get("CapDrop") or []}
-    assert "ALL" in dropped or {"CHOWN", "DAC_OVERRIDE", "SETUID", "SETGID", "NET_RAW", "SYS_CHROOT"} <= dropped
+    assert (
+        "ALL" in dropped
+        or {"CHOWN", "DAC_OVERRIDE", "SETUID", "SETGID", "NET_RAW", "SYS_CHROOT"} <= dropped
+    )
     assert not host.get("CapAdd")
-    fields = ("CapInh", "CapPrm", "CapEff", "CapBnd") + (() if is_gvisor(runtime) else ("CapAmb",))  # gVisor: no CapAmb
+    fields = ("CapInh", "CapPrm", "CapEff", "CapBnd") + (
+        () if is_gvisor(runtime) else ("CapAmb",)
+    )  # gVisor: no CapAmb
     for field in fields:
         assert int(facts["status"][field], 16) == 0, field
 
 
 def test_no_new_privileges_set(runtime, observed):
     inspect, facts, _ = observed(runtime)
-    assert any(opt.startswith("no-new-privileges") for opt in inspect["HostConfig"].get("SecurityOpt") or [])
-    assert facts["nnp"] == 1  # prctl(PR_GET_NO_NEW_PRIVS); gVisor's /proc/self/status has no NoNewPrivs line
+    assert any(
+        opt.startswith("no-new-privileges")
+        for opt in inspect["HostConfig"].get("SecurityOpt") or []
+    )
+    assert (
+        facts["nnp"] == 1
+    )  # prctl(PR_GET_NO_NEW_PRIVS); gVisor's /proc/self/status has no NoNewPrivs line
     assert facts["status"].get("NoNewPrivs", "1") == "1"
 
 
@@ -248,8 +268,8 @@ def test_file_size_ulimit_stops_a_larger_write(runtime, observed):
 
 
 def test_code_and_keeper_run_as_non_root_users_of_the_sessions_own_block(runtime, observed):
-    from assay.plugins.sandbox.labels import UID_BLOCK
     from assay.kernel.sandbox.uids import BLOCK, parse_range
+    from assay.plugins.sandbox.labels import UID_BLOCK
 
     inspect, facts, config = observed(runtime)
     first = int(inspect["Config"]["Labels"][UID_BLOCK])
@@ -263,7 +283,13 @@ def test_code_and_keeper_run_as_non_root_users_of_the_sessions_own_block(runtime
 def test_an_init_process_is_pid_one(runtime, observed):
     inspect, facts, _ = observed(runtime)
     assert inspect["HostConfig"]["Init"] is True
-    assert os.path.basename(facts["pid1"][0]) in ("catatonit", "podman-init", "tini", "docker-init", "tini-static")
+    assert os.path.basename(facts["pid1"][0]) in (
+        "catatonit",
+        "podman-init",
+        "tini",
+        "docker-init",
+        "tini-static",
+    )
 
 
 def test_no_host_mounts(runtime, observed):
@@ -273,17 +299,37 @@ def test_no_host_mounts(runtime, observed):
     # What the engine itself provides: files it generated for this very
     # container (their source lies in the container's own directory) and,
     # read-only, its init binary. Nothing else of the host's file tree.
-    engine_files = {"/etc/hosts", "/etc/hostname", "/etc/resolv.conf", "/etc/passwd", "/etc/group",
-                    "/run/.containerenv", "/.dockerenv"}
+    engine_files = {
+        "/etc/hosts",
+        "/etc/hostname",
+        "/etc/resolv.conf",
+        "/etc/passwd",
+        "/etc/group",
+        "/run/.containerenv",
+        "/.dockerenv",
+    }
     engine_init = {"/run/podman-init", "/sbin/docker-init", "/usr/sbin/docker-init", "/dev/init"}
     for target, fstype, root, options in facts["mounts"]:
-        if fstype in ("proc", "sysfs", "tmpfs", "devpts", "mqueue", "cgroup", "cgroup2", "overlay", "shm"):
+        if fstype in (
+            "proc",
+            "sysfs",
+            "tmpfs",
+            "devpts",
+            "mqueue",
+            "cgroup",
+            "cgroup2",
+            "overlay",
+            "shm",
+        ):
             continue
         if is_gvisor(runtime) and fstype == "9p":
             # gVisor serves the container's root and the engine's files through its gofer
             # (9p); its mount table shows "/" as every such mount's root.
             # podman makes /dev/shm a sized tmpfs of the container's own on the host.
-            assert target in ("/", "/dev/shm") or target in engine_files or target in engine_init, (target, root)
+            assert target in ("/", "/dev/shm") or target in engine_files or target in engine_init, (
+                target,
+                root,
+            )
             continue
         if target in engine_init:
             assert "ro" in options.split(","), (target, options)

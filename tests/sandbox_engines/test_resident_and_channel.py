@@ -23,8 +23,10 @@ while True:
     conn.sendall(conn.recv(1024).upper()); conn.close()
 """
 
-ASK = ("import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
-       "s.connect('/workspace/echo.sock'); s.sendall(b'ping'); print(s.recv(64).decode())")
+ASK = (
+    "import socket\ns = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)\n"
+    "s.connect('/workspace/echo.sock'); s.sendall(b'ping'); print(s.recv(64).decode())"
+)
 
 # Reads one line from stdin, answers it on stdout after a marker line.
 ECHO_CHANNEL = r"""
@@ -43,9 +45,13 @@ def test_resident_outlives_calls_runs_as_its_own_uid_and_stops(runtime, fresh_se
     assert session.supports_resident
     ready, pid, uid = session.start_resident(RESIDENT).split()
     keeper, code = session.caller_uids
-    assert ready == "ready" and int(uid) == code + 1  # the session's resident uid: not the code's, not the keeper's
+    assert (
+        ready == "ready" and int(uid) == code + 1
+    )  # the session's resident uid: not the code's, not the keeper's
     assert int(uid) not in (keeper, code)
-    for _ in range(2):  # each run_code ends with the launcher killing the code's uid: the resident stays
+    for _ in range(
+        2
+    ):  # each run_code ends with the launcher killing the code's uid: the resident stays
         assert session.run_code(ASK).stdout.strip() == "PING"
     killed = session.run_code(f"import os, signal\nos.kill({pid}, signal.SIGKILL)")
     assert "PermissionError" in killed.stderr  # the code cannot signal it

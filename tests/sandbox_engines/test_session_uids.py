@@ -41,11 +41,15 @@ print(made, err)
 
 
 @pytest.mark.parametrize("runtime", ENGINES)
-def test_message_queue_bytes_held_by_one_session_leave_another_sessions_quota_alone(runtime, fresh_session):
+def test_message_queue_bytes_held_by_one_session_leave_another_sessions_quota_alone(
+    runtime, fresh_session
+):
     filler, other = fresh_session(runtime), fresh_session(runtime)
     made, err = filler.run_code(FILL_MQUEUE).stdout.split()
     assert int(made) >= 1 and err == "EMFILE"  # its own uid's quota is used up, and the queues stay
-    assert other.run_code(FILL_MQUEUE).stdout.split()[0] == made  # the other session has all of its own
+    assert (
+        other.run_code(FILL_MQUEUE).stdout.split()[0] == made
+    )  # the other session has all of its own
 
 
 @pytest.mark.parametrize("runtime", ENGINES)
@@ -57,22 +61,42 @@ def test_sessions_have_disjoint_uids_from_the_range(runtime, fresh_session, engi
     for session in sessions:
         users = manager.session_users(session.id)
         ids = {int(u.split(":")[0]) for u in users} | {int(u.split(":")[1]) for u in users}
-        assert len({int(u.split(":")[0]) for u in users}) == 3 and all(low <= i <= high for i in ids)
+        assert len({int(u.split(":")[0]) for u in users}) == 3 and all(
+            low <= i <= high for i in ids
+        )
         assert not ids & seen
         seen |= ids
-        assert session.run_code("import os; print(os.getuid())").stdout.strip() == users[1].split(":")[0]
+        assert (
+            session.run_code("import os; print(os.getuid())").stdout.strip()
+            == users[1].split(":")[0]
+        )
 
 
 @pytest.mark.parametrize("runtime", ENGINES)
-def test_a_block_another_container_holds_is_not_taken(runtime, engine_managers, engine_cli, monkeypatch):
+def test_a_block_another_container_holds_is_not_taken(
+    runtime, engine_managers, engine_cli, monkeypatch
+):
     """A container of the engine labelled with a block (another process's session, an orphan) keeps it:
     the new session finds it through the engine and takes the next pick."""
     manager = engine_managers(runtime)
     low, _ = uids.parse_range(manager.config.uid_range)
     taken, free = uids.UidBlock(low), uids.UidBlock(low + uids.BLOCK)
     cli = engine_cli(runtime)
-    holder = subprocess.run([*cli, "create", "--label", f"{UID_BLOCK}={taken.label}", "--label", "assay.test=1",
-                             manager.config.image_python, "true"], capture_output=True, text=True, timeout=120)
+    holder = subprocess.run(
+        [
+            *cli,
+            "create",
+            "--label",
+            f"{UID_BLOCK}={taken.label}",
+            "--label",
+            "assay.test=1",
+            manager.config.image_python,
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert holder.returncode == 0, holder.stderr
     picks = iter([taken, free])
     monkeypatch.setattr(uids, "pick", lambda _range: next(picks))
@@ -80,8 +104,13 @@ def test_a_block_another_container_holds_is_not_taken(runtime, engine_managers, 
     try:
         session = manager.open_session()
         assert manager.session_users(session.id)[0] == free.keeper
-        labels = json.loads(subprocess.run([*cli, "container", "inspect", holder.stdout.strip()],
-                                           capture_output=True, text=True).stdout)[0]["Config"]["Labels"]
+        labels = json.loads(
+            subprocess.run(
+                [*cli, "container", "inspect", holder.stdout.strip()],
+                capture_output=True,
+                text=True,
+            ).stdout
+        )[0]["Config"]["Labels"]
         assert labels[UID_BLOCK] == taken.label  # the holder is still there, untouched
     finally:
         if session is not None:

@@ -19,7 +19,9 @@ def make_sales(path: Path, rows: int = 120) -> Path:
     conn = sqlite3.connect(path)
     conn.execute("CREATE TABLE sales (id INTEGER PRIMARY KEY, region TEXT, amount INTEGER)")
     regions = ["north", "south", "east", "west"]
-    conn.executemany("INSERT INTO sales VALUES (?, ?, ?)", [(i, regions[i % 4], i * 3) for i in range(rows)])
+    conn.executemany(
+        "INSERT INTO sales VALUES (?, ?, ?)", [(i, regions[i % 4], i * 3) for i in range(rows)]
+    )
     conn.commit()
     conn.close()
     return path
@@ -34,8 +36,15 @@ def sales_db(tmp_path) -> Path:
 def service_env(assay_home, sales_db, monkeypatch) -> dict[str, str]:
     """The environment of a service process: its own ASSAY_HOME, the sample datasource, local sandbox."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ASSAY_")}
-    env.update({"ASSAY_HOME": str(assay_home), "ASSAY_SQL_DATABASES": f"sales=sqlite:///{sales_db}",
-                "SANDBOX_RUNTIME": "local", "SANDBOX_ALLOW_LOCAL_RUNTIME": "1", "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "ASSAY_HOME": str(assay_home),
+            "ASSAY_SQL_DATABASES": f"sales=sqlite:///{sales_db}",
+            "SANDBOX_RUNTIME": "local",
+            "SANDBOX_ALLOW_LOCAL_RUNTIME": "1",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     for key, value in env.items():
         if key.startswith(("ASSAY_", "SANDBOX_")):
             monkeypatch.setenv(key, value)
@@ -49,16 +58,26 @@ def free_port() -> int:
 
 
 def make_token(env: dict[str, str], owner: str = "alice") -> str:
-    out = subprocess.run([sys.executable, "-m", "assay.kernel.cli", "tokens", "create", "--owner", owner],
-                         env=env, capture_output=True, text=True, check=True, timeout=60)
+    out = subprocess.run(
+        [sys.executable, "-m", "assay.kernel.cli", "tokens", "create", "--owner", owner],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
     return out.stdout.strip()
 
 
-def wait_port(port: int, proc: subprocess.Popen, timeout: float = 60, host: str = "127.0.0.1") -> None:
+def wait_port(
+    port: int, proc: subprocess.Popen, timeout: float = 60, host: str = "127.0.0.1"
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}")
+            raise RuntimeError(
+                f"server exited with {proc.returncode}: {proc.stderr.read() if proc.stderr else ''}"
+            )
         try:
             with socket.create_connection((host, port), timeout=0.5):
                 return
@@ -78,8 +97,12 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 SCRIPT = [
-    {"tool": "sql_query",
-     "arguments": {"sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"}},
+    {
+        "tool": "sql_query",
+        "arguments": {
+            "sql": "SELECT region, SUM(amount) AS total FROM sales GROUP BY region ORDER BY region"
+        },
+    },
     {"text": "East sold the most."},
 ]
 
@@ -87,7 +110,9 @@ SCRIPT = [
 class LiveServer:
     """An `assay serve` process on loopback with its own ASSAY_HOME, sample database and scripted model."""
 
-    def __init__(self, root: Path, settings: dict[str, str] | None = None, script: list | None = None) -> None:
+    def __init__(
+        self, root: Path, settings: dict[str, str] | None = None, script: list | None = None
+    ) -> None:
         import json
 
         root.mkdir(parents=True, exist_ok=True)
@@ -97,16 +122,28 @@ class LiveServer:
         script_path = root / "script.json"
         script_path.write_text(json.dumps(script or SCRIPT))
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("ASSAY_", "SANDBOX_"))}
-        self.env.update({"ASSAY_HOME": str(root / "home"), "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
-                         "ASSAY_SERVICE_MODEL": f"scripted:{script_path}", "SANDBOX_RUNTIME": "local",
-                         "SANDBOX_ALLOW_LOCAL_RUNTIME": "1", "PYTHONUNBUFFERED": "1", **(settings or {})})
+        self.env.update(
+            {
+                "ASSAY_HOME": str(root / "home"),
+                "ASSAY_SQL_DATABASES": f"sales=sqlite:///{db}",
+                "ASSAY_SERVICE_MODEL": f"scripted:{script_path}",
+                "SANDBOX_RUNTIME": "local",
+                "SANDBOX_ALLOW_LOCAL_RUNTIME": "1",
+                "PYTHONUNBUFFERED": "1",
+                **(settings or {}),
+            }
+        )
         self.alice = make_token(self.env, "alice")
         self.bob = make_token(self.env, "bob")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = open(root / "serve.log", "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "serve", "--port", str(self.port)],
-                                     env=self.env, stdout=self.log, stderr=subprocess.STDOUT)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "assay.kernel.cli", "serve", "--port", str(self.port)],
+            env=self.env,
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
         try:
             wait_port(self.port, self.proc, timeout=90)
         except Exception:
@@ -137,11 +174,26 @@ def report_step(messages):
 
     text = next(m.content for m in reversed(messages) if m.role == "tool")
     aid = re.search(r"art_[0-9a-f]{20}", text).group(0)
-    document = {"title": "Sales by region", "blocks": [
-        {"type": "heading", "text": "The best region"},
-        {"type": "number", "label": "Top region's total", "artifact_id": aid, "path": [0, "total"], "format": ","},
-        {"type": "table", "artifact_id": aid, "columns": ["region", "total"],
-         "sort": [{"column": "total", "descending": True}], "caption": "Totals, highest first"}]}
+    document = {
+        "title": "Sales by region",
+        "blocks": [
+            {"type": "heading", "text": "The best region"},
+            {
+                "type": "number",
+                "label": "Top region's total",
+                "artifact_id": aid,
+                "path": [0, "total"],
+                "format": ",",
+            },
+            {
+                "type": "table",
+                "artifact_id": aid,
+                "columns": ["region", "total"],
+                "sort": [{"column": "total", "descending": True}],
+                "caption": "Totals, highest first",
+            },
+        ],
+    }
     return {"tool": "render_report", "arguments": {"document": document}}
 
 
@@ -154,18 +206,25 @@ def in_process_server(tmp_path, monkeypatch):
     import threading
 
     import uvicorn
+
+    from assay import Kernel, hookimpl
     from assay.plugins.models.scripted import ScriptedModel
     from assay.plugins.service.server import build
     from assay.plugins.service.settings import ServiceSettings
     from assay.plugins.service.tokens import TokenStore, store_path
 
-    from assay import Kernel, hookimpl
-
     class WebScripted(ScriptedModel):
         model_id = "web_scripted"
 
         def __init__(self, **_: object) -> None:
-            super().__init__([{"tool": "sql_query", "arguments": {"sql": REPORT_SQL}}, report_step, answer, answer])
+            super().__init__(
+                [
+                    {"tool": "sql_query", "arguments": {"sql": REPORT_SQL}},
+                    report_step,
+                    answer,
+                    answer,
+                ]
+            )
 
     class Models:
         __name__ = "web_models"
@@ -186,7 +245,9 @@ def in_process_server(tmp_path, monkeypatch):
         bob, _ = tokens.create("bob")
         app, _ = build(kernel, ServiceSettings(model="web_scripted", **settings), tokens)
         port = free_port()
-        server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+        server = uvicorn.Server(
+            uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning")
+        )
         thread = threading.Thread(target=server.run, daemon=True)
         thread.start()
         started.append((server, thread, kernel))
@@ -201,4 +262,3 @@ def in_process_server(tmp_path, monkeypatch):
         server.should_exit = True
         thread.join(timeout=60)
         kernel.close()
-

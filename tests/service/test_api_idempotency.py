@@ -14,13 +14,21 @@ pytest.importorskip("fastapi")
 BODY = {"question": "Which region sold the most?", "datasource": "sales"}
 
 
-def post(server: LiveServer, key: str, who: str = "alice", body: dict | None = None) -> httpx.Response:
-    return httpx.post(f"{server.url}/runs", json=body or BODY, timeout=30,
-                      headers={**server.headers(who), "Idempotency-Key": key})
+def post(
+    server: LiveServer, key: str, who: str = "alice", body: dict | None = None
+) -> httpx.Response:
+    return httpx.post(
+        f"{server.url}/runs",
+        json=body or BODY,
+        timeout=30,
+        headers={**server.headers(who), "Idempotency-Key": key},
+    )
 
 
 def listed(server: LiveServer, who: str = "alice") -> list[str]:
-    runs = httpx.get(f"{server.url}/runs", params={"limit": 500}, headers=server.headers(who), timeout=30).json()
+    runs = httpx.get(
+        f"{server.url}/runs", params={"limit": 500}, headers=server.headers(who), timeout=30
+    ).json()
     return [r["run_id"] for r in runs["runs"]]
 
 
@@ -32,7 +40,9 @@ def test_a_post_retried_with_the_same_key_starts_one_run_and_answers_it_again(li
     assert again.json()["run_id"] == first.json()["run_id"]
     assert again.headers.get("idempotent-replayed") == "true"
     assert len(listed(live_server)) == len(before) + 1
-    assert post(live_server, key, who="bob").json()["run_id"] != first.json()["run_id"]  # keys are per owner
+    assert (
+        post(live_server, key, who="bob").json()["run_id"] != first.json()["run_id"]
+    )  # keys are per owner
 
 
 def test_the_same_key_with_another_body_is_refused(live_server):

@@ -29,17 +29,31 @@ def rss_kib(pid: int) -> int:
 
 
 async def ask_all(server: LiveServer, n: int) -> list[httpx.Response]:
-    async with httpx.AsyncClient(base_url=server.url, headers=server.headers(), timeout=120) as client:
-        return await asyncio.gather(*(client.post("/runs", json={"question": f"question {i}", "datasource": "sales"})
-                                      for i in range(n)))
+    async with httpx.AsyncClient(
+        base_url=server.url, headers=server.headers(), timeout=120
+    ) as client:
+        return await asyncio.gather(
+            *(
+                client.post("/runs", json={"question": f"question {i}", "datasource": "sales"})
+                for i in range(n)
+            )
+        )
 
 
 def test_fifty_concurrent_runs_all_end_with_a_status_none_lost_memory_bounded(tmp_path):
-    server = LiveServer(tmp_path, {"ASSAY_SERVICE_MAX_RUNS_TOTAL": "8", "ASSAY_SERVICE_MAX_QUEUED": "64",
-                                   "ASSAY_SERVICE_MAX_RUNS_PER_TOKEN": "64",
-                                   "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000"})
+    server = LiveServer(
+        tmp_path,
+        {
+            "ASSAY_SERVICE_MAX_RUNS_TOTAL": "8",
+            "ASSAY_SERVICE_MAX_QUEUED": "64",
+            "ASSAY_SERVICE_MAX_RUNS_PER_TOKEN": "64",
+            "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "1000",
+        },
+    )
     try:
-        warm = asyncio.run(ask_all(server, 2))  # first runs import the SQL plugin, evidence, the agent
+        warm = asyncio.run(
+            ask_all(server, 2)
+        )  # first runs import the SQL plugin, evidence, the agent
         assert all(r.status_code == 202 for r in warm)
         _wait_idle(server)
         before = rss_kib(server.proc.pid)
@@ -51,14 +65,25 @@ def test_fifty_concurrent_runs_all_end_with_a_status_none_lost_memory_bounded(tm
         peak_live = _wait_idle(server)
         elapsed = time.monotonic() - started
         after = rss_kib(server.proc.pid)
-        listed = httpx.get(f"{server.url}/runs", params={"limit": 100}, headers=server.headers(), timeout=60).json()
+        listed = httpx.get(
+            f"{server.url}/runs", params={"limit": 100}, headers=server.headers(), timeout=60
+        ).json()
         statuses = {r["run_id"]: r["status"] for r in listed["runs"] if r["run_id"] in ids}
         assert set(statuses) == ids  # none lost
         assert set(statuses.values()) == {"answered"}, statuses
         growth_mib = (after - before) / 1024
-        print(json.dumps({"runs": 50, "elapsed_s": round(elapsed, 2), "rss_before_mib": round(before / 1024, 1),
-                          "rss_after_mib": round(after / 1024, 1), "growth_mib": round(growth_mib, 1),
-                          "peak_live": peak_live}))
+        print(
+            json.dumps(
+                {
+                    "runs": 50,
+                    "elapsed_s": round(elapsed, 2),
+                    "rss_before_mib": round(before / 1024, 1),
+                    "rss_after_mib": round(after / 1024, 1),
+                    "growth_mib": round(growth_mib, 1),
+                    "peak_live": peak_live,
+                }
+            )
+        )
         assert growth_mib < 120, f"the server grew {growth_mib:.0f} MiB over 50 runs"
     finally:
         server.stop()
@@ -77,20 +102,42 @@ def _wait_idle(server: LiveServer, timeout: float = 400) -> int:
 
 def test_sigterm_drains_running_runs_and_leaves_no_container(tmp_path):
     require(shutil.which("podman") is not None, "podman")
-    require(subprocess.run(["podman", "image", "exists", IMAGE], check=False).returncode == 0, f"image {IMAGE}")
-    script = [{"tool": "code_interpreter", "arguments": {"code": "import time\ntime.sleep(120)\nprint('late')"}},
-              {"text": "done"}]
-    server = LiveServer(tmp_path, {"SANDBOX_RUNTIME": "podman", "SANDBOX_ALLOW_LOCAL_RUNTIME": "0",
-                                   "SANDBOX_IMAGE_PYTHON": IMAGE, "SANDBOX_TIMEOUT": "300",
-                                   "ASSAY_SERVICE_DRAIN_S": "2"}, script=script)
+    require(
+        subprocess.run(["podman", "image", "exists", IMAGE], check=False).returncode == 0,
+        f"image {IMAGE}",
+    )
+    script = [
+        {
+            "tool": "code_interpreter",
+            "arguments": {"code": "import time\ntime.sleep(120)\nprint('late')"},
+        },
+        {"text": "done"},
+    ]
+    server = LiveServer(
+        tmp_path,
+        {
+            "SANDBOX_RUNTIME": "podman",
+            "SANDBOX_ALLOW_LOCAL_RUNTIME": "0",
+            "SANDBOX_IMAGE_PYTHON": IMAGE,
+            "SANDBOX_TIMEOUT": "300",
+            "ASSAY_SERVICE_DRAIN_S": "2",
+        },
+        script=script,
+    )
     pid = server.proc.pid
     label = f"label=assay.sandbox.owner-pid={pid}"
     try:
-        run = httpx.post(f"{server.url}/runs", json={"question": "slow"}, headers=server.headers(), timeout=60).json()
+        run = httpx.post(
+            f"{server.url}/runs", json={"question": "slow"}, headers=server.headers(), timeout=60
+        ).json()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:  # until the code runs in its container
-            found = subprocess.run(["podman", "ps", "-q", "--filter", label], capture_output=True, text=True,
-                                   check=False).stdout.split()
+            found = subprocess.run(
+                ["podman", "ps", "-q", "--filter", label],
+                capture_output=True,
+                text=True,
+                check=False,
+            ).stdout.split()
             if found:
                 break
             time.sleep(0.5)
@@ -104,11 +151,16 @@ def test_sigterm_drains_running_runs_and_leaves_no_container(tmp_path):
     assert code in (0, -signal.SIGTERM)
     log = (tmp_path / "serve.log").read_text()
     assert "Traceback" not in log, log[-3000:]
-    left = subprocess.run(["podman", "ps", "-a", "-q", "--filter", label], capture_output=True, text=True,
-                          check=False).stdout.split()
+    left = subprocess.run(
+        ["podman", "ps", "-a", "-q", "--filter", label], capture_output=True, text=True, check=False
+    ).stdout.split()
     assert left == [], f"containers left behind: {left}"
     import sqlite3
 
     db = Path(server.env["ASSAY_HOME"]) / "runs" / "runs.sqlite3"
-    status = sqlite3.connect(db).execute("SELECT status FROM runs WHERE run_id = ?", (run["run_id"],)).fetchone()
+    status = (
+        sqlite3.connect(db)
+        .execute("SELECT status FROM runs WHERE run_id = ?", (run["run_id"],))
+        .fetchone()
+    )
     assert status == ("cancelled",)

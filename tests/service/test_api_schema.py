@@ -32,20 +32,49 @@ pytestmark = [pytest.mark.timeout(900), pytest.mark.slow]
 def test_schemathesis_finds_no_server_error_and_no_schema_violation(tmp_path):
     cli = shutil.which("schemathesis") or str(Path(sys.executable).with_name("schemathesis"))
     require(Path(cli).exists(), "the schemathesis command (test extra)")
-    server = LiveServer(tmp_path, {"ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "100000",
-                                   "ASSAY_SERVICE_MAX_RUNS_PER_TOKEN": "1000", "ASSAY_SERVICE_MAX_QUEUED": "1000"})
+    server = LiveServer(
+        tmp_path,
+        {
+            "ASSAY_SERVICE_QUESTIONS_PER_MINUTE": "100000",
+            "ASSAY_SERVICE_MAX_RUNS_PER_TOKEN": "1000",
+            "ASSAY_SERVICE_MAX_QUEUED": "1000",
+        },
+    )
     try:
         out = subprocess.run(
-            [cli, "run", f"{server.url}/openapi.json", "-H", f"Authorization: Bearer {server.alice}",
-             "--checks", "all", "--exclude-checks", "use_after_free,ensure_resource_availability", "--max-examples", "30", "--no-color",
-             "--exclude-name", "POST /files",  # a valid body is a real data file: tests/files uploads them
-             "--seed", "19", "--report-dir", str(tmp_path / "report")],
-            capture_output=True, text=True, timeout=800, check=False, cwd=tmp_path)
+            [
+                cli,
+                "run",
+                f"{server.url}/openapi.json",
+                "-H",
+                f"Authorization: Bearer {server.alice}",
+                "--checks",
+                "all",
+                "--exclude-checks",
+                "use_after_free,ensure_resource_availability",
+                "--max-examples",
+                "30",
+                "--no-color",
+                "--exclude-name",
+                "POST /files",  # a valid body is a real data file: tests/files uploads them
+                "--seed",
+                "19",
+                "--report-dir",
+                str(tmp_path / "report"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=800,
+            check=False,
+            cwd=tmp_path,
+        )
     finally:
         server.stop()
-    summary = out.stdout[out.stdout.rfind("SUMMARY"):]
+    summary = out.stdout[out.stdout.rfind("SUMMARY") :]
     print(summary)
     assert out.returncode == 0, summary[-4000:]
     generated = re.search(r"(\d+) generated, (\d+) passed", summary)
-    assert generated and generated.group(1) == generated.group(2) and int(generated.group(1)) > 200, summary
+    assert (
+        generated and generated.group(1) == generated.group(2) and int(generated.group(1)) > 200
+    ), summary
     assert "Tested: 11" in summary or re.search(r"Tested: (\d+)", summary)

@@ -20,13 +20,20 @@ pytest.importorskip("fastapi")
 pytestmark = pytest.mark.timeout(240)
 
 
-def test_a_run_asked_of_one_server_is_read_and_verified_on_another(tmp_path, pg_catalog_url, s3_endpoint):  # noqa: F811
+def test_a_run_asked_of_one_server_is_read_and_verified_on_another(
+    tmp_path, pg_catalog_url, s3_endpoint
+):  # noqa: F811
     import psycopg
 
-    shared = {"ASSAY_CATALOG_URL": pg_catalog_url, "ASSAY_ARTIFACT_STORE": "s3",
-              "ASSAY_ARTIFACT_S3_BUCKET": "assay-shared-" + tmp_path.name[-8:].lower().replace("_", "-"),
-              "ASSAY_ARTIFACT_S3_ENDPOINT_URL": s3_endpoint, "ASSAY_ARTIFACT_S3_ACCESS_KEY_ID": "testing",
-              "ASSAY_ARTIFACT_S3_SECRET_ACCESS_KEY": "testing", "ASSAY_ARTIFACT_S3_CREATE_BUCKET": "true"}
+    shared = {
+        "ASSAY_CATALOG_URL": pg_catalog_url,
+        "ASSAY_ARTIFACT_STORE": "s3",
+        "ASSAY_ARTIFACT_S3_BUCKET": "assay-shared-" + tmp_path.name[-8:].lower().replace("_", "-"),
+        "ASSAY_ARTIFACT_S3_ENDPOINT_URL": s3_endpoint,
+        "ASSAY_ARTIFACT_S3_ACCESS_KEY_ID": "testing",
+        "ASSAY_ARTIFACT_S3_SECRET_ACCESS_KEY": "testing",
+        "ASSAY_ARTIFACT_S3_CREATE_BUCKET": "true",
+    }
     one = LiveServer(tmp_path / "host-a", shared)
     try:
         two = LiveServer(tmp_path / "host-b", shared)
@@ -42,10 +49,16 @@ def test_a_run_asked_of_one_server_is_read_and_verified_on_another(tmp_path, pg_
             content = httpx.get(f"{two.url}/artifacts/{aid}", headers=two.headers(), timeout=30)
             assert content.status_code == 200
             assert content.headers["etag"] == f'"{hashlib.sha256(content.content).hexdigest()}"'
-            rows = httpx.get(f"{two.url}/artifacts/{aid}", params={"rows": "0:1"}, headers=two.headers(),
-                             timeout=30).json()
+            rows = httpx.get(
+                f"{two.url}/artifacts/{aid}",
+                params={"rows": "0:1"},
+                headers=two.headers(),
+                timeout=30,
+            ).json()
             assert rows["verified"] is True and rows["rows"][0][0] == "east"
-            other = httpx.get(f"{two.url}/runs/{run['run_id']}", headers=two.headers("bob"), timeout=30)
+            other = httpx.get(
+                f"{two.url}/runs/{run['run_id']}", headers=two.headers("bob"), timeout=30
+            )
             assert other.status_code == 404  # run owners are shared as well
         finally:
             two.stop()
@@ -53,7 +66,11 @@ def test_a_run_asked_of_one_server_is_read_and_verified_on_another(tmp_path, pg_
         one.stop()
     with psycopg.connect(pg_catalog_url) as conn:
         digests = [d for (d,) in conn.execute("SELECT digest FROM tokens")]
-        owners = conn.execute("SELECT owner FROM run_owners WHERE run_id = %s", (run["run_id"],)).fetchall()
+        owners = conn.execute(
+            "SELECT owner FROM run_owners WHERE run_id = %s", (run["run_id"],)
+        ).fetchall()
     assert len(digests) == 4 and hashlib.sha256(one.alice.encode()).hexdigest() in digests
     assert owners == [("alice",)]
-    assert not (tmp_path / "host-a" / "home" / "runs").exists()  # nothing went to a SQLite file on the side
+    assert not (
+        tmp_path / "host-a" / "home" / "runs"
+    ).exists()  # nothing went to a SQLite file on the side

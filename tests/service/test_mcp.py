@@ -20,7 +20,9 @@ pytestmark = pytest.mark.timeout(180)
 
 
 def stdio_params(env: dict[str, str]) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "assay.kernel.cli", "mcp"], env=env)
+    return StdioServerParameters(
+        command=sys.executable, args=["-m", "assay.kernel.cli", "mcp"], env=env
+    )
 
 
 async def exercise(client) -> dict:
@@ -28,10 +30,17 @@ async def exercise(client) -> dict:
     tools = await client.list_tools()
     names = {t.name for t in tools.tools}
     sql = next(t for t in tools.tools if t.name == "sql_query")
-    result = await client.call_tool("sql_query", {"sql": "SELECT id, region, amount FROM sales ORDER BY id"})
+    result = await client.call_tool(
+        "sql_query", {"sql": "SELECT id, region, amount FROM sales ORDER BY id"}
+    )
     assert not result.is_error, result.content
     artifact_id = result.structured_content["artifacts"][0]["artifact_id"]
-    return {"names": names, "sql_schema": sql.input_schema, "result": result, "artifact_id": artifact_id}
+    return {
+        "names": names,
+        "sql_schema": sql.input_schema,
+        "result": result,
+        "artifact_id": artifact_id,
+    }
 
 
 async def test_stdio_lists_every_tool_with_its_schema_and_queries_the_sample_db(service_env):
@@ -43,7 +52,10 @@ async def test_stdio_lists_every_tool_with_its_schema_and_queries_the_sample_db(
     assert seen["names"] == set(kernel.tools)
     expected = next(d for d in kernel.tool_definitions("mcp") if d["name"] == "sql_query")
     assert seen["sql_schema"] == expected["inputSchema"]
-    assert "120" in seen["result"].content[0].text or seen["result"].structured_content["data"]["row_count"] == 120
+    assert (
+        "120" in seen["result"].content[0].text
+        or seen["result"].structured_content["data"]["row_count"] == 120
+    )
 
 
 async def test_stdio_artifact_resource_reads_back_verified_bounded_rows(service_env):
@@ -99,11 +111,18 @@ def mcp_http_with(service_env):
     procs = []
 
     def start(**settings):
-        env = dict(service_env, **{f"ASSAY_SERVICE_{k.upper()}": str(v) for k, v in settings.items()})
+        env = dict(
+            service_env, **{f"ASSAY_SERVICE_{k.upper()}": str(v) for k, v in settings.items()}
+        )
         token = make_token(env)
         port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "mcp", "--http", f"127.0.0.1:{port}"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "assay.kernel.cli", "mcp", "--http", f"127.0.0.1:{port}"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         procs.append(proc)
         wait_port(port, proc)
         return f"http://127.0.0.1:{port}/mcp", token
@@ -131,8 +150,13 @@ def http_transport(url: str, token: str | None, conversation: str | None = None)
 async def test_http_on_an_ipv6_address_serves_a_session_and_prints_its_url(service_env):
     token = make_token(service_env)
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "assay.kernel.cli", "mcp", "--http", f"[::1]:{port}"],
-                            env=service_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "assay.kernel.cli", "mcp", "--http", f"[::1]:{port}"],
+        env=service_env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_port(port, proc, host="::1")
         async with Client(http_transport(f"http://[::1]:{port}/mcp", token)) as client:
@@ -154,8 +178,10 @@ async def test_http_with_a_token_serves_a_named_conversation(mcp_http):
     assert json.loads(read.contents[0].text)["rows"] == [[0, "north", 0], [1, "south", 3]]
 
 
-@pytest.mark.parametrize("header", [None, "Bearer asy_000000000000_wrongwrongwrongwrongwrong", "Basic abc",
-                                    "Bearer not-a-token"])
+@pytest.mark.parametrize(
+    "header",
+    [None, "Bearer asy_000000000000_wrongwrongwrongwrongwrong", "Basic abc", "Bearer not-a-token"],
+)
 def test_http_without_or_with_a_wrong_token_is_401(mcp_http, header):
     url, _ = mcp_http
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
@@ -177,6 +203,7 @@ async def test_http_client_without_a_token_cannot_connect(mcp_http):
 
 # --- conversations: what one MCP client's requests share, and nothing more ----------------------------------------
 
+
 async def run_code(url: str, token: str, conversation: str | None, code: str):
     async with Client(http_transport(url, token, conversation)) as client:
         return await client.call_tool("code_interpreter", {"code": code})
@@ -195,7 +222,9 @@ async def test_http_sessionless_clients_of_one_token_do_not_share_a_variable(mcp
     assert second.is_error and "NameError" in second.content[0].text, second.content
 
 
-async def test_http_a_sessionless_call_naming_no_conversation_has_a_run_closed_when_it_ends(mcp_http):
+async def test_http_a_sessionless_call_naming_no_conversation_has_a_run_closed_when_it_ends(
+    mcp_http,
+):
     url, token = mcp_http
     workspace = reported(await run_code(url, token, None, "import os\nREPORT_RESULT = os.getcwd()"))
     assert os.path.isdir(os.path.dirname(workspace)) and not os.path.exists(workspace)
@@ -227,7 +256,9 @@ async def test_http_clients_naming_different_conversations_do_not_share_a_variab
 async def test_http_a_named_conversation_keeps_its_variables_and_artifacts_across_clients(mcp_http):
     url, token = mcp_http
     await run_code(url, token, "alpha", "secret = 41")
-    await run_code(url, token, "beta", "secret = 7")  # another conversation of the same token, in between
+    await run_code(
+        url, token, "beta", "secret = 7"
+    )  # another conversation of the same token, in between
     async with Client(http_transport(url, token, "alpha")) as client:
         again = await client.call_tool("code_interpreter", {"code": "REPORT_RESULT = secret + 1"})
         aid = (await exercise(client))["artifact_id"]
@@ -240,38 +271,56 @@ async def test_http_a_named_conversation_keeps_its_variables_and_artifacts_acros
 
 async def test_http_the_oldest_idle_conversation_past_the_cap_is_closed_and_says_so(mcp_http_with):
     url, token = mcp_http_with(mcp_conversations_per_token=2)
-    workspace = reported(await run_code(url, token, "one", "import os\nmine = 'one'\nREPORT_RESULT = os.getcwd()"))
+    workspace = reported(
+        await run_code(url, token, "one", "import os\nmine = 'one'\nREPORT_RESULT = os.getcwd()")
+    )
     for name in ("two", "three"):
         await run_code(url, token, name, f"mine = {name!r}")
-    gone = not os.path.exists(workspace)  # the local sandbox session's directory: removed with its session
+    gone = not os.path.exists(
+        workspace
+    )  # the local sandbox session's directory: removed with its session
     closed = await run_code(url, token, "one", "REPORT_RESULT = mine")
     kept = await run_code(url, token, "three", "REPORT_RESULT = mine")
     afresh = await run_code(url, token, "one", "REPORT_RESULT = 'mine' in dir()")
     assert os.path.isdir(os.path.dirname(workspace)) and gone
-    assert closed.is_error and closed.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_CLOSED"
+    assert (
+        closed.is_error
+        and closed.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_CLOSED"
+    )
     assert "2 conversations" in closed.content[0].text
     assert not kept.is_error and reported(kept) == "three"
     assert not afresh.is_error and reported(afresh) is False
 
 
-async def test_http_a_new_conversation_is_refused_while_every_one_of_the_token_is_busy(mcp_http_with):
+async def test_http_a_new_conversation_is_refused_while_every_one_of_the_token_is_busy(
+    mcp_http_with,
+):
     import asyncio
 
     url, token = mcp_http_with(mcp_conversations_per_token=1)
-    slow = asyncio.create_task(run_code(url, token, "busy", "import time\ntime.sleep(4)\nREPORT_RESULT = 'slept'"))
+    slow = asyncio.create_task(
+        run_code(url, token, "busy", "import time\ntime.sleep(4)\nREPORT_RESULT = 'slept'")
+    )
     await asyncio.sleep(2)
     refused = await run_code(url, token, "another", "REPORT_RESULT = 1")
-    assert refused.is_error and refused.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_LIMIT"
+    assert (
+        refused.is_error
+        and refused.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_LIMIT"
+    )
     assert reported(await slow) == "slept"
 
 
 async def test_http_a_handshake_client_keeps_its_session_as_its_conversation(mcp_http):
     url, token = mcp_http
-    async with Client(http_transport(url, token), mode="legacy") as first, \
-            Client(http_transport(url, token), mode="legacy") as second:
+    async with (
+        Client(http_transport(url, token), mode="legacy") as first,
+        Client(http_transport(url, token), mode="legacy") as second,
+    ):
         await first.call_tool("code_interpreter", {"code": "secret = 41"})
         mine = await first.call_tool("code_interpreter", {"code": "REPORT_RESULT = secret + 1"})
-        other = await second.call_tool("code_interpreter", {"code": "REPORT_RESULT = 'secret' in dir()"})
+        other = await second.call_tool(
+            "code_interpreter", {"code": "REPORT_RESULT = 'secret' in dir()"}
+        )
     assert reported(mine) == 42 and reported(other) is False
 
 
@@ -288,23 +337,35 @@ async def test_http_an_idle_conversation_is_closed_after_the_idle_time(mcp_http_
     async with Client(http_transport(url, token, "listing")) as client:
         with pytest.raises(MCPError) as listed:
             await client.list_resources()
-    assert closed.is_error and closed.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_CLOSED"
+    assert (
+        closed.is_error
+        and closed.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_CLOSED"
+    )
     assert "idle" in closed.content[0].text
-    assert "SERVICE_MCP_CONVERSATION_CLOSED" in str(listed.value) and listed.value.error.data["hint"]
+    assert (
+        "SERVICE_MCP_CONVERSATION_CLOSED" in str(listed.value) and listed.value.error.data["hint"]
+    )
 
 
 async def test_http_a_malformed_conversation_id_is_refused(mcp_http):
     url, token = mcp_http
     refused = await run_code(url, token, "x" * 200, "print(1)")
-    assert refused.is_error and refused.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_INVALID"
+    assert (
+        refused.is_error
+        and refused.structured_content["error_code"] == "SERVICE_MCP_CONVERSATION_INVALID"
+    )
 
 
-async def test_stdio_resources_list_is_capped_newest_first_and_says_how_many_were_left_out(service_env):
+async def test_stdio_resources_list_is_capped_newest_first_and_says_how_many_were_left_out(
+    service_env,
+):
     env = dict(service_env, ASSAY_SERVICE_MCP_RESOURCES_LISTED="2")
     async with Client(stdio_params(env)) as client:
         made = []
         for n in range(4):
-            result = await client.call_tool("sql_query", {"sql": f"SELECT id FROM sales WHERE id < {n + 1}"})
+            result = await client.call_tool(
+                "sql_query", {"sql": f"SELECT id FROM sales WHERE id < {n + 1}"}
+            )
             made.append(result.structured_content["artifacts"][0]["artifact_id"])
         listing = await client.list_resources()
     listed = listing.resources

@@ -25,7 +25,10 @@ def test_a_value_json_cannot_hold_is_sent_as_its_text_on_one_line():
 
     text = frame("message", {"text": "two\nlines", "amount": Decimal("1.10")})
     assert text.count("\n") == 3  # the newline inside the data is escaped in its JSON
-    assert json.loads(text.splitlines()[1].removeprefix("data: ")) == {"text": "two\nlines", "amount": "1.10"}
+    assert json.loads(text.splitlines()[1].removeprefix("data: ")) == {
+        "text": "two\nlines",
+        "amount": "1.10",
+    }
 
 
 async def test_the_api_and_the_workers_stream_frame_a_run_the_same(make_assay_kernel):
@@ -36,17 +39,28 @@ async def test_the_api_and_the_workers_stream_frame_a_run_the_same(make_assay_ke
 
     kernel = make_assay_kernel().start()
     recorder = RunRecorder(kernel.runs)
-    for step, kind, data in [(0, "run_started", {"question": "q", "model": "m"}),
-                             (1, "tool_finished", {"tool": "sql_query", "success": True}),
-                             (1, "run_finished", {"summary": {"status": "answered"}})]:
+    for step, kind, data in [
+        (0, "run_started", {"question": "q", "model": "m"}),
+        (1, "tool_finished", {"tool": "sql_query", "success": True}),
+        (1, "run_finished", {"summary": {"status": "answered"}}),
+    ]:
         recorder(AgentEvent(kind, "run_sse", step, data))  # type: ignore[arg-type]
-    history = [run_event(e.kind, "run_sse", e.step, e.at, e.data) for e in kernel.runs.events("run_sse")]
+    history = [
+        run_event(e.kind, "run_sse", e.step, e.at, e.data) for e in kernel.runs.events("run_sse")
+    ]
     here = [text async for text in _sse(SimpleNamespace(), "run_sse", history, None)]
 
-    remote = RemoteRuns.__new__(RemoteRuns)  # its stream reads the runs store only: no broker needed
+    remote = RemoteRuns.__new__(
+        RemoteRuns
+    )  # its stream reads the runs store only: no broker needed
     remote.kernel, remote.settings = kernel, SimpleNamespace(poll_s=0.01)
     on_worker = [text async for text in remote.stream("run_sse", 5.0)]
 
     assert here == on_worker
     kinds = [line for t in here for line in t.splitlines() if line.startswith("event: ")]
-    assert kinds == ["event: run_started", "event: tool_finished", "event: run_finished", "event: end"]
+    assert kinds == [
+        "event: run_started",
+        "event: tool_finished",
+        "event: run_finished",
+        "event: end",
+    ]

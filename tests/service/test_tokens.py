@@ -6,9 +6,14 @@ from assay.plugins.service.tokens import TokenStore
 
 
 def test_a_token_revoked_through_another_connection_is_refused_at_the_next_check(tmp_path):
-    serving, admin = TokenStore(tmp_path / "tokens.sqlite3"), TokenStore(tmp_path / "tokens.sqlite3")
+    serving, admin = (
+        TokenStore(tmp_path / "tokens.sqlite3"),
+        TokenStore(tmp_path / "tokens.sqlite3"),
+    )
     token, info = admin.create("alice")
-    assert serving.verify(token) is not None and serving.verify(token) is not None  # known, and kept
+    assert (
+        serving.verify(token) is not None and serving.verify(token) is not None
+    )  # known, and kept
     assert admin.revoke(info.token_id)
     assert serving.verify(token) is None
 

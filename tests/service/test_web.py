@@ -79,41 +79,63 @@ def test_the_page_asks_streams_the_steps_and_shows_the_report(page_server, chrom
     with page.expect_download() as export:
         page.click("#export-button")
     assert export.value.suggested_filename.endswith(".zip")
-    assert all(r.startswith((url, "blob:", "data:")) for r in requests), requests  # nothing from elsewhere
+    assert all(r.startswith((url, "blob:", "data:")) for r in requests), (
+        requests
+    )  # nothing from elsewhere
     # ASSAY_SCREENSHOT=path keeps a picture of the page (docs/img/ holds those of tests/service/test_workspace.py)
     import os
 
-    page.screenshot(path=os.environ.get("ASSAY_SCREENSHOT") or str(tmp_path / "page.png"), full_page=True)
+    page.screenshot(
+        path=os.environ.get("ASSAY_SCREENSHOT") or str(tmp_path / "page.png"), full_page=True
+    )
 
 
 def test_report_endpoint_serves_html_md_json_and_pdf(page_server):
     import httpx
+
     from assay.plugins.reports.pdf import find_chromium
 
     url, token = page_server
     headers = {"Authorization": f"Bearer {token}"}
-    run = httpx.post(f"{url}/runs", json={"question": "Which region?", "datasource": "sales"}, headers=headers,
-                     timeout=30).json()
-    with httpx.stream("GET", f"{url}/runs/{run['run_id']}/events", headers=headers, timeout=60) as r:
+    run = httpx.post(
+        f"{url}/runs",
+        json={"question": "Which region?", "datasource": "sales"},
+        headers=headers,
+        timeout=30,
+    ).json()
+    with httpx.stream(
+        "GET", f"{url}/runs/{run['run_id']}/events", headers=headers, timeout=60
+    ) as r:
         for _ in r.iter_lines():
             pass
     got = {}
     for fmt in ("html", "md", "json", "pdf"):
         if fmt == "pdf" and find_chromium() is None:
             require(False, "Chromium (Debian's chromium package)")
-        response = httpx.get(f"{url}/runs/{run['run_id']}/report", params={"format": fmt}, headers=headers,
-                             timeout=120)
+        response = httpx.get(
+            f"{url}/runs/{run['run_id']}/report",
+            params={"format": fmt},
+            headers=headers,
+            timeout=120,
+        )
         assert response.status_code == 200, (fmt, response.text[:300])
         got[fmt] = response
-    assert got["html"].headers["content-type"].startswith("text/html") and b"5,490" in got["html"].content
+    assert (
+        got["html"].headers["content-type"].startswith("text/html")
+        and b"5,490" in got["html"].content
+    )
     assert got["md"].text.startswith("# Sales by region") and "5,490" in got["md"].text
     assert got["json"].json()["title"] == "Sales by region"
     assert got["pdf"].content.startswith(b"%PDF")
 
 
-def test_the_page_marks_the_figures_not_found_in_the_evidence(page_server, in_process_server, chromium, monkeypatch):
+def test_the_page_marks_the_figures_not_found_in_the_evidence(
+    page_server, in_process_server, chromium, monkeypatch
+):
     url, token = page_server
-    monkeypatch.setitem(in_process_server.answer, "text", "West sold the most: 5,490, and 999,999 units in all.")
+    monkeypatch.setitem(
+        in_process_server.answer, "text", "West sold the most: 5,490, and 999,999 units in all."
+    )
     page = chromium.new_page(viewport={"width": 1100, "height": 1400})
     ask_on_page(page, url, token)
     page.wait_for_selector("#answer-box:not([hidden])", timeout=60_000)

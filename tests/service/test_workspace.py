@@ -28,18 +28,39 @@ pytestmark = pytest.mark.timeout(300)
 AXE = Path(__file__).with_name("vendor") / "axe.min.js"
 ALL_SALES = "SELECT id, region, amount FROM sales ORDER BY id"
 ANSWER = "**West** sold the most.\n\n- 120 sales in all\n- see the report"
-SVG = (b'<svg xmlns="http://www.w3.org/2000/svg" width="320" height="160"><rect width="320" height="160" '
-       b'fill="#fff"/><rect x="20" y="40" width="60" height="120" fill="#2456c9"/></svg>')
+SVG = (
+    b'<svg xmlns="http://www.w3.org/2000/svg" width="320" height="160"><rect width="320" height="160" '
+    b'fill="#fff"/><rect x="20" y="40" width="60" height="120" fill="#2456c9"/></svg>'
+)
 
 
 def report(messages):
     text = "\n".join(m.content or "" for m in messages if m.role == "tool")
-    sales, chart = list(dict.fromkeys(re.findall(r"art_[0-9a-f]{20}", text)))[:2]  # in the order captured
-    return {"tool": "render_report", "arguments": {"document": {"title": "Sales", "blocks": [
-        {"type": "text", "text": "The first sale was in {region}.",
-         "cite": {"region": {"artifact_id": sales, "path": [0, "region"]}}},
-        {"type": "table", "artifact_id": sales, "columns": ["id", "region", "amount"], "max_rows": 5},
-        {"type": "image", "artifact_id": chart, "caption": "Sales chart"}]}}}
+    sales, chart = list(dict.fromkeys(re.findall(r"art_[0-9a-f]{20}", text)))[
+        :2
+    ]  # in the order captured
+    return {
+        "tool": "render_report",
+        "arguments": {
+            "document": {
+                "title": "Sales",
+                "blocks": [
+                    {
+                        "type": "text",
+                        "text": "The first sale was in {region}.",
+                        "cite": {"region": {"artifact_id": sales, "path": [0, "region"]}},
+                    },
+                    {
+                        "type": "table",
+                        "artifact_id": sales,
+                        "columns": ["id", "region", "amount"],
+                        "max_rows": 5,
+                    },
+                    {"type": "image", "artifact_id": chart, "caption": "Sales chart"},
+                ],
+            }
+        },
+    }
 
 
 @tool
@@ -47,7 +68,9 @@ def draw_chart(run: RunContext) -> ToolResult:
     """Draw the sales chart (a test tool)."""
     from assay.kernel.evidence import capture_file
 
-    record = capture_file(run.artifacts, data=SVG, name="chart.svg", media_type="image/svg+xml", kind="chart")
+    record = capture_file(
+        run.artifacts, data=SVG, name="chart.svg", media_type="image/svg+xml", kind="chart"
+    )
     return ToolResult.ok({"artifact_id": record.artifact_id}, artifacts=[record.ref()])
 
 
@@ -57,12 +80,12 @@ def workspace(tmp_path, monkeypatch):
     ``gate`` is set (a test sets it at once, or after a reload to see a run in progress reattach).
     ``script`` is the model's script, which a test may change before it asks."""
     import uvicorn
+
+    from assay import Kernel, hookimpl
     from assay.plugins.models.scripted import ScriptedModel
     from assay.plugins.service.server import build
     from assay.plugins.service.settings import ServiceSettings
     from assay.plugins.service.tokens import TokenStore, store_path
-
-    from assay import Kernel, hookimpl
 
     gate = threading.Event()
 
@@ -70,7 +93,12 @@ def workspace(tmp_path, monkeypatch):
         gate.wait(120)
         return {"text": ANSWER}
 
-    script = [{"tool": "sql_query", "arguments": {"sql": ALL_SALES}}, {"tool": "draw_chart"}, report, answer]
+    script = [
+        {"tool": "sql_query", "arguments": {"sql": ALL_SALES}},
+        {"tool": "draw_chart"},
+        report,
+        answer,
+    ]
 
     class Streaming(ScriptedModel):
         model_id = "web_workspace"
@@ -81,7 +109,9 @@ def workspace(tmp_path, monkeypatch):
         def complete(self, messages, tools, *, on_text=None):
             reply = super().complete(messages, tools, on_text=on_text)
             if on_text is not None and reply.content and not reply.tool_calls:
-                for piece in re.findall(r".{1,12}", reply.content, re.S):  # the answer as it streams
+                for piece in re.findall(
+                    r".{1,12}", reply.content, re.S
+                ):  # the answer as it streams
                     on_text(piece)
             return reply
 
@@ -126,8 +156,13 @@ def chromium():
         from playwright.sync_api import sync_playwright
     except ImportError:
         require(False, "Playwright for Python (the test extra)")
-    flags = ["--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-             "--disable-sync"] + (["--no-sandbox"] if os.geteuid() == 0 else [])
+    flags = [
+        "--headless",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ] + (["--no-sandbox"] if os.geteuid() == 0 else [])
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=binary, headless=True, args=flags)
         try:
@@ -146,13 +181,18 @@ def watched(context, url):
     problems: list[str] = []
 
     def console(message):
-        if message.type == "error" and not (message.text.startswith("Blocked script execution in 'blob:")
-                                            and "frame is sandboxed" in message.text):
+        if message.type == "error" and not (
+            message.text.startswith("Blocked script execution in 'blob:")
+            and "frame is sandboxed" in message.text
+        ):
             problems.append(f"console {message.type}: {message.text}")
 
     page.on("console", console)
     page.on("pageerror", lambda exc: problems.append(f"page error: {exc}"))
-    page.on("request", lambda r: None if r.url.startswith((url, "blob:", "data:")) else problems.append(r.url))
+    page.on(
+        "request",
+        lambda r: None if r.url.startswith((url, "blob:", "data:")) else problems.append(r.url),
+    )
     return page, problems
 
 
@@ -166,8 +206,10 @@ def sign_in(page, url, token):
 
 def axe_violations(page):
     page.add_script_tag(content=AXE.read_text(encoding="utf-8"))
-    found = page.evaluate("async () => (await axe.run(document)).violations.map(v => "
-                          "({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(' '))}))")
+    found = page.evaluate(
+        "async () => (await axe.run(document)).violations.map(v => "
+        "({id: v.id, impact: v.impact, nodes: v.nodes.map(n => n.target.join(' '))}))"
+    )
     return [v for v in found if v["impact"] in ("serious", "critical")]
 
 
@@ -195,7 +237,9 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
     assert page.locator("#steps .elapsed").count() >= 1
     table.locator("th button", has_text="amount").click()
     table.locator("th button", has_text="amount").click()  # twice: descending
-    assert table.locator("tbody tr").first.locator("td").nth(2).inner_text() == "147"  # 49 * 3, of the 50 shown
+    assert (
+        table.locator("tbody tr").first.locator("td").nth(2).inner_text() == "147"
+    )  # 49 * 3, of the 50 shown
     assert table.locator("th", has_text="amount").get_attribute("aria-sort") == "descending"
     chart = page.locator("#steps figure.chart img")
     chart.wait_for()
@@ -210,7 +254,10 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
     page.reload()
     page.wait_for_selector(f"#history-list button[data-run='{run_id}']")
     page.wait_for_selector("table.data")  # the steps so far, from the run's event stream
-    assert page.inner_text("#run-id") == run_id and page.inner_text("#status") in ("running", "queued")
+    assert page.inner_text("#run-id") == run_id and page.inner_text("#status") in (
+        "running",
+        "queued",
+    )
     gate.set()
     page.wait_for_selector("#report-box:not([hidden])", timeout=60_000)
 
@@ -219,11 +266,15 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
     assert page.locator("#answer li").count() == 2
     assert page.inner_text("#status") == "answered"
     with page.expect_download() as download:
-        table.locator("xpath=ancestor::div[@data-artifact]").locator("button", has_text="Download CSV").click()
+        table.locator("xpath=ancestor::div[@data-artifact]").locator(
+            "button", has_text="Download CSV"
+        ).click()
     saved = tmp_path / "sales.csv"
     download.value.save_as(saved)
     lines = saved.read_text().splitlines()
-    assert lines[0] == "id,region,amount" and len(lines) == 121  # the whole artifact, not the 50 shown
+    assert (
+        lines[0] == "id,region,amount" and len(lines) == 121
+    )  # the whole artifact, not the 50 shown
 
     frame = page.frame_locator("#report")
     assert "The first sale was in north" in frame.locator("body").inner_text()
@@ -235,7 +286,9 @@ def test_the_analyst_path_through_the_workspace(workspace, chromium, tmp_path):
     box = frame.locator("sup.ref a").first.bounding_box()
     page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     report_frame = next(f for f in page.frames if f.url.startswith("blob:"))
-    page.wait_for_function("() => document.getElementById('report').contentWindow.location.hash === '#src-1'")
+    page.wait_for_function(
+        "() => document.getElementById('report').contentWindow.location.hash === '#src-1'"
+    )
     assert report_frame.url.endswith("#src-1")
     assert frame.locator("#src-1").is_visible() and page.url.endswith("#run=" + run_id)
     page.click("#report-verify")
@@ -272,14 +325,18 @@ def test_the_workspace_at_375_px_keeps_to_the_screen_and_passes_axe(workspace, c
     page.fill("#question", "Which region sold the most?")
     page.click("#ask-button")
     page.wait_for_selector("#report-box:not([hidden])", timeout=60_000)
-    assert page.evaluate("document.documentElement.scrollWidth") <= 375  # nothing wider than the screen
+    assert (
+        page.evaluate("document.documentElement.scrollWidth") <= 375
+    )  # nothing wider than the screen
     assert axe_violations(page) == []
     shoot(page, "workspace-375.png")
     assert problems == [], "\n".join(problems)
 
 
 def test_escape_cancels_the_running_run(workspace, chromium):
-    url, token, gate, _ = workspace  # the gate stays shut: the run waits at its answer until cancelled
+    url, token, gate, _ = (
+        workspace  # the gate stays shut: the run waits at its answer until cancelled
+    )
     page, problems = watched(chromium.new_context(), url)
     sign_in(page, url, token)
     page.fill("#question", "Which region sold the most?")
@@ -287,7 +344,9 @@ def test_escape_cancels_the_running_run(workspace, chromium):
     page.wait_for_selector("#thinking:not([hidden])")
     page.wait_for_selector("#cancel-button:not([disabled])")
     page.keyboard.press("Escape")
-    page.wait_for_function("document.getElementById('status').textContent === 'cancelled'", timeout=60_000)
+    page.wait_for_function(
+        "document.getElementById('status').textContent === 'cancelled'", timeout=60_000
+    )
     assert problems == [], "\n".join(problems)
 
 
@@ -305,7 +364,10 @@ def test_signing_out_ends_the_session(workspace, chromium):
 def test_a_failed_step_shows_its_code_message_and_hint(workspace, chromium):
     url, token, gate, script = workspace
     gate.set()
-    script[:] = [{"tool": "sql_query", "arguments": {"sql": "SELECT nothing FROM nowhere"}}, {"text": "No answer."}]
+    script[:] = [
+        {"tool": "sql_query", "arguments": {"sql": "SELECT nothing FROM nowhere"}},
+        {"text": "No answer."},
+    ]
     page, problems = watched(chromium.new_context(), url)
     sign_in(page, url, token)
     page.fill("#question", "Which region sold the most?")

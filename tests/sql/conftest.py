@@ -13,8 +13,9 @@ superuser/root login is refused unless marked ``allow_privileged``
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 
@@ -68,7 +69,9 @@ def pg_admin() -> Any:
 def mariadb_admin(database: str | None = None) -> Any:
     import pymysql
 
-    return pymysql.connect(host="127.0.0.1", port=3306, user="root", database=database, autocommit=True)
+    return pymysql.connect(
+        host="127.0.0.1", port=3306, user="root", database=database, autocommit=True
+    )
 
 
 @pytest.fixture(scope="session")
@@ -137,7 +140,9 @@ def pg_analyst(pg_schema) -> Iterator[str | None]:
 
 def drop_pg_role(role: str) -> None:
     with pg_admin() as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,))
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = %s", (role,)
+        )
         conn.execute(f'DROP OWNED BY "{role}"')
         conn.execute(f'DROP ROLE IF EXISTS "{role}"')
 
@@ -223,7 +228,9 @@ def db(engine, request, _resources) -> Any:
 
     url = url_for(engine, request)
     if engine not in _resources:
-        _resources[engine] = DatabaseResource("retail", url, config=config_for(engine, url, request))
+        _resources[engine] = DatabaseResource(
+            "retail", url, config=config_for(engine, url, request)
+        )
     return _resources[engine]
 
 
@@ -235,13 +242,17 @@ def config_for(engine: str, url: str, request: pytest.FixtureRequest) -> Any:
     return DatasourceConfig(url=url, schemas=schemas)
 
 
-def new_db(engine: str, request: pytest.FixtureRequest, name: str = "retail", **settings: Any) -> Any:
+def new_db(
+    engine: str, request: pytest.FixtureRequest, name: str = "retail", **settings: Any
+) -> Any:
     """A fresh DatabaseResource (the caller closes it) with SqlSettings overrides."""
     from assay.plugins.sql.resource import DatabaseResource
     from assay.plugins.sql.settings import SqlSettings
 
     url = url_for(engine, request)
-    return DatabaseResource(name, url, settings=SqlSettings(**settings), config=config_for(engine, url, request))
+    return DatabaseResource(
+        name, url, settings=SqlSettings(**settings), config=config_for(engine, url, request)
+    )
 
 
 @pytest.fixture
@@ -249,7 +260,9 @@ def parser_bypassed(monkeypatch) -> None:
     """Take the read-only parser out of the way (no flag can), to prove what the database itself refuses."""
     from assay.plugins.sql import execution
 
-    monkeypatch.setattr(execution, "check_read_only", lambda sql, dialect, **_: None)  # the text runs as sent
+    monkeypatch.setattr(
+        execution, "check_read_only", lambda sql, dialect, **_: None
+    )  # the text runs as sent
 
 
 @pytest.fixture
@@ -278,7 +291,9 @@ class FakeRecord:
     def ref(self) -> Any:
         from assay import ArtifactRef
 
-        return ArtifactRef(artifact_id=self.artifact_id, kind="sql", status=self.status, row_count=self.row_count)
+        return ArtifactRef(
+            artifact_id=self.artifact_id, kind="sql", status=self.status, row_count=self.row_count
+        )
 
 
 @pytest.fixture
@@ -286,21 +301,51 @@ def recording_capture(monkeypatch) -> Any:
     """Route the plugin's one capture call to a recorder (rows consumed like a real store)."""
     from assay.plugins.sql import capture as capture_module
 
-    def fake_capture(sink, *, columns, rows, sql, database, dialect, elapsed_ms, status="succeeded", error=None,
-                     column_types=None, decimal_text_columns=(), value_kinds=None, count_rest=False,
-                     submitted_sql=None):
+    def fake_capture(
+        sink,
+        *,
+        columns,
+        rows,
+        sql,
+        database,
+        dialect,
+        elapsed_ms,
+        status="succeeded",
+        error=None,
+        column_types=None,
+        decimal_text_columns=(),
+        value_kinds=None,
+        count_rest=False,
+        submitted_sql=None,
+    ):
         if sink.fail:
             raise RuntimeError("disk full")
         from decimal import Decimal
 
         # what the store reads: decimal text columns as the Decimal the driver would have made
-        materialized = [[Decimal(v.decode() if isinstance(v, bytes) else v)
-                         if j in decimal_text_columns and isinstance(v, (str, bytes)) else v
-                         for j, v in enumerate(r)] for r in rows]
+        materialized = [
+            [
+                Decimal(v.decode() if isinstance(v, bytes) else v)
+                if j in decimal_text_columns and isinstance(v, (str, bytes))
+                else v
+                for j, v in enumerate(r)
+            ]
+            for r in rows
+        ]
         record = FakeRecord(f"art_{len(sink.captures) + 1}", status, len(materialized))
-        sink.captures.append({"columns": list(columns), "rows": materialized, "sql": sql,
-                              "submitted_sql": submitted_sql, "database": database,
-                              "dialect": dialect, "status": status, "error": error, "record": record})
+        sink.captures.append(
+            {
+                "columns": list(columns),
+                "rows": materialized,
+                "sql": sql,
+                "submitted_sql": submitted_sql,
+                "database": database,
+                "dialect": dialect,
+                "status": status,
+                "error": error,
+                "record": record,
+            }
+        )
         return record
 
     monkeypatch.setattr(capture_module, "_capture_fn", lambda: fake_capture)

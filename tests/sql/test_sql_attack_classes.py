@@ -34,13 +34,13 @@ PG = {
         "SELECT U&\"#0070g_ls_dir\"/* c */UESCAPE/* c */'#'('/')",
         "SELECT U&\"\\+000070g_read_file\"('/etc/passwd')",
         "SELECT U&\"pg\\005Fread\\005Ffile\"('/etc/passwd')",
-        "SELECT U&\"\\0070g_terminate_backend\"(pid) FROM pg_catalog.pg_stat_activity",
-        f"SELECT U&\"\\0070g_advisory_lock\"({LOCK})",
+        'SELECT U&"\\0070g_terminate_backend"(pid) FROM pg_catalog.pg_stat_activity',
+        f'SELECT U&"\\0070g_advisory_lock"({LOCK})',
         "SELECT * FROM U&\"\\0070g_create_logical_replication_slot\"('assay_evil', 'test_decoding')",
         "SELECT * FROM U&\"\\0064blink\"('dbname=test', 'DELETE FROM refunds') AS t(a text)",
         "SELECT U&\"\\0070g_catalog\".pg_read_file('/etc/passwd')",
         "SELECT pg_catalog.U&\"\\0070g_ls_dir\"('.')",
-        "SELECT \"pg_catalog\".\"pg_ls_dir\"('.')",
+        'SELECT "pg_catalog"."pg_ls_dir"(\'.\')',
         "SELECT PG_CATALOG.PG_READ_FILE('/etc/passwd')",
         "SELECT pg_read_file /* between */ ('/etc/passwd')",
         "SELECT pg_catalog . /* c */ pg_read_file('/etc/passwd')",
@@ -137,22 +137,46 @@ MARIADB = {
 }
 
 SQLITE = {
-    1: ["SELECT \"LOAD_EXTENSION\"('/tmp/evil.so')", "SELECT [load_extension]('/tmp/evil.so')",
-        "SELECT `readfile`('/etc/passwd')", "SELECT Load_Extension /* c */ ('/tmp/evil.so')",
-        "SELECT main.readfile('/etc/passwd')"],
-    4: ["SELECT fts3_tokenizer('simple')", "SELECT * FROM sqlite_dbpage", "SELECT zipfile('x')",
-        "SELECT * FROM fsdir('/')", "SELECT sqlite_compileoption_get(0)", "SELECT * FROM pragma_database_list"],
+    1: [
+        "SELECT \"LOAD_EXTENSION\"('/tmp/evil.so')",
+        "SELECT [load_extension]('/tmp/evil.so')",
+        "SELECT `readfile`('/etc/passwd')",
+        "SELECT Load_Extension /* c */ ('/tmp/evil.so')",
+        "SELECT main.readfile('/etc/passwd')",
+    ],
+    4: [
+        "SELECT fts3_tokenizer('simple')",
+        "SELECT * FROM sqlite_dbpage",
+        "SELECT zipfile('x')",
+        "SELECT * FROM fsdir('/')",
+        "SELECT sqlite_compileoption_get(0)",
+        "SELECT * FROM pragma_database_list",
+    ],
 }
 
 DUCKDB = {
-    1: ["SELECT * FROM \"read_csv\"('/etc/passwd')", "SELECT * FROM READ_TEXT('/etc/passwd')",
-        "SELECT * FROM main.read_csv('/etc/passwd')", "SELECT * FROM read_blob /* c */ ('/etc/passwd')"],
-    2: ["SELECT * FROM query('SELECT 1')", "SELECT * FROM query_table('orders')",
+    1: [
+        "SELECT * FROM \"read_csv\"('/etc/passwd')",
+        "SELECT * FROM READ_TEXT('/etc/passwd')",
+        "SELECT * FROM main.read_csv('/etc/passwd')",
+        "SELECT * FROM read_blob /* c */ ('/etc/passwd')",
+    ],
+    2: [
+        "SELECT * FROM query('SELECT 1')",
+        "SELECT * FROM query_table('orders')",
         "SELECT json_execute_serialized_sql(json_serialize_sql('SELECT 1'))",
-        "SELECT json_serialize_sql('SELECT 1')"],
-    4: ["SELECT getenv('HOME')", "SELECT * FROM duckdb_secrets()", "SELECT * FROM which_secret('s3://x', 's3')",
-        "SELECT * FROM duckdb_settings()", "SELECT * FROM duckdb_extensions()", "SELECT * FROM glob('*')",
-        "SELECT * FROM sniff_csv('/etc/passwd')", "SELECT * FROM duckdb_temporary_files()"],
+        "SELECT json_serialize_sql('SELECT 1')",
+    ],
+    4: [
+        "SELECT getenv('HOME')",
+        "SELECT * FROM duckdb_secrets()",
+        "SELECT * FROM which_secret('s3://x', 's3')",
+        "SELECT * FROM duckdb_settings()",
+        "SELECT * FROM duckdb_extensions()",
+        "SELECT * FROM glob('*')",
+        "SELECT * FROM sniff_csv('/etc/passwd')",
+        "SELECT * FROM duckdb_temporary_files()",
+    ],
 }
 
 CLASSES = {"postgresql": PG, "mariadb": MARIADB, "sqlite": SQLITE, "duckdb": DUCKDB}
@@ -176,19 +200,26 @@ def server_state(engine: str) -> dict:
     if engine == "postgresql":
         with pg_admin() as conn:
             return {
-                "advisory": conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s",
-                                         (LOCK,)).fetchone()[0],
-                "slots": conn.execute("SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'assay_evil'")
-                .fetchone()[0],
-                "settings": conn.execute("SELECT setting FROM pg_settings WHERE name IN "
-                                         "('default_transaction_read_only', 'work_mem') ORDER BY name").fetchall(),
+                "advisory": conn.execute(
+                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = %s",
+                    (LOCK,),
+                ).fetchone()[0],
+                "slots": conn.execute(
+                    "SELECT count(*) FROM pg_replication_slots WHERE slot_name = 'assay_evil'"
+                ).fetchone()[0],
+                "settings": conn.execute(
+                    "SELECT setting FROM pg_settings WHERE name IN "
+                    "('default_transaction_read_only', 'work_mem') ORDER BY name"
+                ).fetchall(),
             }
     if engine == "mariadb":
         conn = mariadb_admin()
         try:
             cur = conn.cursor()
-            cur.execute("SELECT IS_FREE_LOCK('assay_evil'), @@global.max_connections, @@global.read_only, "
-                        "@@global.sql_mode")
+            cur.execute(
+                "SELECT IS_FREE_LOCK('assay_evil'), @@global.max_connections, @@global.read_only, "
+                "@@global.sql_mode"
+            )
             return {"row": cur.fetchone()}
         finally:
             conn.close()
@@ -201,19 +232,29 @@ def test_attack_classes_have_members_for_every_engine():
     assert sum(len(members(e)) for e in CLASSES) >= 100
 
 
-def test_attack_classes_are_refused_through_sql_query_and_change_nothing(engine, request, kernel, db, attack_dir):
+def test_attack_classes_are_refused_through_sql_query_and_change_nothing(
+    engine, request, kernel, db, attack_dir
+):
     kernel.attach(new_db(engine, request, name="retail"))
     before, state = fingerprint(db), server_state(engine)
-    witness = pg_admin() if engine == "postgresql" else None  # another session the attacks must not reach
+    witness = (
+        pg_admin() if engine == "postgresql" else None
+    )  # another session the attacks must not reach
     try:
         slipped = []
         for sql in members(engine):
             sql = sql.replace("{dir}", str(attack_dir))
             result = kernel.call_tool("sql_query", {"sql": sql, "timeout_s": 10})
             reason = result.metadata.get("reason", "")
-            if result.success or result.error_code != "SQL_READ_ONLY_REQUIRED" or reason == "database":
+            if (
+                result.success
+                or result.error_code != "SQL_READ_ONLY_REQUIRED"
+                or reason == "database"
+            ):
                 slipped.append((sql, result.error_code, (result.message or "")[:200]))
-        assert slipped == [], f"{len(slipped)} attack(s) not refused by the guard on {engine}: {slipped}"
+        assert slipped == [], (
+            f"{len(slipped)} attack(s) not refused by the guard on {engine}: {slipped}"
+        )
         if witness is not None:
             assert witness.execute("SELECT 1").fetchone() == (1,)  # not terminated
     finally:
@@ -225,14 +266,17 @@ def test_attack_classes_are_refused_through_sql_query_and_change_nothing(engine,
 
 
 @pytest.mark.parametrize("engine", ["postgresql", "mariadb"])
-def test_attack_classes_are_refused_for_a_superuser_datasource_marked_allow_privileged(engine, db, kernel,
-                                                                                      request, attack_dir):
+def test_attack_classes_are_refused_for_a_superuser_datasource_marked_allow_privileged(
+    engine, db, kernel, request, attack_dir
+):
     # The worst case: the login could read files and signal sessions, and only the guard stands in the way.
     from assay.plugins.sql.resource import DatabaseResource
     from assay.plugins.sql.settings import DatasourceConfig
 
     url = admin_url_for(engine, request)
-    kernel.attach(DatabaseResource("retail", url, config=DatasourceConfig(url=url, allow_privileged=True)))
+    kernel.attach(
+        DatabaseResource("retail", url, config=DatasourceConfig(url=url, allow_privileged=True))
+    )
     ran = kernel.call_tool("sql_query", {"sql": "SELECT count(*) FROM orders"})
     assert ran.success and ran.data["privileged_login"] is True
     before, state = fingerprint(db), server_state(engine)
@@ -240,16 +284,23 @@ def test_attack_classes_are_refused_for_a_superuser_datasource_marked_allow_priv
     slipped = []
     try:
         for sql in members(engine):
-            result = kernel.call_tool("sql_query", {"sql": sql.replace("{dir}", str(attack_dir)), "timeout_s": 10})
-            if (result.success or result.error_code != "SQL_READ_ONLY_REQUIRED"
-                    or result.metadata.get("reason") == "database"):
+            result = kernel.call_tool(
+                "sql_query", {"sql": sql.replace("{dir}", str(attack_dir)), "timeout_s": 10}
+            )
+            if (
+                result.success
+                or result.error_code != "SQL_READ_ONLY_REQUIRED"
+                or result.metadata.get("reason") == "database"
+            ):
                 slipped.append((sql, result.error_code, (result.message or "")[:200]))
         if witness is not None:
             assert witness.execute("SELECT 1").fetchone() == (1,)
     finally:
         if witness is not None:
             witness.close()
-    assert slipped == [], f"{len(slipped)} attack(s) not refused by the guard on {engine} (superuser): {slipped}"
+    assert slipped == [], (
+        f"{len(slipped)} attack(s) not refused by the guard on {engine} (superuser): {slipped}"
+    )
     assert fingerprint(db) == before
     assert server_state(engine) == state
     assert list(attack_dir.iterdir()) == []

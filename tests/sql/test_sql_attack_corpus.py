@@ -223,7 +223,9 @@ def fingerprint(db) -> dict:
 def attack_dir(tmp_path) -> Path:
     target = tmp_path / "attack"
     target.mkdir()
-    os.chmod(target, stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO)  # the server could write here if allowed
+    os.chmod(
+        target, stat.S_IRWXU | stat.S_IRWXG | stat.S_IRWXO
+    )  # the server could write here if allowed
     os.chmod(tmp_path, stat.S_IRWXU | stat.S_IRGRP | stat.S_IXGRP | stat.S_IROTH | stat.S_IXOTH)
     return target
 
@@ -266,13 +268,25 @@ def test_writes_with_the_parser_bypassed_are_refused_by_the_database(engine, db,
 # transaction; there the parser's refusal by name is the line, and a
 # least-privilege role is the documented advice.
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb"])
-def test_file_access_with_the_parser_bypassed_is_refused_by_sqlite_and_duckdb(engine, db, attack_dir, parser_bypassed):
+def test_file_access_with_the_parser_bypassed_is_refused_by_sqlite_and_duckdb(
+    engine, db, attack_dir, parser_bypassed
+):
     statements = {
-        "sqlite": [f"ATTACH DATABASE '{attack_dir}/evil.db' AS evil", "SELECT load_extension('/tmp/evil.so')",
-                   "PRAGMA query_only = 0", "PRAGMA user_version = 5"],
-        "duckdb": ["SELECT * FROM read_csv('/etc/passwd')", f"COPY orders TO '{attack_dir}/d.csv'",
-                   f"EXPORT DATABASE '{attack_dir}/exp'", "INSTALL httpfs", "LOAD httpfs",
-                   "SET enable_external_access = true", f"ATTACH '{attack_dir}/evil.duckdb' AS evil"],
+        "sqlite": [
+            f"ATTACH DATABASE '{attack_dir}/evil.db' AS evil",
+            "SELECT load_extension('/tmp/evil.so')",
+            "PRAGMA query_only = 0",
+            "PRAGMA user_version = 5",
+        ],
+        "duckdb": [
+            "SELECT * FROM read_csv('/etc/passwd')",
+            f"COPY orders TO '{attack_dir}/d.csv'",
+            f"EXPORT DATABASE '{attack_dir}/exp'",
+            "INSTALL httpfs",
+            "LOAD httpfs",
+            "SET enable_external_access = true",
+            f"ATTACH '{attack_dir}/evil.duckdb' AS evil",
+        ],
     }[engine]
     for sql in statements:
         with pytest.raises(SqlError) as info:

@@ -17,8 +17,8 @@ the real PostgreSQL/MariaDB servers:
 from __future__ import annotations
 
 import pytest
-from assay.plugins.sql.errors import SQL_DATASOURCE_PRIVILEGED, SqlError
 
+from assay.plugins.sql.errors import SQL_DATASOURCE_PRIVILEGED, SqlError
 from tests.sql.conftest import (
     create_mariadb_user,
     drop_mariadb_user,
@@ -54,12 +54,17 @@ def pg_login(request):
 
 
 @pytest.mark.parametrize("member_of", ["pg_read_all_stats", "pg_monitor", "pg_write_all_data"])
-def test_doctor_refuses_a_member_of_a_role_that_sees_sessions_or_writes_everything(member_of, pg_login):
+def test_doctor_refuses_a_member_of_a_role_that_sees_sessions_or_writes_everything(
+    member_of, pg_login
+):
     role = pg_login(f"GRANT {member_of} TO {{role}}")
     out = run_cli("db", "doctor", f"postgresql://{role}@127.0.0.1:5432/test")
     assert out.exit_code == 1, out.output
     assert "least-privilege login" not in out.output
-    assert f"{member_of}:" in out.output and "verdict: refused (SQL_DATASOURCE_PRIVILEGED)" in out.output
+    assert (
+        f"{member_of}:" in out.output
+        and "verdict: refused (SQL_DATASOURCE_PRIVILEGED)" in out.output
+    )
 
 
 def test_refused_login_metadata_says_privileged_beside_its_privileges(pg_login, kernel):
@@ -84,7 +89,10 @@ def test_doctor_says_standard_conforming_strings_is_ok_for_a_plain_login(pg_logi
     role = pg_login()
     out = run_cli("db", "doctor", f"postgresql://{role}@127.0.0.1:5432/test")
     assert out.exit_code == 0, out.output
-    assert "standard_conforming_strings: on" in out.output and "privileged: none (a least-privilege login)" in out.output
+    assert (
+        "standard_conforming_strings: on" in out.output
+        and "privileged: none (a least-privilege login)" in out.output
+    )
 
 
 def test_doctor_advises_a_temp_file_limit_the_login_cannot_set_itself(pg_login):
@@ -100,11 +108,16 @@ def test_doctor_advises_a_temp_file_limit_the_login_cannot_set_itself(pg_login):
 
 def test_doctor_on_a_login_with_write_grants_does_not_call_it_least_privilege(pg_login, request):
     schema = request.getfixturevalue("pg_schema")
-    role = pg_login(f'GRANT USAGE ON SCHEMA "{schema}" TO {{role}}',
-                    f'GRANT INSERT ON ALL TABLES IN SCHEMA "{schema}" TO {{role}}')
+    role = pg_login(
+        f'GRANT USAGE ON SCHEMA "{schema}" TO {{role}}',
+        f'GRANT INSERT ON ALL TABLES IN SCHEMA "{schema}" TO {{role}}',
+    )
     out = run_cli("db", "doctor", f"postgresql://{role}@127.0.0.1:5432/test")
     assert out.exit_code == 0, out.output
-    assert "least-privilege login" not in out.output and "not least-privilege: it may write" in out.output
+    assert (
+        "least-privilege login" not in out.output
+        and "not least-privilege: it may write" in out.output
+    )
 
 
 # --- MariaDB ---------------------------------------------------------------------------------------------
@@ -138,8 +151,12 @@ def test_doctor_judges_a_mariadb_role_the_user_has_not_enabled_by_its_grants(mar
     user, role, database = mariadb_role_user
     url = f"mariadb://{user}@127.0.0.1:3306/{database}"
     out = run_cli("db", "doctor", url)
-    assert "SQL_DATASOURCE_UNAVAILABLE" not in out.output and "Access denied" not in out.output, out.output
-    assert out.exit_code == 1 and "FILE:" in out.output and f"roles it may use: {role}" in out.output
+    assert "SQL_DATASOURCE_UNAVAILABLE" not in out.output and "Access denied" not in out.output, (
+        out.output
+    )
+    assert (
+        out.exit_code == 1 and "FILE:" in out.output and f"roles it may use: {role}" in out.output
+    )
     db = _resource(url)
     try:
         with pytest.raises(SqlError) as caught:  # the pool refuses it the same way
@@ -160,7 +177,10 @@ def test_doctor_shows_the_pinned_sql_mode_whatever_the_url_asks_for(request):
         out = run_cli("db", "doctor", url)
         # the URL asks for ANSI_QUOTES; every assay session's sql_mode is pinned without it (i30's guard)
         assert "sql_mode without ANSI_QUOTES: ok" in out.output, out.output
-        assert "sql_mode without NO_BACKSLASH_ESCAPES: ok" in out.output and "WARNING" not in out.output
+        assert (
+            "sql_mode without NO_BACKSLASH_ESCAPES: ok" in out.output
+            and "WARNING" not in out.output
+        )
         plain = run_cli("db", "doctor", f"mariadb://{user}@127.0.0.1:3306/{database}")
         assert "sql_mode without ANSI_QUOTES: ok" in plain.output, plain.output
     finally:

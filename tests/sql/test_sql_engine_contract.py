@@ -21,8 +21,12 @@ SQL_PLUGIN = Path(__file__).resolve().parents[2] / "plugins" / "sql"
 def test_every_builtin_engine_satisfies_the_kernel_contract():
     for engine in builtin_engines():
         assert isinstance(engine, DatabaseEngine), engine
-    missing = {engine.name: [m for m in dir(DatabaseEngine) if not m.startswith("_") and not hasattr(engine, m)]
-               for engine in builtin_engines()}
+    missing = {
+        engine.name: [
+            m for m in dir(DatabaseEngine) if not m.startswith("_") and not hasattr(engine, m)
+        ]
+        for engine in builtin_engines()
+    }
     assert missing == {"sqlite": [], "postgresql": [], "mysql": [], "duckdb": []}
 
 
@@ -33,8 +37,10 @@ def test_the_plugin_registers_each_engine_from_its_own_module():
     finally:
         kernel.close()
     assert {name: type(e).__module__ for name, e in registered.items()} == {
-        "sqlite": "assay.plugins.sql.engines.sqlite", "postgresql": "assay.plugins.sql.engines.postgres",
-        "mysql": "assay.plugins.sql.engines.mysql", "duckdb": "assay.plugins.sql.engines.duckdb",
+        "sqlite": "assay.plugins.sql.engines.sqlite",
+        "postgresql": "assay.plugins.sql.engines.postgres",
+        "mysql": "assay.plugins.sql.engines.mysql",
+        "duckdb": "assay.plugins.sql.engines.duckdb",
     }
     assert set(registered.values()) == set(builtin_engines())  # the same objects, not copies
 
@@ -54,7 +60,9 @@ def test_no_plugin_module_imports_another_modules_private_names():
             if isinstance(node, ast.ImportFrom):
                 private = [a.name for a in node.names if a.name.startswith("_")]
                 if private:
-                    offenders.append((path.relative_to(SQL_PLUGIN).as_posix(), node.module, private))
+                    offenders.append(
+                        (path.relative_to(SQL_PLUGIN).as_posix(), node.module, private)
+                    )
     assert offenders == []
     assert "_assay_" not in "".join(p.read_text() for p in SQL_PLUGIN.rglob("*.py"))
 
@@ -65,7 +73,9 @@ def test_no_plugin_module_imports_another_modules_private_names():
 def test_no_query_method_takes_a_flag_that_skips_the_check():
     for method in (DatabaseResource.query, DatabaseResource.aquery):
         assert set(inspect.signature(method).parameters) == {"self", "sql", "timeout_s", "attempt"}
-    assert not {"execute", "async_execute", "check"} & set(vars(DatabaseResource))  # databases query / aquery
+    assert not {"execute", "async_execute", "check"} & set(
+        vars(DatabaseResource)
+    )  # databases query / aquery
 
 
 def test_every_query_path_refuses_a_write(sqlite_path):
@@ -75,7 +85,9 @@ def test_every_query_path_refuses_a_write(sqlite_path):
     try:
         paths = {
             "query": lambda: db.query("DELETE FROM stores"),
-            "query with an attempt": lambda: db.query("DELETE FROM stores", attempt=db.new_attempt(5)),
+            "query with an attempt": lambda: db.query(
+                "DELETE FROM stores", attempt=db.new_attempt(5)
+            ),
             "aquery": lambda: asyncio.run(db.aquery("DELETE FROM stores")),
             "the executor": lambda: db.executor().run("DELETE FROM stores", db.new_attempt(5)),
         }
@@ -89,7 +101,9 @@ def test_every_query_path_refuses_a_write(sqlite_path):
 
 
 def test_the_check_runs_before_the_datasource_is_opened(tmp_path):
-    db = DatabaseResource("gone", f"duckdb:///{tmp_path / 'missing.duckdb'}")  # read-only: cannot be opened
+    db = DatabaseResource(
+        "gone", f"duckdb:///{tmp_path / 'missing.duckdb'}"
+    )  # read-only: cannot be opened
     try:
         with pytest.raises(SqlError) as refused:
             db.query("DROP TABLE orders")

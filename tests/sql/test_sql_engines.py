@@ -7,7 +7,12 @@ import time
 
 import pytest
 
-from assay.plugins.sql.errors import SQL_QUERY_FAILED, SQL_QUERY_TIMEOUT, SQL_READ_ONLY_REQUIRED, SqlError
+from assay.plugins.sql.errors import (
+    SQL_QUERY_FAILED,
+    SQL_QUERY_TIMEOUT,
+    SQL_READ_ONLY_REQUIRED,
+    SqlError,
+)
 from tests.sql.conftest import RUNAWAY, mariadb_admin, new_db, pg_admin
 
 
@@ -33,7 +38,9 @@ def test_unparseable_text_is_refused_before_the_database(engine, db):
     assert info.value.details["stage"] == "parser"
 
 
-def test_syntax_error_from_the_engine_is_sql_query_failed_with_its_message(engine, db, parser_bypassed):
+def test_syntax_error_from_the_engine_is_sql_query_failed_with_its_message(
+    engine, db, parser_bypassed
+):
     with pytest.raises(SqlError) as info:
         db.query("SELEC order_id FROM orders")
     assert info.value.code == SQL_QUERY_FAILED
@@ -54,8 +61,13 @@ def test_connection_is_reusable_after_a_failure(engine, db):
 
 
 def test_writes_are_refused_by_the_parser(engine, db):
-    for sql in ("DELETE FROM refunds", "UPDATE orders SET total = 0", "DROP TABLE refunds",
-                "CREATE TABLE evil (a int)", "INSERT INTO stores SELECT * FROM stores"):
+    for sql in (
+        "DELETE FROM refunds",
+        "UPDATE orders SET total = 0",
+        "DROP TABLE refunds",
+        "CREATE TABLE evil (a int)",
+        "INSERT INTO stores SELECT * FROM stores",
+    ):
         with pytest.raises(SqlError) as info:
             db.query(sql)
         assert info.value.code == SQL_READ_ONLY_REQUIRED, sql
@@ -81,14 +93,17 @@ def _server_running(engine: str, session_id) -> bool:
     if engine == "postgresql":
         with pg_admin() as conn:
             row = conn.execute(
-                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'", (session_id,)
+                "SELECT count(*) FROM pg_stat_activity WHERE pid = %s AND state = 'active'",
+                (session_id,),
             ).fetchone()
         return row[0] > 0
     conn = mariadb_admin()
     try:
         with conn.cursor() as cur:
-            cur.execute("SELECT count(*) FROM information_schema.processlist WHERE id = %s AND command = 'Query'",
-                        (session_id,))
+            cur.execute(
+                "SELECT count(*) FROM information_schema.processlist WHERE id = %s AND command = 'Query'",
+                (session_id,),
+            )
             return cur.fetchone()[0] > 0
     finally:
         conn.close()
@@ -100,11 +115,15 @@ def test_runaway_query_hits_the_time_limit_and_is_really_stopped(engine, request
         attempt = db.new_attempt(1.0)
         seen_running = threading.Event()
         if engine in ("postgresql", "mariadb"):
+
             def watch():
                 while not attempt.done and not seen_running.is_set():
-                    if attempt.session_id is not None and _server_running(engine, attempt.session_id):
+                    if attempt.session_id is not None and _server_running(
+                        engine, attempt.session_id
+                    ):
                         seen_running.set()
                     time.sleep(0.05)
+
             watcher = threading.Thread(target=watch, daemon=True)
             watcher.start()
         started = time.monotonic()
@@ -123,8 +142,12 @@ def test_runaway_query_hits_the_time_limit_and_is_really_stopped(engine, request
             deadline = time.monotonic() + 1.0
             while _server_running(engine, attempt.session_id) and time.monotonic() < deadline:
                 time.sleep(0.02)
-            assert not _server_running(engine, attempt.session_id), "still running 1 s after the time limit"
-        assert db.query("SELECT count(*) FROM stores").rows[0][0] > 0  # the connection came back usable
+            assert not _server_running(engine, attempt.session_id), (
+                "still running 1 s after the time limit"
+            )
+        assert (
+            db.query("SELECT count(*) FROM stores").rows[0][0] > 0
+        )  # the connection came back usable
     finally:
         db.close()
 
@@ -143,11 +166,15 @@ def test_unconfirmed_stop_says_only_that_cancellation_was_requested(engine, requ
     db = new_db(engine, request, cancel_grace_s=0.3)
     try:
         real_cancel = db.engine.cancel
-        monkeypatch.setattr(db.engine, "cancel", lambda raw, sid, pool: None)  # the cancel request is lost
+        monkeypatch.setattr(
+            db.engine, "cancel", lambda raw, sid, pool: None
+        )  # the cancel request is lost
         attempt = db.new_attempt(0.5)
         with pytest.raises(SqlError) as info:
             db.query(RUNAWAY[engine], attempt=attempt)
-        if engine == "sqlite":  # SQLite's own progress-handler deadline stops it without the cancel call
+        if (
+            engine == "sqlite"
+        ):  # SQLite's own progress-handler deadline stops it without the cancel call
             assert info.value.details["stopped"] is True
             return
         assert info.value.code == SQL_QUERY_TIMEOUT

@@ -16,35 +16,55 @@ COMMON = [
     "SELECT status, count(*) AS n, sum(total) AS revenue FROM orders GROUP BY status ORDER BY n DESC",
     "SELECT order_id, total, row_number() OVER (PARTITION BY store_id ORDER BY total DESC) AS rn FROM orders",
     "SELECT order_id, total, rank() OVER (ORDER BY total DESC), dense_rank() OVER (ORDER BY total DESC) FROM orders",
-    ("SELECT order_id, total - lag(total) OVER (ORDER BY order_id) AS delta, lead(total, 2) OVER (ORDER BY order_id) "
-    "FROM orders"),
-    ("SELECT store_id, avg(total) OVER (PARTITION BY store_id ORDER BY order_id ROWS BETWEEN 6 PRECEDING AND "
-    "CURRENT ROW) AS moving_avg FROM orders"),
-    ("SELECT ntile(4) OVER (ORDER BY total) AS quartile, first_value(total) OVER (ORDER BY total), "
-    "percent_rank() OVER (ORDER BY total), cume_dist() OVER (ORDER BY total) FROM orders"),
+    (
+        "SELECT order_id, total - lag(total) OVER (ORDER BY order_id) AS delta, lead(total, 2) OVER (ORDER BY order_id) "
+        "FROM orders"
+    ),
+    (
+        "SELECT store_id, avg(total) OVER (PARTITION BY store_id ORDER BY order_id ROWS BETWEEN 6 PRECEDING AND "
+        "CURRENT ROW) AS moving_avg FROM orders"
+    ),
+    (
+        "SELECT ntile(4) OVER (ORDER BY total) AS quartile, first_value(total) OVER (ORDER BY total), "
+        "percent_rank() OVER (ORDER BY total), cume_dist() OVER (ORDER BY total) FROM orders"
+    ),
     "WITH big AS (SELECT * FROM orders WHERE total > 100) SELECT channel, count(*) FROM big GROUP BY channel",
     "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < 10) SELECT sum(x) FROM n",
-    ("WITH a AS (SELECT customer_id, count(*) AS c FROM orders GROUP BY customer_id), "
-    "b AS (SELECT c, count(*) AS k FROM a GROUP BY c) SELECT * FROM b ORDER BY c"),
-    ("SELECT c.segment, count(DISTINCT o.order_id) FROM customers c LEFT JOIN orders o ON o.customer_id = "
-    "c.customer_id GROUP BY c.segment"),
-    ("SELECT p.category, sum(i.quantity * i.unit_price) AS gross FROM order_items i JOIN products p ON p.product_id = "
-    "i.product_id GROUP BY p.category HAVING sum(i.quantity) > 0"),
+    (
+        "WITH a AS (SELECT customer_id, count(*) AS c FROM orders GROUP BY customer_id), "
+        "b AS (SELECT c, count(*) AS k FROM a GROUP BY c) SELECT * FROM b ORDER BY c"
+    ),
+    (
+        "SELECT c.segment, count(DISTINCT o.order_id) FROM customers c LEFT JOIN orders o ON o.customer_id = "
+        "c.customer_id GROUP BY c.segment"
+    ),
+    (
+        "SELECT p.category, sum(i.quantity * i.unit_price) AS gross FROM order_items i JOIN products p ON p.product_id = "
+        "i.product_id GROUP BY p.category HAVING sum(i.quantity) > 0"
+    ),
     "SELECT * FROM orders WHERE customer_id IN (SELECT customer_id FROM customers WHERE segment = 'consumer')",
     "SELECT o.order_id FROM orders o WHERE EXISTS (SELECT 1 FROM refunds r WHERE r.order_id = o.order_id)",
     "SELECT region, city, count(*) FROM stores GROUP BY region, city ORDER BY 1, 2",
-    ("SELECT CASE WHEN total > 100 THEN 'big' WHEN total > 20 THEN 'mid' ELSE 'small' END AS size, count(*) "
-    "FROM orders GROUP BY 1"),
+    (
+        "SELECT CASE WHEN total > 100 THEN 'big' WHEN total > 20 THEN 'mid' ELSE 'small' END AS size, count(*) "
+        "FROM orders GROUP BY 1"
+    ),
     "SELECT coalesce(promotion_id, 0), nullif(status, 'x') FROM orders",
-    ("SELECT upper(name), lower(city), length(name), substring(name, 1, 3), trim(name), replace(city, 'a', 'b') "
-    "FROM stores"),
-    ("SELECT round(avg(total), 2), min(total), max(total), abs(min(total)), floor(max(total)) "
-    "FROM orders"),
+    (
+        "SELECT upper(name), lower(city), length(name), substring(name, 1, 3), trim(name), replace(city, 'a', 'b') "
+        "FROM stores"
+    ),
+    (
+        "SELECT round(avg(total), 2), min(total), max(total), abs(min(total)), floor(max(total)) "
+        "FROM orders"
+    ),
     "SELECT CAST(total AS INTEGER), CAST(order_id AS CHAR(10)) FROM orders",
     "SELECT order_id FROM orders UNION SELECT order_id FROM refunds ORDER BY 1",
     "SELECT 1 AS a, 'x' AS b",
-    ("SELECT count(*) FROM orders o JOIN order_items i ON i.order_id = o.order_id JOIN products p "
-    "ON p.product_id = i.product_id WHERE p.unit_price > 5"),
+    (
+        "SELECT count(*) FROM orders o JOIN order_items i ON i.order_id = o.order_id JOIN products p "
+        "ON p.product_id = i.product_id WHERE p.unit_price > 5"
+    ),
     "SELECT status, sum(CASE WHEN channel = 'web' THEN total ELSE 0 END) AS web FROM orders GROUP BY status",
 ]
 
@@ -54,28 +74,38 @@ PER_ENGINE = {
         "SELECT greatest(total, 1), least(total, 1), stddev_samp(total) OVER () FROM orders",
         "SELECT store_id, channel, sum(total) FROM orders GROUP BY ROLLUP (store_id, channel)",
         "SELECT date_trunc('month', ordered_at) AS m, count(*) FROM orders GROUP BY 1 ORDER BY 1",
-        ("SELECT ordered_at + interval '7 days', ordered_at::date - date '2020-01-01', extract(year FROM ordered_at), "
-        "age(ordered_at) FROM orders"),
-        ("SELECT to_char(ordered_at, 'YYYY-MM'), string_agg(DISTINCT channel, ',' ORDER BY channel) FROM orders "
-        "GROUP BY 1"),
-        ("SELECT s.store_id, t.total FROM stores s CROSS JOIN LATERAL (SELECT total FROM orders o WHERE o.store_id = "
-        "s.store_id ORDER BY total DESC LIMIT 3) t"),
+        (
+            "SELECT ordered_at + interval '7 days', ordered_at::date - date '2020-01-01', extract(year FROM ordered_at), "
+            "age(ordered_at) FROM orders"
+        ),
+        (
+            "SELECT to_char(ordered_at, 'YYYY-MM'), string_agg(DISTINCT channel, ',' ORDER BY channel) FROM orders "
+            "GROUP BY 1"
+        ),
+        (
+            "SELECT s.store_id, t.total FROM stores s CROSS JOIN LATERAL (SELECT total FROM orders o WHERE o.store_id = "
+            "s.store_id ORDER BY total DESC LIMIT 3) t"
+        ),
         "SELECT jsonb_build_object('id', order_id, 'total', total) ->> 'id', json_agg(status) OVER () FROM orders",
-        "SELECT * FROM jsonb_each('{\"a\": 1, \"b\": 2}'::jsonb)",
+        'SELECT * FROM jsonb_each(\'{"a": 1, "b": 2}\'::jsonb)',
         "SELECT g, g * 2 FROM generate_series(1, 12) AS g",
-        ("SELECT count(*) FILTER (WHERE status = 'refunded'), percentile_cont(0.5) WITHIN GROUP (ORDER BY total) "
-        "FROM orders"),
+        (
+            "SELECT count(*) FILTER (WHERE status = 'refunded'), percentile_cont(0.5) WITHIN GROUP (ORDER BY total) "
+            "FROM orders"
+        ),
         "SELECT array_agg(order_id ORDER BY order_id), array_length(array_agg(order_id), 1) FROM orders",
         "SELECT unnest(ARRAY[1, 2, 3]) AS x",
         "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()",
         "SELECT tablename FROM pg_catalog.pg_tables LIMIT 5",
         "SELECT regexp_replace(name, '[aeiou]', '', 'g'), split_part(email, '@', 2) FROM customers",
         "SELECT 1 OPERATOR(pg_catalog.+) 2, pg_catalog.lower('A'), \"lower\"('B')",
-        "SELECT U&\"\\0073um\"(total) FROM orders",
+        'SELECT U&"\\0073um"(total) FROM orders',
         "VALUES (1, 'a'), (2, 'b')",
         "SELECT DISTINCT ON (store_id) store_id, total FROM orders ORDER BY store_id, total DESC",
-        ("SELECT '{\"a\": 1}'::jsonb ? 'a', '{\"a\": 1}'::jsonb @> '{\"a\": 1}', ARRAY[1, 2] @> ARRAY[1], "
-         "to_tsvector('english', name) @@ to_tsquery('english', 'store'), name ~* '^s' FROM stores"),
+        (
+            "SELECT '{\"a\": 1}'::jsonb ? 'a', '{\"a\": 1}'::jsonb @> '{\"a\": 1}', ARRAY[1, 2] @> ARRAY[1], "
+            "to_tsvector('english', name) @@ to_tsquery('english', 'store'), name ~* '^s' FROM stores"
+        ),
         "EXPLAIN SELECT * FROM orders WHERE total > 10",
     ],
     "mariadb": [
@@ -83,8 +113,10 @@ PER_ENGINE = {
         "SELECT greatest(total, 1), least(total, 1), stddev_samp(total) FROM orders",
         "SELECT store_id, channel, sum(total) FROM orders GROUP BY store_id, channel WITH ROLLUP",
         "SELECT date_format(ordered_at, '%Y-%m') AS m, count(*) FROM orders GROUP BY m ORDER BY m",
-        ("SELECT ordered_at + INTERVAL 7 DAY, datediff(ordered_at, '2020-01-01'), year(ordered_at), "
-        "date_add(ordered_at, INTERVAL 1 MONTH) FROM orders"),
+        (
+            "SELECT ordered_at + INTERVAL 7 DAY, datediff(ordered_at, '2020-01-01'), year(ordered_at), "
+            "date_add(ordered_at, INTERVAL 1 MONTH) FROM orders"
+        ),
         "SELECT channel, group_concat(DISTINCT status ORDER BY status SEPARATOR ',') FROM orders GROUP BY channel",
         "SELECT json_object('id', order_id, 'total', total), json_extract('{\"a\": [1, 2]}', '$.a[1]') FROM orders",
         "SELECT * FROM JSON_TABLE('[{\"a\": 1}, {\"a\": 2}]', '$[*]' COLUMNS (a INT PATH '$.a')) AS jt",
@@ -104,7 +136,7 @@ PER_ENGINE = {
         "SELECT date(ordered_at, '+7 days'), julianday(ordered_at) - julianday('2020-01-01') FROM orders",
         "SELECT channel, group_concat(status, ',') FROM orders GROUP BY channel",
         "SELECT json_object('id', order_id, 'total', total), json_extract('{\"a\": [1, 2]}', '$.a[1]') FROM orders",
-        "SELECT key, value FROM json_each('{\"a\": 1, \"b\": 2}')",
+        'SELECT key, value FROM json_each(\'{"a": 1, "b": 2}\')',
         "SELECT name FROM sqlite_master WHERE type = 'table'",
         "SELECT * FROM pragma_table_info('orders')",
         "SELECT iif(total > 100, 'big', 'small'), ifnull(promotion_id, 0), typeof(total) FROM orders",
@@ -121,11 +153,15 @@ PER_ENGINE = {
         "SUMMARIZE orders",
         "SUMMARIZE SELECT total FROM orders",
         "SELECT date_trunc('month', ordered_at) AS m, count(*) FROM orders GROUP BY ALL ORDER BY 1",
-        ("SELECT ordered_at + INTERVAL 7 DAY, date_diff('day', DATE '2020-01-01', ordered_at::DATE), "
-        "strftime(ordered_at, '%Y') FROM orders"),
+        (
+            "SELECT ordered_at + INTERVAL 7 DAY, date_diff('day', DATE '2020-01-01', ordered_at::DATE), "
+            "strftime(ordered_at, '%Y') FROM orders"
+        ),
         "SELECT channel, string_agg(DISTINCT status, ',' ORDER BY status), list(order_id)[1] FROM orders GROUP BY 1",
-        ("SELECT s.store_id, t.total FROM stores s, LATERAL (SELECT total FROM orders o WHERE o.store_id = s.store_id "
-        "ORDER BY total DESC LIMIT 3) t"),
+        (
+            "SELECT s.store_id, t.total FROM stores s, LATERAL (SELECT total FROM orders o WHERE o.store_id = s.store_id "
+            "ORDER BY total DESC LIMIT 3) t"
+        ),
         "SELECT json_extract('{\"a\": [1, 2]}', '$.a[1]'), to_json({'id': 1})",
         "SELECT * FROM range(12) t(i)",
         "SELECT list_sort([3, 1, 2]), [1, 2, 3][2], {'a': 1}.a, greatest(1, 2), stddev_samp(total) FROM orders",
@@ -156,15 +192,20 @@ def test_ordinary_analytical_queries_run_through_sql_query(engine, request, kern
         result = kernel.call_tool("sql_query", {"sql": sql, "timeout_s": 20})
         if not result.success:
             failed.append((sql, result.error_code, result.message[:300]))
-    assert failed == [], f"{len(failed)} of {len(queries_for(engine))} ordinary queries refused or failed on {engine}"
+    assert failed == [], (
+        f"{len(failed)} of {len(queries_for(engine))} ordinary queries refused or failed on {engine}"
+    )
 
 
-@pytest.mark.parametrize("dialect,sql", [
-    ("postgresql", "SHOW search_path"),
-    ("mariadb", "VALUES (1,'a'),(2,'b')"),
-    ("duckdb", "PIVOT orders ON channel USING sum(total)"),
-    ("duckdb", "SUMMARIZE orders"),
-])
+@pytest.mark.parametrize(
+    "dialect,sql",
+    [
+        ("postgresql", "SHOW search_path"),
+        ("mariadb", "VALUES (1,'a'),(2,'b')"),
+        ("duckdb", "PIVOT orders ON channel USING sum(total)"),
+        ("duckdb", "SUMMARIZE orders"),
+    ],
+)
 def test_the_false_positives_named_in_issue_12_are_accepted(dialect, sql):
     from assay.plugins.sql.guard import check_read_only
 
@@ -211,7 +252,9 @@ def pg_stat_statements_view(request) -> None:
 
     schema, role = request.getfixturevalue("pg_schema"), request.getfixturevalue("pg_analyst")
     with pg_admin() as conn:
-        conn.execute(f'CREATE VIEW "{schema}".pg_stat_statements AS SELECT 1 AS calls, \'SELECT 1\'::text AS query')
+        conn.execute(
+            f"CREATE VIEW \"{schema}\".pg_stat_statements AS SELECT 1 AS calls, 'SELECT 1'::text AS query"
+        )
         conn.execute(f'GRANT SELECT ON "{schema}".pg_stat_statements TO "{role}"')
     yield
     with pg_admin() as conn:
@@ -227,7 +270,9 @@ def test_issue_30_false_positives_run_through_sql_query(engine, request, kernel)
         result = kernel.call_tool("sql_query", {"sql": sql, "timeout_s": 20})
         if not result.success:
             failed.append((sql, result.error_code, result.message[:300]))
-    assert failed == [], f"{len(failed)} of issue 30's false positives refused or failed on {engine}: {failed}"
+    assert failed == [], (
+        f"{len(failed)} of issue 30's false positives refused or failed on {engine}: {failed}"
+    )
 
 
 def test_about_45_nested_calls_are_too_deeply_nested_not_a_write():

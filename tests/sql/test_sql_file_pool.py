@@ -18,22 +18,42 @@ from assay.plugins.sql.resource import DatabaseResource
 SCHEMES = ("sqlite", "sqlite+pysqlite")
 
 
-@pytest.mark.parametrize("url", [
-    "sqlite:///shop.db", "sqlite:////abs/path/shop.db", "sqlite+pysqlite:///x.db", "sqlite:///a%20b.db",
-    "sqlite:///dir with space/é.db", "sqlite:///weird+name#1.db", "SQLite:///Upper.db",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite:///shop.db",
+        "sqlite:////abs/path/shop.db",
+        "sqlite+pysqlite:///x.db",
+        "sqlite:///a%20b.db",
+        "sqlite:///dir with space/é.db",
+        "sqlite:///weird+name#1.db",
+        "SQLite:///Upper.db",
+    ],
+)
 def test_sqlite_url_reads_and_renders_as_sqlalchemy_reads_and_renders_it(url):
     from sqlalchemy.engine import make_url
 
     ours, theirs = parse_file_url(url, SCHEMES), make_url(url)
     assert ours is not None
     assert (ours.drivername, ours.database, ours.get_backend_name()) == (
-        theirs.drivername, theirs.database, theirs.get_backend_name())
+        theirs.drivername,
+        theirs.database,
+        theirs.get_backend_name(),
+    )
     assert ours.render_as_string(hide_password=True) == theirs.render_as_string(hide_password=True)
 
 
-@pytest.mark.parametrize("url", ["sqlite://", "sqlite:///", "sqlite:///x.db?mode=ro", "sqlite://host/x.db",
-                                 "postgresql:///db", "sqlite:x.db"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "sqlite://",
+        "sqlite:///",
+        "sqlite:///x.db?mode=ro",
+        "sqlite://host/x.db",
+        "postgresql:///db",
+        "sqlite:x.db",
+    ],
+)
 def test_sqlite_urls_of_any_other_shape_are_left_to_sqlalchemy(url):
     assert parse_file_url(url, SCHEMES) is None
 
@@ -48,10 +68,12 @@ def test_a_sqlite_url_with_a_query_string_still_opens_through_sqlalchemy(sqlite_
 
 
 def test_a_sqlite_datasource_opens_and_describes_itself_without_importing_sqlalchemy(sqlite_path):
-    code = ("import sys, json; from assay.plugins.sql.resource import DatabaseResource; "
-            f"db = DatabaseResource('r', 'sqlite:///{sqlite_path}'); tables = db.tables(); "
-            "print(json.dumps({'tables': len(tables), 'url': db.url, "
-            "'sqlalchemy': sorted(m for m in sys.modules if m.startswith('sqlalchemy'))})); db.close()")
+    code = (
+        "import sys, json; from assay.plugins.sql.resource import DatabaseResource; "
+        f"db = DatabaseResource('r', 'sqlite:///{sqlite_path}'); tables = db.tables(); "
+        "print(json.dumps({'tables': len(tables), 'url': db.url, "
+        "'sqlalchemy': sorted(m for m in sys.modules if m.startswith('sqlalchemy'))})); db.close()"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     found = json.loads(out.stdout.strip().splitlines()[-1])

@@ -18,14 +18,17 @@ def reason(sql: str, dialect: str) -> str:
 
 
 @pytest.mark.parametrize("dialect", DIALECTS)
-@pytest.mark.parametrize("sql", [
-    "SELECT 1",
-    "select o.order_id, sum(i.quantity) from orders o join order_items i on i.order_id = o.order_id group by 1",
-    "WITH big AS (SELECT * FROM orders WHERE total > 100) SELECT count(*) FROM big",
-    "SELECT 1 UNION ALL SELECT 2",
-    "SELECT * FROM orders WHERE status IN (SELECT status FROM orders LIMIT 1);",
-    "-- a comment\nSELECT 1 /* another */",
-])
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT 1",
+        "select o.order_id, sum(i.quantity) from orders o join order_items i on i.order_id = o.order_id group by 1",
+        "WITH big AS (SELECT * FROM orders WHERE total > 100) SELECT count(*) FROM big",
+        "SELECT 1 UNION ALL SELECT 2",
+        "SELECT * FROM orders WHERE status IN (SELECT status FROM orders LIMIT 1);",
+        "-- a comment\nSELECT 1 /* another */",
+    ],
+)
 def test_read_only_queries_are_accepted(sql, dialect):
     check_read_only(sql, dialect)
 
@@ -53,7 +56,9 @@ def test_empty_text_is_refused(dialect):
 
 
 def test_data_modifying_cte_is_refused():
-    assert "DELETE" in reason("WITH x AS (DELETE FROM orders RETURNING *) SELECT * FROM x", "postgresql")
+    assert "DELETE" in reason(
+        "WITH x AS (DELETE FROM orders RETURNING *) SELECT * FROM x", "postgresql"
+    )
 
 
 def test_select_into_is_refused():
@@ -64,20 +69,23 @@ def test_select_for_update_is_refused():
     assert "LOCK" in reason("SELECT * FROM orders FOR UPDATE", "postgresql")
 
 
-@pytest.mark.parametrize("sql,dialect", [
-    ("SELECT pg_read_file('/etc/passwd')", "postgresql"),
-    ("SELECT pg_catalog.pg_ls_dir('.')", "postgresql"),
-    ("SELECT lo_import('/etc/passwd')", "postgresql"),
-    ("SELECT pg_terminate_backend(1)", "postgresql"),
-    ("SELECT * FROM dblink('host=x', 'select 1') AS t(a int)", "postgresql"),
-    ("SELECT set_config('default_transaction_read_only', 'off', false)", "postgresql"),
-    ("SELECT LOAD_FILE('/etc/passwd')", "mariadb"),
-    ("SELECT load_extension('/tmp/evil.so')", "sqlite"),
-    ("SELECT * FROM read_csv('/etc/passwd')", "duckdb"),
-    ("SELECT * FROM read_parquet('/data/x.parquet')", "duckdb"),
-    ("SELECT * FROM read_json('/data/x.json')", "duckdb"),
-    ("SELECT * FROM '/etc/passwd.csv'", "duckdb"),
-])
+@pytest.mark.parametrize(
+    "sql,dialect",
+    [
+        ("SELECT pg_read_file('/etc/passwd')", "postgresql"),
+        ("SELECT pg_catalog.pg_ls_dir('.')", "postgresql"),
+        ("SELECT lo_import('/etc/passwd')", "postgresql"),
+        ("SELECT pg_terminate_backend(1)", "postgresql"),
+        ("SELECT * FROM dblink('host=x', 'select 1') AS t(a int)", "postgresql"),
+        ("SELECT set_config('default_transaction_read_only', 'off', false)", "postgresql"),
+        ("SELECT LOAD_FILE('/etc/passwd')", "mariadb"),
+        ("SELECT load_extension('/tmp/evil.so')", "sqlite"),
+        ("SELECT * FROM read_csv('/etc/passwd')", "duckdb"),
+        ("SELECT * FROM read_parquet('/data/x.parquet')", "duckdb"),
+        ("SELECT * FROM read_json('/data/x.json')", "duckdb"),
+        ("SELECT * FROM '/etc/passwd.csv'", "duckdb"),
+    ],
+)
 def test_functions_that_reach_files_or_sessions_are_refused_by_name(sql, dialect):
     message = reason(sql, dialect)
     assert "not allowed" in message or "never allowed" in message or "allow-list" in message

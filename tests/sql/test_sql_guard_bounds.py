@@ -10,7 +10,11 @@ from tests.sql.conftest import new_db
 
 
 def in_list(n: int) -> str:
-    return "SELECT count(*) FROM orders WHERE order_id IN (" + ", ".join(str(i) for i in range(n)) + ")"
+    return (
+        "SELECT count(*) FROM orders WHERE order_id IN ("
+        + ", ".join(str(i) for i in range(n))
+        + ")"
+    )
 
 
 def test_sql_longer_than_max_sql_bytes_is_refused_before_it_is_parsed(request, kernel, monkeypatch):
@@ -23,9 +27,13 @@ def test_sql_longer_than_max_sql_bytes_is_refused_before_it_is_parsed(request, k
     sql = in_list(200_000)  # about 1.3 MB: minutes of parsing and gigabytes before the fix
     assert len(sql) > 1 << 20
     result = kernel.call_tool("sql_query", {"sql": sql})
-    assert result.error_code == "SQL_TOO_LONG" and result.metadata["limit_bytes"] == 1 << 20, result.message
+    assert result.error_code == "SQL_TOO_LONG" and result.metadata["limit_bytes"] == 1 << 20, (
+        result.message
+    )
     assert parsed == [], "the text was parsed before it was refused"
-    assert kernel.call_tool("sql_query", {"sql": "SELECT 1"}).success and len(parsed) == 1  # the counter counts
+    assert (
+        kernel.call_tool("sql_query", {"sql": "SELECT 1"}).success and len(parsed) == 1
+    )  # the counter counts
     assert result.artifacts == []  # nothing was sent, nothing recorded
 
 

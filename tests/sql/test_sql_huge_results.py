@@ -14,9 +14,9 @@ import time
 import tracemalloc
 
 import pytest
-from assay.plugins.sql.errors import SQL_VALUE_TOO_LARGE
 
 from assay import Kernel
+from assay.plugins.sql.errors import SQL_VALUE_TOO_LARGE
 from tests.sql.conftest import new_db
 
 BIG = {  # one value of 50,000 characters
@@ -42,7 +42,9 @@ def capped_kernel(monkeypatch):
     kernel.close()
 
 
-def test_a_value_above_the_artifact_cap_is_refused_with_its_own_code(engine, request, capped_kernel):
+def test_a_value_above_the_artifact_cap_is_refused_with_its_own_code(
+    engine, request, capped_kernel
+):
     capped_kernel.attach(new_db(engine, request))
     run = capped_kernel.new_run()
     result = capped_kernel.call_tool("sql_query", {"sql": BIG[engine]}, run=run)
@@ -55,39 +57,49 @@ def test_a_value_above_the_artifact_cap_is_refused_with_its_own_code(engine, req
 
 def test_sqlite_long_value_after_numbers_in_the_same_column_is_refused(request, capped_kernel):
     capped_kernel.attach(new_db("sqlite", request))
-    sql = ("SELECT v FROM (SELECT 1 AS k, 7 AS v UNION ALL SELECT 2, NULL "
-           "UNION ALL SELECT 3, replace(hex(zeroblob(25000)), '0', 'x')) ORDER BY k")
+    sql = (
+        "SELECT v FROM (SELECT 1 AS k, 7 AS v UNION ALL SELECT 2, NULL "
+        "UNION ALL SELECT 3, replace(hex(zeroblob(25000)), '0', 'x')) ORDER BY k"
+    )
     result = capped_kernel.call_tool("sql_query", {"sql": sql}, run=capped_kernel.new_run())
     assert result.error_code == SQL_VALUE_TOO_LARGE, result.message
     assert result.metadata["row"] == 3
 
 
-def test_sqlite_values_are_not_measured_when_its_own_length_limit_is_under_the_cap(request, monkeypatch):
+def test_sqlite_values_are_not_measured_when_its_own_length_limit_is_under_the_cap(
+    request, monkeypatch
+):
     # SQLITE_LIMIT_LENGTH (1e9 bytes) is under the default cap (1 GiB): no value can be over it, so sql_query
     # skips measuring each one (on SQLite that costs as much as the capture); under a lower cap it measures.
     import assay.plugins.sql.results as results
 
     measured = []
     original = results.check_value_sizes
-    monkeypatch.setattr(results, "check_value_sizes", lambda *a: measured.append(a[2]) or original(*a))
+    monkeypatch.setattr(
+        results, "check_value_sizes", lambda *a: measured.append(a[2]) or original(*a)
+    )
     for cap, expected in ((None, []), ("20000", [20000])):
         if cap:
             monkeypatch.setenv("ASSAY_ARTIFACT_MAX_BYTES", cap)
         kernel = Kernel(plugins=["assay.plugins.sql"], load_entrypoints=False)
         kernel.attach(new_db("sqlite", request))
-        result = kernel.call_tool("sql_query", {"sql": "SELECT order_id, total FROM orders LIMIT 5"},
-                                  run=kernel.new_run())
+        result = kernel.call_tool(
+            "sql_query", {"sql": "SELECT order_id, total FROM orders LIMIT 5"}, run=kernel.new_run()
+        )
         kernel.close()
         assert result.success, result.message
         assert measured == expected
         measured.clear()
 
 
-def test_a_capture_cut_at_the_cap_says_so_in_text_row_count_and_truncated(engine, request, capped_kernel):
+def test_a_capture_cut_at_the_cap_says_so_in_text_row_count_and_truncated(
+    engine, request, capped_kernel
+):
     capped_kernel.attach(new_db(engine, request))
     run = capped_kernel.new_run()
-    result = capped_kernel.call_tool("sql_query", {"sql": "SELECT order_id, total FROM orders ORDER BY order_id"},
-                                     run=run)
+    result = capped_kernel.call_tool(
+        "sql_query", {"sql": "SELECT order_id, total FROM orders ORDER BY order_id"}, run=run
+    )
     assert result.success, result.message
     assert result.data["row_count"] == 2000  # what the query returned
     assert result.data["truncated"] is True and result.data["artifact_complete"] is False

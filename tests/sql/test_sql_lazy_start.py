@@ -14,16 +14,23 @@ def _fresh(code: str, **env: str) -> dict:
     import os
 
     clean = {k: v for k, v in os.environ.items() if not k.upper().startswith("ASSAY_SQL_")}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                         env={**clean, **env})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**clean, **env},
+    )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def test_starting_without_sql_configuration_loads_no_sql_module_beyond_the_plugin():
-    code = ("import sys, json, assay; k = assay.Kernel(plugins=['assay.plugins.sql'], load_entrypoints=False).start(); "
-            "print(json.dumps({'loaded': sorted(m for m in sys.modules if m.startswith('assay.plugins.sql.')), "
-            "'tools': sorted(k.tools)}))")
+    code = (
+        "import sys, json, assay; k = assay.Kernel(plugins=['assay.plugins.sql'], load_entrypoints=False).start(); "
+        "print(json.dumps({'loaded': sorted(m for m in sys.modules if m.startswith('assay.plugins.sql.')), "
+        "'tools': sorted(k.tools)}))"
+    )
     found = _fresh(code)
     assert found == {"loaded": [], "tools": ["describe_table", "list_tables", "sql_query"]}
 

@@ -10,10 +10,10 @@ dangerous role or privilege (created here, dropped afterwards) refused; and
 from __future__ import annotations
 
 import pytest
+
 from assay.plugins.sql.errors import SQL_DATASOURCE_PRIVILEGED, SqlError
 from assay.plugins.sql.resource import DatabaseResource
 from assay.plugins.sql.settings import DatasourceConfig
-
 from tests.sql.conftest import (
     admin_url_for,
     create_mariadb_user,
@@ -40,7 +40,9 @@ def test_superuser_login_is_refused_by_default_with_a_least_privilege_hint(engin
             db.query("SELECT 1")
         assert caught.value.code == SQL_DATASOURCE_PRIVILEGED
         expected = "SUPERUSER" if engine == "postgresql" else "ALL PRIVILEGES"  # root: ALL ON *.*
-        assert expected in caught.value.message and expected in str(caught.value.details["privileges"])
+        assert expected in caught.value.message and expected in str(
+            caught.value.details["privileges"]
+        )
         assert ("CREATE ROLE" if engine == "postgresql" else "CREATE USER") in caught.value.hint
         assert "allow_privileged" in caught.value.hint
         with pytest.raises(SqlError) as again:  # fail-closed every time, not only the first
@@ -87,8 +89,17 @@ def test_least_privilege_login_is_accepted_and_results_say_not_privileged(engine
     assert db.login is not None and db.login.privileged == []
 
 
-@pytest.mark.parametrize("grant", ["pg_read_server_files", "pg_write_server_files", "pg_execute_server_program",
-                                   "pg_signal_backend", "CREATEROLE", "EXECUTE pg_read_file"])
+@pytest.mark.parametrize(
+    "grant",
+    [
+        "pg_read_server_files",
+        "pg_write_server_files",
+        "pg_execute_server_program",
+        "pg_signal_backend",
+        "CREATEROLE",
+        "EXECUTE pg_read_file",
+    ],
+)
 def test_postgres_login_holding_one_dangerous_role_is_refused(grant, request):
     schema = request.getfixturevalue("pg_schema")
     if schema is None:
@@ -141,7 +152,10 @@ def test_db_doctor_says_what_the_login_can_do_and_why(engine, request):
     assert "verdict: refused (SQL_DATASOURCE_PRIVILEGED)" in refused.output
     assert ("SUPERUSER:" if engine == "postgresql" else "ALL PRIVILEGES:") in refused.output
     allowed = run_cli("db", "doctor", admin_url_for(engine, request), "--allow-privileged")
-    assert allowed.exit_code == 0 and "accepted because the datasource is marked allow_privileged" in allowed.output
+    assert (
+        allowed.exit_code == 0
+        and "accepted because the datasource is marked allow_privileged" in allowed.output
+    )
     fine = run_cli("db", "doctor", url_for(engine, request))
     assert fine.exit_code == 0, fine.output
     assert "privileged: none" in fine.output and "verdict: accepted" in fine.output

@@ -17,8 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from tests.sql.conftest import new_db
 from tests.sql.test_sql_false_positives import queries_for
@@ -32,7 +31,7 @@ LITERALS = {
         "/* leading */ SELECT\tcount(*)\nFROM orders\nWHERE status <> 'x' AND total BETWEEN 1 AND 1e6",
         "SELECT 'héllo wörld ✓' AS s, length('日本語') AS n, 'a' || 'b' || 'c' AS c",
         "SELECT interval '1 day 2 hours' AS i, '2024-01-01'::date + 7 AS d, now()::date = current_date AS t",
-        "SELECT \"order_id\", \"Total\" FROM (SELECT order_id, total AS \"Total\" FROM orders) x ORDER BY 1 LIMIT 5",
+        'SELECT "order_id", "Total" FROM (SELECT order_id, total AS "Total" FROM orders) x ORDER BY 1 LIMIT 5',
         "SELECT status, count(*) FILTER (WHERE total > 50) AS big FROM orders GROUP BY status ORDER BY status",
     ],
     "mariadb": [
@@ -53,7 +52,7 @@ LITERALS = {
         "/* leading */ SELECT\tcount(*)\nFROM orders\nWHERE status <> 'x' AND total BETWEEN 1 AND 1e6",
         "SELECT 'héllo wörld ✓' AS s, length('日本語') AS n, 'a' || 'b' AS c",
         "SELECT CAST(total AS DECIMAL(10, 2)), CAST(total AS NUMERIC), CAST(order_id AS VARCHAR(5)) FROM orders LIMIT 5",
-        "SELECT [order_id], `total`, \"status\" FROM orders ORDER BY 1 LIMIT 5",
+        'SELECT [order_id], `total`, "status" FROM orders ORDER BY 1 LIMIT 5',
     ],
     "duckdb": [
         "select 'it''s' as q, 'back\\slash' as b, E'tab\\tnew' as e, $$dollar ' quoted$$ as d, NULL as z",
@@ -92,18 +91,24 @@ def test_regenerated_sql_returns_the_same_rows_as_the_submitted_sql(engine, requ
             except Exception as exc:  # noqa: BLE001 - every query of the corpus must be accepted
                 refused.append((sql, getattr(exc, "code", type(exc).__name__), str(exc)[:200]))
                 continue
-            with monkeypatch.context() as m:  # the submitted text as it is, and the written SQL as it is
+            with (
+                monkeypatch.context() as m
+            ):  # the submitted text as it is, and the written SQL as it is
                 m.setattr(execution, "check_read_only", lambda *a, **k: None)
                 submitted_rows, written_rows = rows_of(db, sql), rows_of(db, written)
             if submitted_rows != written_rows:
                 differ.append((sql, written, submitted_rows[:2], written_rows[:2]))
     finally:
         db.close()
-    assert refused == [], f"{len(refused)} of {len(corpus(engine))} corpus queries refused on {engine}: {refused}"
+    assert refused == [], (
+        f"{len(refused)} of {len(corpus(engine))} corpus queries refused on {engine}: {refused}"
+    )
     assert differ == [], f"{len(differ)} written queries return other rows on {engine}: {differ}"
 
 
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30)
+TEXT = st.text(
+    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30
+)
 
 
 @pytest.mark.parametrize("engine", ["sqlite", "duckdb", "postgresql", "mariadb"])
@@ -113,7 +118,9 @@ def test_any_string_literal_comes_back_unchanged_through_the_written_sql(engine,
 
     db = new_db(engine, request)
 
-    @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @settings(
+        max_examples=40, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True
+    )
     @given(value=TEXT)
     def literal_round_trips(value: str) -> None:
         literal = "'" + value.replace("'", "''") + "'"
@@ -133,17 +140,30 @@ def test_any_string_literal_comes_back_unchanged_through_the_written_sql(engine,
         db.close()
 
 
-@pytest.mark.parametrize("dialect,sql", [
-    ("postgresql", "SELECT '\\' ' , pg_backend_pid() --'"),  # adjacent strings: written back as CONCAT(...)
-    ("duckdb", "SELECT initcap(name) FROM stores"),  # DuckDB has none; sqlglot writes an emulation
-])
+@pytest.mark.parametrize(
+    "dialect,sql",
+    [
+        (
+            "postgresql",
+            "SELECT '\\' ' , pg_backend_pid() --'",
+        ),  # adjacent strings: written back as CONCAT(...)
+        (
+            "duckdb",
+            "SELECT initcap(name) FROM stores",
+        ),  # DuckDB has none; sqlglot writes an emulation
+    ],
+)
 def test_what_cannot_be_written_back_the_same_is_refused_and_never_sent_as_submitted(dialect, sql):
     from assay.plugins.sql.errors import SQL_NOT_REPRODUCIBLE, SqlError
     from assay.plugins.sql.guard import check_read_only
 
     with pytest.raises(SqlError) as info:
         check_read_only(sql, dialect)
-    assert info.value.code == SQL_NOT_REPRODUCIBLE and info.value.hint and "reason" in info.value.details
+    assert (
+        info.value.code == SQL_NOT_REPRODUCIBLE
+        and info.value.hint
+        and "reason" in info.value.details
+    )
 
 
 def test_the_artifact_names_the_sql_that_ran_and_keeps_the_submitted_text(engine, request, kernel):
@@ -159,5 +179,8 @@ def test_the_artifact_names_the_sql_that_ran_and_keeps_the_submitted_text(engine
     failed = kernel.call_tool("sql_query", {"sql": "select nope /* x */ from stores"}, run=run)
     assert failed.error_code == "SQL_QUERY_FAILED"
     last = [r for r in run.artifacts.records() if r.kind == "sql"][-1]
-    assert last.status == "failed" and last.provenance["submitted_sql"] == "select nope /* x */ from stores"
+    assert (
+        last.status == "failed"
+        and last.provenance["submitted_sql"] == "select nope /* x */ from stores"
+    )
     assert "/*" not in last.provenance["sql"]

@@ -76,23 +76,37 @@ def test_the_warehouse_has_400_tables_and_40_questions_with_their_tables():
 
 
 def test_recall_on_the_sqlite_warehouse_is_at_least_95_percent(warehouse, tmp_path):
-    resource = open_sqlite(warehouse, tmp_path, sample_values=False)  # empty tables: nothing to sample
+    resource = open_sqlite(
+        warehouse, tmp_path, sample_values=False
+    )  # empty tables: nothing to sample
     hits, misses = recall(resource)
-    print(f"\nrecall (sqlite, {len(tables())} tables): {hits} of {len(QUESTIONS)}; missed: {misses}")
+    print(
+        f"\nrecall (sqlite, {len(tables())} tables): {hits} of {len(QUESTIONS)}; missed: {misses}"
+    )
     assert hits / len(QUESTIONS) >= 0.95, misses
 
 
-def test_recall_on_the_postgresql_warehouse_with_comments_is_at_least_95_percent(pg_warehouse, tmp_path):
+def test_recall_on_the_postgresql_warehouse_with_comments_is_at_least_95_percent(
+    pg_warehouse, tmp_path
+):
     require(pg_warehouse is not None, "PostgreSQL at 127.0.0.1:5432")
     url = f"{PG_BASE}?options=-csearch_path%3D{pg_warehouse}"
-    resource = DatabaseResource("wh", url, config=DatasourceConfig(
-        url=url, allow_privileged=True, schemas=[pg_warehouse], sample_values=False), home=tmp_path)
+    resource = DatabaseResource(
+        "wh",
+        url,
+        config=DatasourceConfig(
+            url=url, allow_privileged=True, schemas=[pg_warehouse], sample_values=False
+        ),
+        home=tmp_path,
+    )
     try:
         assert resource.table("sales_returns").comment.startswith("Returned order lines")
         hits, misses = recall(resource)
     finally:
         resource.close()
-    print(f"\nrecall (postgresql, {len(tables())} tables): {hits} of {len(QUESTIONS)}; missed: {misses}")
+    print(
+        f"\nrecall (postgresql, {len(tables())} tables): {hits} of {len(QUESTIONS)}; missed: {misses}"
+    )
     assert hits / len(QUESTIONS) >= 0.95, misses
 
 
@@ -105,7 +119,9 @@ def test_without_a_question_the_prompt_is_the_catalog_order_as_before(warehouse,
 
 def test_the_prompt_says_how_much_it_shows_and_how_to_get_the_rest(warehouse, tmp_path):
     resource = open_sqlite(warehouse, tmp_path)
-    text = resource.get_prompt(PromptBudget(max_chars=AGENT_BUDGET, question="refunds paid on returns"))
+    text = resource.get_prompt(
+        PromptBudget(max_chars=AGENT_BUDGET, question="refunds paid on returns")
+    )
     layout = resource.last_layout
     assert len(text) <= SqlSettings().schema_prompt_chars
     assert layout.shown[0].name == "sales_returns"
@@ -116,12 +132,16 @@ def test_the_prompt_says_how_much_it_shows_and_how_to_get_the_rest(warehouse, tm
 
 def test_a_foreign_key_neighbour_of_the_best_hit_is_shown_and_says_why(warehouse, tmp_path):
     resource = open_sqlite(warehouse, tmp_path)
-    resource.get_prompt(PromptBudget(max_chars=AGENT_BUDGET, question="Revenue attributed to each campaign"))
+    resource.get_prompt(
+        PromptBudget(max_chars=AGENT_BUDGET, question="Revenue attributed to each campaign")
+    )
     why = {c.name: c.why for c in resource.last_layout.shown}
     assert why["sales_orders"] == "joins mkt_attribution (foreign key)"
 
 
-def test_a_second_datasource_on_the_same_home_reads_the_index_instead_of_introspecting(warehouse, tmp_path):
+def test_a_second_datasource_on_the_same_home_reads_the_index_instead_of_introspecting(
+    warehouse, tmp_path
+):
     first = open_sqlite(warehouse, tmp_path)
     first.tables()
     assert first.index_state == "rebuilt" and list((tmp_path / "schema").glob("wh-*.sqlite"))
@@ -138,24 +158,38 @@ def test_a_schema_change_rebuilds_the_index(tmp_path):
     with sqlite3.connect(path) as conn:
         conn.execute("CREATE TABLE refunds (refund_id INTEGER PRIMARY KEY)")
     again = open_sqlite(path, tmp_path)
-    assert [t.name for t in again.search_tables("refund")] == ["refunds"] and again.index_state == "rebuilt"
+    assert [t.name for t in again.search_tables("refund")] == [
+        "refunds"
+    ] and again.index_state == "rebuilt"
 
 
-def test_an_index_that_cannot_be_written_falls_back_to_the_catalog_order_and_says_so(warehouse, tmp_path):
+def test_an_index_that_cannot_be_written_falls_back_to_the_catalog_order_and_says_so(
+    warehouse, tmp_path
+):
     home = tmp_path / "home"
     home.write_text("a file where the index directory should be")
     resource = open_sqlite(warehouse, home)
-    text = resource.get_prompt(PromptBudget(max_chars=AGENT_BUDGET, question="refunds paid on returns"))
+    text = resource.get_prompt(
+        PromptBudget(max_chars=AGENT_BUDGET, question="refunds paid on returns")
+    )
     assert resource.index_state.startswith("unavailable: SQL_SCHEMA_INDEX_FAILED")
-    assert "schema index unavailable: SQL_SCHEMA_INDEX_FAILED" in text and "not chosen for the question" in text
+    assert (
+        "schema index unavailable: SQL_SCHEMA_INDEX_FAILED" in text
+        and "not chosen for the question" in text
+    )
     assert resource.last_layout.mode == "catalog"
 
 
 def test_search_with_fts_syntax_in_the_question_matches_words_only(tmp_path):
-    assert match_expression('refund* OR "x" NEAR(a b) col:val') == '"refund" OR "x" OR "near" OR "b" OR "col" OR "val"'
+    assert (
+        match_expression('refund* OR "x" NEAR(a b) col:val')
+        == '"refund" OR "x" OR "near" OR "b" OR "col" OR "val"'
+    )
     index = SchemaIndex(tmp_path / "i.sqlite")
     index.rebuild([TableInfo(name="fin_refunds")], "f")
-    assert index.search('refund*" OR (') == [("fin_refunds", pytest.approx(index.search("refund")[0][1]))]
+    assert index.search('refund*" OR (') == [
+        ("fin_refunds", pytest.approx(index.search("refund")[0][1]))
+    ]
 
 
 def test_names_split_on_underscores_and_case():
@@ -166,7 +200,15 @@ def test_names_split_on_underscores_and_case():
 
 def test_secret_like_column_names_are_never_sampled():
     words = SqlSettings().sample_secret_words
-    for name in ["password_hash", "api_token", "ApiKey", "ssn", "client_secret", "card_number", "user_email"]:
+    for name in [
+        "password_hash",
+        "api_token",
+        "ApiKey",
+        "ssn",
+        "client_secret",
+        "card_number",
+        "user_email",
+    ]:
         assert is_secret(name, words), name
     for name in ["order_status", "channel", "segment", "country_code"]:
         assert not is_secret(name, words), name
@@ -176,10 +218,17 @@ def test_secret_like_column_names_are_never_sampled():
 def statuses(tmp_path) -> Path:
     path = tmp_path / "statuses.db"
     with sqlite3.connect(path) as conn:
-        conn.execute("CREATE TABLE orders (order_id INTEGER PRIMARY KEY, order_status TEXT, note TEXT, "
-                     "api_token TEXT)")
-        conn.executemany("INSERT INTO orders VALUES (?, ?, ?, ?)",
-                         [(i, ["open", "shipped", "cancelled"][i % 3], f"note {i}", f"tok{i % 2}") for i in range(60)])
+        conn.execute(
+            "CREATE TABLE orders (order_id INTEGER PRIMARY KEY, order_status TEXT, note TEXT, "
+            "api_token TEXT)"
+        )
+        conn.executemany(
+            "INSERT INTO orders VALUES (?, ?, ?, ?)",
+            [
+                (i, ["open", "shipped", "cancelled"][i % 3], f"note {i}", f"tok{i % 2}")
+                for i in range(60)
+            ],
+        )
     return path
 
 
@@ -187,8 +236,12 @@ def test_low_cardinality_text_columns_show_their_values_and_secret_ones_do_not(s
     resource = open_sqlite(statuses, tmp_path)
     text = resource.get_prompt(PromptBudget(question="cancelled orders"))
     assert "order_status TEXT  -- values: 'cancelled', 'open', 'shipped'" in text
-    assert "tok0" not in text and "note 1" not in text  # a secret-like name; too many distinct values
-    assert resource.schema_index.samples("orders") == {"order_status": ["cancelled", "open", "shipped"]}
+    assert (
+        "tok0" not in text and "note 1" not in text
+    )  # a secret-like name; too many distinct values
+    assert resource.schema_index.samples("orders") == {
+        "order_status": ["cancelled", "open", "shipped"]
+    }
 
 
 def test_a_datasource_can_turn_sample_values_off(statuses, tmp_path):
@@ -208,24 +261,40 @@ def test_sample_values_are_read_through_the_guard_with_its_time_limit(statuses, 
 
 
 def test_comments_render_beside_the_table_and_column():
-    table = TableInfo(name="t", comment="one row per order",
-                      columns=[ColumnInfo(name="c", type="TEXT", comment="status", samples=["a", "b"])])
-    assert table.render() == "t (rows unknown, 1 columns)  -- one row per order\n  c TEXT  -- status; values: 'a', 'b'"
+    table = TableInfo(
+        name="t",
+        comment="one row per order",
+        columns=[ColumnInfo(name="c", type="TEXT", comment="status", samples=["a", "b"])],
+    )
+    assert (
+        table.render()
+        == "t (rows unknown, 1 columns)  -- one row per order\n  c TEXT  -- status; values: 'a', 'b'"
+    )
 
 
 # --- the database's own comments, and the fingerprint, per engine ------------------------------
 
 COMMENTED = {
-    "duckdb": ["CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR)",
-               "COMMENT ON TABLE orders IS 'one row per order'", "COMMENT ON COLUMN orders.status IS 'lifecycle'"],
-    "postgresql": ["CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status TEXT)",
-                   "COMMENT ON TABLE orders IS 'one row per order'", "COMMENT ON COLUMN orders.status IS 'lifecycle'"],
-    "mariadb": ["CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR(20) COMMENT 'lifecycle') "
-                "COMMENT='one row per order'"],
+    "duckdb": [
+        "CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR)",
+        "COMMENT ON TABLE orders IS 'one row per order'",
+        "COMMENT ON COLUMN orders.status IS 'lifecycle'",
+    ],
+    "postgresql": [
+        "CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status TEXT)",
+        "COMMENT ON TABLE orders IS 'one row per order'",
+        "COMMENT ON COLUMN orders.status IS 'lifecycle'",
+    ],
+    "mariadb": [
+        "CREATE TABLE orders (order_id INTEGER PRIMARY KEY, status VARCHAR(20) COMMENT 'lifecycle') "
+        "COMMENT='one row per order'"
+    ],
 }
-RECOMMENT = {"duckdb": "COMMENT ON TABLE orders IS 'one row per sales order'",
-             "postgresql": "COMMENT ON TABLE orders IS 'one row per sales order'",
-             "mariadb": "ALTER TABLE orders COMMENT='one row per sales order'"}
+RECOMMENT = {
+    "duckdb": "COMMENT ON TABLE orders IS 'one row per sales order'",
+    "postgresql": "COMMENT ON TABLE orders IS 'one row per sales order'",
+    "mariadb": "ALTER TABLE orders COMMENT='one row per sales order'",
+}
 
 
 @pytest.fixture(params=["duckdb", "postgresql", "mariadb"])
@@ -261,7 +330,11 @@ def commented(request, tmp_path):
         try:
             for sql in COMMENTED[engine]:
                 run(sql)
-            yield (f"{PG_BASE}?options=-csearch_path%3D{name}", {"allow_privileged": True, "schemas": [name]}, run)
+            yield (
+                f"{PG_BASE}?options=-csearch_path%3D{name}",
+                {"allow_privileged": True, "schemas": [name]},
+                run,
+            )
         finally:
             with pg_admin() as conn:
                 conn.execute(f'DROP SCHEMA IF EXISTS "{name}" CASCADE')
@@ -288,7 +361,9 @@ def commented(request, tmp_path):
         admin.close()
 
 
-def test_database_comments_are_read_and_a_changed_comment_rebuilds_the_index(commented, tmp_path, request):
+def test_database_comments_are_read_and_a_changed_comment_rebuilds_the_index(
+    commented, tmp_path, request
+):
     url, config, run = commented
     engine = request.node.callspec.params["commented"]
 
@@ -312,6 +387,9 @@ def test_database_comments_are_read_and_a_changed_comment_rebuilds_the_index(com
     run(RECOMMENT[engine])
     changed = open_it()
     try:
-        assert changed.table("orders").comment == "one row per sales order" and changed.index_state == "rebuilt"
+        assert (
+            changed.table("orders").comment == "one row per sales order"
+            and changed.index_state == "rebuilt"
+        )
     finally:
         changed.close()

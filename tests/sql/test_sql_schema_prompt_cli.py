@@ -7,8 +7,8 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from assay.plugins.agent import run_agent
 from assay.kernel.kernel import Kernel
+from assay.plugins.agent import run_agent
 from assay.plugins.models.scripted import ScriptedModel
 from tests.sql.warehouse import sqlite_warehouse
 

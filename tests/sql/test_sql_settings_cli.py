@@ -17,7 +17,10 @@ def sql_kernel() -> Kernel:
 
 def test_databases_env_accepts_json_pairs_and_bare_urls():
     assert parse_databases('{"a": "sqlite:///a.db"}') == {"a": "sqlite:///a.db"}
-    assert parse_databases("a=sqlite:///a.db; b=duckdb:///b.duckdb") == {"a": "sqlite:///a.db", "b": "duckdb:///b.duckdb"}
+    assert parse_databases("a=sqlite:///a.db; b=duckdb:///b.duckdb") == {
+        "a": "sqlite:///a.db",
+        "b": "duckdb:///b.duckdb",
+    }
     assert parse_databases("postgresql://u:p@h/sales") == {"sales": "postgresql://u:p@h/sales"}
     assert name_for_url("sqlite:////tmp/Retail-2024.db") == "retail-2024"
 
@@ -52,7 +55,9 @@ def test_config_file_sql_section_gives_per_datasource_limits(monkeypatch, tmp_pa
         kernel.close()
 
 
-def test_a_bad_datasource_url_leaves_the_tools_and_other_datasources_working(monkeypatch, sqlite_path):
+def test_a_bad_datasource_url_leaves_the_tools_and_other_datasources_working(
+    monkeypatch, sqlite_path
+):
     monkeypatch.setenv("ASSAY_SQL_DATABASES", f"bad=nosuchdb://x/y;good=sqlite:///{sqlite_path}")
     kernel = sql_kernel()
     try:
@@ -63,13 +68,21 @@ def test_a_bad_datasource_url_leaves_the_tools_and_other_datasources_working(mon
 
 
 def test_assay_config_masks_datasource_passwords(monkeypatch):
-    monkeypatch.setenv("ASSAY_SQL_DATABASES", '{"sales": {"url": "postgresql://analyst:hunter2@127.0.0.1:1/sales"}}')
+    monkeypatch.setenv(
+        "ASSAY_SQL_DATABASES",
+        '{"sales": {"url": "postgresql://analyst:hunter2@127.0.0.1:1/sales"}}',
+    )
     kernel = sql_kernel()
     try:
         masked = kernel.settings.masked()
         assert "hunter2" not in json.dumps(masked, default=str)
-        assert masked["sql"]["databases"]["sales"]["url"] == "postgresql://analyst:***@127.0.0.1:1/sales"
-        assert "hunter2" in kernel.settings.section("sql", SqlSettings).databases["sales"].url  # still connects
+        assert (
+            masked["sql"]["databases"]["sales"]["url"]
+            == "postgresql://analyst:***@127.0.0.1:1/sales"
+        )
+        assert (
+            "hunter2" in kernel.settings.section("sql", SqlSettings).databases["sales"].url
+        )  # still connects
     finally:
         kernel.close()
 
@@ -97,9 +110,13 @@ def test_plugin_module_imports_without_sqlalchemy_or_sqlglot():
     import subprocess
     import sys
 
-    code = ("import sys, assay.plugins.sql, assay.plugins.sql.tools; "
-            "print(sorted(m for m in ('sqlalchemy', 'sqlglot', 'psycopg', 'pymysql', 'duckdb') if m in sys.modules))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, assay.plugins.sql, assay.plugins.sql.tools; "
+        "print(sorted(m for m in ('sqlalchemy', 'sqlglot', 'psycopg', 'pymysql', 'duckdb') if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "[]"
 
 
@@ -120,7 +137,12 @@ def run_cli(*args: str):
 
 
 def test_cli_sql_prints_the_preview_and_the_artifact_id(sqlite_path):
-    result = run_cli("sql", "--db", f"sqlite:///{sqlite_path}", "SELECT store_id, city FROM stores ORDER BY 1 LIMIT 2")
+    result = run_cli(
+        "sql",
+        "--db",
+        f"sqlite:///{sqlite_path}",
+        "SELECT store_id, city FROM stores ORDER BY 1 LIMIT 2",
+    )
     assert result.exit_code == 0, result.output
     assert "| store_id | city |" in result.output
     assert "artifact_id: art_" in result.output
@@ -135,14 +157,22 @@ def test_cli_sql_refusal_exits_non_zero_with_the_code(sqlite_path):
 def test_cli_db_schema_prints_tables_and_json(sqlite_path):
     text = run_cli("db", "schema", "--db", f"sqlite:///{sqlite_path}")
     assert text.exit_code == 0, text.output
-    assert "orders (~2,000 rows" in text.output and "FK (customer_id) -> customers(customer_id)" in text.output
+    assert (
+        "orders (~2,000 rows" in text.output
+        and "FK (customer_id) -> customers(customer_id)" in text.output
+    )
     as_json = run_cli("db", "schema", "--db", f"sqlite:///{sqlite_path}", "--json")
     data = json.loads(as_json.output)
     assert data["dialect"] == "sqlite" and len(data["tables"]) == 7
 
 
-@pytest.mark.parametrize("args", [("sql", "--db", "postgresql://u:s3cretpw@127.0.0.1:1/x", "SELECT 1"),
-                                  ("db", "schema", "--db", "postgresql://u:s3cretpw@127.0.0.1:1/x")])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("sql", "--db", "postgresql://u:s3cretpw@127.0.0.1:1/x", "SELECT 1"),
+        ("db", "schema", "--db", "postgresql://u:s3cretpw@127.0.0.1:1/x"),
+    ],
+)
 def test_cli_never_prints_the_password(args):
     result = run_cli(*args)
     assert result.exit_code != 0

@@ -17,11 +17,15 @@ def attach(kernel, engine, request, name="retail", **settings):
     return kernel.attach(new_db(engine, request, name=name, **settings))
 
 
-def test_sql_query_captures_the_full_result_first_then_previews_50_rows(engine, request, kernel, recording_capture):
+def test_sql_query_captures_the_full_result_first_then_previews_50_rows(
+    engine, request, kernel, recording_capture
+):
     attach(kernel, engine, request)
     sink = recording_capture()
     run = RunContext(kernel=kernel, artifacts=sink)
-    result = kernel.call_tool("sql_query", {"sql": "SELECT order_id, status FROM orders ORDER BY order_id"}, run=run)
+    result = kernel.call_tool(
+        "sql_query", {"sql": "SELECT order_id, status FROM orders ORDER BY order_id"}, run=run
+    )
     assert result.success, result.message
     assert len(sink.captures) == 1
     captured = sink.captures[0]
@@ -35,11 +39,17 @@ def test_sql_query_captures_the_full_result_first_then_previews_50_rows(engine, 
     assert "showing 50 of 2,000 rows" in result.content
 
 
-def test_preview_is_cut_at_20000_characters_independently_of_rows(request, kernel, recording_capture):
+def test_preview_is_cut_at_20000_characters_independently_of_rows(
+    request, kernel, recording_capture
+):
     attach(kernel, "sqlite", request)
-    wide = ", ".join(f"printf('%.900c', '{c}') AS {c}" for c in "abc")  # cells are cut at 300 chars each
+    wide = ", ".join(
+        f"printf('%.900c', '{c}') AS {c}" for c in "abc"
+    )  # cells are cut at 300 chars each
     sql = f"SELECT order_id, {wide} FROM orders ORDER BY order_id LIMIT 40"
-    result = kernel.call_tool("sql_query", {"sql": sql}, run=RunContext(kernel=kernel, artifacts=recording_capture()))
+    result = kernel.call_tool(
+        "sql_query", {"sql": sql}, run=RunContext(kernel=kernel, artifacts=recording_capture())
+    )
     assert result.success
     table = result.content.split("\n\n")[1]
     assert len(table) <= 20_000
@@ -55,11 +65,16 @@ def test_zero_rows_says_no_rows_matched_the_query(engine, request, kernel):
     assert "zero" not in result.content.lower()
 
 
-def test_engine_error_is_sql_query_failed_and_records_a_failed_artifact(engine, request, kernel, recording_capture):
+def test_engine_error_is_sql_query_failed_and_records_a_failed_artifact(
+    engine, request, kernel, recording_capture
+):
     attach(kernel, engine, request)
     sink = recording_capture()
-    result = kernel.call_tool("sql_query", {"sql": "SELECT missing_col FROM orders"},
-                              run=RunContext(kernel=kernel, artifacts=sink))
+    result = kernel.call_tool(
+        "sql_query",
+        {"sql": "SELECT missing_col FROM orders"},
+        run=RunContext(kernel=kernel, artifacts=sink),
+    )
     assert not result.success and result.error_code == "SQL_QUERY_FAILED"
     assert "missing_col" in result.message
     assert [c["status"] for c in sink.captures] == ["failed"]
@@ -67,10 +82,15 @@ def test_engine_error_is_sql_query_failed_and_records_a_failed_artifact(engine, 
     assert result.artifacts and result.artifacts[0].status == "failed"
 
 
-def test_capture_failure_is_artifact_capture_failed_saying_the_query_ran(request, kernel, recording_capture):
+def test_capture_failure_is_artifact_capture_failed_saying_the_query_ran(
+    request, kernel, recording_capture
+):
     attach(kernel, "sqlite", request)
-    result = kernel.call_tool("sql_query", {"sql": "SELECT count(*) FROM orders"},
-                              run=RunContext(kernel=kernel, artifacts=recording_capture(fail=True)))
+    result = kernel.call_tool(
+        "sql_query",
+        {"sql": "SELECT count(*) FROM orders"},
+        run=RunContext(kernel=kernel, artifacts=recording_capture(fail=True)),
+    )
     assert not result.success and result.error_code == "ARTIFACT_CAPTURE_FAILED"
     assert "disk full" in result.message
     assert "do not re-run" in result.hint and "already ran" in result.hint
@@ -82,7 +102,9 @@ def test_sql_query_with_the_real_evidence_store_returns_a_readable_artifact(requ
     attach(kernel, "sqlite", request)
     run = kernel.new_run()
     assert run.artifacts is not None
-    result = kernel.call_tool("sql_query", {"sql": "SELECT store_id, city FROM stores ORDER BY store_id"}, run=run)
+    result = kernel.call_tool(
+        "sql_query", {"sql": "SELECT store_id, city FROM stores ORDER BY store_id"}, run=run
+    )
     assert result.success, result.message
     selected = read_artifact_result(run.artifacts, result.data["artifact_id"])
     assert selected.verified and selected.columns == ["store_id", "city"]
@@ -91,11 +113,16 @@ def test_sql_query_with_the_real_evidence_store_returns_a_readable_artifact(requ
     run.close()
 
 
-def test_timeout_through_the_tool_records_a_failed_attempt(engine, request, kernel, recording_capture):
+def test_timeout_through_the_tool_records_a_failed_attempt(
+    engine, request, kernel, recording_capture
+):
     attach(kernel, engine, request)
     sink = recording_capture()
-    result = kernel.call_tool("sql_query", {"sql": RUNAWAY[engine], "timeout_s": 0.5},
-                              run=RunContext(kernel=kernel, artifacts=sink))
+    result = kernel.call_tool(
+        "sql_query",
+        {"sql": RUNAWAY[engine], "timeout_s": 0.5},
+        run=RunContext(kernel=kernel, artifacts=sink),
+    )
     assert result.error_code == "SQL_QUERY_TIMEOUT"
     assert result.metadata["stopped"] is True
     assert [c["status"] for c in sink.captures] == ["failed"]
@@ -108,7 +135,10 @@ def test_sql_datasource_required_when_several_exist_and_none_chosen(request, ker
     assert result.error_code == SQL_DATASOURCE_REQUIRED
     assert "one" in result.hint and "two" in result.hint
     assert kernel.call_tool("sql_query", {"sql": "SELECT 1", "datasource": "two"}).success
-    assert kernel.call_tool("sql_query", {"sql": "SELECT 1", "datasource": "three"}).error_code == SQL_DATASOURCE_NOT_FOUND
+    assert (
+        kernel.call_tool("sql_query", {"sql": "SELECT 1", "datasource": "three"}).error_code
+        == SQL_DATASOURCE_NOT_FOUND
+    )
 
 
 def test_list_tables_and_describe_table_reach_the_whole_schema(engine, request, kernel):
@@ -116,11 +146,23 @@ def test_list_tables_and_describe_table_reach_the_whole_schema(engine, request, 
     listed = kernel.call_tool("list_tables", {})
     assert listed.success
     names = {t["name"] for t in listed.data}
-    assert {"stores", "products", "customers", "promotions", "orders", "order_items", "refunds"} <= names
+    assert {
+        "stores",
+        "products",
+        "customers",
+        "promotions",
+        "orders",
+        "order_items",
+        "refunds",
+    } <= names
     described = kernel.call_tool("describe_table", {"table": "orders"})
     assert described.success
     assert described.data["columns"][0]["primary_key"] is True
-    assert {fk["ref_table"].split(".")[-1] for fk in described.data["foreign_keys"]} == {"customers", "stores", "promotions"}
+    assert {fk["ref_table"].split(".")[-1] for fk in described.data["foreign_keys"]} == {
+        "customers",
+        "stores",
+        "promotions",
+    }
     missing = kernel.call_tool("describe_table", {"table": "ordrs"})
     assert missing.error_code == "SQL_TABLE_NOT_FOUND"
 
@@ -146,13 +188,23 @@ def test_large_schema_is_cut_with_a_note_naming_list_tables(request, kernel):
 def test_password_never_appears_in_prompts_errors_or_logs(kernel, capsys):
     from assay.plugins.sql import open_datasource
 
-    db = kernel.attach(open_datasource("secret", "postgresql://analyst:hunter2@127.0.0.1:1/nope", kernel=kernel))
+    db = kernel.attach(
+        open_datasource("secret", "postgresql://analyst:hunter2@127.0.0.1:1/nope", kernel=kernel)
+    )
     assert "hunter2" not in db.url and "***" in db.url
     result = kernel.call_tool("sql_query", {"sql": "SELECT 1"})
     assert result.error_code == "SQL_DATASOURCE_UNAVAILABLE"
     prompt = kernel.system_prompt()
     out = capsys.readouterr()
-    for text in (result.message, result.hint, prompt, repr(db), out.out, out.err, str(kernel.settings.masked())):
+    for text in (
+        result.message,
+        result.hint,
+        prompt,
+        repr(db),
+        out.out,
+        out.err,
+        str(kernel.settings.masked()),
+    ):
         assert "hunter2" not in text
 
 
@@ -194,9 +246,9 @@ async def test_concurrent_queries_do_not_block_the_event_loop(request, kernel, m
         return False
 
     watcher = asyncio.create_task(watch())
-    results = await asyncio.gather(*[
-        kernel.acall_tool("sql_query", {"sql": "SELECT count(*) FROM orders"}) for _ in range(3)
-    ])
+    results = await asyncio.gather(
+        *[kernel.acall_tool("sql_query", {"sql": "SELECT count(*) FROM orders"}) for _ in range(3)]
+    )
     loop_turned.set()
     assert all(r.success for r in results), [r.message for r in results]
     assert await watcher  # three ran at once on three pooled connections, and the loop kept turning
@@ -206,9 +258,9 @@ async def test_concurrent_queries_do_not_block_the_event_loop(request, kernel, m
 async def test_pool_limit_queues_calls_beyond_the_pool_size(request, kernel, monkeypatch):
     attach(kernel, "postgresql", request, pool_size=1)
     seen = _count_statements(monkeypatch)
-    results = await asyncio.gather(*[
-        kernel.acall_tool("sql_query", {"sql": "SELECT pg_sleep(0.3)"}) for _ in range(3)
-    ])
+    results = await asyncio.gather(
+        *[kernel.acall_tool("sql_query", {"sql": "SELECT pg_sleep(0.3)"}) for _ in range(3)]
+    )
     assert all(r.success for r in results)
     assert seen["most"] == 1  # one connection: they ran one after another
 
@@ -223,12 +275,15 @@ async def test_pool_exhausted_beyond_the_wait_is_sql_datasource_busy(request, ke
     assert (await holder).success
 
 
-async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_attempt(engine, request, kernel,
-                                                                                      recording_capture):
+async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_attempt(
+    engine, request, kernel, recording_capture
+):
     db = attach(kernel, engine, request)
     sink = recording_capture()
     run = RunContext(kernel=kernel, artifacts=sink)
-    task = asyncio.create_task(kernel.acall_tool("sql_query", {"sql": RUNAWAY[engine], "timeout_s": 30}, run=run))
+    task = asyncio.create_task(
+        kernel.acall_tool("sql_query", {"sql": RUNAWAY[engine], "timeout_s": 30}, run=run)
+    )
     await asyncio.sleep(0.7)
     started = time.monotonic()
     task.cancel()
@@ -236,12 +291,16 @@ async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_att
         await task
     assert time.monotonic() - started < 3.0
     assert [c["status"] for c in sink.captures] == ["failed"]
-    assert "SQL_QUERY_CANCELLED" in sink.captures[0]["error"] and "confirmed stopped" in sink.captures[0]["error"]
+    assert (
+        "SQL_QUERY_CANCELLED" in sink.captures[0]["error"]
+        and "confirmed stopped" in sink.captures[0]["error"]
+    )
     assert db.query("SELECT count(*) FROM stores").rows[0][0] > 0
 
 
 async def test_cancelling_the_task_after_every_row_arrived_keeps_the_result_and_no_cancelled_record(
-        request, kernel, monkeypatch):
+    request, kernel, monkeypatch
+):
     from assay.kernel.evidence import capture as capture_module
 
     attach(kernel, "sqlite", request)
@@ -254,13 +313,17 @@ async def test_cancelling_the_task_after_every_row_arrived_keeps_the_result_and_
 
     monkeypatch.setattr(capture_module._Staged, "publish", slow_publish)
     run = kernel.new_run()
-    task = asyncio.create_task(kernel.acall_tool("sql_query", {"sql": "SELECT * FROM stores"}, run=run))
+    task = asyncio.create_task(
+        kernel.acall_tool("sql_query", {"sql": "SELECT * FROM stores"}, run=run)
+    )
     assert await asyncio.to_thread(publishing.wait, 10)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     records = run.artifacts.records()
-    assert [(r.status, r.complete) for r in records] == [("succeeded", True)]  # the query had finished
+    assert [(r.status, r.complete) for r in records] == [
+        ("succeeded", True)
+    ]  # the query had finished
     assert records[0].row_count > 0 and records[0].provenance["error"] is None
 
 

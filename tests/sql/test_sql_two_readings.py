@@ -32,10 +32,30 @@ from tests.sql.test_sql_attack_classes import server_state
 from tests.sql.test_sql_attack_corpus import fingerprint
 
 # The Unicode spaces MariaDB reads as part of a name (and the old parser as the end of "--").
-UNICODE_SPACES = ["\u00a0", "\u1680", "\u2000", "\u2001", "\u2002", "\u2003", "\u2004", "\u2005", "\u2006", "\u2007",
-                  "\u2008", "\u2009", "\u200a", "\u202f", "\u205f", "\u3000"]
-MARKER = {"postgresql": ("upper($$pwned$$)", "PWNED"), "duckdb": ("upper($$pwned$$)", "PWNED"),
-          "mariadb": ("13 * 1031", "13403"), "sqlite": ("upper(char(112, 119, 110, 101, 100))", "PWNED")}
+UNICODE_SPACES = [
+    "\u00a0",
+    "\u1680",
+    "\u2000",
+    "\u2001",
+    "\u2002",
+    "\u2003",
+    "\u2004",
+    "\u2005",
+    "\u2006",
+    "\u2007",
+    "\u2008",
+    "\u2009",
+    "\u200a",
+    "\u202f",
+    "\u205f",
+    "\u3000",
+]
+MARKER = {
+    "postgresql": ("upper($$pwned$$)", "PWNED"),
+    "duckdb": ("upper($$pwned$$)", "PWNED"),
+    "mariadb": ("13 * 1031", "13403"),
+    "sqlite": ("upper(char(112, 119, 110, 101, 100))", "PWNED"),
+}
 HOSTNAME = Path("/etc/hostname").read_text().strip() if Path("/etc/hostname").exists() else ""
 
 
@@ -63,7 +83,9 @@ def backslash_forms(expr: str) -> list[str]:
 def attacks(engine: str, exprs: list[str]) -> list[str]:
     if engine == "mariadb":
         return [sql for e in exprs for sql in unicode_dash_forms(e)]
-    if engine == "sqlite":  # SQLite nests no comment and ends "--" nowhere but at a newline: both forms, for cover
+    if (
+        engine == "sqlite"
+    ):  # SQLite nests no comment and ends "--" nowhere but at a newline: both forms, for cover
         return [sql for e in exprs for sql in nested_comment_forms(e) + unicode_dash_forms(e)]
     out = [sql for e in exprs for sql in nested_comment_forms(e)]
     if engine == "postgresql":
@@ -90,15 +112,24 @@ def run_attacks(kernel: Any, engine: str, exprs: list[str], secrets: list[str]) 
     return slipped
 
 
-def assert_never_ran(kernel: Any, db: Any, engine: str, exprs: list[str], secrets: list[str], witness: Any,
-                     attack_dir: Path) -> None:
+def assert_never_ran(
+    kernel: Any,
+    db: Any,
+    engine: str,
+    exprs: list[str],
+    secrets: list[str],
+    witness: Any,
+    attack_dir: Path,
+) -> None:
     """Every attack hiding each of ``exprs``; then no secret in a result, the witness session alive, and no
     table, server state or file changed."""
     before, state = fingerprint(db), server_state(engine)
     try:
         slipped = run_attacks(kernel, engine, exprs, secrets)
         if witness is not None:
-            assert witness.execute("SELECT 1").fetchone() == (1,), "the hidden pg_terminate_backend ran"
+            assert witness.execute("SELECT 1").fetchone() == (1,), (
+                "the hidden pg_terminate_backend ran"
+            )
     finally:
         if witness is not None:
             witness.close()
@@ -115,8 +146,9 @@ def with_conforming_strings_off(url: str) -> str:
 
 
 @pytest.mark.parametrize("engine", ["postgresql", "duckdb", "mariadb", "sqlite"])
-def test_text_read_two_ways_never_runs_the_hidden_expression_as_a_least_privilege_login(engine, request, kernel,
-                                                                                       db, attack_dir):
+def test_text_read_two_ways_never_runs_the_hidden_expression_as_a_least_privilege_login(
+    engine, request, kernel, db, attack_dir
+):
     from assay.plugins.sql.resource import DatabaseResource
     from assay.plugins.sql.settings import DatasourceConfig
 
@@ -134,20 +166,27 @@ def test_text_read_two_ways_never_runs_the_hidden_expression_as_a_least_privileg
 
 
 @pytest.mark.parametrize("engine", ["postgresql", "mariadb"])
-def test_text_read_two_ways_never_runs_the_hidden_expression_for_an_allow_privileged_superuser(engine, request,
-                                                                                              kernel, db, attack_dir):
+def test_text_read_two_ways_never_runs_the_hidden_expression_for_an_allow_privileged_superuser(
+    engine, request, kernel, db, attack_dir
+):
     from assay.plugins.sql.resource import DatabaseResource
     from assay.plugins.sql.settings import DatasourceConfig
 
     url = admin_url_for(engine, request)
     if engine == "postgresql":
         url = with_conforming_strings_off(url)
-    resource = DatabaseResource("retail", url, config=DatasourceConfig(url=url, allow_privileged=True))
+    resource = DatabaseResource(
+        "retail", url, config=DatasourceConfig(url=url, allow_privileged=True)
+    )
     kernel.attach(resource)
     expr, marker = MARKER[engine]
     if engine == "postgresql":
         witness = pg_admin()
-        exprs = [expr, f"pg_terminate_backend({witness.info.backend_pid})", "pg_read_file($$/etc/hostname$$)"]
+        exprs = [
+            expr,
+            f"pg_terminate_backend({witness.info.backend_pid})",
+            "pg_read_file($$/etc/hostname$$)",
+        ]
     else:
         witness = None
         exprs = [expr, "LOAD_FILE(0x2f6574632f686f73746e616d65)"]  # '/etc/hostname'
@@ -173,7 +212,11 @@ def test_each_form_is_refused_before_the_parse_with_its_own_code():
     for sql in unicode_dash_forms("version()"):
         with pytest.raises(SqlError) as info:
             check_read_only(sql, "mariadb")
-        assert info.value.code == SQL_AMBIGUOUS_CHARACTER and "U+" in info.value.message and info.value.hint
+        assert (
+            info.value.code == SQL_AMBIGUOUS_CHARACTER
+            and "U+" in info.value.message
+            and info.value.hint
+        )
 
 
 def test_the_old_connection_setting_is_overridden_for_every_session(request):
@@ -185,7 +228,9 @@ def test_the_old_connection_setting_is_overridden_for_every_session(request):
     db = DatabaseResource("retail", url, config=DatasourceConfig(url=url))
     try:
         for _ in range(3):  # the first session, then the same one after its reset
-            assert db.query("SELECT current_setting('standard_conforming_strings')").rows == [("on",)]
+            assert db.query("SELECT current_setting('standard_conforming_strings')").rows == [
+                ("on",)
+            ]
     finally:
         db.close()
 
@@ -195,7 +240,10 @@ def test_mariadb_sessions_never_hold_the_sql_modes_that_change_how_text_is_read(
     from assay.plugins.sql.resource import DatabaseResource
     from assay.plugins.sql.settings import DatasourceConfig
 
-    url = url_for("mariadb", request) + "?sql_mode=ANSI_QUOTES,NO_BACKSLASH_ESCAPES,PIPES_AS_CONCAT,STRICT_ALL_TABLES"
+    url = (
+        url_for("mariadb", request)
+        + "?sql_mode=ANSI_QUOTES,NO_BACKSLASH_ESCAPES,PIPES_AS_CONCAT,STRICT_ALL_TABLES"
+    )
     db = DatabaseResource("retail", url, config=DatasourceConfig(url=url))
     try:
         for _ in range(3):

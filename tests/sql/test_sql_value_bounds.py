@@ -51,8 +51,13 @@ kernel.close()
 
 
 def run_child(url: str, sql: str, *, allow: bool = False, **env: str) -> dict:
-    proc = subprocess.run([sys.executable, "-c", CHILD, url, sql, "1" if allow else "0"], capture_output=True,
-                          text=True, timeout=300, env={**os.environ, **env})
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, url, sql, "1" if allow else "0"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])
     out["growth_mb"] = (out["peak_kb"] - out["baseline_kb"]) * 1024 / MB
@@ -91,7 +96,9 @@ ROW_GROWTH_MB = {"duckdb": 1100, "postgresql": 60, "sqlite": 1100}  # before: 2,
 def test_a_row_over_max_row_bytes_is_refused_with_its_own_code(engine, request):
     out = run_child(url_for(engine, request), ROW[engine])
     assert out["code"] == "SQL_ROW_TOO_LARGE", out["message"]
-    assert out["metadata"]["row_size"] == 360 * MB and out["metadata"]["max_row_bytes"] == 256 * 2**20
+    assert (
+        out["metadata"]["row_size"] == 360 * MB and out["metadata"]["max_row_bytes"] == 256 * 2**20
+    )
     # PostgreSQL refuses it on the server; DuckDB and SQLite hold it once (their own vectors, the fetched row),
     # never the capture's encoded copies (several times the row).
     assert out["growth_mb"] < ROW_GROWTH_MB[engine], out
@@ -109,15 +116,21 @@ def test_duckdb_instance_gets_memory_limit_and_threads_from_the_settings(tmp_pat
     # a file of its own: DuckDB keeps one configuration per file open in a process, and the shared
     # sample file may be open already, with the default settings, from another test of this session
     import duckdb
+
     from assay.plugins.sql.resource import DatabaseResource
     from assay.plugins.sql.settings import SqlSettings
 
     path = tmp_path / "own.duckdb"
     duckdb.connect(str(path)).close()
-    db = DatabaseResource("own", f"duckdb:///{path}", settings=SqlSettings(duckdb_memory_limit_mb=300,
-                                                                           duckdb_threads=1))
+    db = DatabaseResource(
+        "own",
+        f"duckdb:///{path}",
+        settings=SqlSettings(duckdb_memory_limit_mb=300, duckdb_threads=1),
+    )
     try:
-        limit, threads = db.query("SELECT current_setting('memory_limit'), current_setting('threads')").rows[0]
+        limit, threads = db.query(
+            "SELECT current_setting('memory_limit'), current_setting('threads')"
+        ).rows[0]
         assert limit == "286.1 MiB" and threads == 1  # 300 MB, as DuckDB prints it
     finally:
         db.close()
@@ -144,7 +157,10 @@ def test_duckdb_statement_stopped_at_the_time_limit_spends_nothing_after_the_too
     db = new_db("duckdb", request, duckdb_threads=2, cancel_grace_s=5)
     try:
         with pytest.raises(SqlError) as caught:
-            db.query("SELECT count(DISTINCT (a * 7919) % 300000000) FROM range(3000000000) t(a)", timeout_s=1.5)
+            db.query(
+                "SELECT count(DISTINCT (a * 7919) % 300000000) FROM range(3000000000) t(a)",
+                timeout_s=1.5,
+            )
         assert caught.value.code == "SQL_QUERY_TIMEOUT" and caught.value.details["stopped"] is True
         spent = _cpu_s()
         time.sleep(1.0)
@@ -169,7 +185,9 @@ def pg_temp_database(request):
         conn.execute(f'GRANT SET ON PARAMETER temp_file_limit TO "{role}"')
     yield database, role
     with pg_admin() as conn:
-        conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,))
+        conn.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", (database,)
+        )
         conn.execute(f'DROP DATABASE IF EXISTS "{database}"')
         conn.execute(f'REVOKE SET ON PARAMETER temp_file_limit FROM "{role}"')
         conn.execute(f'DROP ROLE IF EXISTS "{role}"')
@@ -178,15 +196,22 @@ def pg_temp_database(request):
 def _temp_bytes(database: str) -> int:
     with pg_admin() as conn:
         conn.execute("SELECT pg_stat_clear_snapshot()")
-        return int(conn.execute("SELECT temp_bytes FROM pg_stat_database WHERE datname = %s",
-                                (database,)).fetchone()[0])
+        return int(
+            conn.execute(
+                "SELECT temp_bytes FROM pg_stat_database WHERE datname = %s", (database,)
+            ).fetchone()[0]
+        )
 
 
-def test_postgres_temp_file_limit_is_set_where_the_login_may_and_bounds_the_temp_bytes(pg_temp_database):
+def test_postgres_temp_file_limit_is_set_where_the_login_may_and_bounds_the_temp_bytes(
+    pg_temp_database,
+):
     database, role = pg_temp_database
     url = f"postgresql://{role}@127.0.0.1:5432/{database}"
     before = _temp_bytes(database)
-    sort = "SELECT count(*) FROM (SELECT g FROM generate_series(1, 3000000) g ORDER BY md5(g::text)) s"
+    sort = (
+        "SELECT count(*) FROM (SELECT g FROM generate_series(1, 3000000) g ORDER BY md5(g::text)) s"
+    )
     out = run_child(url, sort, ASSAY_SQL_PG_TEMP_FILE_LIMIT_MB="8")
     assert out["code"] == "SQL_QUERY_FAILED" and "temp_file_limit" in out["message"], out["message"]
     deadline = time.monotonic() + 5
@@ -196,7 +221,9 @@ def test_postgres_temp_file_limit_is_set_where_the_login_may_and_bounds_the_temp
         if written:
             break
         time.sleep(0.2)
-    assert 0 < written <= 9 * 2**20, written  # the sort alone writes over 100 MB when nothing bounds it
+    assert 0 < written <= 9 * 2**20, (
+        written
+    )  # the sort alone writes over 100 MB when nothing bounds it
 
 
 def test_duckdb_interrupt_sent_before_the_statement_started_still_stops_it(request, monkeypatch):
@@ -216,10 +243,17 @@ def test_duckdb_interrupt_sent_before_the_statement_started_still_stops_it(reque
     monkeypatch.setattr(duck, "decimal_projection", slow_binding)
     db = new_db("duckdb", request, duckdb_threads=2, cancel_grace_s=3)
     try:
-        attempt = db.new_attempt(1.0, consume=lambda stream: sum(1 for _ in stream.rows), decimal_text=True)
+        attempt = db.new_attempt(
+            1.0, consume=lambda stream: sum(1 for _ in stream.rows), decimal_text=True
+        )
         with pytest.raises(SqlError) as caught:
-            db.query("SELECT count(DISTINCT (a * 7919) % 300000000) AS n FROM range(3000000000) t(a)", attempt=attempt)
-        assert caught.value.code == "SQL_QUERY_TIMEOUT" and caught.value.details["stopped"] is True, caught.value
+            db.query(
+                "SELECT count(DISTINCT (a * 7919) % 300000000) AS n FROM range(3000000000) t(a)",
+                attempt=attempt,
+            )
+        assert (
+            caught.value.code == "SQL_QUERY_TIMEOUT" and caught.value.details["stopped"] is True
+        ), caught.value
         spent = _cpu_s()
         time.sleep(1.0)
         assert _cpu_s() - spent < 0.2
@@ -233,7 +267,9 @@ def test_mariadb_value_the_server_cut_to_null_is_refused_not_kept(request, kerne
 
     kernel.attach(new_db("mariadb", request))
     run = kernel.new_run()
-    result = kernel.call_tool("sql_query", {"sql": "SELECT repeat('x', 20000000) AS big, 1 AS n"}, run=run)
+    result = kernel.call_tool(
+        "sql_query", {"sql": "SELECT repeat('x', 20000000) AS big, 1 AS n"}, run=run
+    )
     assert result.error_code == "SQL_VALUE_TOO_LARGE", result.message
     assert "max_allowed_packet" in result.message
     assert [r.status for r in run.artifacts.records() if r.kind == "sql"] == ["failed"]

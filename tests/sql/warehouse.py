@@ -155,40 +155,85 @@ AREAS: dict[str, list[str]] = {
 # Derived tables per core table (the noise of a real warehouse); each name adds to the core table's name.
 DERIVED = ["stg_{}", "{}_history", "agg_{}_monthly"]
 DERIVED_COMMENTS = {"stg_{}": "Raw load from the source system; not deduplicated"}
-AUDIT = ["created_at timestamp", "updated_at timestamp", "created_by text", "updated_by text", "etl_batch_id int",
-         "source_system text", "is_deleted int", "valid_from timestamp", "valid_to timestamp", "row_hash text",
-         "load_ts timestamp", "tenant_id int", "record_version int", "ingested_file text", "dw_key int",
-         "checksum text", "partition_date date", "extract_id int", "sync_status text", "lineage_id int"]
+AUDIT = [
+    "created_at timestamp",
+    "updated_at timestamp",
+    "created_by text",
+    "updated_by text",
+    "etl_batch_id int",
+    "source_system text",
+    "is_deleted int",
+    "valid_from timestamp",
+    "valid_to timestamp",
+    "row_hash text",
+    "load_ts timestamp",
+    "tenant_id int",
+    "record_version int",
+    "ingested_file text",
+    "dw_key int",
+    "checksum text",
+    "partition_date date",
+    "extract_id int",
+    "sync_status text",
+    "lineage_id int",
+]
 
 # (question, tables it needs)
 QUESTIONS: list[tuple[str, set[str]]] = [
-    ("What was the total refund paid on returned items last quarter, by return reason?", {"sales_returns"}),
+    (
+        "What was the total refund paid on returned items last quarter, by return reason?",
+        {"sales_returns"},
+    ),
     ("Which customer segment placed the most orders in 2024?", {"sales_orders", "sales_customers"}),
     ("Revenue by store region for March", {"sales_orders", "sales_stores", "sales_regions"}),
     ("Average discount per order line for each product", {"sales_order_lines", "inv_products"}),
     ("How did each sales rep do against their quarterly quota?", {"sales_quotas", "sales_reps"}),
-    ("Which promotions were applied to the most orders?", {"sales_promotions", "sales_order_promotions"}),
-    ("Total debits and credits per general ledger account in January", {"fin_journal_entries", "fin_gl_accounts"}),
+    (
+        "Which promotions were applied to the most orders?",
+        {"sales_promotions", "sales_order_promotions"},
+    ),
+    (
+        "Total debits and credits per general ledger account in January",
+        {"fin_journal_entries", "fin_gl_accounts"},
+    ),
     ("How much of the invoiced amount is overdue by customer?", {"fin_invoices"}),
     ("Payments received per payment method this year", {"fin_payments"}),
-    ("Actual spend against budget per cost center for fiscal year 2024", {"fin_budgets", "fin_cost_centers", "fin_journal_entries"}),
-    ("Which suppliers have the largest unpaid vendor bills?", {"fin_vendor_bills", "inv_suppliers"}),
-    ("Convert order totals to USD using the exchange rate of the order date", {"sales_orders", "fin_exchange_rates"}),
+    (
+        "Actual spend against budget per cost center for fiscal year 2024",
+        {"fin_budgets", "fin_cost_centers", "fin_journal_entries"},
+    ),
+    (
+        "Which suppliers have the largest unpaid vendor bills?",
+        {"fin_vendor_bills", "inv_suppliers"},
+    ),
+    (
+        "Convert order totals to USD using the exchange rate of the order date",
+        {"sales_orders", "fin_exchange_rates"},
+    ),
     ("Headcount by department at the end of last year", {"hr_employees", "hr_departments"}),
     ("Average annual salary per job level", {"hr_salaries", "hr_employees", "hr_job_titles"}),
     ("How many leave days were approved per leave type?", {"hr_leave_requests"}),
     ("Distribution of performance review ratings in 2023", {"hr_performance_reviews"}),
-    ("Which training courses have the highest completion count?", {"hr_trainings", "hr_training_enrollments"}),
+    (
+        "Which training courses have the highest completion count?",
+        {"hr_trainings", "hr_training_enrollments"},
+    ),
     ("Recruiting pipeline: candidates per stage and source", {"hr_recruiting_candidates"}),
     ("Cost per click for each marketing campaign", {"mkt_ad_spend", "mkt_campaigns"}),
-    ("How many leads did each campaign generate, and how many converted?", {"mkt_leads", "mkt_campaigns"}),
+    (
+        "How many leads did each campaign generate, and how many converted?",
+        {"mkt_leads", "mkt_campaigns"},
+    ),
     ("Email open rate per campaign", {"mkt_email_events", "mkt_email_sends"}),
     ("Revenue attributed to each campaign", {"mkt_attribution", "sales_orders"}),
     ("Average NPS score per survey", {"mkt_survey_responses", "mkt_surveys"}),
     ("Which coupon codes were redeemed most often?", {"mkt_coupons"}),
     ("Stock on hand per warehouse yesterday", {"inv_stock_levels", "inv_warehouses"}),
     ("Which products are below their reorder point?", {"inv_reorder_rules", "inv_stock_levels"}),
-    ("Open purchase orders per supplier with expected arrival dates", {"inv_purchase_orders", "inv_suppliers"}),
+    (
+        "Open purchase orders per supplier with expected arrival dates",
+        {"inv_purchase_orders", "inv_suppliers"},
+    ),
     ("Units sold per product category", {"sales_order_lines", "inv_products", "inv_categories"}),
     ("Average supplier lead time by country", {"inv_suppliers"}),
     ("Median time to close support tickets by priority", {"sup_tickets"}),
@@ -203,11 +248,17 @@ QUESTIONS: list[tuple[str, set[str]]] = [
     ("On-time delivery rate per carrier", {"log_shipments", "log_carriers"}),
     ("Delivery exceptions per type last month", {"log_delivery_exceptions"}),
     ("Fuel cost per vehicle", {"log_fuel_logs", "log_vehicles"}),
-    ("Monthly recurring revenue by plan", {"bill_mrr_snapshots", "bill_subscriptions", "bill_plans"}),
+    (
+        "Monthly recurring revenue by plan",
+        {"bill_mrr_snapshots", "bill_subscriptions", "bill_plans"},
+    ),
     ("Why do subscriptions churn? Count of churn reasons", {"bill_churn_reasons"}),
     ("Trial to paid conversion rate per month", {"bill_trials"}),
     ("Failed charges recovered by dunning attempts", {"bill_dunning_attempts", "bill_charges"}),
-    ("Which features are used by the most customer accounts?", {"prod_feature_usage", "prod_features"}),
+    (
+        "Which features are used by the most customer accounts?",
+        {"prod_feature_usage", "prod_features"},
+    ),
     ("Open bugs per feature by severity", {"prod_bugs", "prod_features"}),
     ("Number of production incidents and their root causes this year", {"prod_incidents"}),
 ]
@@ -231,24 +282,35 @@ def tables(width: int = 0) -> list[Table]:
             columns = [tuple(c.strip().split(" ", 1)) for c in cols.split(",")]
             core.append(Table(name.strip(), columns, comment.strip()))  # type: ignore[arg-type]
     keys: dict[str, str] = {}
-    for t in core:  # the first table keyed by a column owns it (a link table keyed by order_id does not)
+    for t in (
+        core
+    ):  # the first table keyed by a column owns it (a link table keyed by order_id does not)
         keys.setdefault(t.columns[0][0], t.name)
     for table in core:
         for col, _ in table.columns[1:]:
             if col in keys and keys[col] != table.name:
                 table.fks.append((col, keys[col], col))
-    derived = [Table(pattern.format(t.name), list(t.columns), DERIVED_COMMENTS.get(pattern, ""))
-               for t in core for pattern in DERIVED]
+    derived = [
+        Table(pattern.format(t.name), list(t.columns), DERIVED_COMMENTS.get(pattern, ""))
+        for t in core
+        for pattern in DERIVED
+    ]
     every = core + derived
     for table in every:
         have = {c for c, _ in table.columns}
         padding = [tuple(a.split(" ")) for a in AUDIT if a.split(" ")[0] not in have]
         padding += [(f"attr_{i + 1:02d}", "text") for i in range(width)]
-        table.columns += padding[:max(0, width - len(table.columns))]  # type: ignore[arg-type]
+        table.columns += padding[: max(0, width - len(table.columns))]  # type: ignore[arg-type]
     return every
 
 
-SQL_TYPES = {"int": "INTEGER", "text": "TEXT", "numeric": "NUMERIC(14,2)", "date": "DATE", "timestamp": "TIMESTAMP"}
+SQL_TYPES = {
+    "int": "INTEGER",
+    "text": "TEXT",
+    "numeric": "NUMERIC(14,2)",
+    "date": "DATE",
+    "timestamp": "TIMESTAMP",
+}
 
 
 def ddl(dialect: str, width: int = 0) -> list[str]:
@@ -263,7 +325,10 @@ def ddl(dialect: str, width: int = 0) -> list[str]:
             line = f"{quote(col)} {sql_type}" + (" PRIMARY KEY" if i == 0 else "")
             cols.append(line)
         if dialect == "sqlite":
-            cols += [f"FOREIGN KEY ({quote(c)}) REFERENCES {quote(r)}({quote(rc)})" for c, r, rc in table.fks]
+            cols += [
+                f"FOREIGN KEY ({quote(c)}) REFERENCES {quote(r)}({quote(rc)})"
+                for c, r, rc in table.fks
+            ]
         tail = f" COMMENT='{table.comment}'" if dialect == "mysql" and table.comment else ""
         out.append(f"CREATE TABLE {quote(table.name)} ({', '.join(cols)}){tail}")
         if dialect == "postgresql" and table.comment:
@@ -271,12 +336,16 @@ def ddl(dialect: str, width: int = 0) -> list[str]:
     if dialect != "sqlite":
         for table in every:
             for c, r, rc in table.fks:
-                out.append(f"ALTER TABLE {quote(table.name)} ADD FOREIGN KEY ({quote(c)}) REFERENCES {quote(r)}({quote(rc)})")
+                out.append(
+                    f"ALTER TABLE {quote(table.name)} ADD FOREIGN KEY ({quote(c)}) REFERENCES {quote(r)}({quote(rc)})"
+                )
     return out
 
 
 def sqlite_warehouse(path: Path, width: int = 0) -> Path:
     conn = sqlite3.connect(path)
-    conn.executescript("BEGIN;\n" + ";\n".join(ddl("sqlite", width)) + ";\nCOMMIT;")  # one transaction
+    conn.executescript(
+        "BEGIN;\n" + ";\n".join(ddl("sqlite", width)) + ";\nCOMMIT;"
+    )  # one transaction
     conn.close()
     return path

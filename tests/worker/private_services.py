@@ -49,7 +49,10 @@ class PrivatePostgres:
 
     def __init__(self) -> None:
         bindir = _pg_bin()
-        require(bindir is not None and shutil.which("runuser") is not None, "PostgreSQL binaries and runuser")
+        require(
+            bindir is not None and shutil.which("runuser") is not None,
+            "PostgreSQL binaries and runuser",
+        )
         self.bin = bindir
         self.dir = Path(tempfile.mkdtemp(prefix="assay-pg-"))
         self.data = self.dir / "data"
@@ -57,20 +60,47 @@ class PrivatePostgres:
         self.as_user = ["runuser", "-u", "postgres", "--"] if os.geteuid() == 0 else []
         if os.geteuid() == 0:
             shutil.chown(self.dir, "postgres")
-        self._run("initdb", "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.data),
+            "-A",
+            "trust",
+            "-U",
+            "postgres",
+            "--no-sync",
+            "-E",
+            "UTF8",
+        )
         self.start()
         self.url = f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
 
     def _run(self, tool: str, *args: str) -> None:
-        out = subprocess.run([*self.as_user, str(self.bin / tool), *args], capture_output=True, text=True,
-                             timeout=120)
+        out = subprocess.run(
+            [*self.as_user, str(self.bin / tool), *args],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if out.returncode != 0:
             raise RuntimeError(f"{tool} failed: {out.stdout}{out.stderr}")
 
     def start(self) -> None:
-        options = (f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c max_connections=200")
-        self._run("pg_ctl", "-D", str(self.data), "-o", options, "-l", str(self.dir / "log"), "-w", "start")
+        options = (
+            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c max_connections=200"
+        )
+        self._run(
+            "pg_ctl",
+            "-D",
+            str(self.data),
+            "-o",
+            options,
+            "-l",
+            str(self.dir / "log"),
+            "-w",
+            "start",
+        )
 
     def stop(self) -> None:
         """As a crash: every backend killed at once, no shutdown checkpoint."""
@@ -127,9 +157,23 @@ class PrivateRedis:
         self.start()
 
     def start(self) -> None:
-        self.proc = subprocess.Popen(["redis-server", "--port", str(self.port), "--bind", "127.0.0.1",
-                                      "--save", "", "--appendonly", "no", "--dir", str(self.dir)],
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [
+                "redis-server",
+                "--port",
+                str(self.port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.dir),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 20
         while not answers(self.port):
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -37,18 +37,28 @@ def test_a_broker_url_of_another_scheme_is_refused(monkeypatch, pg_catalog_url):
 
 
 @pytest.mark.parametrize("scheme", ["redis", "amqp"])
-def test_an_unreachable_broker_is_an_error_with_a_code_not_an_in_process_run(tmp_path, pg_catalog_url, scheme):
+def test_an_unreachable_broker_is_an_error_with_a_code_not_an_in_process_run(
+    tmp_path, pg_catalog_url, scheme
+):
     url = f"{scheme}://127.0.0.1:{_closed_port()}/" + ("0" if scheme == "redis" else "")
-    settings = {"ASSAY_CATALOG_URL": pg_catalog_url, "ASSAY_BROKER_URL": url, "ASSAY_BROKER_CONNECT_TIMEOUT_S": "2"}
+    settings = {
+        "ASSAY_CATALOG_URL": pg_catalog_url,
+        "ASSAY_BROKER_URL": url,
+        "ASSAY_BROKER_CONNECT_TIMEOUT_S": "2",
+    }
     with pytest.raises(RuntimeError, match="server exited with"):
         LiveServer(tmp_path, settings).stop()  # `assay serve` exits before it listens
     said = (tmp_path / "serve.log").read_text()
-    assert "BROKER_UNAVAILABLE" in said and url.split("://")[1].rstrip("/0") in said  # and where it looked
+    assert (
+        "BROKER_UNAVAILABLE" in said and url.split("://")[1].rstrip("/0") in said
+    )  # and where it looked
 
 
 def test_kernel_start_up_and_a_one_machine_serve_import_no_broker_library():
-    code = ("import assay; k = assay.Kernel(); k.start()\n"
-            "from assay.plugins.service.runner import RunManager")
+    code = (
+        "import assay; k = assay.Kernel(); k.start()\n"
+        "from assay.plugins.service.runner import RunManager"
+    )
     assert imported_by(code, ["dramatiq", "redis", "pika", "assay.plugins.worker.broker"]) == []
 
 

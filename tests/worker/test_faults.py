@@ -15,8 +15,8 @@ import uuid
 import httpx
 import pytest
 
-from tests.service.test_api import ask, events
 from tests.conftest import require
+from tests.service.test_api import ask, events
 from tests.worker.conftest import AMQP_URL, Cluster, _answers, _remove_queue
 from tests.worker.faults import (
     PACED,
@@ -43,7 +43,9 @@ def _outage(pg, kind: str) -> None:
 
 
 @pytest.mark.parametrize("outage", ["down 30 s", "blinks", "down 5 s"])
-def test_a_catalog_outage_while_runs_are_queued_loses_no_run(tmp_path, fault_env, private_pg, outage):
+def test_a_catalog_outage_while_runs_are_queued_loses_no_run(
+    tmp_path, fault_env, private_pg, outage
+):
     cluster = Cluster(tmp_path, fault_env, workers=2, script=PACED)
     try:
         ids = [ask(cluster.api, datasource="sales")["run_id"] for _ in range(12)]
@@ -54,7 +56,9 @@ def test_a_catalog_outage_while_runs_are_queued_loses_no_run(tmp_path, fault_env
         cluster.stop()
 
 
-def test_a_catalog_outage_with_runs_queued_on_rabbitmq_loses_no_run(tmp_path, fault_env, private_pg):
+def test_a_catalog_outage_with_runs_queued_on_rabbitmq_loses_no_run(
+    tmp_path, fault_env, private_pg
+):
     require(_answers(5672), "rabbitmq on 127.0.0.1")
     queue = "assay_test_" + uuid.uuid4().hex[:10]
     env = {**fault_env, "ASSAY_BROKER_URL": AMQP_URL, "ASSAY_BROKER_QUEUE": queue}
@@ -69,7 +73,9 @@ def test_a_catalog_outage_with_runs_queued_on_rabbitmq_loses_no_run(tmp_path, fa
         _remove_queue("rabbitmq", AMQP_URL, queue)
 
 
-def test_redis_restarted_without_persistence_loses_no_queued_run(tmp_path, fault_env, private_redis):
+def test_redis_restarted_without_persistence_loses_no_queued_run(
+    tmp_path, fault_env, private_redis
+):
     cluster = Cluster(tmp_path, fault_env, workers=0, script=PACED)
     try:
         ids = [ask(cluster.api, datasource="sales")["run_id"] for _ in range(10)]
@@ -77,18 +83,26 @@ def test_redis_restarted_without_persistence_loses_no_queued_run(tmp_path, fault
         private_redis.start()
         cluster.add_worker()
         cluster.add_worker()
-        figures = assert_no_run_lost(fault_env["ASSAY_CATALOG_URL"], ids, within_s=REQUEUE_AFTER_S * 3 + 60)
+        figures = assert_no_run_lost(
+            fault_env["ASSAY_CATALOG_URL"], ids, within_s=REQUEUE_AFTER_S * 3 + 60
+        )
         print("fault redis restarted", figures)
     finally:
         cluster.stop()
 
 
 def test_serve_killed_between_recording_a_run_and_enqueuing_it_loses_no_run(tmp_path, fault_env):
-    cluster = Cluster(tmp_path, {**fault_env, "ASSAY_TEST_FAULT": "serve_recorded"}, workers=1, script=PACED)
+    cluster = Cluster(
+        tmp_path, {**fault_env, "ASSAY_TEST_FAULT": "serve_recorded"}, workers=1, script=PACED
+    )
     try:
         with pytest.raises(httpx.TransportError):
-            httpx.post(f"{cluster.api.url}/runs", json={"question": "Which region?", "datasource": "sales"},
-                       headers=cluster.api.headers(), timeout=30)
+            httpx.post(
+                f"{cluster.api.url}/runs",
+                json={"question": "Which region?", "datasource": "sales"},
+                headers=cluster.api.headers(),
+                timeout=30,
+            )
         assert cluster.api.proc.wait(timeout=30) == 70  # died at the fault point, after the record
         url = fault_env["ASSAY_CATALOG_URL"]
         ids = [r for (r,) in catalog(url, "SELECT run_id FROM runs")]

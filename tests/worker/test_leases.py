@@ -16,7 +16,9 @@ def kernel(pg_catalog_url, monkeypatch):
     from assay import Kernel, Settings
 
     monkeypatch.setenv("ASSAY_CATALOG_URL", pg_catalog_url)
-    k = Kernel(load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env())
+    k = Kernel(
+        load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env()
+    )
     k.start()
     yield k
     k.close()
@@ -88,9 +90,13 @@ def test_a_message_a_worker_cannot_read_fails_its_run_instead_of_leaving_it_queu
     from assay.plugins.worker.execute import Executor
     from assay.plugins.worker.settings import BrokerSettings
 
-    kernel.runs.start(RunRecord(run_id="run_f", question="q", status="queued", started_at=time.time()))
+    kernel.runs.start(
+        RunRecord(run_id="run_f", question="q", status="queued", started_at=time.time())
+    )
     leases.create("run_f")
-    Executor(kernel, BrokerSettings(), leases).handle({"version": 2, "run_id": "run_f", "question": "q"})
+    Executor(kernel, BrokerSettings(), leases).handle(
+        {"version": 2, "run_id": "run_f", "question": "q"}
+    )
     record = kernel.runs.get("run_f")
     assert record.status == "failed" and record.error["code"] == "WORKER_MESSAGE_INVALID"
     assert leases.get("run_f").state == "ended"

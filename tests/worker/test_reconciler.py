@@ -31,7 +31,9 @@ def queue(monkeypatch, pg_catalog_url):
 def kernel(queue):
     from assay import Kernel, Settings
 
-    k = Kernel(load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env())
+    k = Kernel(
+        load_entrypoints=False, plugins=["assay.plugins.runs_plugin"], settings=Settings.from_env()
+    )
     k.start()
     yield k
     k.close()
@@ -56,9 +58,13 @@ def test_a_queued_run_whose_message_is_gone_is_enqueued_again_once_per_bound(ker
     RemoteRuns(kernel).start("run_r1", "q", None, "scripted", 5, 30.0)
     executor = _executor(kernel, requeue_after_s=1.0, queue_expiry_s=60.0)
     executor.broker.flush()  # the message is lost (a Redis restarted without persistence)
-    assert executor.reconcile()["requeued"] == 0 and _messages(executor) == 0  # not before the bound
+    assert (
+        executor.reconcile()["requeued"] == 0 and _messages(executor) == 0
+    )  # not before the bound
     time.sleep(1.2)
-    assert executor.reconcile()["requeued"] == 1 and executor.reconcile()["requeued"] == 0  # once per bound
+    assert (
+        executor.reconcile()["requeued"] == 1 and executor.reconcile()["requeued"] == 0
+    )  # once per bound
     assert _messages(executor) == 1
     assert kernel.runs.get("run_r1").status == "queued"
 
@@ -77,8 +83,11 @@ def test_a_run_no_worker_took_past_the_second_bound_is_failed_with_its_code(kern
     assert executor.reconcile() == {"requeued": 0, "expired": 0, "cancelled": 0}  # ended once
 
 
-def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_and_reported(kernel, capsys):
+def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_and_reported(
+    kernel, capsys
+):
     import dramatiq
+
     from assay.plugins.worker.messages import RunMessage
 
     with socket.socket() as s:
@@ -95,8 +104,16 @@ def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_and_r
         return handle(payload)
 
     executor.broker.actor.fn = counted
-    executor.broker.enqueue(RunMessage(run_id="run_r3", question="q", model="scripted", max_steps=5,
-                                       max_wall_s=30.0, enqueued_at=time.time()))
+    executor.broker.enqueue(
+        RunMessage(
+            run_id="run_r3",
+            question="q",
+            model="scripted",
+            max_steps=5,
+            max_wall_s=30.0,
+            enqueued_at=time.time(),
+        )
+    )
     worker = dramatiq.Worker(executor.broker.broker, worker_threads=1, worker_timeout=50)
     worker.start()
     try:
@@ -105,14 +122,19 @@ def test_a_claim_that_meets_a_catalog_outage_is_retried_then_dead_lettered_and_r
             time.sleep(0.1)
     finally:
         worker.stop(timeout=5000)
-    assert executor.broker.dead_letters() == 1 and len(attempts) == 3  # the first try and two retries
+    assert (
+        executor.broker.dead_letters() == 1 and len(attempts) == 3
+    )  # the first try and two retries
     dead = executor.broker.broker.client.hvals(f"dramatiq:{executor.settings.queue}.XQ.msgs")
     assert json.loads(dead[0])["args"][0]["run_id"] == "run_r3"
     from assay.kernel.log import get_logger
     from assay.plugins.worker.cli import _report_dead_letters
 
     assert _report_dead_letters(executor.broker, executor.settings, get_logger("test"), None) == 1
-    assert f"1 message(s) in the dead-letter queue {executor.settings.queue}.XQ" in capsys.readouterr().err
+    assert (
+        f"1 message(s) in the dead-letter queue {executor.settings.queue}.XQ"
+        in capsys.readouterr().err
+    )
 
 
 def _down_database(port: int):

@@ -1,8 +1,7 @@
 """The plugin's own tests, on assay's pytest fixtures (installed with assay)."""
 
-import pytest
-
 import assay_hello
+import pytest
 
 
 @pytest.fixture

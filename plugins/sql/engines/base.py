@@ -8,9 +8,9 @@ pool, per-statement setup, cancel, streaming and type handling.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
@@ -62,19 +62,26 @@ class Pool:
                 pass
 
 
-def queue_pool(creator: Callable[[], Any], pool_size: int, pool_timeout_s: float, reset: Any = "rollback") -> Any:
+def queue_pool(
+    creator: Callable[[], Any], pool_size: int, pool_timeout_s: float, reset: Any = "rollback"
+) -> Any:
     """A fixed-size SQLAlchemy pool over ``creator`` (no overflow)."""
     from sqlalchemy.pool import QueuePool
 
-    return QueuePool(creator, pool_size=pool_size, max_overflow=0, timeout=pool_timeout_s, reset_on_return=reset)
+    return QueuePool(
+        creator, pool_size=pool_size, max_overflow=0, timeout=pool_timeout_s, reset_on_return=reset
+    )
 
 
-def server_pool(url: Any, *, pool_size: int, pool_timeout_s: float,
-                on_connect: Callable[[Any], None]) -> tuple[Any, Any]:
+def server_pool(
+    url: Any, *, pool_size: int, pool_timeout_s: float, on_connect: Callable[[Any], None]
+) -> tuple[Any, Any]:
     """A SQLAlchemy engine for a server URL: (its pool, the engine); ``on_connect`` sets up each new connection."""
     from sqlalchemy import create_engine, event
 
-    engine = create_engine(url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout_s, pool_pre_ping=True)
+    engine = create_engine(
+        url, pool_size=pool_size, max_overflow=0, pool_timeout=pool_timeout_s, pool_pre_ping=True
+    )
     event.listen(engine, "connect", lambda dbapi_conn, _record: on_connect(dbapi_conn))
     return engine.pool, engine
 
@@ -106,8 +113,13 @@ class Streamed:
             close()
 
 
-def cursor_stream(cur: Any, statement: str, chunk_rows: int, decimal_text: tuple[int, ...] = (),
-                  types: list[Any] | None = None) -> Streamed:
+def cursor_stream(
+    cur: Any,
+    statement: str,
+    chunk_rows: int,
+    decimal_text: tuple[int, ...] = (),
+    types: list[Any] | None = None,
+) -> Streamed:
     """Execute ``statement`` on a DB-API cursor that fetches lazily, ``chunk_rows`` at a time.
 
     ``types`` replaces the description's types (a projection changed them).
@@ -155,8 +167,9 @@ class SqlEngine:
     def dialect_for(self, url: Any) -> str:
         return self.dialect
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
-                  limits: EngineLimits | None = None) -> Pool:
+    def make_pool(
+        self, url: Any, *, pool_size: int, pool_timeout_s: float, limits: EngineLimits | None = None
+    ) -> Pool:
         raise NotImplementedError
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
@@ -215,7 +228,9 @@ class SqlEngine:
         artifact cap, no value can be, and ``sql_query`` skips measuring each one."""
         return None
 
-    def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
+    def fetch_decimal_text(
+        self, raw: Any, cur: Any, limit: int
+    ) -> tuple[list[tuple], list[int]] | None:
         """Up to ``limit`` rows with numeric columns left as the server's text (str or ASCII bytes), and their indexes.
 
         For callers that only store and preview the rows (``sql_query``): the
@@ -226,7 +241,9 @@ class SqlEngine:
         """
         return None
 
-    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed | None:
+    def stream(
+        self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool
+    ) -> Streamed | None:
         """Start ``sql`` and return its rows in batches as they arrive, or None.
 
         None (the default) means the caller executes and fetches as usual. With
@@ -263,7 +280,11 @@ def group_tables(rows: list[tuple]) -> dict[str, TableInfo]:
         if table is None:
             est = int(estimate) if estimate is not None and int(estimate) >= 0 else None
             table = tables[name] = TableInfo(name=name, kind=kind, row_estimate=est)
-        table.columns.append(ColumnInfo(name=col, type=str(typ or ""), nullable=bool(nullable), primary_key=bool(is_pk)))
+        table.columns.append(
+            ColumnInfo(
+                name=col, type=str(typ or ""), nullable=bool(nullable), primary_key=bool(is_pk)
+            )
+        )
     return tables
 
 

@@ -24,8 +24,17 @@ from assay.kernel.database_engine import CatalogFetch
 
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import bounds_filter, from_engine
-from .base import (EngineLimits, Pool, SqlEngine, Streamed, apply_comments, cursor_stream, group_tables,
-                   listing_digest, queue_pool)
+from .base import (
+    EngineLimits,
+    Pool,
+    SqlEngine,
+    Streamed,
+    apply_comments,
+    cursor_stream,
+    group_tables,
+    listing_digest,
+    queue_pool,
+)
 
 LOCKED_CONFIG = {
     "enable_external_access": False,
@@ -33,7 +42,9 @@ LOCKED_CONFIG = {
     "autoload_known_extensions": False,
     "lock_configuration": True,
 }
-BOUNDS: weakref.WeakKeyDictionary[Any, EngineLimits] = weakref.WeakKeyDictionary()  # each pooled cursor's
+BOUNDS: weakref.WeakKeyDictionary[Any, EngineLimits] = (
+    weakref.WeakKeyDictionary()
+)  # each pooled cursor's
 _QUERY_START = re.compile(r"\s*(?:\(\s*)*(?:select|with|from)\b", re.IGNORECASE)
 
 
@@ -54,8 +65,9 @@ class DuckdbEngine(SqlEngine):
     dialect = "duckdb"
     cancel_repeat_s = 0.05  # in-process: an interrupt sent between two steps is lost; sent again
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
-                  limits: EngineLimits | None = None) -> Pool:
+    def make_pool(
+        self, url: Any, *, pool_size: int, pool_timeout_s: float, limits: EngineLimits | None = None
+    ) -> Pool:
         import duckdb
 
         limits = limits or EngineLimits()
@@ -69,8 +81,11 @@ class DuckdbEngine(SqlEngine):
             return raw
 
         # The shared instance: its cursors are the pooled connections, closed after them.
-        return Pool(queue_pool(cursor, pool_size, pool_timeout_s, reset=None), closers=[database.close],
-                    limits=limits)
+        return Pool(
+            queue_pool(cursor, pool_size, pool_timeout_s, reset=None),
+            closers=[database.close],
+            limits=limits,
+        )
 
     def end(self, raw: Any) -> None:
         return None  # the database is opened read-only; nothing to undo
@@ -83,7 +98,8 @@ class DuckdbEngine(SqlEngine):
 
     def verify(self, raw: Any) -> list[str]:
         external, locked = raw.execute(
-            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')").fetchone()
+            "SELECT current_setting('enable_external_access'), current_setting('lock_configuration')"
+        ).fetchone()
         problems = []
         if external is not False:
             problems.append("enable_external_access is on")
@@ -106,7 +122,9 @@ class DuckdbEngine(SqlEngine):
     def column_types(self, raw: Any, description: Any, rows: list[tuple]) -> list[str]:
         return [str(col[1]) for col in description or ()]
 
-    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
+    def stream(
+        self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool
+    ) -> Streamed:
         limits = BOUNDS.get(raw)
         statement, text_columns, types = decimal_projection(cur, sql, limits, decimal_text)
         try:
@@ -141,11 +159,15 @@ class DuckdbEngine(SqlEngine):
         ):
             key = table if schema == "main" else f"{schema}.{table}"
             if key in tables:
-                tables[key].foreign_keys.append(ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols or [])))
+                tables[key].foreign_keys.append(
+                    ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols or []))
+                )
         apply_comments(tables, fetch(self._COMMENTS, []))
         return list(tables.values())
 
-    _NAME = "CASE WHEN schema_name = 'main' THEN table_name ELSE schema_name || '.' || table_name END"
+    _NAME = (
+        "CASE WHEN schema_name = 'main' THEN table_name ELSE schema_name || '.' || table_name END"
+    )
     _COMMENTS = (
         f"SELECT {_NAME}, NULL, comment FROM duckdb_tables() WHERE database_name = current_database() "
         "AND comment IS NOT NULL UNION ALL "
@@ -177,15 +199,41 @@ DUCKDB = DuckdbEngine()
 
 
 # Types whose values are short (never near a value bound): their lengths are not checked.
-SHORT_TYPES = frozenset({
-    "boolean", "tinyint", "smallint", "integer", "bigint", "hugeint", "utinyint", "usmallint", "uinteger",
-    "ubigint", "uhugeint", "float", "double", "decimal", "date", "time", "time with time zone", "timestamp",
-    "timestamp with time zone", "timestamp_s", "timestamp_ms", "timestamp_ns", "interval", "uuid", "enum", "null",
-})
+SHORT_TYPES = frozenset(
+    {
+        "boolean",
+        "tinyint",
+        "smallint",
+        "integer",
+        "bigint",
+        "hugeint",
+        "utinyint",
+        "usmallint",
+        "uinteger",
+        "ubigint",
+        "uhugeint",
+        "float",
+        "double",
+        "decimal",
+        "date",
+        "time",
+        "time with time zone",
+        "timestamp",
+        "timestamp with time zone",
+        "timestamp_s",
+        "timestamp_ms",
+        "timestamp_ns",
+        "interval",
+        "uuid",
+        "enum",
+        "null",
+    }
+)
 
 
-def decimal_projection(raw: Any, sql: str, limits: EngineLimits | None = None,
-                       decimal_text: bool = True) -> tuple[str, tuple[int, ...], list[Any] | None]:
+def decimal_projection(
+    raw: Any, sql: str, limits: EngineLimits | None = None, decimal_text: bool = True
+) -> tuple[str, tuple[int, ...], list[Any] | None]:
     """``sql`` with its DECIMAL columns cast to VARCHAR and its long values bounded; the DECIMAL columns'
     indexes and the original types.
 
@@ -204,24 +252,34 @@ def decimal_projection(raw: Any, sql: str, limits: EngineLimits | None = None,
         return sql, (), None
     # Only DECIMAL columns themselves: a list, array, struct or map of DECIMALs casts to text that is not a
     # number (its type's name also starts with DECIMAL: 'DECIMAL(10,2)[]'), and is left to the driver.
-    decimals = [i for i, t in enumerate(types) if getattr(t, "id", "") == "decimal"] if decimal_text else []
+    decimals = (
+        [i for i, t in enumerate(types) if getattr(t, "id", "") == "decimal"]
+        if decimal_text
+        else []
+    )
     lengths = {}
     if limits is not None and limits.max_value_bytes is not None:
-        lengths = {i: _length_sql(i, getattr(t, "id", "")) for i, t in enumerate(types)
-                   if getattr(t, "id", "") not in SHORT_TYPES}
+        lengths = {
+            i: _length_sql(i, getattr(t, "id", ""))
+            for i, t in enumerate(types)
+            if getattr(t, "id", "") not in SHORT_TYPES
+        }
     if not decimals and not lengths:
         return sql, (), None
     body = sql.strip()
     while body.endswith(";"):
         body = body[:-1].rstrip()
-    columns = ", ".join((f'CAST("c{i}" AS VARCHAR)' if i in decimals else f'"c{i}"') + f" AS {_quote(n)}"
-                        for i, n in enumerate(names))
+    columns = ", ".join(
+        (f'CAST("c{i}" AS VARCHAR)' if i in decimals else f'"c{i}"') + f" AS {_quote(n)}"
+        for i, n in enumerate(names)
+    )
     aliases = ", ".join(f'"c{i}"' for i in range(len(names)))
     projected = f"SELECT {columns} FROM (\n{body}\n) AS assay_rows({aliases})"
     if lengths:
         assert limits is not None and limits.max_value_bytes is not None
-        projected += " WHERE " + bounds_filter(lengths, limits.max_value_bytes, limits.max_row_bytes or 2**62,
-                                                "error({})")
+        projected += " WHERE " + bounds_filter(
+            lengths, limits.max_value_bytes, limits.max_row_bytes or 2**62, "error({})"
+        )
     try:  # bound, not run: text the projection cannot wrap (a trailing comment after ';') keeps its own form
         if list(raw.sql(projected).columns) != names:
             return sql, (), None
@@ -238,7 +296,9 @@ def _length_sql(index: int, type_id: str) -> str:
     return f'strlen(CAST("c{index}" AS VARCHAR))'  # lists, structs, maps...: their text
 
 
-def _refusal(exc: BaseException, cur: Any, sql: str, limits: EngineLimits | None) -> BaseException | None:
+def _refusal(
+    exc: BaseException, cur: Any, sql: str, limits: EngineLimits | None
+) -> BaseException | None:
     if limits is None or limits.max_value_bytes is None:
         return None
     try:  # refused before the first row: the query's columns, bound again (on this error path only)

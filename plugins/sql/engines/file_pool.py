@@ -23,8 +23,9 @@ import re
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 from urllib.parse import quote, unquote
 
 
@@ -57,8 +58,14 @@ class PooledConnection:
 class ConnectionPool:
     """At most ``pool_size`` connections from ``creator``, made on first need (no overflow)."""
 
-    def __init__(self, creator: Callable[[], Any], *, pool_size: int, timeout_s: float,
-                 reset_on_return: bool = True) -> None:
+    def __init__(
+        self,
+        creator: Callable[[], Any],
+        *,
+        pool_size: int,
+        timeout_s: float,
+        reset_on_return: bool = True,
+    ) -> None:
         if pool_size < 1:
             raise ValueError("pool_size must be at least 1")
         self._creator = creator
@@ -85,8 +92,10 @@ class ConnectionPool:
                     break
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    raise PoolBusy(f"all {self._size} connections of the pool are checked out; "
-                                   f"none came back within {self._timeout_s:g} s")
+                    raise PoolBusy(
+                        f"all {self._size} connections of the pool are checked out; "
+                        f"none came back within {self._timeout_s:g} s"
+                    )
                 self._cond.wait(left)
         try:
             raw = self._creator()

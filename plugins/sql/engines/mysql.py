@@ -36,10 +36,23 @@ from assay.kernel.log import get_logger
 from ..errors import SQL_VALUE_TOO_LARGE, SqlError
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import VALUE_HINT
-from .base import EngineLimits, Pool, SqlEngine, Streamed, apply_comments, group_tables, listing_digest, server_pool
+from .base import (
+    EngineLimits,
+    Pool,
+    SqlEngine,
+    Streamed,
+    apply_comments,
+    group_tables,
+    listing_digest,
+    server_pool,
+)
 
 log = get_logger("assay.sql")
-TIMEOUT_ERRORS = (1969, 3024, 1317)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
+TIMEOUT_ERRORS = (
+    1969,
+    3024,
+    1317,
+)  # MariaDB max_statement_time, MySQL max_execution_time, interrupted
 # Each pooled connection's pool's KILL QUERY connection (a streamed statement left early is stopped with it).
 KILL_CONNECTIONS: weakref.WeakKeyDictionary[Any, KillConnection] = weakref.WeakKeyDictionary()
 COM_RESET_CONNECTION = 0x1F  # MariaDB 10.2.4+, MySQL 5.7.3+ (pymysql names no constant for it)
@@ -47,8 +60,21 @@ COM_RESET_CONNECTION = 0x1F  # MariaDB 10.2.4+, MySQL 5.7.3+ (pymysql names no c
 
 # sql_mode flags that change how the server reads the text (quotes, backslashes, ||, spaces before '(',
 # NOT's precedence, another server's grammar): never set in assay's sessions.
-LEXICAL_MODES = frozenset({"ANSI", "ANSI_QUOTES", "NO_BACKSLASH_ESCAPES", "PIPES_AS_CONCAT", "IGNORE_SPACE",
-                           "HIGH_NOT_PRECEDENCE", "ORACLE", "MSSQL", "DB2", "POSTGRESQL", "MAXDB"})
+LEXICAL_MODES = frozenset(
+    {
+        "ANSI",
+        "ANSI_QUOTES",
+        "NO_BACKSLASH_ESCAPES",
+        "PIPES_AS_CONCAT",
+        "IGNORE_SPACE",
+        "HIGH_NOT_PRECEDENCE",
+        "ORACLE",
+        "MSSQL",
+        "DB2",
+        "POSTGRESQL",
+        "MAXDB",
+    }
+)
 
 
 def pinned_sql_mode(mode: str) -> str:
@@ -86,8 +112,9 @@ class MysqlEngine(SqlEngine):
     def dialect_for(self, url: Any) -> str:
         return "mariadb" if url.get_backend_name() == "mariadb" else "mysql"
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
-                  limits: EngineLimits | None = None) -> Pool:
+    def make_pool(
+        self, url: Any, *, pool_size: int, pool_timeout_s: float, limits: EngineLimits | None = None
+    ) -> Pool:
         # Values are bounded by the server's max_allowed_packet, and checked as they arrive (value_limits).
         kill: list[KillConnection] = []
 
@@ -97,13 +124,19 @@ class MysqlEngine(SqlEngine):
             if kill:
                 KILL_CONNECTIONS[dbapi_conn] = kill[0]
 
-        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup)
+        connections, engine = server_pool(
+            url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup
+        )
         args, kwargs = engine.dialect.create_connect_args(engine.url)
         control = KillConnection(args, kwargs)
         kill.append(control)
         control.warm()
-        return Pool(connections, control=control, closers=[control.close, engine.dispose],
-                    limits=limits or EngineLimits())
+        return Pool(
+            connections,
+            control=control,
+            closers=[control.close, engine.dispose],
+            limits=limits or EngineLimits(),
+        )
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
         with raw.cursor() as cur:
@@ -132,12 +165,20 @@ class MysqlEngine(SqlEngine):
         _read_only_session(raw, reset=True)
 
     def verify(self, raw: Any) -> list[str]:
-        names = ("tx_read_only", "tx_isolation") if is_mariadb(raw) else ("transaction_read_only", "transaction_isolation")
+        names = (
+            ("tx_read_only", "tx_isolation")
+            if is_mariadb(raw)
+            else ("transaction_read_only", "transaction_isolation")
+        )
         ro, iso = names
         with raw.cursor() as cur:
-            cur.execute(f"SELECT @@session.{ro}, @@session.autocommit, @@session.sql_mode, @@global.sql_mode, "
-                        f"@@session.{iso}, @@global.{iso}")
-            read_only, autocommit, sql_mode, global_mode, isolation, global_isolation = cur.fetchone()
+            cur.execute(
+                f"SELECT @@session.{ro}, @@session.autocommit, @@session.sql_mode, @@global.sql_mode, "
+                f"@@session.{iso}, @@global.{iso}"
+            )
+            read_only, autocommit, sql_mode, global_mode, isolation, global_isolation = (
+                cur.fetchone()
+            )
         raw.rollback()
         problems = []
         if int(read_only) != 1:
@@ -145,10 +186,14 @@ class MysqlEngine(SqlEngine):
         if int(autocommit) != 0:
             problems.append("the session is in autocommit mode")
         if sql_mode != pinned_sql_mode(global_mode):
-            problems.append(f"sql_mode is not the one assay sets ({sql_mode!r}; the server's is {global_mode!r}, "
-                            f"less {', '.join(sorted(LEXICAL_MODES))})")
+            problems.append(
+                f"sql_mode is not the one assay sets ({sql_mode!r}; the server's is {global_mode!r}, "
+                f"less {', '.join(sorted(LEXICAL_MODES))})"
+            )
         if isolation != global_isolation:
-            problems.append(f"the isolation level was changed ({isolation}, the server's is {global_isolation})")
+            problems.append(
+                f"the isolation level was changed ({isolation}, the server's is {global_isolation})"
+            )
         return problems
 
     def login_report(self, raw: Any) -> Any:
@@ -156,7 +201,9 @@ class MysqlEngine(SqlEngine):
 
         return mysql_login_report(raw)
 
-    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
+    def stream(
+        self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool
+    ) -> Streamed:
         """An unbuffered cursor: rows are read from the socket as they are handed over."""
         import pymysql.cursors
 
@@ -212,13 +259,16 @@ class MysqlEngine(SqlEngine):
                     tables[table].foreign_keys.append(fk)
             fk.columns.append(col)
             fk.ref_columns.append(ref_col)
-        apply_comments(tables, fetch(
-            "SELECT table_name, '', table_comment FROM information_schema.tables WHERE table_schema = DATABASE() "
-            "AND table_type <> 'VIEW' AND table_comment <> '' UNION ALL "
-            "SELECT table_name, column_name, column_comment FROM information_schema.columns "
-            "WHERE table_schema = DATABASE() AND column_comment <> ''",
-            None,
-        ))
+        apply_comments(
+            tables,
+            fetch(
+                "SELECT table_name, '', table_comment FROM information_schema.tables WHERE table_schema = DATABASE() "
+                "AND table_type <> 'VIEW' AND table_comment <> '' UNION ALL "
+                "SELECT table_name, column_name, column_comment FROM information_schema.columns "
+                "WHERE table_schema = DATABASE() AND column_comment <> ''",
+                None,
+            ),
+        )
         return list(tables.values())
 
     def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
@@ -259,7 +309,9 @@ def _unbuffered_batches(raw: Any, cur: Any, chunk_rows: int) -> Any:
     _refuse_cut_values(raw, cur)
 
 
-CUT_WARNINGS = (1301,)  # "Result of repeat() was larger than max_allowed_packet (N) - truncated": a NULL instead
+CUT_WARNINGS = (
+    1301,
+)  # "Result of repeat() was larger than max_allowed_packet (N) - truncated": a NULL instead
 
 
 def _refuse_cut_values(raw: Any, cur: Any) -> None:

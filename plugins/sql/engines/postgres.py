@@ -41,23 +41,63 @@ from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import bounds_filter, from_engine
-from .base import (EngineLimits, Pool, SqlEngine, StreamColumn, Streamed, apply_comments, group_tables,
-                   server_pool)
+from .base import (
+    EngineLimits,
+    Pool,
+    SqlEngine,
+    StreamColumn,
+    Streamed,
+    apply_comments,
+    group_tables,
+    server_pool,
+)
 
 SYSTEM_SCHEMAS = "('pg_catalog', 'information_schema', 'pg_toast')"
 NUMERIC = 1700
 # Scalar types whose loaders never consult the numeric loader (arrays, ranges, records and
 # composites of numeric do: a result holding any other type is fetched as usual).
-PLAIN_TYPES = frozenset({
-    16, 17, 18, 19, 20, 21, 23, 25, 26, 114, 700, 701, 1042, 1043, 1082, 1083, 1114, 1184, 1186, 1266,
-    NUMERIC, 2950, 3802,
-})
+PLAIN_TYPES = frozenset(
+    {
+        16,
+        17,
+        18,
+        19,
+        20,
+        21,
+        23,
+        25,
+        26,
+        114,
+        700,
+        701,
+        1042,
+        1043,
+        1082,
+        1083,
+        1114,
+        1184,
+        1186,
+        1266,
+        NUMERIC,
+        2950,
+        3802,
+    }
+)
 # The kinds psycopg's own text loaders produce, by type oid: bool, int2/4/8 and oid,
 # text/varchar/bpchar/name (str unless the connection is SQL_ASCII), date, timestamp.
-STOCK_KINDS = {16: ("BoolLoader", "bool"), 20: ("IntLoader", "int"), 21: ("IntLoader", "int"),
-               23: ("IntLoader", "int"), 26: ("IntLoader", "int"), 25: ("TextLoader", "str"),
-               1043: ("TextLoader", "str"), 1042: ("TextLoader", "str"), 19: ("TextLoader", "str"),
-               1082: ("DateLoader", "date"), 1114: ("TimestampLoader", "naive_datetime")}
+STOCK_KINDS = {
+    16: ("BoolLoader", "bool"),
+    20: ("IntLoader", "int"),
+    21: ("IntLoader", "int"),
+    23: ("IntLoader", "int"),
+    26: ("IntLoader", "int"),
+    25: ("TextLoader", "str"),
+    1043: ("TextLoader", "str"),
+    1042: ("TextLoader", "str"),
+    19: ("TextLoader", "str"),
+    1082: ("DateLoader", "date"),
+    1114: ("TimestampLoader", "naive_datetime"),
+}
 
 
 class NumericAsText:
@@ -111,8 +151,14 @@ def _session_bounds(dbapi_conn: Any, limits: EngineLimits) -> SessionBounds:
         return SessionBounds(limits)
     try:
         version, superuser, current = dbapi_conn.execute(TEMP_LIMIT_SQL).fetchone()
-        allowed = bool(superuser) or (version >= 150000 and bool(dbapi_conn.execute(
-            "SELECT has_parameter_privilege(session_user, 'temp_file_limit', 'SET')").fetchone()[0]))
+        allowed = bool(superuser) or (
+            version >= 150000
+            and bool(
+                dbapi_conn.execute(
+                    "SELECT has_parameter_privilege(session_user, 'temp_file_limit', 'SET')"
+                ).fetchone()[0]
+            )
+        )
     finally:
         dbapi_conn.rollback()
     if not allowed or 0 <= current <= wanted:
@@ -122,8 +168,13 @@ def _session_bounds(dbapi_conn: Any, limits: EngineLimits) -> SessionBounds:
 
 # Settings a session may hold at the session level (source 'session'): the one we set, and those
 # of the current transaction (BEGIN READ ONLY sets them).
-OUR_SESSION_SETTINGS = ("default_transaction_read_only", "standard_conforming_strings",
-                        "transaction_read_only", "transaction_isolation", "transaction_deferrable")  # per transaction
+OUR_SESSION_SETTINGS = (
+    "default_transaction_read_only",
+    "standard_conforming_strings",
+    "transaction_read_only",
+    "transaction_isolation",
+    "transaction_deferrable",
+)  # per transaction
 # One round trip at checkout: the read-only flags, session-level settings someone else set,
 # locks the session holds, its role, its temporary tables.
 VERIFY_SQL = (
@@ -140,33 +191,46 @@ VERIFY_SQL = (
 
 class PostgresEngine(SqlEngine):
     name = "postgresql"
-    schemes = ("postgresql", "postgres", "postgresql+psycopg", "postgresql+psycopg2", "postgresql+psycopg3")
+    schemes = (
+        "postgresql",
+        "postgres",
+        "postgresql+psycopg",
+        "postgresql+psycopg2",
+        "postgresql+psycopg3",
+    )
     dialect = "postgresql"
 
     def normalize_url(self, url: Any) -> Any:
         return url.set(drivername="postgresql+psycopg")
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
-                  limits: EngineLimits | None = None) -> Pool:
+    def make_pool(
+        self, url: Any, *, pool_size: int, pool_timeout_s: float, limits: EngineLimits | None = None
+    ) -> Pool:
         limits = limits or EngineLimits()
 
         def setup(dbapi_conn: Any) -> None:
             _read_only_session(dbapi_conn)
             BOUNDS[dbapi_conn] = _session_bounds(dbapi_conn, limits)
 
-        connections, engine = server_pool(url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup)
+        connections, engine = server_pool(
+            url, pool_size=pool_size, pool_timeout_s=pool_timeout_s, on_connect=setup
+        )
         return Pool(connections, closers=[engine.dispose], limits=limits)
 
     def begin(self, raw: Any, state: StatementDeadline, backstop_s: float) -> None:
-        if raw.info.transaction_status != 0:  # pragma: no cover - pool reset normally leaves it idle
+        if (
+            raw.info.transaction_status != 0
+        ):  # pragma: no cover - pool reset normally leaves it idle
             raw.rollback()
         raw.read_only = True
         timeout = f"{int(backstop_s * 1000)}ms"
         bounds = BOUNDS.get(raw)
         with raw.cursor() as cur:
             if bounds is not None and bounds.temp_file_limit_kb:  # for this transaction only
-                cur.execute("SELECT set_config('statement_timeout', %s, true), set_config('temp_file_limit', %s, true)",
-                            (timeout, f"{bounds.temp_file_limit_kb}kB"))
+                cur.execute(
+                    "SELECT set_config('statement_timeout', %s, true), set_config('temp_file_limit', %s, true)",
+                    (timeout, f"{bounds.temp_file_limit_kb}kB"),
+                )
             else:
                 cur.execute("SELECT set_config('statement_timeout', %s, true)", (timeout,))
 
@@ -190,17 +254,22 @@ class PostgresEngine(SqlEngine):
         if raw.info.transaction_status != 0:
             raw.rollback()
         try:
-            default_ro, tx_ro, conforming, isolation_ok, settings, locks, same_role, temp = raw.execute(
-                VERIFY_SQL, (list(OUR_SESSION_SETTINGS),)).fetchone()
+            default_ro, tx_ro, conforming, isolation_ok, settings, locks, same_role, temp = (
+                raw.execute(VERIFY_SQL, (list(OUR_SESSION_SETTINGS),)).fetchone()
+            )
         finally:
             raw.rollback()
         problems = []
         if raw.read_only is not True or default_ro != "on" or tx_ro != "on":
-            problems.append(f"the session is not read-only (default_transaction_read_only={default_ro}, "
-                            f"transaction_read_only={tx_ro})")
+            problems.append(
+                f"the session is not read-only (default_transaction_read_only={default_ro}, "
+                f"transaction_read_only={tx_ro})"
+            )
         if conforming != "on":
-            problems.append("standard_conforming_strings is off (a backslash would end a string the check "
-                            "read as going on)")
+            problems.append(
+                "standard_conforming_strings is off (a backslash would end a string the check "
+                "read as going on)"
+            )
         if not isolation_ok:
             problems.append("the transaction isolation differs from the server's default")
         if settings:
@@ -236,10 +305,14 @@ class PostgresEngine(SqlEngine):
             out.append(info.name if info is not None else str(col.type_code))
         return out
 
-    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed | None:
+    def stream(
+        self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool
+    ) -> Streamed | None:
         return chunked_stream(raw, sql, chunk_rows, decimal_text, BOUNDS.get(raw))
 
-    def fetch_decimal_text(self, raw: Any, cur: Any, limit: int) -> tuple[list[tuple], list[int]] | None:
+    def fetch_decimal_text(
+        self, raw: Any, cur: Any, limit: int
+    ) -> tuple[list[tuple], list[int]] | None:
         # psycopg's numeric loader is Decimal(text) of the server's text output: loading that
         # text as bytes with a C loader instead skips 100,000s of Decimal objects.
         res = cur.pgresult
@@ -258,7 +331,11 @@ class PostgresEngine(SqlEngine):
         return rows, [i for i, oid in enumerate(oids) if oid == NUMERIC]
 
     def introspect(self, fetch: CatalogFetch, schemas: list[str] | None) -> list[TableInfo]:
-        where = "n.nspname = ANY(%s)" if schemas else f"n.nspname NOT IN {SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg_%%'"
+        where = (
+            "n.nspname = ANY(%s)"
+            if schemas
+            else f"n.nspname NOT IN {SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg_%%'"
+        )
         params = (schemas,) if schemas else ()
         rows = fetch(
             "SELECT CASE WHEN n.nspname = ANY(current_schemas(false)) THEN c.relname ELSE n.nspname || '.' || c.relname END, "
@@ -287,20 +364,29 @@ class PostgresEngine(SqlEngine):
         )
         for table, ref, cols, ref_cols in fks:
             if table in tables:
-                tables[table].foreign_keys.append(ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols)))
-        apply_comments(tables, fetch(  # COMMENT ON TABLE / COLUMN
-            f"SELECT {_QUALIFIED}, a.attname, d.description FROM pg_description d "
-            "JOIN pg_class c ON c.oid = d.objoid AND d.classoid = 'pg_class'::regclass "
-            "JOIN pg_namespace n ON n.oid = c.relnamespace "
-            "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid AND d.objsubid > 0 "
-            f"WHERE {where}",
-            params,
-        ))
+                tables[table].foreign_keys.append(
+                    ForeignKey(columns=list(cols), ref_table=ref, ref_columns=list(ref_cols))
+                )
+        apply_comments(
+            tables,
+            fetch(  # COMMENT ON TABLE / COLUMN
+                f"SELECT {_QUALIFIED}, a.attname, d.description FROM pg_description d "
+                "JOIN pg_class c ON c.oid = d.objoid AND d.classoid = 'pg_class'::regclass "
+                "JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum = d.objsubid AND d.objsubid > 0 "
+                f"WHERE {where}",
+                params,
+            ),
+        )
         return list(tables.values())
 
     def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
         """A digest of the catalog rows' versions (``xmin``): relations, columns, constraints, comments."""
-        where = "n.nspname = ANY(%s)" if schemas else f"n.nspname NOT IN {SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg_%%'"
+        where = (
+            "n.nspname = ANY(%s)"
+            if schemas
+            else f"n.nspname NOT IN {SYSTEM_SCHEMAS} AND n.nspname NOT LIKE 'pg_%%'"
+        )
         params = (schemas,) * 4 if schemas else ()
         rels = f"pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace AND {where}"
         (digest,) = fetch(
@@ -330,9 +416,34 @@ POSTGRESQL = PostgresEngine()
 
 
 # Types whose text is short (never near a value bound): their lengths are not checked.
-SHORT_TYPES = frozenset({16, 18, 19, 20, 21, 23, 26, 700, 701, 790, 650, 829, 869, 1082, 1083, 1114, 1184, 1186,
-                         1266, NUMERIC, 2950})
-RAW_LENGTH_TYPES = frozenset({25, 1042, 1043, 17})  # text, bpchar, varchar, bytea: octet_length reads the header
+SHORT_TYPES = frozenset(
+    {
+        16,
+        18,
+        19,
+        20,
+        21,
+        23,
+        26,
+        700,
+        701,
+        790,
+        650,
+        829,
+        869,
+        1082,
+        1083,
+        1114,
+        1184,
+        1186,
+        1266,
+        NUMERIC,
+        2950,
+    }
+)
+RAW_LENGTH_TYPES = frozenset(
+    {25, 1042, 1043, 17}
+)  # text, bpchar, varchar, bytea: octet_length reads the header
 _PLAIN_QUERY = re.compile(r"\s*(?:\(\s*)*(?:select|with|values|table)\b", re.IGNORECASE)
 
 
@@ -355,8 +466,15 @@ def bounded_statement(raw: Any, sql: str, bounds: SessionBounds | None) -> tuple
         raise errors.error_from_result(res, encoding=encoding)
     desc = pgconn.describe_prepared(b"")
     names = [desc.fname(i).decode(encoding, "replace") for i in range(desc.nfields)]
-    lengths = {i: (f'octet_length("c{i}")' if desc.ftype(i) in RAW_LENGTH_TYPES else f'octet_length("c{i}"::text)')
-               for i in range(desc.nfields) if desc.ftype(i) not in SHORT_TYPES}
+    lengths = {
+        i: (
+            f'octet_length("c{i}")'
+            if desc.ftype(i) in RAW_LENGTH_TYPES
+            else f'octet_length("c{i}"::text)'
+        )
+        for i in range(desc.nfields)
+        if desc.ftype(i) not in SHORT_TYPES
+    }
     if not lengths:
         return sql, names
     body = sql.strip()
@@ -364,19 +482,24 @@ def bounded_statement(raw: Any, sql: str, bounds: SessionBounds | None) -> tuple
         body = body[:-1].rstrip()
     aliases = ", ".join(f'"c{i}"' for i in range(len(names)))
     columns = ", ".join(f'"c{i}" AS {_ident(n)}' for i, n in enumerate(names))
-    check = bounds_filter(lengths, limits.max_value_bytes, limits.max_row_bytes or 2**62, "(({})::int = 0)")
+    check = bounds_filter(
+        lengths, limits.max_value_bytes, limits.max_row_bytes or 2**62, "(({})::int = 0)"
+    )
     # OFFSET 0 keeps the planner from pulling the query up into the filter, where each reference to a
     # computed column would compute it again (a 60 MB repeat() three times: for the value, the row, the output).
-    return (f"SELECT {columns} FROM (SELECT * FROM (\n{body}\n) AS assay_query OFFSET 0) AS assay_rows({aliases}) "
-            f"WHERE {check}"), names
+    return (
+        f"SELECT {columns} FROM (SELECT * FROM (\n{body}\n) AS assay_query OFFSET 0) AS assay_rows({aliases}) "
+        f"WHERE {check}"
+    ), names
 
 
 def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool,
-                   bounds: SessionBounds | None = None) -> Streamed | None:
+def chunked_stream(
+    raw: Any, sql: str, chunk_rows: int, decimal_text: bool, bounds: SessionBounds | None = None
+) -> Streamed | None:
     """Send ``sql`` in chunked-rows mode; None when this libpq cannot (the caller fetches as usual)."""
     from psycopg import pq
 
@@ -406,10 +529,15 @@ def chunked_stream(raw: Any, sql: str, chunk_rows: int, decimal_text: bool,
     oids = [first.ftype(i) for i in range(first.nfields)]
     as_text = decimal_text and NUMERIC in oids and set(oids) <= PLAIN_TYPES
     tx = Transformer(NumericAsText(raw) if as_text else raw)
-    description = [StreamColumn(first.fname(i).decode(encoding, "replace"), oids[i]) for i in range(first.nfields)]
+    description = [
+        StreamColumn(first.fname(i).decode(encoding, "replace"), oids[i])
+        for i in range(first.nfields)
+    ]
     text_columns = tuple(i for i, oid in enumerate(oids) if oid == NUMERIC) if as_text else ()
     kinds = value_kinds(tx, oids, text_columns, encoding)
-    return Streamed(description, _batches(raw, first, tx, encoding, names, bounds), text_columns, kinds)
+    return Streamed(
+        description, _batches(raw, first, tx, encoding, names, bounds), text_columns, kinds
+    )
 
 
 def _refusal(exc: BaseException, names: list[str], bounds: SessionBounds | None) -> Any:
@@ -418,7 +546,9 @@ def _refusal(exc: BaseException, names: list[str], bounds: SessionBounds | None)
     return from_engine(exc, names, bounds.limits.max_value_bytes, bounds.limits.max_row_bytes or 0)
 
 
-def value_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encoding: str) -> tuple[str, ...] | None:
+def value_kinds(
+    tx: Any, oids: list[int], text_columns: tuple[int, ...], encoding: str
+) -> tuple[str, ...] | None:
     """Each column's value kind when psycopg's stock loaders read every column, else None."""
     from psycopg import pq
 
@@ -429,7 +559,11 @@ def value_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encodin
             continue
         loader_name, kind = STOCK_KINDS.get(oid, ("", ""))
         loader = type(tx.get_loader(oid, pq.Format.TEXT))
-        if not kind or loader.__name__ != loader_name or not loader.__module__.startswith("psycopg"):
+        if (
+            not kind
+            or loader.__name__ != loader_name
+            or not loader.__module__.startswith("psycopg")
+        ):
             return None
         if kind == "str" and encoding == "ascii":  # SQL_ASCII text comes as bytes
             return None
@@ -437,8 +571,9 @@ def value_kinds(tx: Any, oids: list[int], text_columns: tuple[int, ...], encodin
     return tuple(kinds)
 
 
-def _batches(raw: Any, res: Any, tx: Any, encoding: str, names: list[str],
-             bounds: SessionBounds | None) -> Iterator[list[tuple]]:
+def _batches(
+    raw: Any, res: Any, tx: Any, encoding: str, names: list[str], bounds: SessionBounds | None
+) -> Iterator[list[tuple]]:
     pgconn = raw.pgconn
     finished = False
     try:

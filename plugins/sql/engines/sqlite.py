@@ -20,18 +20,31 @@ from urllib.parse import quote
 
 from assay.kernel.database_engine import CatalogFetch, StatementDeadline
 
-from ..schema import ColumnInfo, ForeignKey, TableInfo
 from ..errors import SQL_VALUE_TOO_LARGE, SqlError
+from ..schema import ColumnInfo, ForeignKey, TableInfo
 from ..value_limits import VALUE_HINT
 from .base import EngineLimits, Pool, SqlEngine, Streamed, cursor_stream, listing_digest
 from .file_pool import ConnectionPool, FileURL, parse_file_url
 
 DENY = sqlite3.SQLITE_DENY
 OK = sqlite3.SQLITE_OK
-READ_PRAGMAS = frozenset({
-    "table_info", "table_xinfo", "index_list", "index_info", "index_xinfo", "foreign_key_list",
-    "collation_list", "database_list", "query_only", "user_version", "schema_version", "page_count", "page_size",
-})
+READ_PRAGMAS = frozenset(
+    {
+        "table_info",
+        "table_xinfo",
+        "index_list",
+        "index_info",
+        "index_xinfo",
+        "foreign_key_list",
+        "collation_list",
+        "database_list",
+        "query_only",
+        "user_version",
+        "schema_version",
+        "page_count",
+        "page_size",
+    }
+)
 DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
 
 
@@ -43,7 +56,9 @@ def authorizer(action: int, arg1: Any, arg2: Any, dbname: Any, source: Any) -> i
         return DENY
     if action == sqlite3.SQLITE_PRAGMA:
         name = str(arg1 or "").lower()
-        if name not in READ_PRAGMAS or (arg2 is not None and name in {"query_only", "user_version"}):
+        if name not in READ_PRAGMAS or (
+            arg2 is not None and name in {"query_only", "user_version"}
+        ):
             return DENY
     return OK
 
@@ -60,25 +75,35 @@ class SqliteEngine(SqlEngine):
         """``sqlite:///PATH`` without SQLAlchemy (see :mod:`.file_pool`); ``None``: let SQLAlchemy parse it."""
         return parse_file_url(text, self.schemes)
 
-    def make_pool(self, url: Any, *, pool_size: int, pool_timeout_s: float,
-                  limits: EngineLimits | None = None) -> Pool:
+    def make_pool(
+        self, url: Any, *, pool_size: int, pool_timeout_s: float, limits: EngineLimits | None = None
+    ) -> Pool:
         limits = limits or EngineLimits()
         path = url.database or ""
         if not path or path == ":memory:":
-            raise ValueError("SQLite datasources must name a database file (read-only in-memory databases are empty)")
+            raise ValueError(
+                "SQLite datasources must name a database file (read-only in-memory databases are empty)"
+            )
 
         def creator() -> sqlite3.Connection:
             conn = sqlite3.connect(
-                f"file:{quote(path)}?mode=ro", uri=True, check_same_thread=False, isolation_level=None
+                f"file:{quote(path)}?mode=ro",
+                uri=True,
+                check_same_thread=False,
+                isolation_level=None,
             )
             conn.execute("PRAGMA query_only = 1")
             conn.set_authorizer(authorizer)
-            if limits.max_value_bytes is not None:  # SQLite refuses longer values itself (never made)
+            if (
+                limits.max_value_bytes is not None
+            ):  # SQLite refuses longer values itself (never made)
                 length = conn.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
                 conn.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(length, limits.max_value_bytes))
             return conn
 
-        return Pool(ConnectionPool(creator, pool_size=pool_size, timeout_s=pool_timeout_s), limits=limits)
+        return Pool(
+            ConnectionPool(creator, pool_size=pool_size, timeout_s=pool_timeout_s), limits=limits
+        )
 
     def begin(self, raw: sqlite3.Connection, state: StatementDeadline, backstop_s: float) -> None:
         deadline = state.deadline or float("inf")
@@ -114,7 +139,9 @@ class SqliteEngine(SqlEngine):
     def is_timeout_error(self, exc: BaseException) -> bool:
         return isinstance(exc, sqlite3.OperationalError) and "interrupted" in str(exc)
 
-    def stream(self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool) -> Streamed:
+    def stream(
+        self, raw: Any, cur: Any, sql: str, *, chunk_rows: int, decimal_text: bool
+    ) -> Streamed:
         limit = raw.getlimit(sqlite3.SQLITE_LIMIT_LENGTH)
         try:
             streamed = cursor_stream(cur, sql, chunk_rows)
@@ -132,18 +159,22 @@ class SqliteEngine(SqlEngine):
         )
         columns: dict[str, list[ColumnInfo]] = {name: [] for name, _ in objects}
         for table, c, t, nn, pk in fetch(
-            "SELECT m.name, p.name, p.type, p.\"notnull\", p.pk FROM sqlite_master m, pragma_table_info(m.name) p "
+            'SELECT m.name, p.name, p.type, p."notnull", p.pk FROM sqlite_master m, pragma_table_info(m.name) p '
             "WHERE m.type IN ('table', 'view') AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, p.cid",
             (),
         ):
-            columns[table].append(ColumnInfo(name=c, type=t or "", nullable=not nn, primary_key=bool(pk)))
+            columns[table].append(
+                ColumnInfo(name=c, type=t or "", nullable=not nn, primary_key=bool(pk))
+            )
         fks: dict[str, dict[int, ForeignKey]] = {}
         for table, fk_id, ref, col_from, col_to in fetch(
-            "SELECT m.name, f.id, f.\"table\", f.\"from\", f.\"to\" FROM sqlite_master m, pragma_foreign_key_list(m.name) f "
+            'SELECT m.name, f.id, f."table", f."from", f."to" FROM sqlite_master m, pragma_foreign_key_list(m.name) f '
             "WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' ORDER BY m.name, f.id, f.seq",
             (),
         ):
-            fk = fks.setdefault(table, {}).setdefault(fk_id, ForeignKey(columns=[], ref_table=ref, ref_columns=[]))
+            fk = fks.setdefault(table, {}).setdefault(
+                fk_id, ForeignKey(columns=[], ref_table=ref, ref_columns=[])
+            )
             fk.columns.append(col_from)
             if col_to:
                 fk.ref_columns.append(col_to)
@@ -153,14 +184,23 @@ class SqliteEngine(SqlEngine):
             if kind == "table" and len(objects) <= 200:
                 quoted = '"' + name.replace('"', '""') + '"'
                 estimate = fetch(f"SELECT count(*) FROM {quoted}", ())[0][0]
-            tables.append(TableInfo(name=name, kind=kind, row_estimate=estimate, columns=columns.get(name, []),
-                                    foreign_keys=list(fks.get(name, {}).values())))
+            tables.append(
+                TableInfo(
+                    name=name,
+                    kind=kind,
+                    row_estimate=estimate,
+                    columns=columns.get(name, []),
+                    foreign_keys=list(fks.get(name, {}).values()),
+                )
+            )
         return tables
 
     def schema_fingerprint(self, fetch: CatalogFetch, schemas: list[str] | None) -> str:
         """``schema_version`` (bumped by every schema change) and a digest of ``sqlite_master``."""
         version = fetch("SELECT schema_version FROM pragma_schema_version()", ())[0][0]
-        listing = fetch("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name", ())
+        listing = fetch(
+            "SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY type, name", ()
+        )
         return f"sqlite:{version}:{listing_digest(listing)}"
 
 
