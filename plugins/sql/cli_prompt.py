@@ -1,4 +1,4 @@
-"""``assay prompt [--db ...] "QUESTION"``: the system prompt the main agent would start with, and why.
+"""``assay prompt [--db ...] [--file ...] "QUESTION"``: the system prompt the main agent would start with, and why.
 
 It is built by the same code as ``assay ask`` builds it (the same resources,
 settings and budget, the question passed through), without a model or a run.
@@ -18,9 +18,14 @@ from assay.kernel.cli import error_text
 
 
 def system_prompt_for(
-    kernel: Any, question: str, databases: list[str], allow_privileged: bool = False
+    kernel: Any,
+    question: str,
+    databases: list[str],
+    allow_privileged: bool = False,
+    files: list[str] | None = None,
 ) -> tuple[str, list[Any]]:
-    """The main agent's system prompt for ``question`` and the resources it describes (as ``assay ask``)."""
+    """The main agent's system prompt for ``question`` and the resources it describes (as ``assay ask``;
+    ``files`` as its ``--file``: one datasource over them)."""
     from assay.plugins.agent.ask import attach_databases
     from assay.plugins.agent.loop import agent_settings
     from assay.plugins.agent.prompt import build_system_prompt
@@ -33,7 +38,15 @@ def system_prompt_for(
         allow_privileged=allow_privileged,
         open_url=lambda k, url, allow: attach_url(k, url, allow),
     )
-    if databases:  # as assay ask: the chosen databases, then every resource that is not a database
+    if files:
+        from assay.plugins.files import (
+            attach_files,
+        )  # the files plugin, as `assay ask --file` uses it
+
+        chosen.append(attach_files(kernel, list(files)))
+    if (
+        databases or files
+    ):  # as assay ask: the chosen databases, then every resource that is not a database
         resources = chosen + [
             r for r in kernel.resources.values() if r.type != "database" and r not in chosen
         ]
@@ -65,6 +78,13 @@ def add_prompt_command(cli: click.Group) -> None:
         help="A database URL or a configured datasource name (repeatable; default: every configured one).",
     )
     @click.option(
+        "--file",
+        "files",
+        multiple=True,
+        help="A data file as a table, as `assay ask --file` takes it: NAME=PATH names it, a directory "
+        "or glob adds each file (repeatable; docs/files.md).",
+    )
+    @click.option(
         "--json",
         "as_json",
         is_flag=True,
@@ -80,6 +100,7 @@ def add_prompt_command(cli: click.Group) -> None:
         ctx: click.Context,
         question: str,
         databases: tuple[str, ...],
+        files: tuple[str, ...],
         as_json: bool,
         allow_privileged: bool,
     ) -> None:
@@ -91,7 +112,9 @@ def add_prompt_command(cli: click.Group) -> None:
             raise click.UsageError("the question is empty")
         kernel = cli_kernel(ctx)
         try:
-            text, resources = system_prompt_for(kernel, question, list(databases), allow_privileged)
+            text, resources = system_prompt_for(
+                kernel, question, list(databases), allow_privileged, list(files)
+            )
         except AssayError as exc:
             click.echo(f"error: {error_text(exc.code, exc.message, exc.hint)}", err=True)
             sys.exit(2)

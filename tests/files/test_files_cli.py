@@ -86,3 +86,13 @@ def test_assay_ask_file_answers_from_the_file_and_traces_to_its_source(
         assert source.provenance["name"] == "sales.csv" and len(source.provenance["sha256"]) == 64
     finally:
         kernel.close()
+
+
+def test_assay_prompt_file_describes_the_file_as_a_table_of_the_prompt(assay_env, files_dir):
+    path = write_csv(files_dir / "sales.csv")
+    result = run_assay("prompt", "--file", f"sales={path}", "--json", "Which region sold the most?")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert "sales" in data["system_prompt"] and "region" in data["system_prompt"]
+    (files_db,) = data["databases"]
+    assert [t["name"] for t in files_db["shown"]] == ["sales"]
