@@ -32,12 +32,13 @@ def test_a_value_json_cannot_hold_is_sent_as_its_text_on_one_line():
 
 
 async def test_the_api_and_the_workers_stream_frame_a_run_the_same(make_assay_kernel):
+    from assay.plugins import runs_plugin
     from assay.plugins.agent.transcript import AgentEvent
     from assay.plugins.runs import RunRecorder
     from assay.plugins.service.api import _sse
     from assay.plugins.worker.dispatch import RemoteRuns
 
-    kernel = make_assay_kernel().start()
+    kernel = make_assay_kernel(runs_plugin).start()
     recorder = RunRecorder(kernel.runs)
     for step, kind, data in [
         (0, "run_started", {"question": "q", "model": "m"}),
