@@ -7,6 +7,7 @@ name or columns is in the question.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -102,3 +103,17 @@ def test_a_plain_word_names_a_table_only_when_written_as_code(tmp_path):
     notes = knowledge(tmp_path, text).definitions_naming(["orders", "payments", "refunds"])
     assert [n.startswith("Refunds") for n in notes["orders"]] == [True]
     assert list(notes["payments"]) and "refunds" not in notes
+
+
+def test_assay_prompt_ranks_the_table_a_configured_knowledge_base_defines(
+    warehouse, tmp_path, assay_env, monkeypatch
+):
+    from tests.sql.test_sql_schema_prompt_cli import run_cli
+
+    knowledge(tmp_path, DEFINITION)
+    monkeypatch.setenv("ASSAY_SQL_DATABASES", f"wh=sqlite:///{warehouse}")
+    monkeypatch.setenv("ASSAY_KNOWLEDGE", f"glossary={tmp_path / 'glossary'}")
+    result = run_cli("prompt", "--db", "wh", "--json", QUESTION)
+    assert result.exit_code == 0, result.output
+    (db,) = json.loads(result.output)["databases"]
+    assert TABLE in {c["name"] for c in db["shown"]}
