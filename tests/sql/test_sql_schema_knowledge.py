@@ -117,3 +117,22 @@ def test_assay_prompt_ranks_the_table_a_configured_knowledge_base_defines(
     assert result.exit_code == 0, result.output
     (db,) = json.loads(result.output)["databases"]
     assert TABLE in {c["name"] for c in db["shown"]}
+
+
+def test_registered_files_take_the_definitions_naming_their_tables(
+    make_assay_kernel, tmp_path, monkeypatch
+):
+    from assay.plugins.files import open_files
+    from tests.files.conftest import write_csv
+
+    knowledge(tmp_path, "## Glimmer\nThe glimmer ratio reads credit_adjustments.amount.\n")
+    monkeypatch.setenv("ASSAY_KNOWLEDGE", f"glossary={tmp_path / 'glossary'}")
+    kernel = make_assay_kernel(load_entrypoints=True).start()
+    data = tmp_path / "data"
+    data.mkdir()
+    files = open_files("files", [str(write_csv(data / "credit_adjustments.csv"))], kernel=kernel)
+    try:
+        notes = files.knowledge_notes(files.tables())
+        assert [n.startswith("Glimmer") for n in notes["credit_adjustments"]] == [True]
+    finally:
+        files.close()
