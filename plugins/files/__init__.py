@@ -55,6 +55,8 @@ def open_files(name: str, patterns: list[str], *, kernel: Any = None, settings: 
         limits=limits,
         settings=sql_settings(settings),
         engines=engines,
+        # the kernel's knowledge bases give the tables' schema index their definitions naming a table
+        knowledge=(lambda: list(kernel.resources.values())) if kernel is not None else None,
     )
 
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 import threading
 import weakref
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +52,7 @@ class FilesResource(DatabaseResource):
         settings: SqlSettings | None = None,
         engines: Iterable[DatabaseEngine] | None = None,
         description: str = "",
+        knowledge: Callable[[], Iterable[Any]] | None = None,
     ) -> None:
         self.directory, self.manifest = build(specs, Path(home), limits or Limits())
         url = f"{SCHEME}:///{self.directory / 'data.duckdb'}"
@@ -63,6 +64,7 @@ class FilesResource(DatabaseResource):
             config=DatasourceConfig(url=url, description=description),
             engines=engines,
             description=description or "registered files, one table each",
+            knowledge=knowledge,
         )
         self._sources: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
         self._facts_lock = threading.Lock()

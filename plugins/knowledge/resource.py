@@ -9,7 +9,9 @@ last check (only changed files are parsed again), and by
 
 from __future__ import annotations
 
+import hashlib
 import os
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -26,6 +28,8 @@ from .retrievers import run_retrievers
 from .settings import KnowledgeBaseConfig, KnowledgeSettings
 
 BM25_POOL = 4  # BM25 gives this many times k candidates when a second ranker is fused with it
+MAX_NOTE_CHARS = 600  # a passage given to a database's schema index as a table's note, at most
+_NAME_WORD = re.compile(r"[A-Za-z0-9_$]+(?:\.[A-Za-z0-9_$]+)*")
 
 
 @dataclass
@@ -63,6 +67,7 @@ class KnowledgeBase(Resource):
         self._fresh: IndexReport | None = None
         self._checked_at = 0.0
         self._lock = threading.Lock()
+        self._naming: tuple[tuple[str, frozenset[str]], dict[str, list[str]]] | None = None
 
     # --- the files ------------------------------------------------------------
 
@@ -145,6 +150,49 @@ class KnowledgeBase(Resource):
         found = list(self._retrievers() if callable(self._retrievers) else self._retrievers)
         chosen = self.settings.retrievers
         return found if chosen is None else [r for r in found if r.name in chosen]
+
+    # --- definitions naming tables ---------------------------------------------
+
+    def content_digest(self) -> str:
+        """A digest of the files the base holds now (their names and SHA-256): it changes with the base."""
+        self.refresh()
+        parts = sorted(f"{f.display}:{f.sha256}:{f.status}" for f in self.index.files())
+        return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+    def definitions_naming(self, names: list[str]) -> dict[str, list[str]]:
+        """The passages whose text names one of ``names`` (a table, ``table.column`` or ``schema.table``,
+        matched as a whole word, case-insensitively; a name that is one plain word only when written as code,
+        `orders`), by the name they name: what a database puts into
+        its schema index as that table's notes. Each passage is its heading and text, cut to
+        :data:`MAX_NOTE_CHARS`."""
+        wanted = {n.lower(): n for n in names}
+        key = (self.content_digest(), frozenset(wanted))
+        if self._naming is not None and self._naming[0] == key:
+            return self._naming[1]
+        found: dict[str, list[str]] = {}
+        for _, heading, text, _ in self.index.passages():
+            named: set[str] = set()
+            body = f"{heading}\n{text}"
+            for match in _NAME_WORD.finditer(body):
+                word = match.group()
+                if (
+                    "_" not in word
+                    and "." not in word
+                    and body[match.start() - 1 : match.start()] != "`"
+                ):
+                    continue  # a plain word ("orders") names a table only when quoted as code
+                parts = word.lower().split(".")
+                # "orders", "orders.total", "public.orders", "public.orders.total": each prefix of 1-3 parts
+                for start in range(len(parts)):
+                    for end in range(start + 1, min(len(parts), start + 3) + 1):
+                        name = wanted.get(".".join(parts[start:end]))
+                        if name is not None:
+                            named.add(name)
+            note = (f"{heading}: {text}" if heading else text)[:MAX_NOTE_CHARS]
+            for name in named:
+                found.setdefault(name, []).append(note)
+        self._naming = (key, found)
+        return found
 
     # --- describing -------------------------------------------------------------
 

@@ -56,7 +56,11 @@ def open_datasource(
     sql = sql_settings(source) if source is not None else None
     engines = kernel_engines(kernel) if kernel is not None else None
     home = getattr(source, "home", None)  # the schema index lives under ASSAY_HOME/schema/
-    return DatabaseResource(name, url, settings=sql, config=config, engines=engines, home=home)
+    # the kernel's knowledge bases give the schema index their definitions naming a table
+    knowledge = (lambda: list(kernel.resources.values())) if kernel is not None else None
+    return DatabaseResource(
+        name, url, settings=sql, config=config, engines=engines, home=home, knowledge=knowledge
+    )
 
 
 def attach_url(kernel: Any, url: str, allow_privileged: bool = False) -> Any:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import threading
 import time
@@ -102,8 +104,12 @@ class DatabaseResource(Resource):
         engines: Iterable[DatabaseEngine] | None = None,
         description: str = "",
         home: Path | str | None = None,
+        knowledge: Callable[[], Iterable[Any]] | None = None,
     ) -> None:
         self.name = name
+        # The resources beside this one (the kernel's): knowledge bases among them give the schema index
+        # their definitions naming a table (see _sync_notes).
+        self._knowledge = knowledge
         self.settings = settings or SqlSettings()
         self.config = config or DatasourceConfig(url=url)
         self.description = description or self.config.description
@@ -340,9 +346,61 @@ class DatabaseResource(Resource):
             )
         return tables
 
+    def knowledge_notes(self, tables: list[TableInfo]) -> dict[str, list[str]]:
+        """The loaded knowledge bases' definitions naming each of ``tables`` (or one of its columns as
+        ``table.column``): ``{table: [passage, ...]}``. A base that fails is left out (and logged)."""
+        if self._knowledge is None:
+            return {}
+        bases: list[Any] = []
+        pending = list(self._knowledge())
+        while pending:
+            resource = pending.pop(0)
+            if getattr(resource, "is_pack", False):
+                pending.extend(resource.sub_resources)
+            elif str(getattr(resource, "type", "")) == "knowledge" and callable(
+                getattr(resource, "definitions_naming", None)
+            ):
+                bases.append(resource)
+        notes: dict[str, list[str]] = {}
+        names = [t.name for t in tables]
+        for base in bases:
+            try:
+                found = base.definitions_naming(names)
+            except Exception as exc:  # noqa: BLE001 - a broken knowledge base must not take the schema down
+                log.warning(
+                    "sql_knowledge_notes_failed",
+                    datasource=self.name,
+                    knowledge=getattr(base, "name", "?"),
+                    error=f"{type(exc).__name__}: {str(exc)[:200]}",
+                )
+                continue
+            for table, texts in found.items():
+                notes.setdefault(table, []).extend(texts)
+        return notes
+
+    def _sync_notes(self, tables: list[TableInfo]) -> None:
+        """Bring the index's notes in step with the knowledge bases (only when their definitions changed)."""
+        if self.index_state.startswith("unavailable"):
+            return
+        notes = self.knowledge_notes(tables)
+        key = (
+            hashlib.sha256(json.dumps(notes, sort_keys=True).encode()).hexdigest()[:16]
+            if notes
+            else ""
+        )
+        try:
+            if (self.schema_index.notes_key() or "") != key:
+                self.schema_index.set_notes(tables, notes, key)
+        except (sqlite3.Error, OSError) as exc:
+            self.index_state = _unavailable(
+                SQL_SCHEMA_INDEX_FAILED, f"cannot write the schema index: {exc}"
+            )
+
     def search_tables(self, text: str, limit: int = 20) -> list[TableInfo]:
         """The tables ``text`` matches best (BM25 over the schema index), best first."""
-        tables = {t.name: t for t in self.tables()}
+        listing = self.tables()
+        self._sync_notes(listing)
+        tables = {t.name: t for t in listing}
         if self.index_state.startswith("unavailable"):
             raise SqlError(
                 SQL_SCHEMA_INDEX_FAILED,
@@ -441,6 +499,8 @@ class DatabaseResource(Resource):
             return f"{header}\n(schema unavailable: {exc.code}: {exc.message})"[:limit]
         question = (budget.question or "").strip()
         self._sample_deadline = time.monotonic() + self.settings.sample_prompt_s
+        if question:
+            self._sync_notes(tables)
         if question and not self.index_state.startswith("unavailable"):
             by_name = {t.name: t for t in tables}
             if self._links is None:

@@ -10,7 +10,9 @@ database's comments on the table and its columns, and the knowledge base's
 definitions that name it), with ``porter unicode61`` like the knowledge index.
 ``meta.fingerprint`` is the engine's schema fingerprint when the index was
 built: the datasource compares it with the live one and rebuilds only when it
-changed. ``samples`` caches the distinct values read for low-cardinality text
+changed. ``meta.notes`` is the digest of the knowledge bases' definitions
+indexed as notes: when the knowledge bases change, the notes are indexed
+again (:meth:`SchemaIndex.set_notes`) without introspecting the database. ``samples`` caches the distinct values read for low-cardinality text
 columns, and is emptied by every rebuild.
 
 A datasource without ``ASSAY_HOME`` (made outside a kernel) keeps the same
@@ -183,9 +185,33 @@ class SchemaIndex:
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('fingerprint', ?)", (fingerprint or "",)
                 )
+                conn.execute("DELETE FROM meta WHERE key = 'notes'")
                 conn.execute(
                     "INSERT OR REPLACE INTO meta VALUES ('built_at', ?)", (str(time.time()),)
                 )
+
+    def notes_key(self) -> str | None:
+        """The digest of the knowledge-base notes the index holds (None: none given since the last rebuild)."""
+        with self._lock:
+            row = (
+                self._connection().execute("SELECT value FROM meta WHERE key = 'notes'").fetchone()
+            )
+        return row[0] if row else None
+
+    def set_notes(self, tables: list[TableInfo], notes: dict[str, list[str]], key: str) -> None:
+        """Index ``notes`` (the knowledge base's definitions naming each table) in place of the ones held,
+        keeping the tables and cached samples; ``key`` is their digest (see :meth:`notes_key`)."""
+        with self._lock:
+            conn = self._connection()
+            with conn:
+                ids = dict(conn.execute("SELECT name, id FROM tables"))
+                rows = [(ids[t.name], t) for t in tables if t.name in ids]
+                conn.executemany("DELETE FROM tables_fts WHERE rowid = ?", [(i,) for i, _ in rows])
+                conn.executemany(
+                    "INSERT INTO tables_fts (rowid, name, columns, notes) VALUES (?, ?, ?, ?)",
+                    [(i, *_fts_row(t, notes.get(t.name, []))) for i, t in rows],
+                )
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('notes', ?)", (key,))
 
     def search(self, question: str, limit: int = 40) -> list[tuple[str, float]]:
         """Tables ranked for ``question`` by BM25, best first: (name, score > 0)."""
