@@ -114,3 +114,32 @@ def test_a_chip_can_be_removed_before_asking(workspace, chromium):
     page.click("#chips button[aria-label='Remove orders.csv']")
     assert page.locator("#chips li.chip").count() == 0 and page.is_hidden("#chips")
     assert problems == [], "\n".join(problems)
+
+
+def test_a_csv_dropped_on_the_question_box_shows_its_upload_progress_then_a_chip(
+    workspace, chromium
+):
+    url, token, _, _ = workspace
+    context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+    page, problems = watched(context, url)
+    sign_in(page, url, token)
+    page.evaluate(
+        """() => { window.seenProgress = [];
+        new MutationObserver(() => { const b = document.getElementById('upload-progress');
+          window.seenProgress.push([b.hidden, b.value]); })
+          .observe(document.getElementById('upload-progress'), {attributes: true}); }"""
+    )
+    page.evaluate(
+        """(text) => { const data = new DataTransfer();
+        data.items.add(new File([text], 'orders.csv', {type: 'text/csv'}));
+        const ask = document.getElementById('ask');
+        ask.dispatchEvent(new DragEvent('dragover', {dataTransfer: data, bubbles: true, cancelable: true}));
+        ask.dispatchEvent(new DragEvent('drop', {dataTransfer: data, bubbles: true, cancelable: true})); }""",
+        CSV.decode(),
+    )
+    chip = page.wait_for_selector("#chips li.chip")
+    assert "orders.csv" in chip.inner_text()
+    seen = page.evaluate("window.seenProgress")
+    assert [False, 100] in seen  # the bar was shown and reached 100 %
+    assert page.is_hidden("#upload-progress")
+    assert problems == [], "\n".join(problems)
