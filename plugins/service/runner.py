@@ -46,6 +46,7 @@ SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
 SERVICE_IDEMPOTENCY_KEY_REUSED = "SERVICE_IDEMPOTENCY_KEY_REUSED"
 SERVICE_THREAD_ON_WORKERS = "SERVICE_THREAD_ON_WORKERS"
+SERVICE_FILES_ON_WORKERS = "SERVICE_FILES_ON_WORKERS"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
 
 
@@ -191,6 +192,13 @@ class RunManager:
                 SERVICE_THREAD_ON_WORKERS,
                 "follow-up questions are not run on workers yet",
                 "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.",
+                400,
+            )
+        if self.remote is not None and request.files:
+            raise Refused(
+                SERVICE_FILES_ON_WORKERS,
+                "questions over uploaded files are not run on workers yet",
+                "Ask without files, or serve without ASSAY_BROKER_URL.",
                 400,
             )
         if self.remote is not None:
