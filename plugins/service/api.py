@@ -105,6 +105,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     async def lifespan(app: FastAPI):
         nonlocal manager
         manager = RunManager(kernel, settings, tokens)
+        manager.open_uploads = uploads.open if uploads is not None else None  # POST /runs files
         app.state.manager = manager
         try:
             yield
@@ -359,7 +360,6 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 if code is None:
                     raise
                 return error(404 if code == "FILE_NOT_FOUND" else 400, code, exc.message, exc.hint)
-            mgr().open_uploads = uploads.open
         live = await mgr().start(
             owner(request),
             request.scope.get("assay.token_id", ""),
