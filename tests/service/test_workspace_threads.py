@@ -143,3 +143,16 @@ def test_a_csv_dropped_on_the_question_box_shows_its_upload_progress_then_a_chip
     assert [False, 100] in seen  # the bar was shown and reached 100 %
     assert page.is_hidden("#upload-progress")
     assert problems == [], "\n".join(problems)
+
+
+def test_a_refused_upload_shows_its_code_and_leaves_no_chip(workspace, chromium):
+    url, token, _, _ = workspace
+    context = chromium.new_context(viewport={"width": 1280, "height": 1000})
+    page = context.new_page()
+    sign_in(page, url, token)
+    page.set_input_files(
+        "#file-input", files=[{"name": "empty.csv", "mimeType": "text/csv", "buffer": b""}]
+    )
+    page.wait_for_selector("#error:not([hidden])")
+    assert "FILE_EMPTY" in page.inner_text("#error")
+    assert page.locator("#chips li.chip").count() == 0 and page.is_hidden("#upload-progress")
