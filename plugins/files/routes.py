@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import File, Request, UploadFile  # this module is imported by the service only
@@ -18,9 +19,47 @@ from .errors import FILE_NOT_FOUND, FILE_TOO_LARGE, FileError
 CHUNK = 1 << 20
 
 
+class RunUploads:
+    """What POST /runs needs of the uploads: the owner's files by id, and a datasource over them."""
+
+    def __init__(self, kernel: Any, store: Any, limits: Any) -> None:
+        self.kernel, self.store, self.limits = kernel, store, limits
+
+    def patterns(self, who: str, file_ids: list[str]) -> list[str]:
+        """``table=path`` of each of ``who``'s files (FILE_NOT_FOUND for another owner's or an unknown id)."""
+        out: list[str] = []
+        taken: set[str] = set()
+        for file_id in dict.fromkeys(file_ids):
+            upload, path = self.store.get(who, file_id)
+            table, n = upload.table, 2
+            while table in taken:  # two uploads of sales.csv: sales and sales_2
+                table, n = f"{upload.table}_{n}", n + 1
+            taken.add(table)
+            out.append(f"{table}={path}")
+        return out
+
+    def open(self, name: str, patterns: list[str]) -> Any:
+        """One files datasource over the uploads (their paths are the service's own: no roots check)."""
+        from assay.plugins.sql import kernel_engines, sql_settings
+
+        from .resource import FilesResource
+        from .sources import FileSpec
+
+        specs = [FileSpec(t, (Path(p),)) for t, _, p in (x.partition("=") for x in patterns)]
+        return FilesResource(
+            name,
+            specs,
+            home=self.kernel.settings.home,
+            limits=self.limits,
+            settings=sql_settings(self.kernel.settings),
+            engines=kernel_engines(self.kernel),
+            description="the files uploaded for this question",
+        )
+
+
 def add_file_routes(
     app: Any, kernel: Any, owner: Callable[[Any], str], error: Callable[..., Any]
-) -> None:
+) -> RunUploads:
     from . import files_settings
     from .catalog import Limits, build
     from .sources import FileSpec
@@ -94,3 +133,5 @@ def add_file_routes(
             return (await asyncio.to_thread(store.delete, owner(request), file_id)).public()
         except FileError as exc:
             return refused(exc)
+
+    return RunUploads(kernel, store, limits)

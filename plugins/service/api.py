@@ -105,6 +105,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     async def lifespan(app: FastAPI):
         nonlocal manager
         manager = RunManager(kernel, settings, tokens)
+        manager.open_uploads = uploads.open if uploads is not None else None  # POST /runs files
         app.state.manager = manager
         try:
             yield
@@ -257,12 +258,13 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             status_code=204
         )  # no icon; a browser's automatic request is not an auth failure
 
+    uploads: Any = None
     try:  # POST/GET/DELETE /files when the files plugin is installed (docs/files.md)
         from assay.plugins.files.routes import add_file_routes
     except ImportError:
         pass
     else:
-        add_file_routes(app, kernel, owner, error)
+        uploads = add_file_routes(app, kernel, owner, error)
 
     # --- runs --------------------------------------------------------------------
 
@@ -274,7 +276,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             return [
                 Datasource(name=n, description=getattr(r, "description", "") or "")
                 for n, r in kernel.resources.items()
-                if r.type == "database"
+                if r.type == "database" and n not in mgr().private
             ]
 
         sources = await asyncio.to_thread(listing)
@@ -297,7 +299,11 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 "does not answer (CATALOG_UNAVAILABLE, "
                 "BROKER_UNAVAILABLE).",
             },
-            404: {"model": ErrorBody, "description": "No such datasource or model on this server."},
+            404: {
+                "model": ErrorBody,
+                "description": "No such datasource or model on this server, or no such file of "
+                "yours (FILE_NOT_FOUND).",
+            },
             409: {
                 "model": ErrorBody,
                 "description": "An Idempotency-Key used for another request.",
@@ -323,7 +329,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         """Ask a question; the run goes on in the background (watch GET /runs/{id}/events)."""
         if body.datasource is not None:
             resource = kernel.resources.get(body.datasource)
-            if resource is None or resource.type != "database":
+            if resource is None or resource.type != "database" or body.datasource in mgr().private:
                 return error(
                     404,
                     SERVICE_DATASOURCE_UNKNOWN,
@@ -338,6 +344,22 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             )
         ):
             return run_missing(body.parent_run_id)
+        files: list[str] = []
+        if body.files:
+            if uploads is None:
+                return error(
+                    400,
+                    "FILE_READER_MISSING",
+                    "this server does not open files as data",
+                    "Install the files plugin: pip install 'assay[files]'.",
+                )
+            try:  # another owner's file id is the same 404 as an unknown one, as on /files/{id}
+                files = await asyncio.to_thread(uploads.patterns, owner(request), body.files)
+            except Exception as exc:  # the files plugin's FileError (FILE_NOT_FOUND)
+                code = getattr(exc, "code", None)
+                if code is None:
+                    raise
+                return error(404 if code == "FILE_NOT_FOUND" else 400, code, exc.message, exc.hint)
         live = await mgr().start(
             owner(request),
             request.scope.get("assay.token_id", ""),
@@ -348,6 +370,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 max_steps=body.max_steps,
                 max_wall_s=body.max_wall_s,
                 parent_run_id=body.parent_run_id,
+                files=files,
             ),
             key=idempotency_key,
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,14 @@ class RunCreate(BaseModel):
         description=(
             "A follow-up: the run of yours this question continues (its thread's answers and evidence; default "
             "datasource: that run's). Another owner's run is answered as an unknown one (404)."
+        ),
+    )
+    files: list[Annotated[str, Field(max_length=100)]] = Field(
+        default_factory=list,
+        max_length=20,
+        description=(
+            "Ids of your uploads (POST /files), attached to this run as one files datasource, as "
+            "`assay ask --file` does. Another owner's id is answered as an unknown one (404 FILE_NOT_FOUND)."
         ),
     )
 

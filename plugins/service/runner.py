@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import re
 import time
 from collections import deque
 from dataclasses import dataclass, field
@@ -45,6 +46,7 @@ SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
 SERVICE_IDEMPOTENCY_KEY_REUSED = "SERVICE_IDEMPOTENCY_KEY_REUSED"
 SERVICE_THREAD_ON_WORKERS = "SERVICE_THREAD_ON_WORKERS"
+SERVICE_FILES_ON_WORKERS = "SERVICE_FILES_ON_WORKERS"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
 
 
@@ -58,6 +60,9 @@ class RunRequest:
     parent_run_id: str | None = (
         None  # a follow-up of this run (the API checked that the owner is the same)
     )
+    files: list[str] = field(
+        default_factory=list
+    )  # ``table=path`` of the owner's uploads (the API checked them), attached as one datasource
 
 
 @dataclass
@@ -92,6 +97,12 @@ class RunManager:
         self.draining = False
         self.finished = 0
         self.remote = _remote_runs(kernel)
+        self.open_uploads: Any = (
+            None  # (name, ["table=path", ...]) -> a files datasource (files plugin)
+        )
+        self.private: set[str] = (
+            set()
+        )  # the runs' uploads datasources: never listed or named by a client
 
     # --- admission -------------------------------------------------------------
 
@@ -183,6 +194,13 @@ class RunManager:
                 "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.",
                 400,
             )
+        if self.remote is not None and request.files:
+            raise Refused(
+                SERVICE_FILES_ON_WORKERS,
+                "questions over uploaded files are not run on workers yet",
+                "Ask without files, or serve without ASSAY_BROKER_URL.",
+                400,
+            )
         if self.remote is not None:
             self._admit(token_id, counted=False)
             run_id = self.kernel.new_run(capture=False).run_id
@@ -272,6 +290,7 @@ class RunManager:
     async def _execute(self, live: LiveRun, run: Any, request: RunRequest, spec: str) -> None:
         recorder = RunRecorder(self.kernel.runs)
         loop = asyncio.get_running_loop()
+        attached: list[str] = []
 
         def observe(event: AgentEvent) -> None:
             item = run_event(event.kind, event.run_id, event.step, event.at, event.data)
@@ -298,6 +317,8 @@ class RunManager:
                     databases=[request.datasource] if request.datasource else [],
                     settings=self._agent_settings(request),
                     parent_run_id=request.parent_run_id,
+                    files=list(request.files),
+                    open_files=self._uploads_opener(run.run_id, attached),
                 )
                 await aask(self.kernel, options, run=run, observers=observers, record_run=False)
         except asyncio.CancelledError:
@@ -326,10 +347,30 @@ class RunManager:
             )
         finally:
             await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
+            for name in attached:  # the run's uploads datasource lives as long as the run
+                self.kernel.detach(name)
+                self.private.discard(name)
             live.state = "ended"
             live.publish(None)
             self.live.pop(live.run_id, None)
             self.finished += 1
+
+    def _uploads_opener(self, run_id: str, attached: list[str]) -> Any:
+        """``AskOptions.open_files`` for the run's uploads: one datasource of its own, detached at the end."""
+        if self.open_uploads is None:
+            return None
+
+        def opener(kernel: Any, patterns: list[str]) -> Any:
+            resource = kernel.attach(
+                self.open_uploads(
+                    f"uploads_{re.sub('[^a-z0-9]', '', run_id.lower())[-12:]}", patterns
+                )
+            )
+            attached.append(resource.name)
+            self.private.add(resource.name)
+            return resource
+
+        return opener
 
     def visible(self, run_id: str, owner: str) -> bool:
         return self.tokens.owner_of(run_id) == owner
@@ -386,6 +427,7 @@ def _fingerprint(request: RunRequest, spec: str) -> str:
         "max_steps": request.max_steps,
         "max_wall_s": request.max_wall_s,
         **({"parent_run_id": request.parent_run_id} if request.parent_run_id else {}),
+        **({"files": request.files} if request.files else {}),
     }
     return hashlib.sha256(json.dumps(asked, sort_keys=True).encode()).hexdigest()
 

@@ -5,9 +5,12 @@
 
 import { el, markdown } from "/static/render.js";
 import { StepList } from "/static/steps.js";
+import { Attachments } from "/static/attach.js";
+import { drawTurns } from "/static/thread.js";
 
 const $ = (id) => document.getElementById(id);
-let current = null; // {runId, controller, live}
+let current = null; // {runId, controller, live, thread}
+let continuing = true; // the question box continues the thread of the run shown ("New thread": not)
 let runs = [];
 let reportUrl = null;
 
@@ -55,6 +58,18 @@ async function download(path, name) {
 }
 
 const steps = new StepList($("steps"), $("thinking"), api, download);
+const attachments = new Attachments($("ask"), $("file-input"), $("chips"), $("upload-progress"), showError);
+
+function showThreadNote() {
+  const on = Boolean(current && continuing);
+  $("thread-note").hidden = !on;
+  $("new-thread-button").hidden = !on;
+}
+
+async function showTurns(run) {
+  if (current) current.thread = run.thread && run.thread.length ? run.thread : [run.run_id];
+  await drawTurns($("turns"), run, api);
+}
 
 // --- signing in -------------------------------------------------------------------------------
 
@@ -131,7 +146,11 @@ $("history-search").addEventListener("input", drawHistory);
 
 function resetRun(runId, question) {
   if (current && current.controller) current.controller.abort();
-  current = { runId, controller: new AbortController(), answer: "" };
+  current = { runId, controller: new AbortController(), answer: "", thread: [runId] };
+  continuing = true;
+  showThreadNote();
+  $("turns").replaceChildren();
+  $("turns").hidden = true;
   steps.clear();
   $("run").hidden = false;
   $("run-question").textContent = question || "";
@@ -151,6 +170,7 @@ async function openRun(runId) {
   try {
     const run = await (await api("/runs/" + encodeURIComponent(runId))).json();
     resetRun(runId, run.question);
+    showTurns(run);
     await follow(run);
   } catch (e) { if (!(e.name === "AbortError")) showError(e.message); }
 }
@@ -232,6 +252,7 @@ async function finish(runId) {
   $("cancel-button").disabled = true;
   $("ask-button").disabled = false;
   $("thinking").hidden = true;
+  await showTurns(run);
   const known = runs.find((r) => r.run_id === runId);
   if (known) { known.status = run.status; drawHistory(); }
   await showReport(runId);
@@ -257,9 +278,16 @@ async function ask() {
   if (!question || $("ask-button").disabled) return;
   showError("");
   try {
-    const run = await (await postJson("/runs", { question, datasource: $("datasource").value || null })).json();
+    const parent = continuing && current ? current : null;
+    const body = { question, datasource: $("datasource").value || null };
+    if (parent) body.parent_run_id = parent.runId;
+    if (attachments.ids().length) body.files = attachments.ids();
+    const run = await (await postJson("/runs", body)).json();
+    attachments.clear();
+    $("question").value = "";
     runs.unshift(run);
     resetRun(run.run_id, question);
+    if (parent) showTurns({ run_id: run.run_id, thread: [...parent.thread, run.run_id] });
     await follow(run);
   } catch (e) {
     if (e.name !== "AbortError") showError(e.message);
@@ -273,6 +301,12 @@ async function cancel() {
 }
 
 $("ask-button").addEventListener("click", ask);
+$("attach-button").addEventListener("click", () => $("file-input").click());
+$("new-thread-button").addEventListener("click", () => {
+  continuing = false;
+  showThreadNote();
+  $("question").focus();
+});
 $("cancel-button").addEventListener("click", cancel);
 $("question").addEventListener("keydown", (event) => {
   if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) { event.preventDefault(); ask(); }
