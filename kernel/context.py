@@ -78,6 +78,21 @@ class RunContext:
                 self._closers.append((key, close))
             return value
 
+    def attach(self, resource: Any) -> Any:
+        """A resource of this run only (a service run's uploaded files): the run's tools find it beside
+        the kernel's resources, no other run sees it, and it is closed with the run."""
+
+        def close(r: Any) -> None:
+            if callable(getattr(r, "close", None)):
+                r.close()
+
+        return self.scoped(f"resource:{resource.name}", lambda: resource, close)
+
+    def own_resources(self) -> dict[str, Any]:
+        """The resources attached to this run only (:meth:`attach`), by name."""
+        with self._lock:
+            return {k[9:]: v for k, v in self._scoped.items() if k.startswith("resource:")}
+
     def peek(self, key: str) -> Any:
         """The run's ``key`` object if it was created, else ``None``."""
         return self._scoped.get(key)

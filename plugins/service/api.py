@@ -276,7 +276,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             return [
                 Datasource(name=n, description=getattr(r, "description", "") or "")
                 for n, r in kernel.resources.items()
-                if r.type == "database" and n not in mgr().private
+                if r.type == "database"
             ]
 
         sources = await asyncio.to_thread(listing)
@@ -329,7 +329,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         """Ask a question; the run goes on in the background (watch GET /runs/{id}/events)."""
         if body.datasource is not None:
             resource = kernel.resources.get(body.datasource)
-            if resource is None or resource.type != "database" or body.datasource in mgr().private:
+            if resource is None or resource.type != "database":
                 return error(
                     404,
                     SERVICE_DATASOURCE_UNKNOWN,

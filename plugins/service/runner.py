@@ -100,9 +100,6 @@ class RunManager:
         self.open_uploads: Any = (
             None  # (name, ["table=path", ...]) -> a files datasource (files plugin)
         )
-        self.private: set[str] = (
-            set()
-        )  # the runs' uploads datasources: never listed or named by a client
 
     # --- admission -------------------------------------------------------------
 
@@ -290,7 +287,6 @@ class RunManager:
     async def _execute(self, live: LiveRun, run: Any, request: RunRequest, spec: str) -> None:
         recorder = RunRecorder(self.kernel.runs)
         loop = asyncio.get_running_loop()
-        attached: list[str] = []
 
         def observe(event: AgentEvent) -> None:
             item = run_event(event.kind, event.run_id, event.step, event.at, event.data)
@@ -318,7 +314,7 @@ class RunManager:
                     settings=self._agent_settings(request),
                     parent_run_id=request.parent_run_id,
                     files=list(request.files),
-                    open_files=self._uploads_opener(run.run_id, attached),
+                    open_files=self._uploads_opener(run),
                 )
                 await aask(self.kernel, options, run=run, observers=observers, record_run=False)
         except asyncio.CancelledError:
@@ -347,28 +343,20 @@ class RunManager:
             )
         finally:
             await asyncio.to_thread(run.close)  # the sandbox session and SQL pools the run opened
-            for name in attached:  # the run's uploads datasource lives as long as the run
-                self.kernel.detach(name)
-                self.private.discard(name)
             live.state = "ended"
             live.publish(None)
             self.live.pop(live.run_id, None)
             self.finished += 1
 
-    def _uploads_opener(self, run_id: str, attached: list[str]) -> Any:
-        """``AskOptions.open_files`` for the run's uploads: one datasource of its own, detached at the end."""
+    def _uploads_opener(self, run: Any) -> Any:
+        """``AskOptions.open_files`` for the run's uploads: one datasource of the run's own (not the
+        kernel's: no other run lists, prompts or queries it), closed with the run."""
         if self.open_uploads is None:
             return None
 
         def opener(kernel: Any, patterns: list[str]) -> Any:
-            resource = kernel.attach(
-                self.open_uploads(
-                    f"uploads_{re.sub('[^a-z0-9]', '', run_id.lower())[-12:]}", patterns
-                )
-            )
-            attached.append(resource.name)
-            self.private.add(resource.name)
-            return resource
+            name = f"uploads_{re.sub('[^a-z0-9]', '', run.run_id.lower())[-12:]}"
+            return run.attach(self.open_uploads(name, patterns))
 
         return opener
 

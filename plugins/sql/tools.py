@@ -55,10 +55,12 @@ class Datasources:
         self.settings = settings
 
     def all(self, run: RunContext | None = None) -> dict[str, DatabaseResource]:
+        """The kernel's databases and the run's own (a service run's uploads: no other run sees them)."""
         kernel = self.kernel or (run.kernel if run is not None else None)
-        if kernel is None:
-            return {}
-        return {n: r for n, r in kernel.resources.items() if isinstance(r, DatabaseResource)}
+        found = {} if kernel is None else dict(kernel.resources.items())
+        if run is not None:
+            found.update(run.own_resources())
+        return {n: r for n, r in found.items() if isinstance(r, DatabaseResource)}
 
     def resolve(self, name: str | None, run: RunContext | None = None) -> DatabaseResource:
         found = self.all(run)
