@@ -45,7 +45,6 @@ log = get_logger("assay.service.runs")
 SERVICE_MODEL_NOT_ALLOWED = "SERVICE_MODEL_NOT_ALLOWED"
 SERVICE_DRAINING = "SERVICE_DRAINING"
 SERVICE_IDEMPOTENCY_KEY_REUSED = "SERVICE_IDEMPOTENCY_KEY_REUSED"
-SERVICE_THREAD_ON_WORKERS = "SERVICE_THREAD_ON_WORKERS"
 SERVICE_FILES_ON_WORKERS = "SERVICE_FILES_ON_WORKERS"
 WATCHER_QUEUE = 1000  # events a slow SSE watcher may fall behind before it is cut off
 
@@ -184,13 +183,6 @@ class RunManager:
             )
             if earlier is not None:
                 return self._replayed(owner, token_id, key, fingerprint, *earlier)
-        if self.remote is not None and request.parent_run_id:
-            raise Refused(
-                SERVICE_THREAD_ON_WORKERS,
-                "follow-up questions are not run on workers yet",
-                "Ask without parent_run_id, or serve without ASSAY_BROKER_URL.",
-                400,
-            )
         if self.remote is not None and request.files:
             raise Refused(
                 SERVICE_FILES_ON_WORKERS,
@@ -278,6 +270,7 @@ class RunManager:
                 spec,
                 settings.max_steps,
                 settings.max_wall_s,
+                parent_run_id=request.parent_run_id,
             )
         except (
             AssayError

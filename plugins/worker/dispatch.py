@@ -62,9 +62,12 @@ class RemoteRuns:
         model: str,
         max_steps: int,
         max_wall_s: float,
+        parent_run_id: str | None = None,
     ) -> None:
-        """Record the run (queued) and its lease, then enqueue it; BROKER_UNAVAILABLE ends it failed."""
+        """Record the run (queued) and its lease, then enqueue it; BROKER_UNAVAILABLE ends it failed.
+        ``parent_run_id``: a follow-up of that run (recorded with it, and sent in a version-2 message)."""
         message = RunMessage(
+            version=2 if parent_run_id else 1,
             run_id=run_id,
             question=question,
             datasource=datasource,
@@ -72,6 +75,7 @@ class RemoteRuns:
             max_steps=max_steps,
             max_wall_s=max_wall_s,
             enqueued_at=time.time(),
+            parent_run_id=parent_run_id,
         )
 
         def record() -> None:
@@ -86,6 +90,7 @@ class RemoteRuns:
                         model=model,
                         status="queued",
                         started_at=at,
+                        parent_run_id=parent_run_id,
                     )
                 )
 

@@ -188,6 +188,7 @@ class Executor:
                 model=message.model,
                 settings=settings,
                 databases=[message.datasource] if message.datasource else [],
+                parent_run_id=message.parent_run_id,  # its thread: read from the shared catalog
             )
             # the guard renews the lease and looks for a cancel from here on, while the databases connect too
             agent = asyncio.ensure_future(

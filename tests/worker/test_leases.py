@@ -95,8 +95,51 @@ def test_a_message_a_worker_cannot_read_fails_its_run_instead_of_leaving_it_queu
     )
     leases.create("run_f")
     Executor(kernel, BrokerSettings(), leases).handle(
-        {"version": 2, "run_id": "run_f", "question": "q"}
+        {"version": 3, "run_id": "run_f", "question": "q"}
     )
     record = kernel.runs.get("run_f")
     assert record.status == "failed" and record.error["code"] == "WORKER_MESSAGE_INVALID"
     assert leases.get("run_f").state == "ended"
+
+
+def test_a_follow_up_on_a_worker_that_reads_only_version_1_fails_instead_of_running_without_its_thread(
+    kernel, leases, monkeypatch
+):
+    from typing import Literal
+
+    from pydantic import BaseModel, ConfigDict
+
+    from assay.plugins.runs import RunRecord
+    from assay.plugins.worker import execute
+    from assay.plugins.worker.messages import RunMessage
+    from assay.plugins.worker.settings import BrokerSettings
+
+    class RunMessageV1(BaseModel):  # the format of a worker from before threads
+        model_config = ConfigDict(extra="forbid", frozen=True)
+        version: Literal[1] = 1
+        run_id: str
+        question: str
+        datasource: str | None = None
+        model: str
+        max_steps: int
+        max_wall_s: float
+        enqueued_at: float
+
+    monkeypatch.setattr(execute, "RunMessage", RunMessageV1)
+    kernel.runs.start(
+        RunRecord(run_id="run_g", question="and by month?", status="queued", started_at=time.time())
+    )
+    leases.create("run_g")
+    message = RunMessage(
+        version=2,
+        run_id="run_g",
+        question="and by month?",
+        model="scripted",
+        max_steps=5,
+        max_wall_s=30.0,
+        enqueued_at=time.time(),
+        parent_run_id="run_a",
+    )
+    execute.Executor(kernel, BrokerSettings(), leases).handle(message.model_dump())
+    record = kernel.runs.get("run_g")
+    assert record.status == "failed" and record.error["code"] == "WORKER_MESSAGE_INVALID"
