@@ -276,7 +276,7 @@ async def aask(
                 parent_run_id=options.parent_run_id,
             )
             raise
-        resources = _resources(kernel, databases) if given or options.files else None
+        resources = resources_for(kernel, databases) if given or options.files else None
         return await arun_agent(
             kernel,
             model,
@@ -335,7 +335,8 @@ def attach_files(kernel: Kernel, run: Any, options: AskOptions) -> Resource:
     return resource
 
 
-def _resources(kernel: Kernel, databases: list[Resource]) -> list[Resource]:
-    """The chosen databases, plus every resource that is not a database (knowledge, packs)."""
+def resources_for(kernel: Kernel, databases: list[Resource]) -> list[Resource]:
+    """The chosen databases, plus every resource that is not a database (knowledge, packs): what the
+    agent is given when a question names its databases (``assay ask``, ``assay prompt``)."""
     others = [r for r in kernel.resources.values() if r.type != ResourceType.DATABASE]
     return list(databases) + [r for r in others if r not in databases]

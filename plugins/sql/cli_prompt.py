@@ -26,7 +26,7 @@ def system_prompt_for(
 ) -> tuple[str, list[Any]]:
     """The main agent's system prompt for ``question`` and the resources it describes (as ``assay ask``;
     ``files`` as its ``--file``: one datasource over them)."""
-    from assay.plugins.agent.ask import attach_databases
+    from assay.plugins.agent.ask import attach_databases, resources_for
     from assay.plugins.agent.loop import agent_settings
     from assay.plugins.agent.prompt import build_system_prompt
 
@@ -38,20 +38,13 @@ def system_prompt_for(
         allow_privileged=allow_privileged,
         open_url=lambda k, url, allow: attach_url(k, url, allow),
     )
-    if files:
-        from assay.plugins.files import (
-            attach_files,
-        )  # the files plugin, as `assay ask --file` uses it
+    if files:  # one datasource over them, as `assay ask --file` attaches them (the files plugin)
+        from assay.plugins.files import attach_files
 
         chosen.append(attach_files(kernel, list(files)))
-    if (
-        databases or files
-    ):  # as assay ask: the chosen databases, then every resource that is not a database
-        resources = chosen + [
-            r for r in kernel.resources.values() if r.type != "database" and r not in chosen
-        ]
-    else:
-        resources = list(kernel.resources.values())
+    resources = (
+        resources_for(kernel, chosen) if databases or files else list(kernel.resources.values())
+    )
     return build_system_prompt(kernel, resources, agent_settings(kernel), question), resources
 
 
