@@ -18,6 +18,9 @@ the part of the system prompt that tells the agent about them:
   as the report sub-agent reads evidence). One that is gone or altered is
   listed with its code and message under "unavailable", before the agent
   plans, and is not citable.
+- a follow-up given no files: which of its parent's files are registered again and which are not
+  (changed or gone since: ``FILE_CHANGED`` / ``FILE_MISSING``), by :func:`note_files` once the files
+  plugin checked them (:func:`assay.plugins.agent.ask.reopen_thread_files`).
 
 Not the transcripts: an earlier tool result is reached through its artifact
 (``read_artifact_result``), so the follow-up re-runs nothing to cite it.
