@@ -102,3 +102,16 @@ def test_files_given_to_the_follow_up_replace_its_parents(assay_env, files_dir, 
     assert call["success"] and "files" not in second["thread"]
     (table,) = second["files"]["tables"]
     assert table["files"][0]["path"] == str(other.resolve())
+
+
+def test_assay_chat_continuing_a_run_over_a_file_queries_it_each_turn(
+    assay_env, files_dir, tmp_path
+):
+    parent_over_a_file(tmp_path, write_csv(files_dir / "sales.csv"))
+    steps = [{"tool": "sql_query", "arguments": {"sql": "SELECT count(*) AS n FROM sales"}}]
+    model = script(tmp_path, *steps, {"text": "5."})
+    result = run_assay(
+        "chat", "--continue", "last", "--model", model, input="How many?\nAnd now?\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert result.output.count("-> 1 row") == 2, result.output  # both turns: the file, again
