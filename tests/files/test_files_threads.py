@@ -115,3 +115,15 @@ def test_assay_chat_continuing_a_run_over_a_file_queries_it_each_turn(
     )
     assert result.exit_code == 0, result.output
     assert result.output.count("-> 1 row") == 2, result.output  # both turns: the file, again
+
+
+def test_a_file_touched_between_turns_with_the_same_bytes_is_registered_again(
+    assay_env, files_dir, tmp_path
+):
+    path = write_csv(files_dir / "sales.csv")
+    parent_over_a_file(tmp_path, path)
+    os.utime(path, ns=(10**18, 10**18))  # another mtime, the same bytes: hashed, found the same
+    second = follow_up(tmp_path)
+    assert second["thread"]["files"] == {"registered": ["sales"], "problems": []}
+    (call,) = second["tool_calls"]
+    assert call["success"], call
