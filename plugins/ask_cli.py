@@ -3,7 +3,8 @@
 The agent and the command are :mod:`assay.plugins.agent` (the loop, ``ask``,
 :mod:`assay.plugins.agent.cli_ask`); this module stays thin so start-up
 imports none of them. It gives the command the SQL plugin's way to attach a
-``--db URL`` (to ``assay ask`` and ``assay chat``), the files plugin's for ``--file`` and the models plugin's
+``--db URL`` (to ``assay ask`` and ``assay chat``), the files plugin's for ``--file`` (and a
+follow-up's files again) and the models plugin's
 recorder for ``--record``, and declares the agent's ``[agent]`` settings
 section for ``assay config``. ``assay runs`` is the runs plugin's
 (:mod:`assay.plugins.runs_plugin`).
@@ -32,6 +33,12 @@ def open_files(kernel, patterns: list[str]):
     return attach_files(kernel, patterns)
 
 
+def reopen_files(kernel, run, record: dict):
+    from assay.plugins.files import reopen_files as reopen
+
+    return reopen(kernel, run, record)
+
+
 @hookimpl
 def register_resources(settings):
     settings.declare_section(
@@ -44,5 +51,5 @@ def register_commands(cli):
     from assay.plugins.agent.chat import make_chat_command
     from assay.plugins.agent.cli_ask import make_ask_command
 
-    cli.add_command(make_ask_command(open_url, record_model, open_files))
-    cli.add_command(make_chat_command(open_url, record_model))
+    cli.add_command(make_ask_command(open_url, record_model, open_files, reopen_files))
+    cli.add_command(make_chat_command(open_url, record_model, reopen_files))

@@ -70,6 +70,9 @@ class AskOptions:
     parent_run_id: str | None = (
         None  # a follow-up: the run it continues (default datasources: that run's)
     )
+    reopen_files: Callable[[Any, Any, dict[str, Any]], Any] | None = (
+        None  # a follow-up without files: (kernel, run, the parent's files record) -> Reopened
+    )
 
 
 def parse_model_spec(spec: str) -> tuple[str, str | None]:
@@ -249,8 +252,13 @@ async def aask(
                 open_url=options.open_url,
                 allow_privileged=options.allow_privileged,
             )
+            files = None
             if options.files:
-                databases.append(await asyncio.to_thread(attach_files, kernel, run, options))
+                files = await asyncio.to_thread(attach_files, kernel, run, options)
+            elif thread is not None and thread.files:  # the parent's files, checked again
+                files = await asyncio.to_thread(reopen_thread_files, kernel, run, options, thread)
+            if files is not None:
+                databases.append(files)
         except AssayError as exc:
             return refused(
                 run.run_id,
@@ -276,7 +284,8 @@ async def aask(
                 parent_run_id=options.parent_run_id,
             )
             raise
-        resources = resources_for(kernel, databases) if given or options.files else None
+        resources = resources_for(kernel, databases) if given or files is not None else None
+        recorded = getattr(files, "recorded", None)
         return await arun_agent(
             kernel,
             model,
@@ -288,6 +297,7 @@ async def aask(
             model_name=label,
             thread=thread,
             datasources=[mask_url(d) for d in given],
+            files=recorded(getattr(run, "artifacts", None)) if recorded is not None else None,
         )
     finally:
         if own_run:
@@ -333,6 +343,33 @@ def attach_files(kernel: Kernel, run: Any, options: AskOptions) -> Resource:
     if sources is not None:
         sources(getattr(run, "artifacts", None))
     return resource
+
+
+def reopen_thread_files(kernel: Kernel, run: Any, options: AskOptions, thread: Any) -> Any:
+    """A follow-up given no files: its parent's, each checked against the parent's record (one changed
+    or gone is told to the agent in the thread's part of the prompt, not registered); their datasource,
+    or None when none is left (or nothing here opens files: the agent is told so)."""
+    from .thread import note_files
+
+    if options.reopen_files is None:
+        note_files(thread, [], [_unopened(t) for t in thread.files.get("tables") or []])
+        return None
+    reopened = options.reopen_files(kernel, run, thread.files)
+    note_files(thread, reopened.tables, reopened.problems, reopened.resource)
+    if reopened.resource is not None:
+        sources = getattr(reopened.resource, "source_artifacts", None)
+        if sources is not None:
+            sources(getattr(run, "artifacts", None))
+    return reopened.resource
+
+
+def _unopened(table: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "table": table.get("table"),
+        "name": ", ".join(f.get("name") or "" for f in table.get("files") or []),
+        "code": "FILE_READER_MISSING",
+        "message": "nothing here opens files as data",
+    }
 
 
 def resources_for(kernel: Kernel, databases: list[Resource]) -> list[Resource]:

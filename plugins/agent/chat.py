@@ -96,9 +96,12 @@ def _own_newest(kernel: Any) -> Any:
 
 
 def make_chat_command(
-    open_url: UrlOpener | None = None, record_model: ModelRecorder | None = None
+    open_url: UrlOpener | None = None,
+    record_model: ModelRecorder | None = None,
+    reopen_files: Any = None,
 ) -> click.Command:
-    """The ``chat`` command (the ``ask_cli`` plugin adds it beside ``ask``)."""
+    """The ``chat`` command (the ``ask_cli`` plugin adds it beside ``ask``); ``reopen_files`` registers
+    the files of the thread again for each question (the files plugin's)."""
 
     @click.command("chat")
     @click.option(
@@ -158,6 +161,7 @@ def make_chat_command(
             allow_privileged=allow_privileged,
             open_url=open_url,
             record_model=record_model,
+            reopen_files=reopen_files,
         )
         try:
             chat_loop(kernel, base, parent=parent)

@@ -226,9 +226,11 @@ def make_ask_command(
     open_url: UrlOpener | None = None,
     record_model: ModelRecorder | None = None,
     open_files: Any = None,
+    reopen_files: Any = None,
 ) -> click.Command:
-    """The ``ask`` command; ``open_url`` attaches a ``--db URL``, ``record_model`` serves ``--record`` and
-    ``open_files`` attaches ``--file`` (the ``ask_cli`` plugin passes the SQL, models and files plugins')."""
+    """The ``ask`` command; ``open_url`` attaches a ``--db URL``, ``record_model`` serves ``--record``,
+    ``open_files`` attaches ``--file`` and ``reopen_files`` a ``--continue``d run's files again (the
+    ``ask_cli`` plugin passes the SQL, models and files plugins')."""
 
     @click.command("ask", epilog=EXIT_HELP + SIGNAL_HELP)
     @click.argument("question")
@@ -277,7 +279,7 @@ def make_ask_command(
         metavar="RUN_ID|last",
         default=None,
         help="A follow-up: continue that run's thread (its questions, answers and evidence; "
-        "default --db: that run's).",
+        "default --db and --file: that run's, its files checked unchanged).",
     )
     @click.pass_context
     def ask_cmd(
@@ -325,6 +327,7 @@ def make_ask_command(
             files=list(files),
             open_files=open_files,
             parent_run_id=parent,
+            reopen_files=reopen_files,
         )
         try:
             transcript = ask(kernel, options, observers=[printer] if printer else [])

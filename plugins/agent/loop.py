@@ -75,6 +75,7 @@ class AgentRun:
         model_name: str,
         thread: ThreadContext | None = None,
         datasources: Iterable[str] = (),
+        files: dict[str, Any] | None = None,
     ) -> None:
         self.kernel, self.model, self.run, self.settings = kernel, model, run, settings
         self.thread = thread
@@ -92,6 +93,7 @@ class AgentRun:
             model=model_name or model_label(model),
             datasources=list(datasources),
             thread=thread.record() if thread is not None else None,
+            files=files,
         )
         self.infos: dict[str, ToolMessageInfo] = {}
         self._reported = (
@@ -508,6 +510,7 @@ async def arun_agent(
     model_name: str = "",
     thread: ThreadContext | None = None,
     datasources: Iterable[str] = (),
+    files: dict[str, Any] | None = None,
 ) -> Transcript:
     """Run the loop on ``run`` until the model answers or a bound is hit; the transcript says which.
 
@@ -515,7 +518,8 @@ async def arun_agent(
     system prompt; ``tools`` (default: all) is the allow-list of tools the
     model may call; ``settings`` default to the kernel's ``agent`` section,
     ``max_steps`` overrides theirs. ``thread`` (:func:`.thread.load_thread`) makes the run a follow-up
-    of its thread; ``datasources`` is what the run was given, as recorded. Cancelling the task cancels the running
+    of its thread; ``datasources`` is what the run was given, as recorded, ``files`` the files it used (a
+    follow-up registers them again: :func:`.ask.reopen_thread_files`). Cancelling the task cancels the running
     tool calls, records the status ``cancelled`` and re-raises.
     """
     settings = settings or agent_settings(kernel)
@@ -537,6 +541,7 @@ async def arun_agent(
         model_name=model_name,
         thread=thread,
         datasources=datasources,
+        files=files,
     )
     return await agent.execute()
 

@@ -18,6 +18,9 @@ the part of the system prompt that tells the agent about them:
   as the report sub-agent reads evidence). One that is gone or altered is
   listed with its code and message under "unavailable", before the agent
   plans, and is not citable.
+- a follow-up given no files: which of its parent's files are registered again and which are not
+  (changed or gone since: ``FILE_CHANGED`` / ``FILE_MISSING``), by :func:`note_files` once the files
+  plugin checked them (:func:`assay.plugins.agent.ask.reopen_thread_files`).
 
 Not the transcripts: an earlier tool result is reached through its artifact
 (``read_artifact_result``), so the follow-up re-runs nothing to cite it.
@@ -72,6 +75,14 @@ class ThreadContext:
         default_factory=dict
     )  # per run: artifacts left out of the manifest
     datasources: list[str] = field(default_factory=list)  # the parent's
+    files: dict[str, Any] | None = None  # the parent's files record (a follow-up gets them again)
+    files_registered: list[str] = field(
+        default_factory=list
+    )  # the parent's tables registered again
+    file_problems: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # the parent's files changed or gone since (not registered)
+    files_inherited: bool = False  # the follow-up was given no files: its parent's were checked
 
     def record(self) -> dict[str, Any]:
         """What the run record keeps of the thread."""
@@ -84,6 +95,11 @@ class ThreadContext:
             "summarised_turns": self.summarised,
             "turns_not_shown": self.not_shown,
             "problems": [vars(p) for p in self.problems],
+            **(
+                {"files": {"registered": self.files_registered, "problems": self.file_problems}}
+                if self.files_inherited
+                else {}
+            ),
         }
 
 
@@ -106,6 +122,7 @@ def load_thread(
         parent_run_id=parent_run_id,
         run_ids=[r.run_id for r in chain],
         datasources=list((chain[-1].summary or {}).get("datasources") or []),
+        files=(chain[-1].summary or {}).get("files") or None,
     )
     if budget_chars is None:
         budget_chars = int(
@@ -237,6 +254,38 @@ def _problems_text(problems: list[ThreadProblem]) -> str:
 def _one_line(text: str, width: int) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def note_files(
+    ctx: ThreadContext,
+    tables: list[str],
+    problems: list[dict[str, Any]],
+    resource: Any = None,
+) -> None:
+    """Tell the follow-up's agent which of its parent's files are registered again and which are not
+    (changed or gone: their code), before it plans; kept in the run's thread record too."""
+    ctx.files_registered, ctx.file_problems = list(tables), list(problems)
+    ctx.files_inherited = True
+    lines = []
+    if tables and resource is not None:
+        lines.append(
+            f"The files of the thread are registered again, their bytes checked against the thread's "
+            f"record: table(s) {', '.join(tables)} of datasource {resource.name!r}."
+        )
+    if problems:
+        lines.append(
+            "Files of the thread that are NOT registered (changed or gone since; never re-read: do not "
+            "query them, their earlier evidence still cites the old bytes):"
+        )
+        for p in problems[:PROBLEMS_LISTED]:
+            lines.append(
+                f"- {p.get('name')} (table {p.get('table')}): {p['code']}: "
+                f"{_one_line(p.get('message') or '', 200)}"
+            )
+        if len(problems) > PROBLEMS_LISTED:
+            lines.append(f"- and {len(problems) - PROBLEMS_LISTED} more")
+    if lines:
+        ctx.prompt = "\n\n".join(p for p in (ctx.prompt, "\n".join(lines)) if p)
 
 
 def parent_datasources(ctx: ThreadContext) -> list[str]:

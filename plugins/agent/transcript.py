@@ -113,6 +113,9 @@ class Transcript(BaseModel):
     thread: dict[str, Any] | None = (
         None  # a follow-up's thread: chain, what was summarised, evidence problems
     )
+    files: dict[str, Any] | None = (
+        None  # the files the run used: per table, each file's path, SHA-256 and source artifact
+    )
 
     @property
     def stopped(self) -> Literal["final", "max_steps"]:
@@ -167,4 +170,5 @@ class Transcript(BaseModel):
             "elapsed_s": round(self.elapsed_s, 3),
             "datasources": self.datasources,
             **({"thread": self.thread} if self.thread is not None else {}),
+            **({"files": self.files} if self.files is not None else {}),
         }

@@ -17,7 +17,7 @@ from assay.kernel.log import get_logger
 
 log = get_logger("assay.files")
 
-__all__ = ["attach_files", "open_files"]
+__all__ = ["attach_files", "open_files", "reopen_files"]
 
 ENV = "ASSAY_FILES"
 SETTINGS_ENV_PREFIX = "ASSAY_FILES_"
@@ -65,6 +65,48 @@ def attach_files(kernel: Any, patterns: list[str], name: str | None = None) -> A
     base = name or files_settings(kernel.settings).datasource
     chosen = base if base not in kernel.resources else f"{base}_cli"
     return kernel.attach(open_files(chosen, patterns, kernel=kernel))
+
+
+def reopen_files(kernel: Any, run: Any, record: dict[str, Any]) -> Any:
+    """A follow-up's files (`assay ask --continue`, `assay chat`): its parent's ``record``, each file checked
+    against it (``FILE_MISSING`` / ``FILE_CHANGED`` are problems, not registered), the rest attached to
+    ``run`` as one datasource named as the parent's. Returns a :class:`~.thread.Reopened`."""
+    from assay.plugins.sql import kernel_engines, sql_settings
+
+    from .catalog import Limits
+    from .resource import FilesResource
+    from .sources import checked
+    from .thread import reopen
+
+    fs = files_settings(kernel.settings)
+    roots = [Path(r) for r in fs.roots] if fs.roots is not None else None
+    limits = Limits(
+        max_columns=fs.max_columns,
+        max_line_bytes=fs.max_line_bytes,
+        max_excel_expanded_bytes=fs.max_excel_expanded_bytes,
+    )
+    name = record.get("datasource") or fs.datasource
+    if (
+        name in kernel.resources
+    ):  # a configured datasource of that name: the thread's files beside it
+        name = f"{name}_thread"
+
+    def open_specs(specs: list[Any]) -> Any:
+        resource = FilesResource(
+            name,
+            specs,
+            home=kernel.settings.home,
+            limits=limits,
+            settings=sql_settings(kernel.settings),
+            engines=kernel_engines(kernel),
+            knowledge=lambda: list(kernel.resources.values()),
+        )
+        return resource
+
+    out = reopen(record, lambda f: checked(Path(f["path"]), roots), open_specs)
+    if out.resource is not None:
+        run.attach(out.resource)
+    return out
 
 
 @hookimpl

@@ -54,7 +54,9 @@ class FilesResource(DatabaseResource):
         description: str = "",
         knowledge: Callable[[], Iterable[Any]] | None = None,
     ) -> None:
+        self.specs = list(specs)
         self.directory, self.manifest = build(specs, Path(home), limits or Limits())
+        self.upload_ids: dict[str, str] = {}  # path -> the service's upload id (RunUploads.open)
         url = f"{SCHEME}:///{self.directory / 'data.duckdb'}"
         engines = [FILES, *[e for e in (engines or ()) if getattr(e, "name", "") != FILES.name]]
         super().__init__(
@@ -66,7 +68,7 @@ class FilesResource(DatabaseResource):
             description=description or "registered files, one table each",
             knowledge=knowledge,
         )
-        self._sources: weakref.WeakKeyDictionary[Any, list[str]] = weakref.WeakKeyDictionary()
+        self._sources: weakref.WeakKeyDictionary[Any, dict[str, str]] = weakref.WeakKeyDictionary()
         self._facts_lock = threading.Lock()
         self._counts: dict[str, int] = {}
 
@@ -147,8 +149,12 @@ class FilesResource(DatabaseResource):
 
     def source_artifacts(self, sink: Any) -> list[str]:
         """The ``source`` artifacts of this run (captured on first use): their ids."""
+        return list(self._captured(sink).values())
+
+    def _captured(self, sink: Any) -> dict[str, str]:
+        """Path -> ``source`` artifact id of this run, captured on first use."""
         if sink is None:
-            return []
+            return {}
         try:
             return self._sources[sink]
         except (KeyError, TypeError):
@@ -156,7 +162,7 @@ class FilesResource(DatabaseResource):
         from assay.kernel.evidence.capture import capture_file
 
         self._hash_files()
-        ids = []
+        ids: dict[str, str] = {}
         for facts in self.files:
             doc = self.source_document(facts)
             record = capture_file(
@@ -168,12 +174,43 @@ class FilesResource(DatabaseResource):
                 provenance={k: doc[k] for k in ("name", "size", "sha256", "format", "datasource")},
             )
             if record is not None:
-                ids.append(record.artifact_id)
+                ids[facts.path] = record.artifact_id
         try:
             self._sources[sink] = ids
         except TypeError:
             pass
         return ids
+
+    def recorded(self, sink: Any) -> dict[str, Any]:
+        """What a run keeps of the files it used (its record's ``files``): per table given, each file's
+        path, size, mtime, SHA-256 and ``source`` artifact of this run (an upload: its id too). A
+        follow-up registers them again from this (:mod:`assay.plugins.files.thread`)."""
+        sources = self._captured(sink)
+        facts = {f.path: f for f in self.files}
+        tables = []
+        for spec in self.specs:
+            files = []
+            for path in spec.paths:
+                fact = facts.get(str(path))
+                if fact is None:
+                    continue
+                files.append(
+                    {
+                        "path": fact.path,
+                        "name": Path(fact.path).name,
+                        "size": fact.size,
+                        "mtime_ns": fact.mtime_ns,
+                        "sha256": fact.sha256,
+                        "source_artifact_id": sources.get(fact.path),
+                        **(
+                            {"file_id": self.upload_ids[fact.path]}
+                            if fact.path in self.upload_ids
+                            else {}
+                        ),
+                    }
+                )
+            tables.append({"table": spec.name, "files": files})
+        return {"datasource": self.name, "tables": tables}
 
     # --- statements ---------------------------------------------------------
 

@@ -40,13 +40,17 @@ class RunUploads:
 
     def open(self, name: str, patterns: list[str]) -> Any:
         """One files datasource over the uploads (their paths are the service's own: no roots check)."""
-        from assay.plugins.sql import kernel_engines, sql_settings
-
-        from .resource import FilesResource
         from .sources import FileSpec
 
         specs = [FileSpec(t, (Path(p),)) for t, _, p in (x.partition("=") for x in patterns)]
-        return FilesResource(
+        return self._resource(name, specs)
+
+    def _resource(self, name: str, specs: list[Any]) -> Any:
+        from assay.plugins.sql import kernel_engines, sql_settings
+
+        from .resource import FilesResource
+
+        resource = FilesResource(
             name,
             specs,
             home=self.kernel.settings.home,
@@ -55,6 +59,40 @@ class RunUploads:
             engines=kernel_engines(self.kernel),
             description="the files uploaded for this question",
         )
+        # an upload is <owner>/<file id>/<name>: the run's record keeps its id (a follow-up's way back)
+        resource.upload_ids = {str(p): p.parent.name for s in specs for p in s.paths}
+        return resource
+
+    def inherited(self, who: str, parent_run_id: str, record: dict[str, Any] | None) -> bool:
+        """Whether a follow-up gets its parent's uploads (``record``: the parent's files record): each
+        must still be one of ``who``'s files (one deleted since: FILE_NOT_FOUND, naming it)."""
+        tables = (record or {}).get("tables") or []
+        for table in tables:
+            for recorded in table.get("files") or []:
+                file_id = recorded.get("file_id") or ""
+                try:
+                    self.store.get(who, file_id)
+                except FileError:
+                    raise FileError(
+                        FILE_NOT_FOUND,
+                        f"the run being continued ({parent_run_id}) used the upload "
+                        f"{recorded.get('name')!r} ({file_id or 'no id'}), which is not among your "
+                        "files any more (deleted)",
+                        "Upload it again and pass its id in `files` (a follow-up's own files replace "
+                        "its parent's).",
+                        details={"file_id": file_id},
+                    ) from None
+        return bool(tables)
+
+    def reopen(self, who: str, name: str, record: dict[str, Any]) -> Any:
+        """A follow-up's uploads: its parent's ``record``, each file found again among ``who``'s by its
+        id and checked against the record (:func:`.thread.reopen`)."""
+        from .thread import reopen
+
+        def locate(recorded: dict[str, Any]) -> Path:
+            return self.store.get(who, recorded.get("file_id") or "")[1]
+
+        return reopen(record, locate, lambda specs: self._resource(name, specs))
 
 
 def add_file_routes(

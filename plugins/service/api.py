@@ -106,6 +106,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         nonlocal manager
         manager = RunManager(kernel, settings, tokens)
         manager.open_uploads = uploads.open if uploads is not None else None  # POST /runs files
+        manager.reopen_uploads = (
+            uploads.reopen if uploads is not None else None
+        )  # a follow-up's: its parent's
         app.state.manager = manager
         try:
             yield
@@ -336,15 +339,28 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                     f"no datasource named {body.datasource!r}",
                     "GET /options lists the datasources this server offers.",
                 )
-        if (
-            body.parent_run_id is not None
-            and not (  # another owner's run is the same 404 as an unknown one
-                await seen(body.parent_run_id, request)
-                and await asyncio.to_thread(kernel.runs.get, body.parent_run_id)
+        parent = None
+        if body.parent_run_id is not None:
+            parent = await seen(body.parent_run_id, request) and await asyncio.to_thread(
+                kernel.runs.get, body.parent_run_id
             )
-        ):
-            return run_missing(body.parent_run_id)
+            if not parent:  # another owner's run is the same 404 as an unknown one
+                return run_missing(body.parent_run_id)
         files: list[str] = []
+        inherits = False
+        if parent and not body.files and uploads is not None:
+            try:  # a follow-up given no files gets its parent's: still the owner's (one deleted: 404)
+                inherits = await asyncio.to_thread(
+                    uploads.inherited,
+                    owner(request),
+                    parent.run_id,
+                    (parent.summary or {}).get("files"),
+                )
+            except Exception as exc:  # the files plugin's FileError (FILE_NOT_FOUND)
+                code = getattr(exc, "code", None)
+                if code is None:
+                    raise
+                return error(404, code, exc.message, exc.hint)
         if body.files:
             if uploads is None:
                 return error(
@@ -371,6 +387,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 max_wall_s=body.max_wall_s,
                 parent_run_id=body.parent_run_id,
                 files=files,
+                inherits_files=inherits,
             ),
             key=idempotency_key,
         )

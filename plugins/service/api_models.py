@@ -42,7 +42,8 @@ class RunCreate(BaseModel):
         pattern=r"^[A-Za-z0-9_.-]+$",
         description=(
             "A follow-up: the run of yours this question continues (its thread's answers and evidence; default "
-            "datasource: that run's). Another owner's run is answered as an unknown one (404)."
+            "datasource: that run's; without `files`, that run's uploads, checked unchanged: one deleted "
+            "since is 404 FILE_NOT_FOUND). Another owner's run is answered as an unknown one (404)."
         ),
     )
     files: list[Annotated[str, Field(max_length=100)]] = Field(

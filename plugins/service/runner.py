@@ -62,6 +62,9 @@ class RunRequest:
     files: list[str] = field(
         default_factory=list
     )  # ``table=path`` of the owner's uploads (the API checked them), attached as one datasource
+    inherits_files: bool = (
+        False  # a follow-up given no files: its parent's uploads (the API checked them)
+    )
 
 
 @dataclass
@@ -98,6 +101,9 @@ class RunManager:
         self.remote = _remote_runs(kernel)
         self.open_uploads: Any = (
             None  # (name, ["table=path", ...]) -> a files datasource (files plugin)
+        )
+        self.reopen_uploads: Any = (
+            None  # (owner, name, the parent's files record) -> Reopened (files plugin)
         )
 
     # --- admission -------------------------------------------------------------
@@ -183,7 +189,7 @@ class RunManager:
             )
             if earlier is not None:
                 return self._replayed(owner, token_id, key, fingerprint, *earlier)
-        if self.remote is not None and request.files:
+        if self.remote is not None and (request.files or request.inherits_files):
             raise Refused(
                 SERVICE_FILES_ON_WORKERS,
                 "questions over uploaded files are not run on workers yet",
@@ -308,6 +314,7 @@ class RunManager:
                     parent_run_id=request.parent_run_id,
                     files=list(request.files),
                     open_files=self._uploads_opener(run),
+                    reopen_files=self._uploads_reopener(live.owner),
                 )
                 await aask(self.kernel, options, run=run, observers=observers, record_run=False)
         except asyncio.CancelledError:
@@ -352,6 +359,21 @@ class RunManager:
             return run.attach(self.open_uploads(name, patterns))
 
         return opener
+
+    def _uploads_reopener(self, owner: str) -> Any:
+        """``AskOptions.reopen_files`` for a follow-up: the parent's uploads, found again among the
+        owner's files by id and checked against the parent's record, attached to the run alone."""
+        if self.reopen_uploads is None:
+            return None
+
+        def reopener(kernel: Any, run: Any, record: dict[str, Any]) -> Any:
+            name = f"uploads_{re.sub('[^a-z0-9]', '', run.run_id.lower())[-12:]}"
+            reopened = self.reopen_uploads(owner, name, record)
+            if reopened.resource is not None:
+                run.attach(reopened.resource)
+            return reopened
+
+        return reopener
 
     def visible(self, run_id: str, owner: str) -> bool:
         return self.tokens.owner_of(run_id) == owner

@@ -97,3 +97,46 @@ def test_another_owners_file_id_is_the_same_404_as_an_unknown_one(server):
     assert [a.status_code for a in answers] == [404, 404]
     assert answers[0].json()["code"] == answers[1].json()["code"] == "FILE_NOT_FOUND"
     assert answers[0].json()["hint"] == answers[1].json()["hint"]
+
+
+def ask(server, **body) -> httpx.Response:
+    return httpx.post(f"{server.url}/runs", headers=server.headers(), json=body, timeout=30)
+
+
+def test_a_follow_up_without_files_queries_its_parents_upload_again(server, monkeypatch):
+    file_id = upload(server, "alice")
+    first = finished(
+        server, ask(server, question="Who sold most?", files=[file_id]).json()["run_id"]
+    )
+    assert first["status"] == "answered", first
+    made = ask(server, question="And again?", parent_run_id=first["run_id"])
+    assert made.status_code == 202, made.text
+    second = finished(server, made.json()["run_id"])
+    assert second["status"] == "answered" and second["answer"] == "North sold 5, south 2.", second
+    assert second["thread"] == [first["run_id"], second["run_id"]]
+
+    from assay import Kernel
+
+    monkeypatch.setenv("ASSAY_HOME", server.env["ASSAY_HOME"])
+    kernel = Kernel().start()
+    try:
+        summary = kernel.runs.get(second["run_id"]).summary
+        assert summary["thread"]["files"] == {"registered": ["sales"], "problems": []}
+        (used,) = summary["files"]["tables"][0]["files"]
+        assert used["file_id"] == file_id  # the parent's upload, its bytes checked unchanged
+        arts = [kernel.evidence.catalog.get(a) for a in second["artifact_ids"]]
+        (query,) = [a for a in arts if a.kind == "sql"]
+        assert query.provenance["sources"] == [used["source_artifact_id"]]  # this run's own source
+    finally:
+        kernel.close()
+
+
+def test_a_follow_up_of_a_run_whose_upload_was_deleted_is_404_naming_it(server):
+    file_id = upload(server, "alice")
+    first = finished(server, ask(server, question="Who?", files=[file_id]).json()["run_id"])
+    assert first["status"] == "answered", first
+    deleted = httpx.delete(f"{server.url}/files/{file_id}", headers=server.headers(), timeout=30)
+    assert deleted.status_code == 200, deleted.text
+    refused = ask(server, question="And again?", parent_run_id=first["run_id"])
+    assert refused.status_code == 404 and refused.json()["code"] == "FILE_NOT_FOUND"
+    assert file_id in refused.json()["message"] and "sales.csv" in refused.json()["message"]
