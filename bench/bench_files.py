@@ -176,7 +176,8 @@ def make_csv(path: Path, rows: int) -> None:
     con = duckdb.connect()
     con.execute(f"""COPY (SELECT i AS id, ['north', 'south', 'east', 'west', 'central'][i % 5 + 1] AS region,
         round(random() * 1000, 2) AS amount, TIMESTAMP '2024-01-01' + to_seconds(i) AS ts,
-        'cust_' || (i % 100000) AS customer, md5(i::VARCHAR) AS note
+        'cust_' || (i % 100000) AS customer, md5(i::VARCHAR) AS note,
+        substr(md5((i * 7)::VARCHAR), 1, 20) AS ref
         FROM range({rows}) t(i)) TO '{path}.tmp' (HEADER, DELIMITER ',', FORMAT csv)""")
     os.rename(f"{path}.tmp", path)
 
