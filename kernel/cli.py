@@ -8,7 +8,7 @@ import json
 import sys
 import traceback
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -35,7 +35,7 @@ def error_text(code: str, message: str, hint: str = "") -> str:
     return f"{code}: {message}" + (f" ({hint})" if hint else "")
 
 
-def fail(message: str, code: int = 2) -> None:
+def fail(message: str, code: int = 2) -> NoReturn:
     """Print one clear line to stderr and exit non-zero."""
     click.echo(f"error: {message}", err=True)
     sys.exit(code)

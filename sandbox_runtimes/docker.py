@@ -253,7 +253,7 @@ class DockerRuntime(SandboxRuntime):
 
     def probe(self) -> ProbeResult:
         """``/_ping`` then ``/version`` over the endpoint (``/info`` is left to :meth:`doctor`: slow on podman)."""
-        base = dict(runtime=self.name, isolated=True, endpoint=self.endpoint)
+        base: dict[str, Any] = dict(runtime=self.name, isolated=True, endpoint=self.endpoint)
         try:
             import docker  # noqa: F401
         except ImportError:

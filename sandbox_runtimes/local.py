@@ -223,6 +223,7 @@ class LocalSession(RuntimeSession):
                 SANDBOX_EXEC_FAILED, f"local runtime could not start the code: {exc}"
             ) from None
         self._procs.add(proc.pid)
+        assert proc.stdout is not None and proc.stderr is not None  # both PIPE above
         timed_out = False
         deadline = started + request.timeout_s + request.grace_s
         sel = selectors.DefaultSelector()
@@ -249,7 +250,7 @@ class LocalSession(RuntimeSession):
                         pass
                     continue
                 for key, _ in sel.select(timeout=max(0.0, min(deadline - now, 0.1))):
-                    data = os.read(key.fileobj.fileno(), 65536)
+                    data = os.read(key.fd, 65536)
                     if not data:
                         sel.unregister(key.fileobj)
                     else:

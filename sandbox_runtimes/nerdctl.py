@@ -292,7 +292,7 @@ class NerdctlRuntime(SandboxRuntime):
 
     def probe(self) -> ProbeResult:
         """``version`` must answer; for nerdctl that includes containerd's (the server's) part."""
-        base = dict(runtime=self.name, isolated=True, endpoint=self.cli.binary)
+        base: dict[str, Any] = dict(runtime=self.name, isolated=True, endpoint=self.cli.binary)
         if shutil.which(self.cli.binary) is None:
             return ProbeResult(
                 **base, available=False, detail=f"{self.cli.binary!r} was not found on PATH"

@@ -282,6 +282,7 @@ class PodmanRuntime(SandboxRuntime):
         removed = []
         for item in resp.json() or []:
             labels = item.get("Labels") or {}
+            reason: str | None
             if only_mine:
                 if not sandbox_labels.owned_by_me(labels):
                     continue

@@ -1,8 +1,11 @@
-"""The microkernel passes mypy: ``mypy -p assay.kernel`` with the ``[tool.mypy]`` settings in pyproject.toml.
+"""The whole package passes mypy: ``mypy -p assay`` (the kernel, the built-in plugins and the
+sandbox runtimes) with the ``[tool.mypy]`` settings in pyproject.toml, mypy's default level.
 
-The repository keeps ``kernel/`` at its top and it installs as ``assay.kernel``
-(``[tool.setuptools] package-dir``), which mypy cannot follow from the tree; the
-test links the installed layout in a temporary folder and checks it there.
+The repository keeps ``kernel/``, ``plugins/`` and ``sandbox_runtimes/`` at its top and they
+install as ``assay.kernel``, ``assay.plugins`` and ``assay.sandbox_runtimes`` (``[tool.setuptools]
+package-dir``), which mypy cannot follow from the tree; the test links the installed layout in a
+temporary folder and checks it there. mypy's incremental cache is the repository's ``.mypy_cache``
+(ignored by git): a first run takes about 25 s, later ones about 2 s.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ def _installed_layout(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_kernel_passes_mypy(tmp_path):
+def test_the_package_passes_mypy(tmp_path):
     where = _installed_layout(tmp_path)
     result = subprocess.run(
         [
@@ -36,7 +39,7 @@ def test_the_kernel_passes_mypy(tmp_path):
             "--cache-dir",
             str(ROOT / ".mypy_cache"),
             "-p",
-            "assay.kernel",
+            "assay",
         ],
         capture_output=True,
         text=True,

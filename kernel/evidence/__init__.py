@@ -23,7 +23,7 @@ from .capture import (
     capture_sql_execution,
 )
 from .catalog import ArtifactCatalog
-from .content_store import ContentStore
+from .content_store import ContentStore, ContentStream
 from .errors import (
     ARTIFACT_CAPTURE_FAILED,
     ARTIFACT_DETAILS_LIMIT,
@@ -79,6 +79,7 @@ __all__ = [
     "ArtifactSelectorInvalid",
     "ArtifactSink",
     "ContentStore",
+    "ContentStream",
     "EvidenceSettings",
     "KernelEvidence",
     "LocalContentStore",

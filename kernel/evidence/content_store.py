@@ -15,10 +15,30 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any, ClassVar
+from types import TracebackType
+from typing import IO, Any, ClassVar, Protocol
 
 from ..processes import pid_alive
 from .records import URI_PREFIX
+
+
+class ContentStream(Protocol):
+    """What :meth:`ContentStore.open_content` returns: a binary stream, read and closed (an open file
+    is one; a store may return less than a file, e.g. an object store's response body)."""
+
+    def read(self, n: int = -1, /) -> bytes: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> ContentStream: ...
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
+    ) -> None: ...
 
 
 class ContentStore(ABC):
@@ -79,7 +99,7 @@ class ContentStore(ABC):
         """
 
     @abstractmethod
-    def open_content(self, sha256: str) -> IO[bytes]:
+    def open_content(self, sha256: str) -> ContentStream:
         """A binary stream of the content; ``FileNotFoundError`` when it is gone."""
 
     @abstractmethod

@@ -142,11 +142,13 @@ def make_chat_command(
 
         Ctrl-C cancels the current step (the run is recorded cancelled), Ctrl-D ends the chat.
         """
+        from assay.kernel.cli import cli_kernel
+
         from ..agent.ask import AskOptions
         from ..runs.thread import resolve_parent
         from .loop import agent_settings
 
-        kernel = ctx.find_object(dict)["kernel"]
+        kernel = cli_kernel(ctx)
         settings = agent_settings(kernel)
         if max_steps is not None:
             settings = settings.model_copy(update={"max_steps": max_steps})

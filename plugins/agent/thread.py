@@ -36,7 +36,7 @@ from assay.kernel.errors import AssayError
 from ..runs.thread import THREAD_PARENT_NOT_FOUND, thread_chain
 
 if TYPE_CHECKING:
-    from assay.kernel.kernel import Kernel
+    from assay.kernel.protocols import KernelAPI as Kernel
 
     from ..runs.records import RunRecord
     from .settings import AgentSettings

@@ -20,12 +20,12 @@ import re
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from assay.kernel.evidence.content_store import ContentStore
+from assay.kernel.evidence.content_store import ContentStore, ContentStream
 from assay.kernel.evidence.errors import ARTIFACT_STORE_UNAVAILABLE, ArtifactError
 
 
@@ -80,7 +80,7 @@ class S3ContentStore(ContentStore):
                     self._client = self._make_client()
         return self._client
 
-    def _make_client(self):
+    def _make_client(self) -> Any:
         try:
             import boto3
             from botocore.config import Config
@@ -131,7 +131,7 @@ class S3ContentStore(ContentStore):
         finally:
             Path(temp).unlink(missing_ok=True)
 
-    def open_content(self, sha256: str) -> IO[bytes]:
+    def open_content(self, sha256: str) -> ContentStream:
         try:
             obj = self.client.get_object(Bucket=self.config.bucket, Key=self._key(sha256))
         except self.client.exceptions.NoSuchKey:

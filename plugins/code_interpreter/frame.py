@@ -8,6 +8,7 @@ it is executed or used as a host path.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -106,8 +107,11 @@ def load_json(text: str | bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, str |
         value = json.loads(text)
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, str(exc)[:300]
-    opening = (b"[", b"{") if isinstance(text, bytes) else ("[", "{")
-    if text.count(opening[0]) + text.count(opening[1]) > max_depth:
+    if isinstance(text, bytes):
+        brackets = text.count(b"[") + text.count(b"{")
+    else:
+        brackets = text.count("[") + text.count("{")
+    if brackets > max_depth:
         depth = _depth(value)
         if depth > max_depth:
             return None, f"it is nested {depth:,} levels deep (at most {max_depth} are read)"
@@ -120,6 +124,7 @@ def _depth(value: Any) -> int:
     stack = [(value, 1)]
     while stack:
         item, level = stack.pop()
+        children: Iterable[Any]
         if isinstance(item, dict):
             children = item.values()
         elif isinstance(item, list):

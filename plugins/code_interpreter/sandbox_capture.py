@@ -10,6 +10,11 @@ import io
 import os
 import sys
 
+TYPE_CHECKING = False  # true to mypy; inside the sandbox nothing more is imported
+if TYPE_CHECKING:
+    import threading
+    from collections.abc import Callable
+
 
 class Capture(io.TextIOBase):
     """A text stream keeping the first ``limit`` and the last ``tail`` characters.
@@ -22,8 +27,12 @@ class Capture(io.TextIOBase):
         self, limit: int, tail: int, tee: int = 0, fd: int | None = None, name: str = "<stdout>"
     ):
         self.limit, self.tail_limit, self.tee_left, self.fd, self.name = limit, tail, tee, fd, name
-        self.lock = None  # set when a second thread (the fd 1 pump) writes too
-        self.before_write = None  # FdCapture.drain: what reached fd 1 first comes first
+        self.lock: threading.Lock | None = (
+            None  # set when a second thread (the fd 1 pump) writes too
+        )
+        self.before_write: Callable[[], None] | None = (
+            None  # FdCapture.drain: what reached fd 1 first comes first
+        )
         self.head: list[str] = []
         self.head_len = 0
         self.tail: list[str] = []
@@ -129,9 +138,9 @@ class FdCapture:
                 data = b""
             if not data:
                 self.eof = True
-                data = self.decoder.decode(b"", final=True)
-                if data:
-                    self.capture._write(data)
+                text = self.decoder.decode(b"", final=True)
+                if text:
+                    self.capture._write(text)
                 return
             self.capture._write(self.decoder.decode(data))
 
@@ -147,7 +156,9 @@ class FdCapture:
                 select.select([self.read_end], [], [], 0.1)
             except (OSError, ValueError):
                 return
-            with self.capture.lock:
+            lock = self.capture.lock
+            assert lock is not None  # set in __init__; only a forked child's copy is cleared
+            with lock:
                 self.drain()
 
     def stop(self, wait_s: float = 0.25) -> None:
@@ -158,7 +169,9 @@ class FdCapture:
         os.dup2(self.saved, self.fd)  # this process's last write end of the pipe is gone now
         os.close(self.saved)
         self.thread.join(wait_s)
-        with self.capture.lock:
+        lock = self.capture.lock
+        assert lock is not None  # set in __init__; only a forked child's copy is cleared
+        with lock:
             self.drain()
             self.done = True
             self.capture.before_write = None
@@ -170,10 +183,8 @@ class FdCapture:
 # once per process (a notebook holder forks for every cell; hooks cannot be removed): the
 # notebook holder's fresh copy of this module for a cell (assay_ci_recorder) is given the
 # slot of the first one, ``_ACTIVE``, and registers nothing.
-try:
-    _ACTIVE  # noqa: B018 - set beforehand in a recorder's fresh copy
-except NameError:
-    _ACTIVE = [None]
+if "_ACTIVE" not in globals():  # set beforehand in a recorder's fresh copy
+    _ACTIVE: "list[FdCapture | None]" = [None]
 
     def _after_fork_in_child() -> None:
         if _ACTIVE[0] is not None:

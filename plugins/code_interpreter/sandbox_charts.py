@@ -9,6 +9,10 @@ open at the end of the cell are saved.
 import os
 import sys
 
+TYPE_CHECKING = False  # true to mypy; inside the sandbox nothing more is imported
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 
 class Charts:
     """Saves figures as PNG: each figure passed to ``show()`` or open at the end of the cell."""
@@ -17,7 +21,7 @@ class Charts:
         self.workdir, self.charts_dir, self.out_dir = workdir, charts_dir, out_dir
         self.saved: list[dict] = []
         self.count = 0
-        self.original_savefig = None  # Figure.savefig before patch()
+        self.original_savefig: Callable[..., None] | None = None  # Figure.savefig before patch()
 
     def save_figure(self, fig) -> None:
         self.count += 1
@@ -89,7 +93,8 @@ class Charts:
                     plt.close(fig)
             return out
 
-        Figure.savefig = savefig
+        # Patched on purpose (mypy refuses an assignment to a method).
+        setattr(Figure, "savefig", savefig)  # noqa: B010
 
 
 def _png_size(path: str) -> tuple:

@@ -466,7 +466,7 @@ def _reap(wait_s: float = 0.0) -> list:
 
     With ``wait_s``, wait that long at most for children still ending (just killed).
     """
-    reaped = []
+    reaped: list[int] = []
     deadline = time.monotonic() + wait_s
     while True:
         try:

@@ -24,13 +24,17 @@ import ctypes
 import os
 import re
 
+TYPE_CHECKING = False  # true to mypy; inside the sandbox nothing more is imported
+if TYPE_CHECKING:
+    from typing import Literal
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 MADV_POPULATE_WRITE = 23
 # The top byte of a pagemap entry: bit 63 (0x80) page present, bit 56 (0x01) exclusively mapped.
 _EXCLUSIVE = bytes(1 if (i & 0x81) == 0x81 else 0 for i in range(256))
 _RUNS = re.compile(b"\x01+")
 _SPECIAL = ("[vvar]", "[vdso]", "[vsyscall]", "[vvar_vclock]")
-_madvise = None
+_madvise: "ctypes._NamedFuncPointer | Literal[False] | None" = None  # False: not available
 
 
 def written_ranges(max_bytes: int) -> list:
@@ -39,7 +43,8 @@ def written_ranges(max_bytes: int) -> list:
     A single run longer than the budget (a large array the cell made) is left
     out: the next cell rarely rewrites it, and copying it would double it.
     """
-    ranges, total = [], 0
+    ranges: list[tuple[int, int]] = []
+    total = 0
     try:
         with (
             open("/proc/self/maps") as maps,

@@ -92,11 +92,11 @@ class Recorder:
     def _make(self, name: str, made: dict, names: dict):
         module = types.ModuleType(name)
         module.__file__ = f"{self.runner_dir}/{name}.py"
-        module.__builtins__ = names
+        module.__dict__["__builtins__"] = names
         if (
             name == "assay_ci_capture"
         ):  # its fork hook is registered once per process: share its slot
-            module._ACTIVE = self.capture_slot
+            module.__dict__["_ACTIVE"] = self.capture_slot
         made[name] = module
         exec(self.code[name], module.__dict__)
         return module
@@ -105,7 +105,7 @@ class Recorder:
         module = types.ModuleType(name)
         module.__dict__.update(self.modules[name])
         if name == "os":
-            module.path = made.get("posixpath") or self._copy("posixpath", made)
+            module.__dict__["path"] = made.get("posixpath") or self._copy("posixpath", made)
         made[name] = module
         return module
 

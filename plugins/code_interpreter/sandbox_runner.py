@@ -139,8 +139,9 @@ class _PyplotHook:
 
     def attach(self, plt) -> None:
         if self.charts is None:
-            self.charts = companion("assay_ci_charts").Charts(WORKDIR, CHARTS_DIR, OUT_DIR)
-            self.charts.patch(plt)
+            charts = companion("assay_ci_charts").Charts(WORKDIR, CHARTS_DIR, OUT_DIR)
+            self.charts = charts
+            charts.patch(plt)
 
     def find_spec(self, name, path=None, target=None):
         if name != "matplotlib.pyplot":
@@ -234,9 +235,12 @@ def _compile(code: str):
     import _ast
 
     tree = compile(code, CELL, "exec", _ast.PyCF_ONLY_AST)
+    assert isinstance(tree, _ast.Module)  # what "exec" mode parses to
     last = None
-    if tree.body and isinstance(tree.body[-1], _ast.Expr):
-        last = _ast.Expression(tree.body.pop().value)
+    final = tree.body[-1] if tree.body else None
+    if isinstance(final, _ast.Expr):
+        tree.body.pop()
+        last = _ast.Expression(final.value)
     body = compile(tree, CELL, "exec")
     return body, (compile(last, CELL, "eval") if last is not None else None)
 

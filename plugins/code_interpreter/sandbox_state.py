@@ -34,7 +34,7 @@ def restore_state(ns: dict, path: str) -> str | None:
         return (
             f"the saved state could not be restored ({type(exc).__name__}: {exc}); starting empty"
         )
-    problems = []
+    problems: list[str] = []
     for name, module in state.get("modules", {}).items():
         ns[name] = sys.modules.get(module) or _ModuleProxy(module)
     ns.update(state.get("values", {}))
@@ -145,7 +145,7 @@ def _save_pickled(state: dict, max_bytes: int, path: str, skipped: list) -> tupl
                 )
                 del values[name]
         total = sum(sizes.values())
-        for name in sorted(sizes, key=sizes.get, reverse=True):
+        for name in sorted(sizes, key=lambda n: sizes[n], reverse=True):
             if total <= max_bytes * 0.95:
                 break
             skipped.append(

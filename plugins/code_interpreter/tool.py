@@ -376,7 +376,9 @@ def _collect(
 
     ``room``: evidence bytes the run may still capture (its quota); files past it are not fetched.
     """
-    files, produced, skipped = [], [], []
+    files: list[ProducedFile] = []
+    produced: list[dict[str, Any]] = []
+    skipped: list[str] = []
     if frame is None:
         return files, produced, skipped
     items = [(c, "chart") for c in frame.charts] + [(f, "file") for f in frame.files]

@@ -21,7 +21,7 @@ SCHEME = "assayfiles"
 
 class FilesEngine(DuckdbEngine):
     name = "files"
-    schemes = (SCHEME,)
+    schemes: tuple[str, ...] = (SCHEME,)
     dialect = "duckdb"
 
     def parse_url(self, url: str) -> Any:
@@ -42,7 +42,9 @@ class FilesEngine(DuckdbEngine):
             "autoload_known_extensions": False,
         }
         database = duckdb.connect(str(path), read_only=True, config=config)
-        locked = database.execute("SELECT current_setting('lock_configuration')").fetchone()[0]
+        row = database.execute("SELECT current_setting('lock_configuration')").fetchone()
+        assert row is not None  # a setting's SELECT has one row
+        locked = row[0]
         if (
             not locked
         ):  # the first connection to this file in the process; later ones share its instance

@@ -409,9 +409,12 @@ class KnowledgeIndex:
                 )
                 .fetchall()
             )
-        return [
-            Hit(*row[:9], bm25=-row[9]) for row in rows
-        ]  # bm25() is lower-is-better; shown higher-is-better
+        hits = []
+        for row in rows:
+            hit = Hit(*row[:9])
+            hit.bm25 = -row[9]  # bm25() is lower-is-better; shown higher-is-better
+            hits.append(hit)
+        return hits
 
     def _without_common_terms(self, match: str) -> str:
         """``match`` less the words found in more than half the passages, when another word is left.

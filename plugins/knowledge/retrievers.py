@@ -88,9 +88,9 @@ def run_retrievers(
     by_id.update(index.hits(missing))
     out = []
     for pid, score, names in fused:
-        hit = by_id.get(pid)
-        if hit is None:  # a retriever named a passage the index does not hold
+        found = by_id.get(pid)
+        if found is None:  # a retriever named a passage the index does not hold
             continue
-        hit.score, hit.rankers = round(score, 6), names
-        out.append(hit)
+        found.score, found.rankers = round(score, 6), names
+        out.append(found)
     return out, warnings

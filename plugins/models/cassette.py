@@ -212,7 +212,7 @@ def read_cassette(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]
         records.append((number, record))
     if not records or records[0][1].get("cassette") != FORMAT_VERSION:
         raise _bad(path, 1, f'no cassette header (expected {{"cassette": {FORMAT_VERSION}, ...}})')
-    exchanges = []
+    exchanges: list[dict[str, Any]] = []
     for number, record in records[1:]:
         request = record.get("request")
         if (

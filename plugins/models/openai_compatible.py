@@ -68,6 +68,13 @@ class _Retry(Exception):
         self.error, self.wait_s = error, wait_s
 
 
+def _failed_with(state: RetryCallState) -> _Retry:
+    """The _Retry a retried attempt failed with (nothing else is retried)."""
+    error = state.outcome.exception() if state.outcome is not None else None
+    assert isinstance(error, _Retry)  # retry_if_exception_type(_Retry)
+    return error
+
+
 class _StreamRefused(Exception):
     """The server would not stream an answer to a request with tools: ask again without streaming."""
 
@@ -410,19 +417,20 @@ class OpenAICompatibleModel(Model):
 
     def _wait(self, state: RetryCallState) -> float:
         """The server's ``Retry-After``, else ``retry_backoff_s`` doubled each retry with jitter; capped."""
-        retry = state.outcome.exception()  # type: ignore[union-attr]  # a _Retry: nothing else is retried
+        retry = _failed_with(state)
         backoff = self.settings.retry_backoff_s * (2 ** (state.attempt_number - 1))
         wait = retry.wait_s if retry.wait_s is not None else backoff * (0.5 + random.random())
         return min(wait, BACKOFF_CAP_S)
 
     def _log_retry(self, state: RetryCallState) -> None:
-        retry = state.outcome.exception()  # type: ignore[union-attr]  # next_action: set before this hook
+        retry, next_action = _failed_with(state), state.next_action
+        assert next_action is not None  # tenacity sets it before this hook
         get_logger("assay.models").warning(
             "model_request_retry",
             code=retry.error.code,
             attempt=state.attempt_number,
             max_retries=self.settings.max_retries,
-            wait_s=round(state.next_action.sleep, 3),
+            wait_s=round(next_action.sleep, 3),
             error=retry.error.message,
         )
 

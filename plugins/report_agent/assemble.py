@@ -19,8 +19,9 @@ re-read each and re-render the whole report.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from assay import AssayError
 from assay.kernel.evidence import capture_file, open_verified_content, read_artifact_result
@@ -40,6 +41,7 @@ from assay.plugins.reports.resolve import _ChartRows
 from assay.plugins.reports.tables import resolve_table
 
 from .precheck import check_block
+from .state import Phase
 
 UNVERIFIABLE = {"ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_FILE_MISSING"}
 
@@ -47,7 +49,7 @@ UNVERIFIABLE = {"ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_FILE_MISSING"}
 class PhaseError(Exception):
     """A failure of one phase of the report pipeline (precheck, assembly, render)."""
 
-    def __init__(self, phase: str, error: AssayError, block: int | None = None) -> None:
+    def __init__(self, phase: Phase, error: AssayError, block: int | None = None) -> None:
         super().__init__(error.message)
         self.phase, self.error, self.block = phase, error, block
 
@@ -78,7 +80,7 @@ def assemble(
     run_id: str | tuple[str, ...],
     *,
     lenient: bool = False,
-    missing_calculations: list[str] = (),
+    missing_calculations: Sequence[str] = (),
 ) -> Assembled:
     """The document with its gaps recorded (see the module docstring)."""
     doc = ReportDocument.coerce(doc.model_dump(mode="json"))  # a copy we may change
@@ -198,8 +200,10 @@ def _what(block: Any) -> str:
     )
 
 
-def _kind(block: Any) -> str:
-    return {"image": "chart", "chart": "chart", "table": "table"}.get(block.type, "value")
+def _kind(block: Any) -> Literal["value", "chart", "table"]:
+    if block.type in ("image", "chart"):
+        return "chart"
+    return "table" if block.type == "table" else "value"
 
 
 def render(
@@ -207,7 +211,7 @@ def render(
     catalog: Any,
     run: Any,
     *,
-    status: str | None = None,
+    status: Literal["completed", "partial", "failed"] | None = None,
     draft: bool | None = None,
 ) -> tuple[bytes, list[dict[str, Any]]]:
     """The Markdown with its provenance table, and the citations (render phase). ``status`` and
@@ -260,7 +264,7 @@ def store_report(
     status: str,
     formal: bool,
     warnings: list[str],
-    unbound: list[str] = (),
+    unbound: Sequence[str] = (),
 ) -> str:
     """Keep the report as evidence; its id. ``unbound``: the figures its prose states without a citation."""
     provenance = {
@@ -284,6 +288,7 @@ def store_report(
         kind="report",
         provenance=provenance,
     )
+    assert record is not None  # generate_report refuses a run that captures no artifacts
     _store_html(run, doc, provenance, formal)
     return record.artifact_id
 

@@ -176,6 +176,7 @@ def generate(run: RunContext, instructions: str = "") -> ReportOutcome:
             state, settings, catalog, _ask(state.pending(), state), status="needs_analysis"
         )
     error = session.stop_error
+    assert error is not None  # every other stop (steps, budget, no_progress) sets it
     state.status, state.stop_code, state.stop_message = "failed", error.code, error.message
     return _finish(state, store, settings, catalog, error.message)
 
@@ -305,10 +306,13 @@ def _outcome(
     catalog: Any,
     message: str,
     *,
-    status: str | None = None,
+    status: OutcomeStatus | None = None,
     code: str | None = None,
 ) -> ReportOutcome:
-    status = status or state.status
+    shown = status or state.status
+    if shown not in ("completed", "needs_analysis", "partial", "failed"):  # new, running
+        raise ValueError(f"a report in state {shown!r} has no outcome yet")
+    status = shown
     report = None
     if state.report_artifact_id and status in ("completed", "partial"):
         _, content = open_verified_content(catalog, state.report_artifact_id)

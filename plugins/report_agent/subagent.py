@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextvars
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -35,7 +35,7 @@ from .errors import (
 from .handback import request_calculation
 from .precheck import check_document, check_reserved
 from .prose import FIGURE_CHANCES, prose_figures, unbound_error
-from .state import Failure, ReportState, fingerprint
+from .state import Failure, Phase, ReportState, fingerprint
 
 EVIDENCE_TOOLS = ("report_evidence_manifest", "artifact_details", "read_artifact_result")
 OWN_TOOLS = ("request_report_calculation", "submit_report")
@@ -225,7 +225,7 @@ class ReportSession:
 
     # --- failures and no-progress ---------------------------------------------------------
     def failure(
-        self, phase: str, error: AssayError, document: Any = None, block: int | None = None
+        self, phase: Phase, error: AssayError, document: Any = None, block: int | None = None
     ) -> None:
         doc_fp = fingerprint(document) if document is not None else None
         fp = fingerprint(
@@ -317,7 +317,7 @@ class ReportSession:
             self.failure(exc.phase, exc.error, document=raw, block=exc.block)
             self.store.save(self.state)
             return ToolResult.fail(exc.code, exc.text())
-        status = "partial" if missing else "completed"
+        status: Literal["partial", "completed"] = "partial" if missing else "completed"
         warnings = assembled.warnings + [f.warning() for f in unbound]
         self.state.report_artifact_id = store_report(
             self.run,

@@ -195,7 +195,7 @@ class ResolvedTableBlock:
 class ResolvedImage:
     index: int
     caption: str
-    source: Source | None
+    source: Source  # an image is shown from its cited artifact only
     media_type: str = ""
     content_uri: str = ""
     degraded: bool = False

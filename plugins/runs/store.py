@@ -19,6 +19,7 @@ have none: they start no thread).
 
 from __future__ import annotations
 
+import builtins
 import json
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Sequence
@@ -141,7 +142,7 @@ class RunStore(ABC):
         """Remove these runs' records and events; returns how many records were removed."""
         raise NotImplementedError
 
-    def children(self, run_id: str) -> list[RunRecord]:
+    def children(self, run_id: str) -> builtins.list[RunRecord]:
         """The runs that continue ``run_id`` (its follow-ups), oldest first."""
         return []
 
@@ -285,7 +286,7 @@ class SQLRunStore(RunStore):
             self._seq.pop(run_id, None)
         return removed
 
-    def children(self, run_id: str) -> list[RunRecord]:
+    def children(self, run_id: str) -> builtins.list[RunRecord]:
         rows = (
             self._ready()
             .execute(

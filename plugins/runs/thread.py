@@ -57,20 +57,20 @@ def resolve_parent(store: RunStore, given: str) -> RunRecord:
             "there is no earlier run to continue",
             "Ask a first question with `assay ask`, then continue it.",
         )
-    record = store.get(given)
-    if record is None:
+    found = store.get(given)
+    if found is None:
         raise AssayError(
             THREAD_PARENT_NOT_FOUND,
             f"no run {given!r} to continue",
             "Give a run id `assay runs list` shows, or `last`.",
         )
-    if record.shown_status == "running":
+    if found.shown_status == "running":
         raise AssayError(
             THREAD_PARENT_RUNNING,
             f"run {given!r} is still running",
             "Continue it when it has ended (`assay runs show` says its status).",
         )
-    return record
+    return found
 
 
 _ARTIFACT_ID = re.compile(r"\bart_[0-9a-f]{20}\b")

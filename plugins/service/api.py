@@ -57,10 +57,14 @@ SERVICE_ROUTE_NOT_FOUND = "SERVICE_ROUTE_NOT_FOUND"
 WEB = Path(__file__).with_name("web")
 PUBLIC = ("/health", "/", "/app.js", "/app.css", "/favicon.ico")
 
-AUTH = {401: {"model": ErrorBody, "description": "No bearer token, or not a valid one."}}
-NOT_FOUND = {404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}}
-LIMITED = {429: {"model": ErrorBody, "description": "Over a limit; see Retry-After."}}
-BAD_BODY = {
+# OpenAPI's extra responses of a route (FastAPI's ``responses=``), by status code.
+Responses = dict[int | str, dict[str, Any]]
+AUTH: Responses = {401: {"model": ErrorBody, "description": "No bearer token, or not a valid one."}}
+NOT_FOUND: Responses = {
+    404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}
+}
+LIMITED: Responses = {429: {"model": ErrorBody, "description": "Over a limit; see Retry-After."}}
+BAD_BODY: Responses = {
     400: {"model": ErrorBody, "description": "A body that does not parse."},
     413: {"model": ErrorBody, "description": "Body too large."},
 }
@@ -371,10 +375,8 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 )
             try:  # another owner's file id is the same 404 as an unknown one, as on /files/{id}
                 files = await asyncio.to_thread(uploads.patterns, owner(request), body.files)
-            except Exception as exc:  # the files plugin's FileError (FILE_NOT_FOUND)
-                code = getattr(exc, "code", None)
-                if code is None:
-                    raise
+            except AssayError as exc:  # the files plugin's FileError (FILE_NOT_FOUND)
+                code = exc.code
                 return error(404 if code == "FILE_NOT_FOUND" else 400, code, exc.message, exc.hint)
         live = await mgr().start(
             owner(request),
@@ -730,7 +732,11 @@ class _ReleasingStream(StreamingResponse):
             await super().__call__(scope, receive, send)
         finally:
             self._release()
-            await self.body_iterator.aclose()
+            close = getattr(
+                self.body_iterator, "aclose", None
+            )  # typed AsyncIterable: an async generator here
+            if close is not None:
+                await close()
 
 
 STORED = {

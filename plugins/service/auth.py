@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, MutableMapping
 from typing import Any
 
 from assay.kernel.errors import AssayError
@@ -23,8 +23,12 @@ OUTAGES = (
 )  # 503 with their code, as the API's other routes
 SERVICE_AUTH_INVALID = "SERVICE_AUTH_INVALID"
 
-ASGIApp = Callable[
-    [dict[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]],
+ASGIApp = Callable[  # starlette.types.ASGIApp's shape
+    [
+        MutableMapping[str, Any],
+        Callable[[], Awaitable[MutableMapping[str, Any]]],
+        Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ],
     Awaitable[None],
 ]
 

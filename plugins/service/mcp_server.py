@@ -134,6 +134,7 @@ class AssayMcpServer:
         arguments = params.arguments or {}
         try:
             async with self.conversations.use(ctx) as conversation:
+                assert conversation is not None  # use() yields None only with create=False
                 try:
                     check_arguments(arguments, conversation.visible)
                 except ArtifactOutOfScope as exc:
@@ -186,7 +187,7 @@ class AssayMcpServer:
             )
         return types.ListResourcesResult(
             resources=resources,
-            meta={"assay/artifacts": total, "assay/left_out": max(total - cap, 0)},
+            _meta={"assay/artifacts": total, "assay/left_out": max(total - cap, 0)},
         )
 
     async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:

@@ -32,6 +32,7 @@ from assay.kernel.log import get_logger
 from assay.plugins.agent import AgentEvent, AgentSettings
 from assay.plugins.agent.ask import AskOptions, aask, refused
 from assay.plugins.agent.loop import agent_settings
+from assay.plugins.agent.transcript import AgentObserver
 from assay.plugins.runs import RunRecorder
 
 from .access import owner_scope
@@ -298,7 +299,7 @@ class RunManager:
             else:  # a tool's worker thread
                 loop.call_soon_threadsafe(live.publish, item)
 
-        observers = [
+        observers: list[AgentObserver] = [
             observe,
             recorder,
         ]  # watchers first: the stream does not wait for the SQLite write

@@ -12,6 +12,7 @@ is compared against a dummy digest so both paths cost the same.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import hmac
 import os
@@ -231,7 +232,7 @@ class TokenStore:
         )
         return row[0] if row else None
 
-    def runs_of(self, owner: str, limit: int | None = 50, offset: int = 0) -> list[str]:
+    def runs_of(self, owner: str, limit: int | None = 50, offset: int = 0) -> builtins.list[str]:
         """The ids of ``owner``'s runs, newest first: agent runs and tool calls' evidence runs alike (every
         one with ``limit=None``)."""
         sql = "SELECT run_id FROM run_owners WHERE owner = ? ORDER BY created_at DESC, run_id"

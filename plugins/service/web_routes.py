@@ -25,7 +25,9 @@ STATIC_TYPES = {
     ".png": "image/png",
     ".svg": "image/svg+xml",
 }
-NOT_FOUND = {404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}}
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}
+}
 
 
 def _error(status: int, code: str, message: str, hint: str) -> JSONResponse:

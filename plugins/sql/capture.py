@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from assay.kernel.errors import AssayError
 from assay.kernel.log import get_logger
 from assay.kernel.settings import mask_url
 
@@ -86,7 +87,7 @@ def capture(
         )
     except Exception as exc:  # noqa: BLE001 - any failure here is a capture failure
         if (
-            getattr(exc, "code", None) == ARTIFACT_QUOTA_EXCEEDED
+            isinstance(exc, AssayError) and exc.code == ARTIFACT_QUOTA_EXCEEDED
         ):  # the run's (or owner's) quota: its own code
             raise SqlError(ARTIFACT_QUOTA_EXCEEDED, exc.message, exc.hint) from None
         if getattr(exc, "code", None) == ARTIFACT_CAPTURE_FAILED:

@@ -344,6 +344,7 @@ class Executor:
 
     def _consume(self, raw: Any, cur: Any, sql: str, attempt: Attempt) -> QueryResult:
         """Run ``sql`` and hand its rows to ``attempt.consume`` as they arrive."""
+        assert attempt.consume is not None  # only an attempt with a consumer comes here
         streamed = self.engine.stream(
             raw, cur, sql, chunk_rows=STREAM_CHUNK_ROWS, decimal_text=attempt.decimal_text
         )
@@ -351,7 +352,7 @@ class Executor:
             description, rows, text_columns = self._fetch_all(raw, cur, sql, None, attempt)
             streamed = Streamed(description, iter([rows] if rows else []), text_columns)
         try:
-            first = next(streamed.batches, [])
+            first: list[tuple] = next(streamed.batches, [])
             columns = [str(d[0]) for d in streamed.description or ()]
             limits = getattr(self.pool, "limits", None)
             caps = [

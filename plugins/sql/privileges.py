@@ -432,7 +432,7 @@ def _role_grants(cur: Any, role: str) -> list[str]:
 
 
 def _mysql_message(exc: BaseException) -> str:
-    args = getattr(exc, "args", None) or ()
+    args = exc.args
     return f"({args[0]}) {args[1]}" if len(args) == 2 else f"{type(exc).__name__}: {exc}"
 
 

@@ -56,6 +56,7 @@ def regenerate(root: Any, dialect: str, text: str) -> str:
 
     write = DIALECTS[dialect]
     checked = (type(root), hash(root))
+    why: str | None
     try:
         sql = write().generate(root, copy=False, comments=False, unsupported_level=ErrorLevel.RAISE)
     except UnsupportedError as exc:

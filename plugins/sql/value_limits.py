@@ -52,7 +52,7 @@ def long_value_columns(batch: list[tuple], kinds: Sequence[str] | None, typed: b
 
 
 def _length(value: object) -> int:
-    return len(value) if isinstance(value, LONG_TYPES) else 0  # type: ignore[arg-type]
+    return len(value) if isinstance(value, LONG_TYPES) else 0
 
 
 def check_value_sizes(

@@ -82,3 +82,16 @@ def test_continue_of_an_unknown_run_is_refused_with_its_code(shop_db, script):
         "ask", "--continue", "run_nope", "--model", script({"text": "x"}), "and then?"
     )
     assert refused.exit_code != 0 and "THREAD_PARENT_NOT_FOUND" in refused.output
+
+
+def test_chat_run_outside_the_assay_group_makes_its_kernel_from_the_environment():
+    """The chat command invoked on its own (as a plugin author's test or another click group does,
+    with no ``assay`` context object) takes a kernel from the environment, as every other command
+    does (kernel.cli.cli_kernel); it read ``ctx.find_object(dict)["kernel"]`` and failed with
+    TypeError ('NoneType' object is not subscriptable) before asking anything."""
+    from click.testing import CliRunner
+
+    from assay.plugins.agent.chat import make_chat_command
+
+    result = CliRunner().invoke(make_chat_command(), [], input="")  # Ctrl-D at the first prompt
+    assert result.exit_code == 0, repr(result.exception)

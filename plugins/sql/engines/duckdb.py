@@ -20,7 +20,7 @@ import re
 import weakref
 from typing import Any
 
-from assay.kernel.database_engine import CatalogFetch
+from assay.kernel.database_engine import CatalogFetch, DatabasePool
 
 from ..schema import ForeignKey, TableInfo
 from ..value_limits import bounds_filter, from_engine
@@ -61,7 +61,7 @@ def instance_config(limits: EngineLimits) -> dict[str, Any]:
 
 class DuckdbEngine(SqlEngine):
     name = "duckdb"
-    schemes = ("duckdb",)
+    schemes: tuple[str, ...] = ("duckdb",)
     dialect = "duckdb"
     cancel_repeat_s = 0.05  # in-process: an interrupt sent between two steps is lost; sent again
 
@@ -113,8 +113,8 @@ class DuckdbEngine(SqlEngine):
     def close_cursor(self, cur: Any) -> None:
         return None
 
-    def cancel(self, raw: Any, session_id: Any, pool: Pool) -> None:
-        raw.interrupt()
+    def cancel(self, raw: Any, session_id: Any, pool: DatabasePool) -> None:
+        raw.interrupt()  # the pool is not needed: any pool will do (kernel's DatabaseEngine)
 
     def is_timeout_error(self, exc: BaseException) -> bool:
         return type(exc).__name__ == "InterruptException"
