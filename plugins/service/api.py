@@ -345,10 +345,9 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                 )
         parent = None
         if body.parent_run_id is not None:
-            parent = await seen(body.parent_run_id, request) and await asyncio.to_thread(
-                kernel.runs.get, body.parent_run_id
-            )
-            if not parent:  # another owner's run is the same 404 as an unknown one
+            if await seen(body.parent_run_id, request):
+                parent = await asyncio.to_thread(kernel.runs.get, body.parent_run_id)
+            if parent is None:  # another owner's run is the same 404 as an unknown one
                 return run_missing(body.parent_run_id)
         files: list[str] = []
         inherits = False
@@ -360,11 +359,8 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                     parent.run_id,
                     (parent.summary or {}).get("files"),
                 )
-            except Exception as exc:  # the files plugin's FileError (FILE_NOT_FOUND)
-                code = getattr(exc, "code", None)
-                if code is None:
-                    raise
-                return error(404, code, exc.message, exc.hint)
+            except AssayError as exc:  # the files plugin's FileError (FILE_NOT_FOUND)
+                return error(404, exc.code, exc.message, exc.hint)
         if body.files:
             if uploads is None:
                 return error(
