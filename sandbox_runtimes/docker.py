@@ -357,6 +357,13 @@ class DockerRuntime(SandboxRuntime):
             ulimits=ulimits,
             init=True,
             binds=[],
+            # Registered data files only (plugins/sandbox/datamounts.py), read-only.
+            mounts=[
+                docker.types.Mount(
+                    m.target, m.source, type="bind", read_only=True, propagation="rprivate"
+                )
+                for m in spec.data_files
+            ],
             auto_remove=False,
         )
         if spec.oci_runtime:
