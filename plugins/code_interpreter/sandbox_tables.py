@@ -197,6 +197,12 @@ def _exact_table(pd, data: bytes, columns: list):
 
 # --- registered files (/data) -------------------------------------------------------------------
 
+# load_file's refusals (the tool returns the code, message and hint: tool.py, _failure).
+SANDBOX_DATA_FILE_NOT_FOUND = "SANDBOX_DATA_FILE_NOT_FOUND"
+SANDBOX_DATA_FILE_AMBIGUOUS = "SANDBOX_DATA_FILE_AMBIGUOUS"
+SANDBOX_DATA_FILE_UNREADABLE = "SANDBOX_DATA_FILE_UNREADABLE"
+SANDBOX_FILE_FORMAT_UNSUPPORTED = "SANDBOX_FILE_FORMAT_UNSUPPORTED"
+
 _CODECS = {"utf-8": "utf-8-sig", "utf-16": "utf-16", "latin-1": "latin-1", "cp1252": "cp1252"}
 _EXCEL_ENGINES = {".xlsx": "openpyxl", ".xlsm": "openpyxl", ".xls": "xlrd", ".ods": "odf"}
 
@@ -239,14 +245,14 @@ def _entry(name: str, sheet):
     listing = ", ".join(repr(n) for n in names) or "none"
     if not tables:
         raise LoadFileError(
-            "SANDBOX_FILE_NOT_FOUND",
+            SANDBOX_DATA_FILE_NOT_FOUND,
             "this run has no registered files",
             "Register files with the question (assay ask --file, or the service's uploads).",
         )
     found = [t for t in tables if t["name"] == name] or [t for t in tables if t["file"] == name]
     if not found:
         raise LoadFileError(
-            "SANDBOX_FILE_NOT_FOUND",
+            SANDBOX_DATA_FILE_NOT_FOUND,
             f"no registered file {name!r}; available: {listing}",
             "Call load_file with one of those names (list_files() shows them).",
         )
@@ -255,13 +261,13 @@ def _entry(name: str, sheet):
         found = [t for t in found if t.get("sheet") == sheet]
         if not found:
             raise LoadFileError(
-                "SANDBOX_FILE_NOT_FOUND",
+                SANDBOX_DATA_FILE_NOT_FOUND,
                 f"{name!r} has no sheet {sheet!r}; its sheets: {', '.join(map(repr, sheets))}",
                 "Pass one of those sheets.",
             )
     if len(found) > 1:
         raise LoadFileError(
-            "SANDBOX_FILE_AMBIGUOUS",
+            SANDBOX_DATA_FILE_AMBIGUOUS,
             f"{name!r} is a workbook of several sheets: "
             + ", ".join(f"{t.get('sheet')!r} (table {t['name']!r})" for t in found),
             "Pass sheet=..., or load the sheet's table name.",
@@ -275,14 +281,14 @@ def load_file(name: str, *, sheet=None):
     entry = _entry(name, sheet)
     if entry.get("problem"):
         raise LoadFileError(
-            "SANDBOX_FILE_UNREADABLE",
+            SANDBOX_DATA_FILE_UNREADABLE,
             entry["problem"],
             "Make the file readable (chmod o+r) and register it again, or query it with sql_query.",
         )
     fmt = entry["format"]
     if fmt == "parquet":
         raise LoadFileError(
-            "SANDBOX_FILE_FORMAT_UNSUPPORTED",
+            SANDBOX_FILE_FORMAT_UNSUPPORTED,
             f"{entry['name']!r} is a Parquet file, and the sandbox has no Parquet reader (no pyarrow)",
             f"Query it with sql_query (SELECT ... FROM {entry['name']}) and pass the result's artifact "
             "id in `inputs` to read it with load_artifact.",
@@ -297,13 +303,13 @@ def load_file(name: str, *, sheet=None):
             frames.append(_read(pd, path, entry))
         except FileNotFoundError:
             raise LoadFileError(
-                "SANDBOX_FILE_NOT_FOUND",
+                SANDBOX_DATA_FILE_NOT_FOUND,
                 f"{path} is not in this sandbox",
                 "Pass reset=true to start a sandbox with the run's files.",
             ) from None
         except PermissionError:
             raise LoadFileError(
-                "SANDBOX_FILE_UNREADABLE",
+                SANDBOX_DATA_FILE_UNREADABLE,
                 f"{path} cannot be read by the sandbox's user",
                 "Make the file readable (chmod o+r) and register it again, or query it with sql_query.",
             ) from None
@@ -342,14 +348,14 @@ def _read(pd, path: str, entry: dict):
             __import__({"openpyxl": "openpyxl", "xlrd": "xlrd", "odf": "odf"}[engine or "openpyxl"])
         except ImportError:
             raise LoadFileError(
-                "SANDBOX_FILE_FORMAT_UNSUPPORTED",
+                SANDBOX_FILE_FORMAT_UNSUPPORTED,
                 f"the sandbox image has no reader for {ext} workbooks ({engine})",
                 "Rebuild the sandbox image (assay sandbox build-image), or query the sheet with "
                 "sql_query and use load_artifact.",
             ) from None
         return pd.read_excel(path, sheet_name=entry.get("sheet") or 0, engine=engine)
     raise LoadFileError(
-        "SANDBOX_FILE_FORMAT_UNSUPPORTED",
+        SANDBOX_FILE_FORMAT_UNSUPPORTED,
         f"{entry['name']!r}: format {fmt!r} is not read here",
         "Query it with sql_query and use load_artifact.",
     )

@@ -90,7 +90,7 @@ def test_load_file_reads_each_sheet_of_a_workbook(podman_kernel, data_dir):
         assert result.success, result.content
         assert result.data["result"] == [3, 5]
         ambiguous = call("load_file('book')")
-        assert ambiguous.error_code == "SANDBOX_FILE_AMBIGUOUS"
+        assert ambiguous.error_code == "SANDBOX_DATA_FILE_AMBIGUOUS"
         assert "'North'" in ambiguous.message and "book_south" in ambiguous.message
 
 
@@ -110,7 +110,7 @@ def test_an_unknown_name_is_refused_listing_the_available_ones(podman_kernel, da
         result = podman_kernel.call_tool(
             "code_interpreter", {"code": "load_file('orders')"}, run=run
         )
-        assert result.error_code == "SANDBOX_FILE_NOT_FOUND"
+        assert result.error_code == "SANDBOX_DATA_FILE_NOT_FOUND"
         assert "'orders'" in result.message and "'sales'" in result.message
 
 
