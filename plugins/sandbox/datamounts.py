@@ -100,17 +100,27 @@ def inspect_problems(mounts: tuple[DataMount, ...], info: dict[str, Any]) -> lis
     return out
 
 
-def cli_args(mounts: tuple[DataMount, ...]) -> list[str]:
-    """``--mount`` flags for a docker-compatible CLI (podman, nerdctl, docker)."""
-    args: list[str] = []
+def _plain(mounts: tuple[DataMount, ...], refused: str, where: str) -> tuple[DataMount, ...]:
     for m in mounts:
-        if any(ch in m.source + m.target for ch in ",=\n\"'"):
+        if any(ch in m.source + m.target for ch in refused):
             from assay.kernel.sandbox.errors import SANDBOX_OVERRIDE_REFUSED, SandboxError
 
             raise SandboxError(
                 SANDBOX_OVERRIDE_REFUSED,
-                f"the data file {m.source!r} cannot be named on an engine's command line",
-                "Rename it without commas, '=' or quotes, or use the podman or docker runtime.",
+                f"the data file {m.source!r} cannot be named in {where}",
+                "Rename it without ':', ',', '=' or quotes, or use the podman runtime.",
             )
+    return mounts
+
+
+def checked_for_binds(mounts: tuple[DataMount, ...]) -> tuple[DataMount, ...]:
+    """The mounts, refused when a path would break a ``source:target:options`` bind string."""
+    return _plain(mounts, ":,\n", "a bind string")
+
+
+def cli_args(mounts: tuple[DataMount, ...]) -> list[str]:
+    """``--mount`` flags for a docker-compatible CLI (podman, nerdctl, docker)."""
+    args: list[str] = []
+    for m in _plain(mounts, ",=\n\"'", "an engine's command line"):
         args += ["--mount", f"type=bind,source={m.source},target={m.target},readonly"]
     return args

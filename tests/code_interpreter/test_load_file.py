@@ -132,7 +132,8 @@ REPORT_RESULT = out
 """
 
 
-def test_the_data_mount_is_read_only_and_holds_only_the_registered_file(podman_kernel, data_dir):
+def test_the_data_mount_is_read_only_and_holds_only_the_registered_file(container_kernel, data_dir):
+    podman_kernel = container_kernel  # podman, then the docker runtime on podman's Docker API
     write_csv(data_dir / "sales.csv").chmod(0o666)  # writable by anyone: only the mount refuses
     (data_dir / "secret.txt").write_text("not registered")
     (data_dir / "other.csv").write_text("a,b\n1,2\n")
@@ -256,4 +257,9 @@ def test_load_file_on_the_local_runtime_reads_the_linked_file(local_kernel, data
         )
         assert result.success, result.content
         assert result.data["result"] == EXPECTED
-        assert not os.path.exists("/data/sales.csv") or True
+        listed = local_kernel.call_tool(
+            "code_interpreter", {"code": "REPORT_RESULT = list_files()[0]['paths']"}, run=run
+        )
+        (path,) = listed.data["result"]
+        assert path.endswith("/sales.csv") and not path.startswith("/data/")
+        assert os.path.realpath(path) == str((data_dir / "sales.csv").resolve())
