@@ -263,3 +263,22 @@ def test_load_file_on_the_local_runtime_reads_the_linked_file(local_kernel, data
         (path,) = listed.data["result"]
         assert path.endswith("/sales.csv") and not path.startswith("/data/")
         assert os.path.realpath(path) == str((data_dir / "sales.csv").resolve())
+
+
+def test_a_file_the_sandbox_user_cannot_read_is_not_mounted_and_load_file_says_so(
+    podman_kernel, data_dir
+):
+    path = write_csv(data_dir / "private.csv")
+    path.chmod(0o600)
+    with podman_kernel.new_run() as run:
+        attach(podman_kernel, run, str(path))
+        result = podman_kernel.call_tool(
+            "code_interpreter",
+            {
+                "code": "import os\nprint(os.listdir('/data') if os.path.isdir('/data') else [])\n"
+                "load_file('private')"
+            },
+            run=run,
+        )
+        assert result.error_code == "SANDBOX_DATA_FILE_UNREADABLE", result.content
+        assert "world-readable" in result.message and "[]" in result.content
