@@ -153,10 +153,10 @@ def _attempt(
     timeout_s: float | None,
     data: DataFiles,
 ) -> tuple[Notebook, CallOutcome]:
-    notebook = _notebook(run, manager, data)
     # Python reads the registered bytes or nothing: a file changed or gone since it was registered
-    # (FILE_CHANGED / FILE_MISSING, as for a query) refuses the cell before it runs.
+    # (FILE_CHANGED / FILE_MISSING, as for a query) refuses the cell (and a new session) first.
     data.check_unchanged()
+    notebook = _notebook(run, manager, data)
     notebook.ensure_runner()
     notebook.place_inputs(resolved)
     return notebook, notebook.execute(

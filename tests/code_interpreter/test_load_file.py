@@ -282,3 +282,16 @@ def test_a_file_the_sandbox_user_cannot_read_is_not_mounted_and_load_file_says_s
         )
         assert result.error_code == "SANDBOX_DATA_FILE_UNREADABLE", result.content
         assert "world-readable" in result.message and "[]" in result.content
+
+
+def test_a_file_changed_before_the_first_cell_is_file_changed_and_no_sandbox_starts(
+    podman_kernel, data_dir
+):
+    path = write_csv(data_dir / "sales.csv")
+    with podman_kernel.new_run() as run:
+        attach(podman_kernel, run, str(path))
+        with open(path, "a") as fh:
+            fh.write("west,2024-03,1\n")
+        result = podman_kernel.call_tool("code_interpreter", {"code": "1"}, run=run)
+        assert result.error_code == "FILE_CHANGED", result.content
+        assert run.peek("sandbox.python") is None
