@@ -43,6 +43,7 @@ from assay.plugins.sandbox import (
     SandboxConfig,
     SandboxError,
     SandboxRuntime,
+    datamounts,
     gvisor,
     seccomp as seccomp_profile,
 )
@@ -359,6 +360,20 @@ class DockerRuntime(SandboxRuntime):
             binds=[],
             auto_remove=False,
         )
+        # Registered data files only (plugins/sandbox/datamounts.py), read-only. podman's API takes
+        # nosuid,nodev,noexec in a bind's options; the Docker Engine's bind mounts take ReadOnly only.
+        if spec.data_files and self.engine() == "podman":
+            kwargs["binds"] = [
+                f"{m.source}:{m.target}:{','.join(m.options)}"
+                for m in datamounts.checked_for_binds(spec.data_files)
+            ]
+        elif spec.data_files:
+            kwargs["mounts"] = [
+                docker.types.Mount(
+                    m.target, m.source, type="bind", read_only=True, propagation="rprivate"
+                )
+                for m in spec.data_files
+            ]
         if spec.oci_runtime:
             kwargs["runtime"] = spec.oci_runtime
         return kwargs

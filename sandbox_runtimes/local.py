@@ -125,6 +125,7 @@ class LocalSession(RuntimeSession):
         self.root = tempfile.mkdtemp(prefix="assay-sbx-")
         os.makedirs(os.path.join(self.root, ".tmp"), exist_ok=True)
         self.id = self.root
+        self.data_root = self._link_data_files(spec)
         self._destroyed = False
         self._procs: set[int] = set()
         # As root: a uid of the session's own (see the module docstring); else this user.
@@ -133,6 +134,20 @@ class LocalSession(RuntimeSession):
             for path in (self.root, os.path.join(self.root, ".tmp")):
                 os.chown(path, self.uid, self.uid)
                 os.chmod(path, 0o700)
+
+    @staticmethod
+    def _link_data_files(spec: ContainerSpec) -> str | None:
+        """The registered data files (datamounts.py) as links in a directory of the session's own:
+        nothing here is isolated, so the code could read them anyway; the runner is told where they are."""
+        if not spec.data_files:
+            return None
+        root = tempfile.mkdtemp(prefix="assay-sbx-data-")
+        for mount in spec.data_files:
+            link = os.path.join(root, os.path.relpath(mount.target, "/data"))
+            os.makedirs(os.path.dirname(link), exist_ok=True)
+            os.symlink(mount.source, link)
+        os.chmod(root, 0o755)
+        return root
 
     # --- paths ---------------------------------------------------------------------
 
@@ -413,6 +428,8 @@ class LocalSession(RuntimeSession):
             _killpg(pid)
         self._kill_session_processes()
         shutil.rmtree(self.root, ignore_errors=True)
+        if self.data_root:
+            shutil.rmtree(self.data_root, ignore_errors=True)
         if self.uid is not None:
             _TAKEN_UIDS.discard(self.uid)
 

@@ -47,6 +47,7 @@ from assay.plugins.sandbox import (
     SandboxConfig,
     SandboxError,
     SandboxRuntime,
+    datamounts,
     seccomp as seccomp_profile,
 )
 from assay.plugins.sandbox.labels import LABEL, RUNTIME, UID_BLOCK, orphan_reason, owned_by_me
@@ -366,18 +367,27 @@ class NerdctlRuntime(SandboxRuntime):
                 "Run `assay sandbox doctor` to check the engine.",
             ) from None
         container_id = out.decode().strip().splitlines()[-1] if out.strip() else spec.name
-        self._require_seccomp(container_id)
+        self._require_seccomp(container_id, spec)
         log.debug("sandbox_container_started", runtime=self.name, container=container_id[:12])
         return NerdctlSession(self, spec, container_id)
 
-    def _require_seccomp(self, container_id: str) -> None:
-        """Refuse (remove) a container that does not carry assay's seccomp profile, before any code runs.
+    def _require_seccomp(self, container_id: str, spec: ContainerSpec) -> None:
+        """Refuse (remove) a container that does not carry assay's seccomp profile, or that has any
+        mount but the spec's read-only data files, before any code runs.
 
         The keeper is the only process so far. nerdctl's own inspect does not
         show security options; there the profile is passed but cannot be read back.
         """
         try:
             info = json.loads(self.cli.run("container", "inspect", container_id) or b"[]")
+            mounts = datamounts.inspect_problems(spec.data_files, info[0] if info else {})
+            if mounts:
+                self._remove_quietly(container_id)
+                raise SandboxError(
+                    SANDBOX_START_FAILED,
+                    "nerdctl: the sandbox's mounts are not the spec's: " + "; ".join(mounts),
+                    "Check the engine's version and settings (assay sandbox doctor).",
+                )
             opts = ((info[0] if info else {}).get("HostConfig") or {}).get("SecurityOpt")
         except (CliError, ValueError) as exc:
             self._remove_quietly(container_id)

@@ -554,6 +554,16 @@ def spec_generator(spec: ContainerSpec) -> dict[str, Any]:
                 "options": t.options.split(","),
             }
             for t in spec.tmpfs
+        ]
+        + [
+            # Registered data files only (datamounts.py): read-only, nosuid, nodev, noexec.
+            {
+                "destination": m.target,
+                "type": "bind",
+                "source": m.source,
+                "options": list(m.options),
+            }
+            for m in spec.data_files
         ],
         "r_limits": [{"type": u.name, "soft": u.soft, "hard": u.hard} for u in spec.ulimits],
         "shm_size": spec.shm_bytes,

@@ -593,8 +593,12 @@ def capture_python_execution(
     error: str | None = None,
     elapsed_ms: float = 0.0,
     inputs: Sequence[str] = (),
+    sources: Sequence[str] = (),
 ) -> ArtifactRecord | None:
-    """Keep a Python execution (result, output, produced files) as evidence."""
+    """Keep a Python execution (result, output, produced files) as evidence.
+
+    ``sources``: the ``source`` artifacts of the registered files the sandbox could read (``/data``).
+    """
     if sink is None:
         return None
     lost = "nothing of this execution was kept (not its result, output" + (
@@ -617,6 +621,7 @@ def capture_python_execution(
             error,
             elapsed_ms,
             inputs,
+            sources,
         )
     except ArtifactQuotaExceeded:
         raise
@@ -627,7 +632,19 @@ def capture_python_execution(
 
 
 def _capture_python(
-    sink, held, code, result, result_set, stdout, stderr, files, status, error, elapsed_ms, inputs
+    sink,
+    held,
+    code,
+    result,
+    result_set,
+    stdout,
+    stderr,
+    files,
+    status,
+    error,
+    elapsed_ms,
+    inputs,
+    sources=(),
 ) -> ArtifactRecord:
     """All or nothing: every file and the execution's document are staged and published first, then
     all their records are written together (:meth:`ArtifactCatalog.add_all`); a failure anywhere leaves
@@ -691,6 +708,8 @@ def _capture_python(
         "stdout_chars": len(stdout),
         "stderr_chars": len(stderr),
     }
+    if sources:
+        prov["sources"] = list(sources)
     if not complete:
         prov["incomplete_reason"] = f"result dropped: over ASSAY_ARTIFACT_MAX_BYTES={cfg.max_bytes}"
     record = ArtifactRecord(

@@ -63,7 +63,7 @@ ENCODE = None
 SNAPSHOT_PENDING = False  # set in a holder's cell: the snapshot goes to state.pkl.next
 CELL = "<cell>"
 FRAME_MARK = "\x1eASSAY-FRAME "
-HELPERS = ("load_artifact", "list_artifacts")
+HELPERS = ("load_artifact", "list_artifacts", "load_file", "list_files")
 NOT_STATE = frozenset(HELPERS) | {
     "REPORT_RESULT",
     "__builtins__",
@@ -180,6 +180,20 @@ def list_artifacts() -> list:
     tables = companion("assay_ci_tables")
     tables.configure(WORKDIR)
     return tables.list_artifacts()
+
+
+def load_file(name: str, *, sheet=None):
+    """A registered file (read-only under /data) as a DataFrame, read the way SQL reads it."""
+    tables = companion("assay_ci_tables")
+    tables.configure(WORKDIR)
+    return tables.load_file(name, sheet=sheet)
+
+
+def list_files() -> list:
+    """The registered files readable here: name, format, path, sheet, columns."""
+    tables = companion("assay_ci_tables")
+    tables.configure(WORKDIR)
+    return tables.list_files()
 
 
 # --- the cell ---------------------------------------------------------------
@@ -348,6 +362,8 @@ def run(req: dict, real_fd: int, nb: Namespace | None = None) -> dict:
     ns.pop("REPORT_RESULT", None)
     ns["load_artifact"] = load_artifact
     ns["list_artifacts"] = list_artifacts
+    ns["load_file"] = load_file
+    ns["list_files"] = list_files
     code = req["code"]
     if "matplotlib.pyplot" in sys.modules:  # imported by something before the cell
         hook.attach(sys.modules["matplotlib.pyplot"])

@@ -1,4 +1,4 @@
-"""``load_artifact`` inside the sandbox: the placed inputs, read into pandas or JSON.
+"""``load_artifact`` and ``load_file`` inside the sandbox: the placed inputs and the registered files (/data), read into pandas or JSON.
 
 Uploaded beside the runner (as ``assay_ci_tables``) and imported only when a
 cell calls ``load_artifact`` or ``list_artifacts``. Standard library and pandas
@@ -193,3 +193,169 @@ def _exact_table(pd, data: bytes, columns: list):
     if rows and len(cols) != len(columns):
         return pd.DataFrame.from_records(rows, columns=columns)
     return pd.DataFrame({c: list(v) for c, v in zip(columns, cols)}, columns=columns)
+
+
+# --- registered files (/data) -------------------------------------------------------------------
+
+# load_file's refusals (the tool returns the code, message and hint: tool.py, _failure).
+SANDBOX_DATA_FILE_NOT_FOUND = "SANDBOX_DATA_FILE_NOT_FOUND"
+SANDBOX_DATA_FILE_AMBIGUOUS = "SANDBOX_DATA_FILE_AMBIGUOUS"
+SANDBOX_DATA_FILE_UNREADABLE = "SANDBOX_DATA_FILE_UNREADABLE"
+SANDBOX_FILE_FORMAT_UNSUPPORTED = "SANDBOX_FILE_FORMAT_UNSUPPORTED"
+
+_CODECS = {"utf-8": "utf-8-sig", "utf-16": "utf-16", "latin-1": "latin-1", "cp1252": "cp1252"}
+_EXCEL_ENGINES = {".xlsx": "openpyxl", ".xlsm": "openpyxl", ".xls": "xlrd", ".ods": "odf"}
+
+
+class LoadFileError(ValueError):
+    """``load_file``'s refusal, as ``CODE: message Hint: hint`` (the tool reports the code)."""
+
+    def __init__(self, code: str, message: str, hint: str) -> None:
+        super().__init__(f"{code}: {message} Hint: {hint}")
+        self.code = code
+
+
+def _files() -> dict:
+    path = os.path.join(WORKDIR, ".assay-runner", "files.json")
+    try:
+        return _meta_file(path)
+    except FileNotFoundError:
+        return {"root": "/data", "tables": []}
+
+
+def list_files() -> list:
+    """The registered files readable here (read-only): name, file, format, sheet, paths, columns."""
+    manifest = _files()
+    return [
+        {
+            "name": t["name"],
+            "file": t["file"],
+            "format": t["format"],
+            "sheet": t.get("sheet"),
+            "paths": [os.path.join(manifest["root"], p) for p in t["paths"]],
+            "columns": t.get("columns") or [],
+        }
+        for t in manifest["tables"]
+    ]
+
+
+def _entry(name: str, sheet):
+    tables = _files()["tables"]
+    names = [t["name"] for t in tables]
+    listing = ", ".join(repr(n) for n in names) or "none"
+    if not tables:
+        raise LoadFileError(
+            SANDBOX_DATA_FILE_NOT_FOUND,
+            "this run has no registered files",
+            "Register files with the question (assay ask --file, or the service's uploads).",
+        )
+    found = [t for t in tables if t["name"] == name] or [t for t in tables if t["file"] == name]
+    if not found:
+        raise LoadFileError(
+            SANDBOX_DATA_FILE_NOT_FOUND,
+            f"no registered file {name!r}; available: {listing}",
+            "Call load_file with one of those names (list_files() shows them).",
+        )
+    if sheet is not None:
+        sheets = [t.get("sheet") for t in found]
+        found = [t for t in found if t.get("sheet") == sheet]
+        if not found:
+            raise LoadFileError(
+                SANDBOX_DATA_FILE_NOT_FOUND,
+                f"{name!r} has no sheet {sheet!r}; its sheets: {', '.join(map(repr, sheets))}",
+                "Pass one of those sheets.",
+            )
+    if len(found) > 1:
+        raise LoadFileError(
+            SANDBOX_DATA_FILE_AMBIGUOUS,
+            f"{name!r} is a workbook of several sheets: "
+            + ", ".join(f"{t.get('sheet')!r} (table {t['name']!r})" for t in found),
+            "Pass sheet=..., or load the sheet's table name.",
+        )
+    return found[0]
+
+
+def load_file(name: str, *, sheet=None):
+    """A registered file as a pandas DataFrame, read the way the files datasource's SQL reads it (the
+    sniffed delimiter, encoding and header, the same column names). ``sheet``: a workbook's sheet."""
+    entry = _entry(name, sheet)
+    if entry.get("problem"):
+        raise LoadFileError(
+            SANDBOX_DATA_FILE_UNREADABLE,
+            entry["problem"],
+            "Make the file readable (chmod o+r) and register it again, or query it with sql_query.",
+        )
+    fmt = entry["format"]
+    if fmt == "parquet":
+        raise LoadFileError(
+            SANDBOX_FILE_FORMAT_UNSUPPORTED,
+            f"{entry['name']!r} is a Parquet file, and the sandbox has no Parquet reader (no pyarrow)",
+            f"Query it with sql_query (SELECT ... FROM {entry['name']}) and pass the result's artifact "
+            "id in `inputs` to read it with load_artifact.",
+        )
+    import pandas as pd
+
+    root = _files()["root"]
+    paths = [os.path.join(root, p) for p in entry["paths"]]
+    frames = []
+    for path in paths:
+        try:
+            frames.append(_read(pd, path, entry))
+        except FileNotFoundError:
+            raise LoadFileError(
+                SANDBOX_DATA_FILE_NOT_FOUND,
+                f"{path} is not in this sandbox",
+                "Pass reset=true to start a sandbox with the run's files.",
+            ) from None
+        except PermissionError:
+            raise LoadFileError(
+                SANDBOX_DATA_FILE_UNREADABLE,
+                f"{path} cannot be read by the sandbox's user",
+                "Make the file readable (chmod o+r) and register it again, or query it with sql_query.",
+            ) from None
+    frame = frames[0] if len(frames) == 1 else pd.concat(frames, ignore_index=True)
+    columns = entry.get("columns") or []
+    if len(columns) == len(frame.columns) and fmt in ("csv", "excel"):
+        frame.columns = columns  # the registered names (a duplicate header is a_1, as in SQL)
+    elif fmt in ("json", "ndjson") and set(columns) == set(frame.columns):
+        frame = frame[columns]
+    return frame
+
+
+def _read(pd, path: str, entry: dict):
+    fmt = entry["format"]
+    if fmt == "csv":
+        return pd.read_csv(
+            path,
+            sep=entry.get("delimiter") or ",",
+            encoding=_CODECS.get(entry.get("encoding") or "utf-8", "utf-8-sig"),
+            header=0,
+            quotechar='"',
+            compression="infer",
+            low_memory=False,
+        )
+    if fmt == "ndjson":
+        with open(path, encoding="utf-8-sig") as fh:
+            return pd.DataFrame([json.loads(line) for line in fh if line.strip()])
+    if fmt == "json":
+        with open(path, encoding="utf-8-sig") as fh:
+            value = json.load(fh)
+        return pd.DataFrame(value if isinstance(value, list) else [value])
+    if fmt == "excel":
+        ext = os.path.splitext(path)[1].lower()
+        engine = _EXCEL_ENGINES.get(ext)
+        try:
+            __import__({"openpyxl": "openpyxl", "xlrd": "xlrd", "odf": "odf"}[engine or "openpyxl"])
+        except ImportError:
+            raise LoadFileError(
+                SANDBOX_FILE_FORMAT_UNSUPPORTED,
+                f"the sandbox image has no reader for {ext} workbooks ({engine})",
+                "Rebuild the sandbox image (assay sandbox build-image), or query the sheet with "
+                "sql_query and use load_artifact.",
+            ) from None
+        return pd.read_excel(path, sheet_name=entry.get("sheet") or 0, engine=engine)
+    raise LoadFileError(
+        SANDBOX_FILE_FORMAT_UNSUPPORTED,
+        f"{entry['name']!r}: format {fmt!r} is not read here",
+        "Query it with sql_query and use load_artifact.",
+    )

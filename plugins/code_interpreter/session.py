@@ -28,6 +28,7 @@ STATE_KEY = "code_interpreter.notebook"
 RUNNER_NAME = "assay_ci_runner"
 RUNNER_DIR = ".assay-runner"
 RUNNER_MISSING = "ASSAY-RUNNER-MISSING"
+DATA_MANIFEST = "files.json"  # read by load_file (sandbox_tables.py)
 
 
 # Package module -> the name it is imported under inside the sandbox.
@@ -114,6 +115,7 @@ class Notebook:
     channel: Any = None  # kernel.sandbox.channel.Channel to the relay, when the runtime has them
     channel_supported: bool = True
     tokens: CallTokens | None = None  # the running holder's chain of call tokens (see tokens.py)
+    data_manifest: bytes | None = None  # the registered files load_file reads (datafiles.py)
 
     def close(self) -> None:
         if self.channel is not None:
@@ -130,6 +132,10 @@ class Notebook:
             for source, target in SANDBOX_MODULES.items():
                 self.session.put_file(
                     f"{RUNNER_DIR}/{target}", module_source(source), read_only=True
+                )
+            if self.data_manifest is not None:
+                self.session.put_file(
+                    f"{RUNNER_DIR}/{DATA_MANIFEST}", self.data_manifest, read_only=True
                 )
             self.runner_ready = True
 

@@ -26,6 +26,7 @@ from assay.kernel.evidence import (
 from assay.kernel.log import get_logger
 
 from . import errors as E
+from .datafiles import DataFiles, collect
 from .frame import Frame, Stream, raw_before_frame
 from .inputs import resolve_inputs
 from .render import (
@@ -43,6 +44,7 @@ from .settings import CodeInterpreterSettings
 
 log = get_logger("assay.code_interpreter")
 LOCK_KEY = "code_interpreter.lock"
+DATA_KEY = "code_interpreter.data_files"
 
 
 @tool
@@ -58,7 +60,11 @@ def code_interpreter(
 
     Variables and files in /workspace persist between calls of one run (not between
     runs). Load inputs with `load_artifact(id)` (a pandas DataFrame for tabular
-    artifacts, the JSON value otherwise). Assign the answer to `REPORT_RESULT`
+    artifacts, the JSON value otherwise). Registered files (the files datasource's
+    tables) are read-only at /data/<name>.<ext>: `load_file("name")` returns one as a
+    DataFrame read like SQL reads it (`sheet=` for a workbook); `list_files()` and
+    `list_artifacts()` list what is there. Parquet files are not readable here: query
+    them with sql_query and use load_artifact. Assign the answer to `REPORT_RESULT`
     (JSON-like: numbers, strings, lists, dicts, DataFrames): that becomes the cited
     result; printing is NOT a result. matplotlib figures (plt.show / savefig) become
     PNG chart artifacts; files written under /workspace/out become file artifacts.
@@ -90,13 +96,19 @@ def code_interpreter(
             resolved = resolve_inputs(
                 run.artifacts if run.artifacts is not None else kernel, ids, workdir, run.may_read
             )
+        data = run.peek(DATA_KEY)
+        if data is None:  # collected outside scoped(): it reads the run's own resources (its lock)
+            fresh = collect(run)
+            data = run.scoped(DATA_KEY, lambda: fresh)
         with run.scoped(LOCK_KEY, threading.Lock):
             if reset:
                 run.discard(STATE_KEY)
                 run.discard(SESSION_KEY)
             expired = False
             try:
-                notebook, outcome = _attempt(run, manager, settings, code, resolved, timeout_s)
+                notebook, outcome = _attempt(
+                    run, manager, settings, code, resolved, timeout_s, data
+                )
             except SandboxError as exc:
                 if exc.code not in (
                     SANDBOX_SESSION_NOT_FOUND,
@@ -108,9 +120,14 @@ def code_interpreter(
                 run.discard(STATE_KEY)
                 run.discard(SESSION_KEY)
                 expired = True
-                notebook, outcome = _attempt(run, manager, settings, code, resolved, timeout_s)
+                notebook, outcome = _attempt(
+                    run, manager, settings, code, resolved, timeout_s, data
+                )
             outcome.state_lost = outcome.state_lost or expired
-            return _finish(run, notebook, settings, manager.config, code, ids, outcome, started)
+            sources = data.sources(run.artifacts) if data.mounts else []
+            return _finish(
+                run, notebook, settings, manager.config, code, ids, outcome, started, sources
+            )
     except SandboxError as exc:
         if exc.code in E.UNAVAILABLE_CAUSES:
             return ToolResult.fail(
@@ -134,8 +151,12 @@ def _attempt(
     code: str,
     resolved: list,
     timeout_s: float | None,
+    data: DataFiles,
 ) -> tuple[Notebook, CallOutcome]:
-    notebook = _notebook(run, manager)
+    # Python reads the registered bytes or nothing: a file changed or gone since it was registered
+    # (FILE_CHANGED / FILE_MISSING, as for a query) refuses the cell (and a new session) first.
+    data.check_unchanged()
+    notebook = _notebook(run, manager, data)
     notebook.ensure_runner()
     notebook.place_inputs(resolved)
     return notebook, notebook.execute(
@@ -149,12 +170,21 @@ def _settings(kernel: Any) -> CodeInterpreterSettings:
     return kernel.settings.section("code_interpreter", CodeInterpreterSettings)
 
 
-def _notebook(run: RunContext, manager: Any) -> Notebook:
-    session = run.scoped(SESSION_KEY, lambda: manager.open_session("python"), lambda s: s.close())
-    notebook = run.scoped(STATE_KEY, lambda: Notebook(session), lambda nb: nb.close())
+def _notebook(run: RunContext, manager: Any, data: DataFiles) -> Notebook:
+    session = run.scoped(
+        SESSION_KEY,
+        lambda: manager.open_session("python", data_files=data.mounts),
+        lambda s: s.close(),
+    )
+
+    def make() -> Notebook:
+        manifest = data.manifest(session.data_root) if data.tables else None
+        return Notebook(session, data_manifest=manifest)
+
+    notebook = run.scoped(STATE_KEY, make, lambda nb: nb.close())
     if notebook.session is not session:  # the session was replaced by someone else's reset
         run.discard(STATE_KEY)
-        notebook = run.scoped(STATE_KEY, lambda: Notebook(session), lambda nb: nb.close())
+        notebook = run.scoped(STATE_KEY, make, lambda nb: nb.close())
     return notebook
 
 
@@ -180,6 +210,7 @@ def _finish(
     ids: list[str],
     outcome: CallOutcome,
     started: float,
+    sources: list[str] | None = None,
 ) -> ToolResult:
     ex, frame = outcome.execution, outcome.frame
     meta = {
@@ -232,6 +263,7 @@ def _finish(
             error=None if failure is None else f"{failure[0]}: {failure[1]}",
             elapsed_ms=elapsed_ms,
             inputs=ids,
+            sources=sources or (),
         )
         file_ids = record.provenance.get("files", []) if record else []
         for item, fid in zip(produced, file_ids):
@@ -352,6 +384,13 @@ def _failure(
             "the code interpreter's runner failed: " + error_text(frame.error or {}),
             "This is a bug or a damaged session; pass reset=true.",
         )
+    if frame.status == "failed" and (frame.error or {}).get("type") == "LoadFileError":
+        # load_file's own refusal: its code, message and hint (docs/files.md)
+        text = str((frame.error or {}).get("message", ""))
+        code_, _, rest = text.partition(": ")
+        message, _, hint = rest.partition(" Hint: ")
+        if code_.isupper():
+            return (code_, message + printed, hint or "See list_files() for what is there.")
     if frame.status == "failed":
         return (
             E.PYTHON_EXECUTION_FAILED,

@@ -41,7 +41,7 @@ from .formats import (
 )
 from .sources import FileSpec
 
-BUILD_VERSION = 1  # bump when the views' SQL changes: old directories are then rebuilt, not reused
+BUILD_VERSION = 2  # bump when the views' SQL changes: old directories are then rebuilt, not reused
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,9 @@ class TableSource:
     read_paths: list[str] = field(
         default_factory=list
     )  # what the view reads: the files, or their UTF-8 copies
+    source_name: str = (
+        ""  # the name the file(s) were registered under (a workbook's, for each sheet)
+    )
 
 
 @dataclass
@@ -272,6 +275,7 @@ def _register(con: Any, spec: FileSpec, limits: Limits) -> list[TableSource]:
             delimiter=first.delimiter,
             renamed=renamed,
             read_paths=read_paths,
+            source_name=spec.name,
         )
     ]
 
@@ -376,6 +380,7 @@ def _load_excel(con: Any, spec: FileSpec, sniffed: Sniffed, limits: Limits) -> l
                 [facts],
                 [{"name": r[0], "type": r[1]} for r in described],
                 sheet=sheet,
+                source_name=spec.name,
             )
         )
     return out

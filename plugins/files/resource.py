@@ -212,6 +212,29 @@ class FilesResource(DatabaseResource):
             tables.append({"table": spec.name, "files": files})
         return {"datasource": self.name, "tables": tables}
 
+    def sandbox_tables(self) -> list[dict[str, Any]]:
+        """What the sandbox needs to read each table's file(s) the way the views do: name, format, the
+        sniffed encoding, delimiter and columns, the sheet, and each file's real path, size and mtime
+        (the code interpreter mounts them read-only and gives ``load_file`` this, docs/files.md)."""
+        out = []
+        for t in self.manifest.tables:
+            out.append(
+                {
+                    "table": t.name,
+                    "file": t.source_name or t.name,
+                    "format": t.format,
+                    "encoding": t.encoding,
+                    "delimiter": t.delimiter,
+                    "sheet": t.sheet,
+                    "columns": [c["name"] for c in t.columns],
+                    "datasource": self.name,
+                    "files": [
+                        {"path": f.path, "size": f.size, "mtime_ns": f.mtime_ns} for f in t.files
+                    ],
+                }
+            )
+        return out
+
     # --- statements ---------------------------------------------------------
 
     def query(self, sql: str, *, timeout_s: float | None = None, attempt: Any = None) -> Any:

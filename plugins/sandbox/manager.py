@@ -41,6 +41,7 @@ from assay.kernel.sandbox.results import ExecutionResult, FileInfo, ProbeResult,
 from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession, SandboxRuntime
 from assay.kernel.sandbox.selection import LOCAL_WARNING, select_runtime
 
+from .datamounts import DataMount
 from .labels import owner_labels
 from .paths import sandbox_path
 from .spec import build_spec, check_overrides, normalize_language
@@ -148,9 +149,16 @@ class SandboxManager:
 
     # --- control layer: connect / configure / execute / disconnect / status / list
 
-    def connect(self, language: str = "python", **overrides: Any) -> str:
-        """Start a session; returns its id. ``overrides`` may only tighten limits."""
+    def connect(
+        self, language: str = "python", *, data_files: tuple[DataMount, ...] = (), **overrides: Any
+    ) -> str:
+        """Start a session; returns its id. ``overrides`` may only tighten limits.
+
+        ``data_files``: registered files to mount read-only under ``/data`` (datamounts.py), given by
+        the host, never by an override; such a session is always created fresh (no pooled sandbox).
+        """
         lang = normalize_language(language)
+        data_files = tuple(data_files)
         checked = check_overrides(self.config, overrides)
         runtime = self.runtime
         with (
@@ -166,9 +174,10 @@ class SandboxManager:
             self._starting += 1
         try:
             session_id = "sbx_" + uuid.uuid4().hex[:16]
-            rs = self._take_pooled() if (not checked and lang == "python") else None
+            pooled = not checked and not data_files and lang == "python"
+            rs = self._take_pooled() if pooled else None
             if rs is None:
-                rs = self._create(session_id, lang, overrides)
+                rs = self._create(session_id, lang, overrides, data_files=data_files)
         except BaseException:
             with self._lock:
                 self._starting -= 1
@@ -188,7 +197,13 @@ class SandboxManager:
         return session_id
 
     def _create(
-        self, session_id: str, language: str, overrides: dict[str, Any], *, pooled: bool = False
+        self,
+        session_id: str,
+        language: str,
+        overrides: dict[str, Any],
+        *,
+        pooled: bool = False,
+        data_files: tuple[DataMount, ...] = (),
     ) -> RuntimeSession:
         """A new sandbox whose uids no other container of the engine has (see uids.py)."""
         runtime = self.runtime
@@ -203,6 +218,7 @@ class SandboxManager:
                 labels=labels,
                 overrides=overrides,
                 users=block,
+                data_files=data_files,
             )
             rs = runtime.create_session(spec)
             if not runtime.isolated:
@@ -320,6 +336,10 @@ class SandboxManager:
 
     # --- files -------------------------------------------------------------------
 
+    def data_root(self, session_id: str) -> str:
+        """Where the session's data files are: ``/data``, or the local runtime's own directory."""
+        return str(getattr(self._get(session_id).runtime, "data_root", None) or "/data")
+
     def resident_supported(self, session_id: str) -> bool:
         return bool(getattr(self._get(session_id).runtime, "supports_resident", False))
 
@@ -402,11 +422,13 @@ class SandboxManager:
 
     # --- user layer -----------------------------------------------------------------
 
-    def open_session(self, language: str = "python", **overrides: Any) -> SandboxSession:
-        """A :class:`SandboxSession` (the user layer) on a new sandbox."""
+    def open_session(
+        self, language: str = "python", *, data_files: tuple[DataMount, ...] = (), **overrides: Any
+    ) -> SandboxSession:
+        """A :class:`SandboxSession` (the user layer) on a new sandbox (``data_files``: see :meth:`connect`)."""
         from .session import SandboxSession
 
-        return SandboxSession(self, self.connect(language, **overrides))
+        return SandboxSession(self, self.connect(language, data_files=data_files, **overrides))
 
     # --- reaping and clean-up ----------------------------------------------------------
 

@@ -30,6 +30,11 @@ class SandboxSession:
         self.isolated = manager.runtime.isolated
         self.workdir = manager.config.workdir
 
+    @property
+    def data_root(self) -> str:
+        """Where the session's registered data files are (``/data`` in a container)."""
+        return self._manager.data_root(self.id)
+
     def run_code(
         self,
         code: str,

@@ -10,7 +10,7 @@ What every container gets: no network; a memory limit with swap equal to it;
 a CPU quota (never a cpuset); a pids limit; all capabilities dropped;
 no-new-privileges; a read-only root filesystem; size-limited tmpfs for the
 working directory and ``/tmp``; a file-size ulimit; non-root users; an init
-process; no host mounts; only allow-listed environment variables;
+process; no host mounts but the registered data files, read-only (datamounts.py); only allow-listed environment variables;
 assay's own seccomp profile (:mod:`assay.plugins.sandbox.seccomp`); gVisor (``runsc``) only when asked for.
 """
 
@@ -28,7 +28,8 @@ from assay.kernel.sandbox.errors import (
 )
 from assay.kernel.sandbox.uids import UidBlock
 
-from . import gvisor, seccomp as seccomp_profile
+from . import datamounts, gvisor, seccomp as seccomp_profile
+from .datamounts import DataMount
 from .labels import UID_BLOCK
 from .launcher import HELPER_PATH
 
@@ -53,6 +54,7 @@ REFUSED_OVERRIDES = frozenset(
         "binds",
         "mounts",
         "bind",
+        "data_files",
         "devices",
         "pid_mode",
         "ipc_mode",
@@ -194,6 +196,8 @@ class ContainerSpec:
     privileged: bool = False
     seccomp: str = "assay"  # assay's own profile (seccomp.json), never the engine's looser default
     host_mounts: tuple[str, ...] = ()
+    # Registered data files, read-only under /data (datamounts.py): given by the host, never an override.
+    data_files: tuple[DataMount, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
 
     def check(self) -> ContainerSpec:
@@ -215,6 +219,7 @@ class ContainerSpec:
             problems.append("assay's seccomp profile must be applied")
         if self.host_mounts:
             problems.append("host mounts are never allowed")
+        problems.extend(datamounts.problems(self.data_files))
         if self.extra:
             problems.append(f"unknown extra settings {sorted(self.extra)}")
         for uid_gid in (self.user, self.exec_user, self.resident_user):
@@ -300,6 +305,7 @@ class ContainerSpec:
             args += ["--tmpfs", f"{mount.target}:{mount.options}"]
         for limit in self.ulimits:
             args += ["--ulimit", f"{limit.name}={limit.soft}:{limit.hard}"]
+        args += datamounts.cli_args(self.data_files)
         for key, value in self.environment.items():
             args += ["--env", f"{key}={value}"]
         for key, value in self.labels.items():
@@ -373,6 +379,7 @@ def build_spec(
     labels: dict[str, str],
     overrides: dict[str, Any] | None = None,
     users: UidBlock | None = None,
+    data_files: tuple[DataMount, ...] = (),
 ) -> ContainerSpec:
     """The hardened spec for one session's container.
 
@@ -429,6 +436,7 @@ def build_spec(
         timeout_s=cfg.timeout,
         oci_runtime=oci_runtime,
         shm_bytes=cfg.shm_size,
+        data_files=tuple(data_files),
     )
     return spec.check()
 
@@ -465,10 +473,13 @@ def verify_inspect(spec: ContainerSpec, info: dict[str, Any]) -> list[str]:
         problems.append("the root filesystem is writable")
     if hc.get("Init") is not True:
         problems.append("there is no init process")
-    if hc.get("Binds") or any(
-        m.get("Type") in ("bind", "volume") for m in info.get("Mounts") or []
+    if not spec.data_files and (
+        hc.get("Binds")
+        or any(m.get("Type") in ("bind", "volume") for m in info.get("Mounts") or [])
     ):
         problems.append("the container has host mounts")
+    elif spec.data_files:
+        problems.extend(datamounts.inspect_problems(spec.data_files, info))
     if hc.get("ShmSize") != spec.shm_bytes:
         problems.append(f"/dev/shm is {hc.get('ShmSize')} bytes, not {spec.shm_bytes}")
     if str(cfg.get("User")) != spec.user:

@@ -40,7 +40,10 @@ main() {
   suite="${ASSAY_SANDBOX_SUITE:-bookworm}"
   mirror="${ASSAY_SANDBOX_MIRROR:-http://deb.debian.org/debian}"
   uid="${ASSAY_SANDBOX_UID:-10001}"
-  packages="python3,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy,python3-tabulate,python3-cloudpickle,fonts-dejavu-core"
+  # python3-openpyxl, -xlrd, -odf: load_file("name") reads a registered workbook (.xlsx, .xls, .ods)
+  # the way the files datasource does (docs/files.md). Debian has no
+  # pyarrow: a Parquet file is read with sql_query, not in the sandbox.
+  packages="python3,python3-numpy,python3-pandas,python3-matplotlib,python3-scipy,python3-tabulate,python3-cloudpickle,python3-openpyxl,python3-xlrd,python3-odf,fonts-dejavu-core"
   if [ -n "${ASSAY_SANDBOX_PACKAGES:-}" ]; then
     packages="$packages,${ASSAY_SANDBOX_PACKAGES}"
   fi
@@ -56,16 +59,22 @@ main() {
     command -v "$bin" >/dev/null 2>&1 || { log "$bin is required"; exit 1; }
   done
 
-  if [ "$force" = 0 ] && podman image exists "$image"; then
-    log "$image already exists (use --force to rebuild)"
-    exit 0
-  fi
-
   # The cache key covers every input that changes the root filesystem,
   # including this script's own post-processing steps.
   recipe_version=2
   key="$(printf '%s\n' "$recipe_version" "$suite" "$mirror" "$packages" "$uid" \
     | sha256sum | cut -c1-16)"
+
+  # An image of the same recipe is kept; one built from another recipe (an
+  # older package list, say) is rebuilt, so a changed recipe reaches CI too.
+  if [ "$force" = 0 ] && podman image exists "$image"; then
+    built="$(podman image inspect --format '{{index .Labels "io.assay.sandbox.recipe"}}' "$image" 2>/dev/null || true)"
+    if [ "$built" = "$key" ]; then
+      log "$image already exists (use --force to rebuild)"
+      exit 0
+    fi
+    log "$image was built from another recipe (${built:-none}, now $key): rebuilding"
+  fi
   tarball="$cache_dir/sandbox-rootfs-$suite-$key.tar"
   mkdir -p "$cache_dir/debs"
 
@@ -146,7 +155,7 @@ main() {
     "$tarball" "$image" >/dev/null
 
   podman run --rm --network none "$image" python3 -c \
-    'import numpy, pandas, matplotlib, os; print("ok", os.getuid(), pandas.__version__)' >&2
+    'import numpy, pandas, matplotlib, openpyxl, xlrd, odf, os; print("ok", os.getuid(), pandas.__version__)' >&2
   log "built $image"
 }
 

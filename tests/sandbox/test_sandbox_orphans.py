@@ -151,3 +151,36 @@ def test_closing_one_manager_leaves_another_managers_sandboxes_alone(podman_runt
         first.close()
         second.close()
     assert not podman_container_exists(cb)
+
+
+def test_a_session_with_data_files_is_created_fresh_never_taken_from_the_pool(
+    podman_runtime, tmp_path
+):
+    import os
+
+    from assay.plugins.sandbox import SandboxConfig, SandboxManager
+    from assay.plugins.sandbox.datamounts import DataMount
+
+    path = tmp_path / "sales.csv"
+    path.write_text("region,amount\nnorth,1\n")
+    st = os.stat(path)
+    mount = DataMount(str(path), "/data/sales.csv", st.st_size, st.st_mtime_ns)
+    manager = SandboxManager(
+        SandboxConfig.from_env(runtime="podman", pool_size=1), runtime=podman_runtime
+    )
+    try:
+        manager.runtime
+        deadline = time.monotonic() + 20
+        while not manager._pool and time.monotonic() < deadline:
+            time.sleep(0.1)
+        pooled = manager._pool[0].id
+        session = manager.open_session(data_files=(mount,))
+        assert session.status().container != pooled and manager._pool[0].id == pooled
+        assert session.run_code("print(open('/data/sales.csv').read())").stdout.startswith(
+            "region,amount"
+        )
+        plain = manager.open_session()  # the warm one has no mounts
+        assert plain.status().container == pooled
+        assert "No such file" in plain.run_code("open('/data/sales.csv')").stderr
+    finally:
+        manager.close()
