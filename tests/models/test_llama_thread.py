@@ -53,6 +53,10 @@ def test_a_two_turn_thread_against_the_llama_server_ends_with_honest_statuses(
         "ASSAY_OPENAI_MAX_TOKENS": "128",
         "ASSAY_OPENAI_TIMEOUT_S": "600",
         "ASSAY_AGENT_TOKEN_BUDGET": "7000",
+        # the plugins a thread over SQL needs, not every installed one: each tool's schema is part of the
+        # prompt, and this model reads ~170 prompt tokens a second here (the full set is
+        # test_llama_server.py's documented-setup test)
+        "ASSAY_LOAD_PLUGINS": "local_store,evidence_tools,sql,openai_compatible,runs",
     }.items():  # the README's local setup, n_ctx 8192
         monkeypatch.setenv(key, value)
     kernel = retail_kernel()
