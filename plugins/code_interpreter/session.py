@@ -517,18 +517,20 @@ def _client_program(request: dict[str, Any], wait_s: float, workdir: str, mark_t
         '    reply = b\'{"outcome": "no_holder"}\'\n'
         "else:\n"
         "    fds = array.array('i', [1, 2]).tobytes()\n"
-        "    s.sendmsg([_struct.pack('!Q', len(req))], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])\n"
-        "    s.sendall(req)\n"
-        f"    s.settimeout({wait_s:.3f})\n"
         "    reply = b''\n"
         "    try:\n"
+        "        s.sendmsg([_struct.pack('!Q', len(req))], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])\n"
+        "        s.sendall(req)\n"
+        f"        s.settimeout({wait_s:.3f})\n"
         "        while not reply.endswith(b'\\n'):\n"
         "            chunk = s.recv(65536)\n"
         "            if not chunk:\n"
         "                break\n"
         "            reply += chunk\n"
-        "    except OSError:\n"
+        "    except TimeoutError:\n"
         '        reply = b\'{"outcome": "unresponsive"}\'\n'
+        "    except OSError:\n"  # reset: the holder died with the request in hand; not a timeout
+        '        reply = b\'{"outcome": "lost"}\'\n'
         '    reply = reply.strip() or b\'{"outcome": "lost"}\'\n'
         f"os.write(1, b'\\n' + {mark!r} + b'\\n' + reply + b'\\n')\n"
     )
@@ -559,18 +561,20 @@ while True:
     except OSError:
         reply = b'{"outcome": "no_holder"}'
     else:
-        s.sendmsg([_struct.pack("!Q", len(body))], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
-        s.sendall(body)
-        s.settimeout(wait)
         reply = b""
         try:
+            s.sendmsg([_struct.pack("!Q", len(body))], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, fds)])
+            s.sendall(body)
+            s.settimeout(wait)
             while not reply.endswith(b"\n"):
                 chunk = s.recv(65536)
                 if not chunk:
                     break
                 reply += chunk
-        except OSError:
+        except TimeoutError:
             reply = b'{"outcome": "unresponsive"}'
+        except OSError:  # reset: the holder died with the request in hand; not a timeout
+            reply = b'{"outcome": "lost"}'
         reply = reply.strip() or b'{"outcome": "lost"}'
     s.close()
     os.write(1, b"\n" + mark + b"\n" + reply + b"\n")

@@ -73,10 +73,39 @@ sys.stdout.write(line.decode("utf-8", "replace") + "\n" if b"\n" in buf else "")
 sys.exit(0 if b"\n" in buf else 1)
 """
 
-# Run as the resident's uid: kill(-1) reaches every process of that uid (not this one).
-KILL_ALL_SOURCE = (
-    "import os, signal\ntry:\n    os.kill(-1, signal.SIGKILL)\nexcept OSError:\n    pass\n"
-)
+# Run as the resident's uid: kill(-1) reaches every process of that uid (not this one). SIGKILL is
+# delivered asynchronously, so it then waits (up to 2 s) until no process of the uid is left alive (a
+# zombie waiting for the init to reap it holds nothing): a stop that returned while the resident still
+# held its socket would let the next call connect to a dying process. Exit 1 if one is still alive.
+KILL_ALL_SOURCE = """
+import os, signal, time
+me, uid = os.getpid(), os.getuid()
+def alive():
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            if os.stat("/proc/" + name).st_uid != uid:
+                continue
+            with open("/proc/" + name + "/stat", "rb") as fh:
+                state = fh.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if state not in (b"Z", b"X"):
+            return True
+    return False
+end = time.monotonic() + 2.0
+while True:
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except OSError:
+        break
+    if not alive():
+        break
+    if time.monotonic() > end:
+        raise SystemExit(1)
+    time.sleep(0.005)
+"""
 
 
 def starter_argv(program: str, ready_timeout_s: float, code_path: str) -> list[str]:
