@@ -29,7 +29,7 @@ demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q -ra -n 2 --dist loadgroup
+	$(PY) -m pytest -q -ra
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
