@@ -39,12 +39,27 @@ from .render import (
     state_lines,
     stream_block,
 )
+from .sandbox_tables import (
+    SANDBOX_DATA_FILE_AMBIGUOUS,
+    SANDBOX_DATA_FILE_NOT_FOUND,
+    SANDBOX_DATA_FILE_UNREADABLE,
+    SANDBOX_FILE_FORMAT_UNSUPPORTED,
+)
 from .session import SESSION_KEY, STATE_KEY, CallOutcome, Notebook
 from .settings import CodeInterpreterSettings
 
 log = get_logger("assay.code_interpreter")
 LOCK_KEY = "code_interpreter.lock"
 DATA_KEY = "code_interpreter.data_files"
+# load_file's refusals, reported with their own code (any other error a cell raises is its failure)
+LOAD_FILE_CODES = frozenset(
+    {
+        SANDBOX_DATA_FILE_NOT_FOUND,
+        SANDBOX_DATA_FILE_AMBIGUOUS,
+        SANDBOX_DATA_FILE_UNREADABLE,
+        SANDBOX_FILE_FORMAT_UNSUPPORTED,
+    }
+)
 
 
 @tool
@@ -389,7 +404,7 @@ def _failure(
         text = str((frame.error or {}).get("message", ""))
         code_, _, rest = text.partition(": ")
         message, _, hint = rest.partition(" Hint: ")
-        if code_.isupper():
+        if code_ in LOAD_FILE_CODES:  # only load_file's own codes: a cell may raise any text
             return (code_, message + printed, hint or "See list_files() for what is there.")
     if frame.status == "failed":
         return (
