@@ -39,6 +39,20 @@ def sha256_of(path: str | Path, chunk: int = 1 << 20) -> str:
     return digest.hexdigest()
 
 
+def file_state(path: str | Path, size: int | None, mtime_ns: int | None, sha256: str | None) -> Any:
+    """How ``path`` compares with what was registered: None when it is gone, else its ``stat`` with
+    ``changed``: False when size and mtime are the same, or the size is and its SHA-256 (hashed only
+    then) is the recorded one (touched, same bytes); True otherwise."""
+    try:
+        st = Path(path).stat()
+    except OSError:
+        return None
+    if st.st_size == size and st.st_mtime_ns == mtime_ns:
+        return st, False
+    same = st.st_size == size and sha256 is not None and sha256_of(path) == sha256
+    return st, not same
+
+
 class FilesResource(DatabaseResource):
     """Registered files as read-only tables of one embedded DuckDB database owned by assay."""
 
@@ -85,23 +99,17 @@ class FilesResource(DatabaseResource):
     def check_unchanged(self) -> None:
         """Raise ``FILE_MISSING`` / ``FILE_CHANGED`` if a file is gone or its bytes changed."""
         for facts in self.files:
-            try:
-                st = Path(facts.path).stat()
-            except OSError:
+            state = file_state(facts.path, facts.size, facts.mtime_ns, facts.sha256)
+            if state is None:
                 raise FileError(
                     FILE_MISSING,
                     f"{Path(facts.path).name} is gone (registered from {facts.path})",
                     "Register the file again if it moved.",
                     details={"path": facts.path},
-                ) from None
-            if st.st_size == facts.size and st.st_mtime_ns == facts.mtime_ns:
-                continue
-            if (
-                st.st_size == facts.size
-                and facts.sha256 is not None
-                and sha256_of(facts.path) == facts.sha256
-            ):
-                facts.mtime_ns = st.st_mtime_ns  # touched, same bytes
+                )
+            st, changed = state
+            if not changed:
+                facts.mtime_ns = st.st_mtime_ns  # the same, or touched with the same bytes
                 continue
             raise FileError(
                 FILE_CHANGED,

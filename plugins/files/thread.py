@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import FILE_CHANGED, FILE_MISSING, FILE_NOT_FOUND, FileError
-from .resource import sha256_of
+from .resource import file_state
 from .sources import FileSpec
 
 
@@ -36,20 +36,17 @@ def check_file(recorded: dict[str, Any], path: Path) -> tuple[int, int]:
     """Raise ``FILE_MISSING`` / ``FILE_CHANGED`` unless ``path`` holds the recorded bytes; returns the
     (size, mtime) it was checked at."""
     name = recorded.get("name") or path.name
-    try:
-        st = path.stat()
-    except OSError:
+    state = file_state(path, recorded.get("size"), recorded.get("mtime_ns"), recorded.get("sha256"))
+    if state is None:
         raise FileError(
             FILE_MISSING,
             f"{name} is gone since the run being continued used it (it was {recorded['path']})",
             "Give the file again with --file (or upload it again) to query it.",
             details={"path": recorded["path"]},
-        ) from None
-    if st.st_size == recorded.get("size") and st.st_mtime_ns == recorded.get("mtime_ns"):
-        return st.st_size, st.st_mtime_ns  # as every statement checks it: same size and mtime
-    expected = recorded.get("sha256")
-    if st.st_size == recorded.get("size") and expected and sha256_of(path) == expected:
-        return st.st_size, st.st_mtime_ns  # touched, same bytes
+        )
+    st, changed = state  # as every statement checks it (FilesResource.check_unchanged)
+    if not changed:
+        return st.st_size, st.st_mtime_ns
     raise FileError(
         FILE_CHANGED,
         f"{name} changed since the run being continued used it (size {recorded.get('size'):,} -> "
