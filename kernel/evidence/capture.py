@@ -111,6 +111,21 @@ class ArtifactSink:
         with self._lock:
             self._pending -= size
 
+    def record(self, records: list[ArtifactRecord], held: list[int]) -> None:
+        """Write the records and turn their held bytes from pending into used in one step.
+
+        The catalog counts a record as used the moment it is written; were the hold released only
+        afterwards, a capture reserving in between would count those bytes twice and be refused
+        room it has. ``held`` is emptied: nothing of it is left for :meth:`release`.
+        """
+        with self._lock:
+            if len(records) == 1:
+                self.catalog.add(records[0])
+            else:
+                self.catalog.add_all(records)
+            self._pending -= sum(held)
+            held.clear()
+
     @property
     def store(self):
         return self.catalog.store
@@ -435,7 +450,7 @@ def _capture_rows(
         complete=complete,
         provenance=prov,
     )
-    sink.catalog.add(record)
+    sink.record([record], held)
     return record
 
 
@@ -576,7 +591,7 @@ def _capture_file(
         provenance=prov,
     )
     if record:
-        sink.catalog.add(out)
+        sink.record([out], held)
     return out
 
 
@@ -730,7 +745,7 @@ def _capture_python(
         provenance=prov,
         result=inline,
     )
-    sink.catalog.add_all([*file_records, record])
+    sink.record([*file_records, record], held)
     return record
 
 

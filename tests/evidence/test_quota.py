@@ -98,3 +98,37 @@ def test_captures_at_once_in_one_run_cannot_both_take_the_last_room(kernel):
         t.join()
     assert sorted(outcomes) == ["kept", "kept", "refused", "refused"]
     assert sum(r.byte_size for r in sink.records()) == 8_000
+
+
+def test_a_capture_reserving_while_another_writes_its_record_is_not_charged_twice(
+    kernel, monkeypatch
+):
+    """The record written and the hold released are one step: a capture that reserves in between
+    (it waits for that step) sees the first capture's bytes once, as used, not also as pending."""
+    sink = _sink(kernel, 10_000)
+    add = sink.catalog.add
+    outcomes: list[str] = []
+    about_to_reserve = threading.Event()
+
+    def second() -> None:
+        about_to_reserve.set()
+        try:
+            capture_file(sink, data=b"b" * 4_000, name="b.bin", media_type="text/plain")
+            outcomes.append("kept")
+        except ArtifactQuotaExceeded:
+            outcomes.append("refused")
+
+    other = threading.Thread(target=second)
+
+    def add_then_let_another_reserve(record):
+        add(record)
+        if not other.is_alive() and not outcomes:
+            other.start()
+            about_to_reserve.wait()
+            other.join(timeout=1.0)  # blocked on the sink while this record is being kept
+
+    monkeypatch.setattr(sink.catalog, "add", add_then_let_another_reserve)
+    capture_file(sink, data=b"a" * 4_000, name="a.bin", media_type="text/plain")
+    other.join()
+    assert outcomes == ["kept"]
+    assert sum(r.byte_size for r in sink.records()) == 8_000
