@@ -25,7 +25,13 @@ from assay.kernel.sandbox.errors import (
     SANDBOX_START_FAILED,
 )
 from assay.plugins.sandbox import SandboxError, SandboxManager, build_spec
-from assay.plugins.sandbox.labels import EXPIRES, OWNER_PID, OWNER_START, owner_labels
+from assay.plugins.sandbox.labels import (
+    EXPIRES,
+    OWNER_PID,
+    OWNER_START,
+    owner_labels,
+    process_start_time,
+)
 from tests.sandbox_engines.engines import (
     GVISOR_TARGETS,
     config_for,
@@ -304,16 +310,23 @@ def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(
     runtime, cli = runtime_of(target), _cli(target, request)
     config = config_for(runtime, _socket_for(target, request))
     rt = runtime_class(runtime)(config)
-    dead = subprocess.Popen([sys.executable, "-c", "pass"])
-    dead.wait()
+    # The dead owner ends, and the expired one (made last) expires, only once the containers exist:
+    # a reaper of this process's other managers (or of another process) must not remove one while
+    # it is being created.
+    owner = subprocess.Popen(
+        [sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE
+    )
     made = {}
+    expires = 0.0
     try:
-        for kind in ("dead-owner", "expired", "alive"):
+        for kind in ("dead-owner", "alive", "expired"):
             labels = owner_labels(f"sbx_reap_{kind}", runtime, 600)
             if kind == "dead-owner":
-                labels[OWNER_PID], labels[OWNER_START] = str(dead.pid), "1"
+                labels[OWNER_PID] = str(owner.pid)
+                labels[OWNER_START] = process_start_time(owner.pid) or ""
             elif kind == "expired":
-                labels[EXPIRES] = f"{time.time() - 1:.3f}"
+                expires = time.time() + 3
+                labels[EXPIRES] = f"{expires:.3f}"
             spec = build_spec(
                 config,
                 language="python",
@@ -321,12 +334,17 @@ def test_reaper_removes_containers_of_dead_owners_and_expired_ones_only(
                 labels=labels,
             )
             made[kind] = rt.create_session(spec)
+        owner.communicate(timeout=30)  # now the owner is dead
+        time.sleep(max(0.0, expires - time.time()) + 0.1)
         removed = set(rt.reap())
         # Other processes' reapers may get to an orphan first; either way it is gone.
         assert not _exists(cli, made["dead-owner"].id)
         assert not _exists(cli, made["expired"].id)
         assert made["alive"].id not in removed and _exists(cli, made["alive"].id)
     finally:
+        if owner.poll() is None:
+            owner.kill()
+            owner.wait()
         for session in made.values():
             session.destroy()
         rt.close()
