@@ -537,13 +537,16 @@ def ten_kb_queries() -> dict[str, str]:
 
 
 def bench_regenerate(repeat: int) -> None:
-    from assay.plugins.sql import guard
+    from assay.plugins.sql.guard import check_read_only
+    from assay.plugins.sql.lexical import resolve_postgres_escapes
     from assay.plugins.sql.regenerate import regenerate
+    from assay.plugins.sql.statement import parse_one
+    from assay.plugins.sql.tree_check import Checker
     from tests.sql.test_sql_false_positives import queries_for
 
     def parse_and_walk(sql: str, dialect: str) -> None:
-        text, root = guard._parse_one(sql, dialect)
-        guard._Checker(text, dialect, frozenset()).check(root)
+        text, root = parse_one(sql, dialect)
+        Checker(text, dialect, frozenset()).check(root)
 
     def per_call(fn, fresh=lambda: None) -> float:
         """The median time of ``fn(fresh())``; ``fresh`` (not timed) makes its argument anew each call."""
@@ -569,13 +572,13 @@ def bench_regenerate(repeat: int) -> None:
             if sql.upper().startswith("EXPLAIN"):
                 continue
             if dialect == "postgresql":
-                sql = guard.resolve_postgres_escapes(sql)
+                sql = resolve_postgres_escapes(sql)
             check_ms.append(per_call(lambda _: parse_and_walk(sql, dialect)))
             # the generator writes the tree in place: each call gets a fresh parse (not timed)
             regen_ms.append(
                 per_call(
                     lambda parsed: regenerate(parsed[1], dialect, parsed[0]),
-                    lambda: guard._parse_one(sql, dialect),
+                    lambda: parse_one(sql, dialect),
                 )
             )
         regen_ms.sort()
@@ -586,10 +589,10 @@ def bench_regenerate(repeat: int) -> None:
             f"  {'':>11} {'yes' if regen_ms[-1] <= 2 else 'NO'}"
         )
     for name, sql in ten_kb_queries().items():
-        check = per_call(lambda _: guard.check_read_only(sql, "postgresql"))
+        check = per_call(lambda _: check_read_only(sql, "postgresql"))
         regen = per_call(
             lambda parsed: regenerate(parsed[1], "postgresql", parsed[0]),
-            lambda: guard._parse_one(sql, "postgresql"),
+            lambda: parse_one(sql, "postgresql"),
         )
         print(
             f"{'postgresql':<11} {name:>30}: whole check {check:.2f} ms, of which regeneration {regen:.2f} ms"

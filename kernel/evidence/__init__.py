@@ -14,8 +14,6 @@ checking the hash. See docs/evidence.md.
 # kernel imports this package only when a run first captures.
 from .canonical import canonical_value, decode, dumps
 from .capture import (
-    ArtifactSink,
-    Quota,
     RowBatches,
     capture_file,
     capture_python_execution,
@@ -56,6 +54,7 @@ from .readback import (
 )
 from .records import ArtifactRecord, ProducedFile, SelectedResult, Selectors
 from .settings import EvidenceSettings
+from .sink import ArtifactSink, Quota
 
 __all__ = [
     "ARTIFACT_CAPTURE_FAILED",

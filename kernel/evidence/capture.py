@@ -9,27 +9,20 @@ half-way leaves nothing a reader can see.
 
 from __future__ import annotations
 
-import hashlib
-import os
-import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from itertools import chain, islice
-from pathlib import Path
 from typing import Any, BinaryIO, Literal
 
 from .canonical import canonical_value, dumps_bytes, rows_bytes
-from .catalog import ArtifactCatalog
 from .errors import ArtifactCaptureFailed, ArtifactQuotaExceeded
 from .preview import PreviewBuilder
 from .records import ArtifactRecord, ProducedFile, new_artifact_id, utcnow
 from .settings import EvidenceSettings
+from .sink import ArtifactSink
+from .staging import BATCH_TARGET, StagedFile, stage
 
 TABULAR = "application/x-ndjson"
 PYTHON_DOC = "application/vnd.assay.python+json"
-_BATCH_TARGET = 1 << 20  # bytes of canonical text per write
 
 
 class RowBatches:
@@ -46,238 +39,8 @@ class RowBatches:
         return chain.from_iterable(self.batches)
 
 
-@dataclass(frozen=True)
-class Quota:
-    """Evidence bytes a scope may hold: ``used()`` asks the catalog each time (other processes capture too)."""
-
-    scope: str  # "run", "owner" ...
-    limit: int
-    used: Callable[[], int]
-    setting: str  # what raises it, named in the error's hint
-
-
-class ArtifactSink:
-    """Where one run's captures go: a catalog (and its content store) plus the run id.
-
-    Every capture is charged to the sink's quotas (the run's ``ASSAY_ARTIFACT_RUN_MAX_BYTES``,
-    and what a host adds with :meth:`add_quota`, e.g. the service's per-owner quota): a capture
-    that would take one past its limit is refused with ``ARTIFACT_QUOTA_EXCEEDED`` before its
-    content is published, and nothing of it is kept. Bytes staged but not yet recorded are
-    counted too, so captures running at once in one run cannot both take the last room.
-    """
-
-    def __init__(
-        self, catalog: ArtifactCatalog, run_id: str, settings: EvidenceSettings | None = None
-    ) -> None:
-        self.catalog = catalog
-        self.run_id = run_id
-        self.thread: tuple[
-            str, ...
-        ] = ()  # a follow-up's earlier runs (RunContext.continue_thread): citable too
-        self.settings = settings or EvidenceSettings()
-        # read as the run's records are written: through a catalog outage for a run on a worker
-        self.quotas: list[Quota] = [
-            Quota(
-                "run",
-                self.settings.run_max_bytes,
-                lambda: catalog.read_through_outage(
-                    run_id, lambda: catalog.bytes_of_runs([run_id])
-                ),
-                "ASSAY_ARTIFACT_RUN_MAX_BYTES",
-            )
-        ]
-        self._pending = 0
-        self._lock = threading.Lock()
-
-    def add_quota(self, quota: Quota) -> None:
-        self.quotas.append(quota)
-
-    def remaining(self) -> int:
-        """Bytes the next captures may still take (the tightest quota)."""
-        with self._lock:
-            pending = self._pending
-        return max(0, min(q.limit - q.used() - pending for q in self.quotas))
-
-    def reserve(self, size: int) -> None:
-        """Hold ``size`` bytes against every quota until :meth:`release`; raise when one would be passed."""
-        with self._lock:
-            for quota in self.quotas:
-                used = quota.used() + self._pending
-                if used + size > quota.limit:
-                    raise ArtifactQuotaExceeded(quota.scope, quota.limit, used, size, quota.setting)
-            self._pending += size
-
-    def release(self, size: int) -> None:
-        with self._lock:
-            self._pending -= size
-
-    def record(self, records: list[ArtifactRecord], held: list[int]) -> None:
-        """Write the records and turn their held bytes from pending into used in one step.
-
-        The catalog counts a record as used the moment it is written; were the hold released only
-        afterwards, a capture reserving in between would count those bytes twice and be refused
-        room it has. ``held`` is emptied: nothing of it is left for :meth:`release`.
-        """
-        with self._lock:
-            if len(records) == 1:
-                self.catalog.add(records[0])
-            else:
-                self.catalog.add_all(records)
-            self._pending -= sum(held)
-            held.clear()
-
-    @property
-    def store(self):
-        return self.catalog.store
-
-    def records(self) -> list[ArtifactRecord]:
-        return self.catalog.list(self.run_id)
-
-    def __repr__(self) -> str:
-        return f"ArtifactSink(run_id={self.run_id!r}, store={self.store.name!r})"
-
-
-class _Staged:
-    """A staging file being written: hashed and sized as it grows.
-
-    Small writes are gathered up to about 1 MiB. Large writes are hashed and
-    written on a helper thread (both release the GIL) while the caller
-    encodes the next batch; one write is in flight at a time, so the bytes
-    go out in order. After each large write the kernel is
-    asked to start writing the pages back (``sync_file_range``), so the final
-    ``fsync`` has little left to wait for. The bytes and the hash are the same
-    as a plain sequential write.
-    """
-
-    def __init__(self, sink: ArtifactSink) -> None:
-        self.store = sink.store
-        self.path, self.fh = self.store.new_temp()
-        self.hash = hashlib.sha256()
-        self.size = 0
-        self._written = 0
-        self._helper: Any = None
-        self._pending: Any = None
-        self._gathered: list[bytes] = []
-        self._gathered_size = 0
-
-    def write(self, data: bytes) -> None:
-        self.size += len(data)
-        self._gathered.append(data)
-        self._gathered_size += len(data)
-        if self._gathered_size >= _BATCH_TARGET:
-            self._flush()
-
-    def _flush(self) -> None:
-        """Hand the gathered bytes to the file (on the helper thread when they are large)."""
-        if not self._gathered:
-            return
-        data = self._gathered[0] if len(self._gathered) == 1 else b"".join(self._gathered)
-        self._gathered, self._gathered_size = [], 0
-        if self._helper is None and len(data) < _ASYNC_WRITE_MIN:
-            self._write_now(data)
-            return
-        self._wait()
-        if self._helper is None:
-            self._helper = ThreadPoolExecutor(1, thread_name_prefix="assay-capture-write")
-        self._pending = self._helper.submit(self._write_now, data)
-
-    def _write_now(self, data: bytes) -> None:
-        self.hash.update(data)
-        self.fh.write(data)
-        if len(data) >= _ASYNC_WRITE_MIN:
-            start = _writeback()
-            if start is not None:
-                self.fh.flush()
-                start(self.fh.fileno(), self._written, len(data))
-        self._written += len(data)
-
-    def _wait(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            pending.result()
-
-    def _stop_helper(self) -> None:
-        helper, self._helper = self._helper, None
-        if helper is not None:
-            helper.shutdown(wait=True)
-
-    def publish(self) -> tuple[str, int]:
-        try:
-            self._flush()
-            self._wait()
-        finally:
-            self._stop_helper()
-        self.fh.flush()
-        os.fsync(self.fh.fileno())
-        self.fh.close()
-        sha = self.hash.hexdigest()
-        self.store.commit(self.path, sha, self.size)
-        return sha, self.size
-
-    def discard(self) -> None:
-        try:
-            try:
-                self._wait()
-            except BaseException:  # noqa: BLE001 - the file is being thrown away
-                pass
-            self._gathered, self._gathered_size = [], 0
-            self._stop_helper()
-            self.fh.close()
-        finally:
-            Path(self.path).unlink(missing_ok=True)
-
-
-_ASYNC_WRITE_MIN = 256 << 10  # smaller writes are done in place (no thread for small results)
-
-
-def _writeback_starter() -> Any:
-    """``sync_file_range(fd, offset, n, SYNC_FILE_RANGE_WRITE)`` (Linux): start writing pages back, do not wait."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        fn = libc.sync_file_range
-        fn.argtypes = (ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint)
-        fn.restype = ctypes.c_int
-    except (OSError, AttributeError):
-        return None
-
-    def start(fd: int, offset: int, length: int) -> None:
-        fn(
-            fd, offset, length, 2
-        )  # a hint only: the fsync before publishing is what makes it durable
-
-    return start
-
-
-_WRITEBACK: list[Any] = []
-
-
-def _writeback() -> Any:
-    if not _WRITEBACK:  # looked up on the first large write, not at import (ctypes is not free)
-        _WRITEBACK.append(_writeback_starter())
-    return _WRITEBACK[0]
-
-
-def _stage(sink: ArtifactSink, fill, held: list[int]) -> tuple[str, int, Any]:
-    """Write, charge to the sink's quotas (the bytes are appended to ``held``, for the caller to release
-    once the records are written), publish."""
-    staged = _Staged(sink)
-    try:
-        out = fill(staged)
-        sink.reserve(staged.size)
-        held.append(staged.size)
-        sha, size = staged.publish()
-    except BaseException:
-        staged.discard()
-        raise
-    return sha, size, out
-
-
 def _write_rows(
-    staged: _Staged,
+    staged: StagedFile,
     columns: list[str],
     rows: Iterable[Sequence[Any]],
     preview: PreviewBuilder,
@@ -307,7 +70,7 @@ def _write_rows(
         staged.write(data)
         count += len(batch)
         # aim each batch at about 1 MiB of text, whatever the row width
-        size[0] = max(1, min(8192, len(batch) * _BATCH_TARGET // max(1, len(data))))
+        size[0] = max(1, min(8192, len(batch) * BATCH_TARGET // max(1, len(data))))
     return count, count
 
 
@@ -402,7 +165,7 @@ def _capture_rows(
     cfg = sink.settings
     cols = [str(c) for c in columns]
     preview = PreviewBuilder(cfg.preview_rows, cfg.preview_bytes)
-    sha, size, (count, returned) = _stage(
+    sha, size, (count, returned) = stage(
         sink,
         lambda st: _write_rows(
             st,
@@ -557,7 +320,7 @@ def _capture_file(
 ) -> ArtifactRecord:
     limit = sink.settings.max_bytes
 
-    def fill(st: _Staged) -> bool:
+    def fill(st: StagedFile) -> bool:
         if isinstance(data, (bytes, bytearray, memoryview)):
             blob = bytes(data)
             st.write(blob[:limit])
@@ -571,7 +334,7 @@ def _capture_file(
                 return False
             st.write(chunk)
 
-    sha, size, complete = _stage(sink, fill, held)
+    sha, size, complete = stage(sink, fill, held)
     prov = dict(provenance or {})
     if not complete:
         prov["incomplete_reason"] = f"file cut at ASSAY_ARTIFACT_MAX_BYTES={limit}"
@@ -705,10 +468,10 @@ def _capture_python(
         content = dumps_bytes(doc) + b"\n"
         complete = False
 
-    def fill(st: _Staged) -> None:
+    def fill(st: StagedFile) -> None:
         st.write(content)
 
-    sha, size, _ = _stage(sink, fill, held)
+    sha, size, _ = stage(sink, fill, held)
     columns, preview, row_count, prev_truncated = _python_preview(value, result_set, cfg)
     inline = value
     if len(dumps_bytes(value)) > cfg.preview_bytes:

@@ -12,12 +12,12 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING
 
-from .capture import ArtifactSink
 from .catalog import ArtifactCatalog
 from .content_store import ContentStore
 from .errors import ARTIFACT_STORE_UNAVAILABLE, ARTIFACT_STORE_UNKNOWN, ArtifactError
 from .local_store import LocalContentStore
 from .settings import evidence_settings
+from .sink import ArtifactSink
 
 if TYPE_CHECKING:
     from assay.kernel.protocols import KernelAPI

@@ -24,7 +24,7 @@ from typing import Any
 
 from assay.plugins.figures import Figure, find_figures
 
-from .resolve import (
+from .resolved import (
     ResolvedChart,
     ResolvedHeading,
     ResolvedImage,

@@ -36,6 +36,10 @@ from .figures import spans
 from .html_style import CSS
 from .resolve import (
     MISSING_MARK,
+    plain_text,
+    resolve_report,
+)
+from .resolved import (
     ResolvedChart,
     ResolvedHeading,
     ResolvedImage,
@@ -45,8 +49,6 @@ from .resolve import (
     ResolvedText,
     Source,
     Value,
-    plain_text,
-    resolve_report,
 )
 
 IMAGE_TYPES = ("image/png", "image/svg+xml", "image/jpeg", "image/gif", "image/webp")

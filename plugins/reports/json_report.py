@@ -17,6 +17,10 @@ from typing import Any
 
 from .resolve import (
     MISSING_MARK,
+    plain_text,
+    resolve_report,
+)
+from .resolved import (
     ResolvedChart,
     ResolvedHeading,
     ResolvedImage,
@@ -26,8 +30,6 @@ from .resolve import (
     ResolvedText,
     Source,
     Value,
-    plain_text,
-    resolve_report,
 )
 
 SCHEMA_ID = (

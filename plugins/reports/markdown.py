@@ -30,6 +30,9 @@ from .resolve import (
     MISSING_NOTE,
     REPORT_CITATION_INVALID,
     REPORT_CITATION_OTHER_RUN,
+    resolve_report,
+)
+from .resolved import (
     ResolvedChart,
     ResolvedHeading,
     ResolvedImage,
@@ -39,7 +42,6 @@ from .resolve import (
     ResolvedText,
     Source,
     Value,
-    resolve_report,
 )
 
 __all__ = [

@@ -21,16 +21,15 @@ and :meth:`ContainerSession._remove`. Everything else lives here, once:
   the container's OOM counter, read on the host (:mod:`.oom`), says whether
   memory ran out; a stream far past its cap is not drained (:mod:`.stream`);
 * files go in as tar archives and come out through a checked helper that
-  refuses symlinks, ``..`` and anything outside the working directory.
+  refuses symlinks, ``..`` and anything outside the working directory
+  (:mod:`.container_files`).
 """
 
 from __future__ import annotations
 
-import io
 import json
 import posixpath
 import secrets
-import tarfile
 import threading
 import time
 from abc import abstractmethod
@@ -39,9 +38,6 @@ from typing import Any
 from assay.kernel.log import get_logger
 from assay.kernel.sandbox.errors import (
     SANDBOX_EXEC_FAILED,
-    SANDBOX_FILE_NOT_FOUND,
-    SANDBOX_FILE_TOO_LARGE,
-    SANDBOX_PATH_INVALID,
     SANDBOX_TIMEOUT,
     SandboxError,
 )
@@ -50,6 +46,7 @@ from assay.kernel.sandbox.runtime import ExecRequest, RuntimeSession
 
 from . import gvisor, oom
 from .channel import Channel
+from .container_files import file_archive, file_result, tar_one
 from .launcher import (
     FILES_SOURCE,
     PYTHON_ISOLATED,
@@ -399,7 +396,7 @@ class ContainerSession(RuntimeSession):
         path = f"/tmp/.assay-code-{secrets.token_hex(8)}"
         self._put_archive(
             "/tmp",
-            _tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444),
+            tar_one(posixpath.basename(path), code.encode("utf-8"), self.spec.exec_user, 0o444),
         )
         return ["@python-file", path] if lang == "python" else [LANGUAGES[lang][0], path]
 
@@ -586,46 +583,25 @@ class ContainerSession(RuntimeSession):
     # --- files -----------------------------------------------------------------
 
     def put_file(self, path: str, data: bytes, *, read_only: bool = False) -> None:
-        directory, name = posixpath.split(path)
-        rel_dir = posixpath.relpath(directory, self.spec.workdir)
         # Read-only files belong to the keeper's uid (podman chowns every copied file
         # to the container's user anyway): the code can read them but, in the sticky
         # working directory, can neither change nor replace them. Writable uploads
         # are mode 0666 so the code may change them whoever owns them.
         owner = self.spec.user if read_only else self.spec.exec_user
-        buf = io.BytesIO()
-        with tarfile.open(fileobj=buf, mode="w") as tar:
-            if rel_dir != ".":
-                parts = rel_dir.split("/")
-                for i in range(1, len(parts) + 1):
-                    info = tarfile.TarInfo("/".join(parts[:i]))
-                    info.type = tarfile.DIRTYPE
-                    # Sticky and world-writable: the code may add files here whoever owns the
-                    # directory, but cannot remove or replace the read-only ones.
-                    info.mode = 0o1777
-                    info.mtime = int(time.time())
-                    _own(info, self.spec.user)
-                    tar.addfile(info)
-            member = "/".join([*([] if rel_dir == "." else [rel_dir]), name])
-            info = tarfile.TarInfo(member)
-            info.size = len(data)
-            info.mode = 0o444 if read_only else 0o666
-            info.mtime = int(time.time())
-            _own(info, owner)
-            tar.addfile(info, io.BytesIO(data))
-        self._put_archive(self.spec.workdir, buf.getvalue())
+        archive = file_archive(self.spec.workdir, path, data, owner, self.spec.user, read_only)
+        self._put_archive(self.spec.workdir, archive)
 
     def get_file(self, path: str, max_bytes: int) -> bytes:
         code, out, err, truncated = self._run_helper(
             files_argv("get", self.spec.workdir, path, str(max_bytes)), max_bytes + 1
         )
-        return _file_result(path, code, out, err, truncated, max_bytes)
+        return file_result(path, code, out, err, truncated, max_bytes)
 
     def list_files(self, path: str) -> list[FileInfo]:
         code, out, err, _ = self._run_helper(
             files_argv("list", self.spec.workdir, path), 8 * 1024**2
         )
-        _file_result(path, code, b"", err, False, 0)
+        file_result(path, code, b"", err, False, 0)
         return [
             FileInfo(path=p, name=n, size=s, is_dir=d, modified=m)
             for p, n, s, d, m in json.loads(out or b"[]")
@@ -646,48 +622,6 @@ class ContainerSession(RuntimeSession):
                 container=self.id[:12],
                 error=repr(exc),
             )
-
-
-def _own(info: tarfile.TarInfo, uid_gid: str) -> None:
-    uid, _, gid = uid_gid.partition(":")
-    info.uid, info.gid = int(uid), int(gid)
-    info.uname = info.gname = ""
-
-
-def _tar_one(name: str, data: bytes, owner: str, mode: int) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tar:
-        info = tarfile.TarInfo(name)
-        info.size = len(data)
-        info.mode = mode
-        _own(info, owner)
-        tar.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
-
-
-def _file_result(
-    path: str, code: int | None, out: bytes, err: bytes, truncated: bool, max_bytes: int
-) -> bytes:
-    if code == 0 and not truncated:
-        return out
-    if code == 2:
-        raise SandboxError(SANDBOX_FILE_NOT_FOUND, f"no file {path!r} in the sandbox")
-    if code == 3 or truncated:
-        raise SandboxError(
-            SANDBOX_FILE_TOO_LARGE,
-            f"{path!r} is larger than {max_bytes} bytes",
-            "Write a smaller file (or a summary of it) and download that.",
-        )
-    if code == 4:
-        raise SandboxError(
-            SANDBOX_PATH_INVALID, f"{path!r} is a symlink or resolves outside the working directory"
-        )
-    if code == 5:
-        raise SandboxError(SANDBOX_PATH_INVALID, f"{path!r} is not a regular file")
-    raise SandboxError(
-        SANDBOX_EXEC_FAILED,
-        f"file helper failed for {path!r} (exit {code}): {err.decode(errors='replace')[:500]}",
-    )
 
 
 def _exit_status(session: ContainerSession) -> int | None:

@@ -6,12 +6,14 @@ the server to; it sits on Starlette, which the MCP SDK uses too.
 Authentication is the :class:`~.auth.BearerAuth` wrapper around the whole app
 (only ``/health`` and the page's static files are open); every run and
 artifact lookup is scoped to the token's owner and answers 404 otherwise.
+
+Here: :func:`create_app` and its routes. The error shape is :mod:`.api_errors`; the report, export
+and artifact downloads are :mod:`.downloads`; the event stream's response :mod:`.event_stream`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
@@ -19,15 +21,23 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Header, Query, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Match
 
+from assay import __version__
 from assay.kernel import evidence as ev
 from assay.kernel.errors import AssayError
 
+from .api_errors import (
+    AUTH,
+    BAD_BODY,
+    LIMITED,
+    NOT_FOUND,
+    SERVICE_DATASOURCE_UNKNOWN,
+    error,
+    install_error_handlers,
+    install_openapi_error_bodies,
+    run_missing,
+)
 from .api_models import (
     ArtifactSelection,
     Datasource,
@@ -40,62 +50,16 @@ from .api_models import (
     ToolCall,
     ToolCallResult,
 )
-from .auth import OUTAGES
-from .limits import InFlight, Refused, ToolCallLimits
+from .downloads import MEDIA, artifact_response, close_pdf_browser, export_response, report_response
+from .event_stream import SSE_EVENT, ReleasingStream, run_stream, while_token_active
+from .limits import InFlight, ToolCallLimits
 from .runner import RunManager, RunRequest
 from .settings import ServiceSettings
-from .sse import END, KEEPALIVE, KEEPALIVE_S, event_frame, frame, run_event
+from .sse import run_event
 from .tool_calls import call_in_own_run, visible_artifact
 
-SERVICE_RUN_NOT_FOUND = "SERVICE_RUN_NOT_FOUND"
-SERVICE_REPORT_NOT_FOUND = "SERVICE_REPORT_NOT_FOUND"
-SERVICE_REPORT_FORMAT_UNAVAILABLE = "SERVICE_REPORT_FORMAT_UNAVAILABLE"
-SERVICE_DATASOURCE_UNKNOWN = "SERVICE_DATASOURCE_UNKNOWN"
-SERVICE_REQUEST_INVALID = "SERVICE_REQUEST_INVALID"
-SERVICE_METHOD_NOT_ALLOWED = "SERVICE_METHOD_NOT_ALLOWED"
-SERVICE_ROUTE_NOT_FOUND = "SERVICE_ROUTE_NOT_FOUND"
 WEB = Path(__file__).with_name("web")
 PUBLIC = ("/health", "/", "/app.js", "/app.css", "/favicon.ico")
-
-# OpenAPI's extra responses of a route (FastAPI's ``responses=``), by status code.
-Responses = dict[int | str, dict[str, Any]]
-AUTH: Responses = {401: {"model": ErrorBody, "description": "No bearer token, or not a valid one."}}
-NOT_FOUND: Responses = {
-    404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}
-}
-LIMITED: Responses = {429: {"model": ErrorBody, "description": "Over a limit; see Retry-After."}}
-BAD_BODY: Responses = {
-    400: {"model": ErrorBody, "description": "A body that does not parse."},
-    413: {"model": ErrorBody, "description": "Body too large."},
-}
-SSE_EVENT = {
-    "type": "object",
-    "properties": {
-        "id": {"type": "string"},
-        "event": {"type": "string"},
-        "data": {"type": "string"},
-    },
-}
-MEDIA = {
-    "md": "text/markdown; charset=utf-8",
-    "html": "text/html; charset=utf-8",
-    "json": "application/json",
-    "pdf": "application/pdf",
-}
-
-
-def error(
-    status: int, code: str, message: str, hint: str = "", headers: dict[str, str] | None = None
-) -> JSONResponse:
-    return JSONResponse(
-        ErrorBody(code=code, message=message, hint=hint).model_dump(),
-        status_code=status,
-        headers=headers,
-    )
-
-
-def run_missing(run_id: str) -> JSONResponse:
-    return error(404, SERVICE_RUN_NOT_FOUND, f"no run {run_id!r}", "List your runs with GET /runs.")
 
 
 def owner(request: Request) -> str:
@@ -120,7 +84,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             await manager.drain(settings.drain_s)
             report_pool.shutdown(wait=False, cancel_futures=True)
             await asyncio.to_thread(
-                _close_pdf_browser
+                close_pdf_browser
             )  # the Chromium the report pool kept, if it started one
             if manager.remote is not None:
                 manager.remote.close()
@@ -128,41 +92,15 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
 
     app = FastAPI(
         title="assay",
-        version=_version(),
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
         description="Ask questions of configured datasources; read runs, reports and evidence. "
         "Every endpoint but /health needs 'Authorization: Bearer TOKEN'.",
     )
-
-    def openapi() -> dict[str, Any]:
-        """FastAPI's document, with its validation errors (422, and 400 for a body that is not JSON)
-        described as the API answers them: an ErrorBody."""
-        if app.openapi_schema is None:
-            doc = get_openapi(
-                title=app.title, version=app.version, description=app.description, routes=app.routes
-            )
-            body = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
-            for operations in doc.get("paths", {}).values():
-                for operation in operations.values():
-                    responses = operation.get("responses", {})
-                    if "422" in responses:
-                        responses["422"] = {
-                            "description": "The request does not match its schema.",
-                            "content": body,
-                        }
-                        responses.setdefault(
-                            "400", {"description": "A body that does not parse.", "content": body}
-                        )
-            schemas = doc.get("components", {}).get("schemas", {})
-            schemas.pop("HTTPValidationError", None)
-            schemas.pop("ValidationError", None)
-            schemas.setdefault("ErrorBody", ErrorBody.model_json_schema())
-            app.openapi_schema = doc
-        return app.openapi_schema
-
-    app.openapi = openapi  # type: ignore[method-assign]
+    install_openapi_error_bodies(app)
+    install_error_handlers(app)
 
     streams = InFlight(
         settings.max_streams_per_token, "event streams", "ASSAY_SERVICE_MAX_STREAMS_PER_TOKEN"
@@ -176,65 +114,6 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
     def mgr() -> RunManager:
         assert manager is not None, "the app's lifespan did not start"
         return manager
-
-    @app.exception_handler(Refused)
-    async def _refused(request: Request, exc: Refused) -> JSONResponse:
-        headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else None
-        return error(exc.status, exc.code, exc.message, exc.hint, headers)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        # Starlette's own answers (405, a body that does not parse) in the API's error shape; a 405
-        # lists every method the path has (GET and POST /runs are two routes to Starlette).
-        headers = dict(exc.headers or {})
-        if exc.status_code == 405:
-            allowed = sorted(
-                {
-                    m
-                    for r in app.routes
-                    if r.matches(request.scope)[0] != Match.NONE
-                    for m in (getattr(r, "methods", None) or ())
-                }
-                - {"HEAD"}
-            )
-            headers["Allow"] = ", ".join(allowed)
-        code = {405: SERVICE_METHOD_NOT_ALLOWED, 404: SERVICE_ROUTE_NOT_FOUND}.get(
-            exc.status_code, SERVICE_REQUEST_INVALID
-        )
-        return error(exc.status_code, code, str(exc.detail), "See /openapi.json.", headers)
-
-    @app.exception_handler(RequestValidationError)
-    async def _invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        # FastAPI's own {"detail": [...]} in the API's error shape: a body that is not JSON is 400, a
-        # request that does not match its schema 422 (the OpenAPI document says the same: see below)
-        problems = exc.errors()
-        status = 400 if any(p.get("type") == "json_invalid" for p in problems) else 422
-        said = "; ".join(
-            f"{'.'.join(str(x) for x in p.get('loc', ())) or 'request'}: {p.get('msg')} "
-            f"({p.get('type')})"
-            for p in problems[:5]
-        )
-        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
-        return error(
-            status,
-            SERVICE_REQUEST_INVALID,
-            f"the request does not match its schema: {said}{more}",
-            "See /openapi.json for the request's schema; send JSON with Content-Type: application/json.",
-        )
-
-    @app.exception_handler(AssayError)
-    async def _assay_error(request: Request, exc: AssayError) -> JSONResponse:
-        if (
-            exc.code in OUTAGES
-        ):  # the catalog or the broker does not answer: not the request's fault
-            return error(503, exc.code, exc.message, exc.hint, {"Retry-After": "5"})
-        status = (
-            404
-            if exc.code
-            in (SERVICE_RUN_NOT_FOUND, "SERVICE_ARTIFACT_NOT_FOUND", "ARTIFACT_NOT_FOUND")
-            else 400
-        )
-        return error(status, exc.code, exc.message, exc.hint)
 
     async def seen(run_id: str, request: Request) -> bool:
         """Whether the run is the token owner's (the catalog is read on a thread, not on the event loop)."""
@@ -517,14 +396,14 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
                             for e in kernel.runs.events(run_id)
                         ]
                     )
-                stream = _sse(mgr(), run_id, history, queue)
+                stream = run_stream(mgr(), run_id, history, queue)
         except (
             BaseException
         ):  # e.g. the catalog did not answer: nothing was streamed, the slot is free again
             release()
             raise
-        return _ReleasingStream(
-            _while_token_active(stream, tokens, token_id),
+        return ReleasingStream(
+            while_token_active(stream, tokens, token_id),
             release,
             media_type="text/event-stream",
             headers=headers,
@@ -555,7 +434,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         reports.admit(token_id)  # Refused: 429
         try:  # a pool of its own: PDFs printed by Chromium never hold the threads tool calls run in
             return await asyncio.get_running_loop().run_in_executor(
-                report_pool, _report, kernel, run_id, format
+                report_pool, report_response, kernel, run_id, format
             )
         finally:
             reports.release(token_id)
@@ -579,7 +458,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
             or await asyncio.to_thread(kernel.runs.get, run_id) is None
         ):
             return run_missing(run_id)
-        return await asyncio.to_thread(_export, kernel, run_id)
+        return await asyncio.to_thread(export_response, kernel, run_id)
 
     # --- artifacts and tools -----------------------------------------------------
 
@@ -630,7 +509,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         }
         try:
             return await asyncio.to_thread(
-                _artifact,
+                artifact_response,
                 kernel,
                 artifact_id,
                 selectors,
@@ -669,188 +548,3 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         return Response(payload, media_type="application/json")
 
     return app
-
-
-async def _sse(
-    manager: RunManager, run_id: str, history: list[dict[str, Any]], queue: asyncio.Queue | None
-):
-    seq = 0
-    try:
-        for item in history:
-            seq += 1
-            yield event_frame(seq, item)
-        if queue is None:
-            yield END
-            return
-        while True:
-            try:
-                item = await asyncio.wait_for(queue.get(), KEEPALIVE_S)
-            except TimeoutError:
-                yield KEEPALIVE
-                continue
-            if item is None:
-                yield END
-                return
-            seq += 1
-            yield event_frame(seq, item)
-    finally:
-        if queue is not None:
-            manager.unwatch(run_id, queue)
-
-
-async def _while_token_active(stream: Any, tokens: Any, token_id: str):
-    """``stream``'s frames while its token stays valid: the token is checked before each frame is sent,
-    and a revoked one ends the stream with an ``error`` event naming the code."""
-    try:
-        async for chunk in stream:
-            if not await asyncio.to_thread(tokens.active, token_id):
-                body = {
-                    "code": "SERVICE_AUTH_INVALID",
-                    "message": "the bearer token was revoked",
-                    "hint": "Make a new one with `assay tokens create`.",
-                }
-                yield frame("error", body)
-                return
-            yield chunk
-    finally:
-        await stream.aclose()
-
-
-class _ReleasingStream(StreamingResponse):
-    """A streamed response that calls ``release`` when it is over, however it ends (even unstarted)."""
-
-    def __init__(self, content: Any, release: Any, **kwargs: Any) -> None:
-        super().__init__(content, **kwargs)
-        self._release = release
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        try:
-            await super().__call__(scope, receive, send)
-        finally:
-            self._release()
-            close = getattr(
-                self.body_iterator, "aclose", None
-            )  # typed AsyncIterable: an async generator here
-            if close is not None:
-                await close()
-
-
-STORED = {
-    "md": "text/markdown",
-    "html": "text/html",
-}  # report formats kept as artifacts by render_report
-RENDERERS = {"md": "markdown", "html": "html", "json": "json", "pdf": "pdf"}
-
-
-def _report(kernel: Any, run_id: str, fmt: str) -> Response:
-    """The run's last report: the saved artifact of that format (hash-verified), else rendered again
-    from the report's document by the registered renderer."""
-    records = [
-        r
-        for r in kernel.evidence.catalog.iter(run_id)
-        if r.kind == "report" and r.status == "succeeded"
-    ]
-    if not records:
-        return error(
-            404,
-            SERVICE_REPORT_NOT_FOUND,
-            f"run {run_id!r} has no report",
-            "A run has a report when its agent wrote one (generate_report / render_report).",
-        )
-    saved = [r for r in records if r.media_type == STORED.get(fmt)]
-    if saved:
-        record = saved[-1]
-        _, content = ev.open_verified_content(kernel.evidence.catalog, record.artifact_id)
-        data = content.read_bytes() if isinstance(content, Path) else content
-        return Response(data, media_type=MEDIA[fmt], headers={"ETag": f'"{record.sha256}"'})
-    document = next(
-        (r.provenance["document"] for r in reversed(records) if r.provenance.get("document")), None
-    )
-    if document is None:
-        return error(
-            404,
-            SERVICE_REPORT_NOT_FOUND,
-            f"the report keeps no document to render as {fmt}",
-            "Ask for the format it was saved in (md).",
-        )
-    try:
-        renderer = kernel.renderer(RENDERERS[fmt])
-    except AssayError:
-        known = ", ".join(sorted(kernel.registry("report_renderers"))) or "none"
-        return error(
-            404,
-            SERVICE_REPORT_FORMAT_UNAVAILABLE,
-            f"no {fmt} renderer is installed here",
-            f"Renderers: {known}.",
-        )
-    data = renderer.render(document, kernel.evidence.catalog)
-    return Response(data, media_type=MEDIA[fmt])
-
-
-def _export(kernel: Any, run_id: str) -> Response:
-    import tempfile
-
-    from assay.plugins.runs.export import export_run
-
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / f"{run_id}.zip"
-        export_run(kernel, run_id, path)
-        data = path.read_bytes()
-    return Response(
-        data,
-        media_type="application/zip",
-        headers={"Content-Disposition": f'attachment; filename="{run_id}.zip"'},
-    )
-
-
-def _artifact(
-    kernel: Any,
-    artifact_id: str,
-    selectors: dict[str, Any],
-    settings: ServiceSettings,
-    if_none_match: str | None,
-) -> Response:
-    catalog = kernel.evidence.catalog
-    if selectors:
-        selected = ev.read_artifact_result(
-            catalog, artifact_id, selectors, max_rows=settings.max_read_rows
-        )
-        return JSONResponse(
-            selected.model_dump(mode="json"), headers={"X-Assay-Artifact-SHA256": selected.sha256}
-        )
-    record = ev.get_record(catalog, artifact_id)
-    etag = f'"{record.sha256}"'
-    digest = "sha-256=:" + base64.b64encode(bytes.fromhex(record.sha256)).decode() + ":"
-    headers = {
-        "ETag": etag,
-        "Repr-Digest": digest,
-        "Digest": "SHA-256=" + digest[9:-1],
-        "X-Assay-Artifact-SHA256": record.sha256,
-    }
-    if if_none_match and etag in [t.strip() for t in if_none_match.split(",")]:
-        ev.verify(catalog, record)  # 304 only for content that still hashes to its record
-        return Response(status_code=304, headers=headers)
-    record, content = ev.open_verified_content(catalog, artifact_id)
-    inline = record.media_type.startswith("image/")  # the page shows charts inline
-    headers["Content-Disposition"] = "inline" if inline else f'attachment; filename="{artifact_id}"'
-    if isinstance(
-        content, Path
-    ):  # streamed from the store's file, verified above: memory stays flat
-        return FileResponse(content, media_type=record.media_type, headers=headers)
-    return Response(content, media_type=record.media_type, headers=headers)
-
-
-def _close_pdf_browser() -> None:
-    import sys
-
-    browser = sys.modules.get(
-        "assay.plugins.reports.browser"
-    )  # imported only if a PDF was rendered
-    if browser is not None:
-        browser.close_shared()
-
-
-def _version() -> str:
-    from assay import __version__
-
-    return __version__

@@ -1,5 +1,6 @@
 """Server-sent events as ``GET /runs/ID/events`` sends them: the one framer, for runs executed here
-(:mod:`.api`) and runs read back from the shared catalog (:mod:`assay.plugins.worker.dispatch`).
+(:mod:`.event_stream`) and runs read back from the shared catalog
+(:mod:`assay.plugins.worker.dispatch`).
 
 A run's event is ``id: SEQ``, ``event: KIND`` and ``data: JSON`` (the event
 as :func:`run_event` shapes it); the stream ends with an ``end`` event, a

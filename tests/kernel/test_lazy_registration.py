@@ -322,6 +322,8 @@ DEFERRED = [
     "assay.plugins.sandbox",
     "assay.kernel.evidence.catalog",
     "assay.kernel.evidence.capture",
+    "assay.kernel.evidence.sink",
+    "assay.kernel.evidence.staging",
     "assay.kernel.evidence.records",
     "assay.sandbox_runtimes.docker",
     "assay.sandbox_runtimes.podman",

@@ -35,7 +35,7 @@ async def test_the_api_and_the_workers_stream_frame_a_run_the_same(make_assay_ke
     from assay.plugins import runs_plugin
     from assay.plugins.agent.transcript import AgentEvent
     from assay.plugins.runs import RunRecorder
-    from assay.plugins.service.api import _sse
+    from assay.plugins.service.event_stream import run_stream
     from assay.plugins.worker.dispatch import RemoteRuns
 
     kernel = make_assay_kernel(runs_plugin).start()
@@ -49,7 +49,7 @@ async def test_the_api_and_the_workers_stream_frame_a_run_the_same(make_assay_ke
     history = [
         run_event(e.kind, "run_sse", e.step, e.at, e.data) for e in kernel.runs.events("run_sse")
     ]
-    here = [text async for text in _sse(SimpleNamespace(), "run_sse", history, None)]
+    here = [text async for text in run_stream(SimpleNamespace(), "run_sse", history, None)]
 
     remote = RemoteRuns.__new__(
         RemoteRuns

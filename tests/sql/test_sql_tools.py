@@ -301,17 +301,17 @@ async def test_cancelling_the_task_cancels_the_query_and_records_a_cancelled_att
 async def test_cancelling_the_task_after_every_row_arrived_keeps_the_result_and_no_cancelled_record(
     request, kernel, monkeypatch
 ):
-    from assay.kernel.evidence import capture as capture_module
+    from assay.kernel.evidence.staging import StagedFile
 
     attach(kernel, "sqlite", request)
-    real_publish, publishing = capture_module._Staged.publish, threading.Event()
+    real_publish, publishing = StagedFile.publish, threading.Event()
 
     def slow_publish(self):
         publishing.set()  # every row is in; the capture is being published
         time.sleep(0.5)
         return real_publish(self)
 
-    monkeypatch.setattr(capture_module._Staged, "publish", slow_publish)
+    monkeypatch.setattr(StagedFile, "publish", slow_publish)
     run = kernel.new_run()
     task = asyncio.create_task(
         kernel.acall_tool("sql_query", {"sql": "SELECT * FROM stores"}, run=run)
