@@ -7,6 +7,8 @@ VENV   ?= .venv
 PY      = $(VENV)/bin/python
 DEMO_STAMP = $(VENV)/.installed-demo
 STAMP   = $(VENV)/.installed
+# the suite runs on two processes (pytest-xdist; the groups that must share one: tests/conftest.py)
+TEST_WORKERS ?= 2
 
 .PHONY: demo test install bench image clean
 
@@ -29,7 +31,7 @@ demo: $(DEMO_STAMP)
 	$(PY) examples/demo.py
 
 test: $(STAMP)
-	$(PY) -m pytest -q -ra
+	$(PY) -m pytest -q -ra -n $(TEST_WORKERS) --dist loadgroup
 
 bench: $(STAMP)
 	$(PY) bench/run_all.py
