@@ -65,10 +65,10 @@ class ArtifactSink:
         self.quotas.append(quota)
 
     def remaining(self) -> int:
-        """Bytes the next captures may still take (the tightest quota)."""
+        """Bytes the next captures may still take (the tightest quota): read under the lock, so a
+        capture being recorded meanwhile is counted once, as pending or as used."""
         with self._lock:
-            pending = self._pending
-        return max(0, min(q.limit - q.used() - pending for q in self.quotas))
+            return max(0, min(q.limit - q.used() - self._pending for q in self.quotas))
 
     def reserve(self, size: int) -> None:
         """Hold ``size`` bytes against every quota until :meth:`release`; raise when one would be passed."""

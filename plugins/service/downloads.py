@@ -36,9 +36,8 @@ STORED = {
 RENDERERS = {"md": "markdown", "html": "html", "json": "json", "pdf": "pdf"}
 
 
-def report_response(kernel: Any, run_id: str, fmt: str) -> Response:
-    """The run's last report: the saved artifact of that format (hash-verified), else rendered again
-    from the report's document by the registered renderer."""
+def run_reports(kernel: Any, run_id: str) -> list[Any] | JSONResponse:
+    """The run's succeeded report records, oldest first, or the 404 that says it has none."""
     records = [
         r
         for r in kernel.evidence.catalog.iter(run_id)
@@ -51,6 +50,15 @@ def report_response(kernel: Any, run_id: str, fmt: str) -> Response:
             f"run {run_id!r} has no report",
             "A run has a report when its agent wrote one (generate_report / render_report).",
         )
+    return records
+
+
+def report_response(kernel: Any, run_id: str, fmt: str) -> Response:
+    """The run's last report: the saved artifact of that format (hash-verified), else rendered again
+    from the report's document by the registered renderer."""
+    records = run_reports(kernel, run_id)
+    if isinstance(records, JSONResponse):
+        return records
     saved = [r for r in records if r.media_type == STORED.get(fmt)]
     if saved:
         record = saved[-1]

@@ -16,7 +16,14 @@ from typing import Any
 from fastapi import FastAPI, Query, Request
 from fastapi.responses import FileResponse, JSONResponse, Response
 
+from .api_errors import (
+    SERVICE_REPORT_FORMAT_UNAVAILABLE,
+    SERVICE_ROUTE_NOT_FOUND,
+    error,
+    run_missing,
+)
 from .api_models import ErrorBody
+from .downloads import run_reports
 
 STATIC = Path(__file__).with_name("web") / "static"
 STATIC_TYPES = {
@@ -28,10 +35,6 @@ STATIC_TYPES = {
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorBody, "description": "Not found (or not the token owner's)."}
 }
-
-
-def _error(status: int, code: str, message: str, hint: str) -> JSONResponse:
-    return JSONResponse({"code": code, "message": message, "hint": hint}, status_code=status)
 
 
 def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
@@ -49,7 +52,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
             or path.suffix not in STATIC_TYPES
             or not path.is_file()
         ):
-            return _error(404, "SERVICE_ROUTE_NOT_FOUND", f"no static file {name!r}", "")
+            return error(404, SERVICE_ROUTE_NOT_FOUND, f"no static file {name!r}", "")
         return FileResponse(
             path, media_type=STATIC_TYPES[path.suffix], headers={"Cache-Control": "no-cache"}
         )
@@ -77,7 +80,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
     ) -> Any:
         """The whole artifact (every row kept, not a preview) as CSV or Parquet, hash-verified first."""
         if not await asyncio.to_thread(visible_artifact, kernel, tokens, who(request), artifact_id):
-            return _error(
+            return error(
                 404,
                 "SERVICE_ARTIFACT_NOT_FOUND",
                 f"no artifact {artifact_id!r}",
@@ -89,7 +92,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
             try:
                 import pyarrow  # noqa: F401 - the analysis extra, not the serve one
             except ImportError:
-                return _error(
+                return error(
                     404,
                     "SERVICE_DEPENDENCY_MISSING",
                     "Parquet needs pyarrow, which this server lacks",
@@ -100,7 +103,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
                 _csv if format == "csv" else _parquet, kernel.evidence.catalog, artifact_id
             )
         except ev.ArtifactError as exc:
-            return _error(
+            return error(
                 409 if exc.code in ("ARTIFACT_INTEGRITY_FAILED", "ARTIFACT_FILE_MISSING") else 400,
                 exc.code,
                 exc.message,
@@ -124,7 +127,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
 
         record = await asyncio.to_thread(read)
         if record is None:
-            return _error(
+            return error(
                 404,
                 "SERVICE_ARTIFACT_NOT_FOUND",
                 f"no artifact {artifact_id!r}",
@@ -155,18 +158,14 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
 
         found = await asyncio.to_thread(read)
         if found is None:
-            return _error(
-                404, "SERVICE_RUN_NOT_FOUND", f"no run {run_id!r}", "List your runs with GET /runs."
-            )
+            return run_missing(run_id)
         return {"run_id": run_id, "has_report": found}
 
     @app.get("/runs/{run_id}/report/verify", responses=NOT_FOUND, tags=["reports"])
     async def verify(run_id: str, request: Request) -> Any:
         """``assay reports verify`` of the run's last report: every citation re-read, the page re-rendered."""
         if not await asyncio.to_thread(lambda: tokens.owner_of(run_id) == who(request)):
-            return _error(
-                404, "SERVICE_RUN_NOT_FOUND", f"no run {run_id!r}", "List your runs with GET /runs."
-            )
+            return run_missing(run_id)
         return await asyncio.to_thread(_verify, kernel, run_id)
 
 
@@ -215,24 +214,15 @@ def _typed(cell: str) -> Any:
 
 
 def _verify(kernel: Any, run_id: str) -> Any:
-    reports = [
-        r
-        for r in kernel.evidence.catalog.iter(run_id)
-        if r.kind == "report" and r.status == "succeeded"
-    ]
-    if not reports:
-        return _error(
-            404,
-            "SERVICE_REPORT_NOT_FOUND",
-            f"run {run_id!r} has no report",
-            "A run has a report when its agent wrote one.",
-        )
+    reports = run_reports(kernel, run_id)
+    if isinstance(reports, JSONResponse):
+        return reports
     try:
         from assay.plugins.report_agent.verify import verify_report
     except ImportError:
-        return _error(
+        return error(
             404,
-            "SERVICE_REPORT_FORMAT_UNAVAILABLE",
+            SERVICE_REPORT_FORMAT_UNAVAILABLE,
             "report verification is not installed here",
             "Install the report_agent plugin.",
         )

@@ -29,6 +29,7 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+MYSQL_FAMILY = ("mysql", "mariadb")  # the dialects that read MySQL's way
 _MYSQL_EXECUTABLE = re.compile(r"/\*(?:!|M!|\+)", re.IGNORECASE)
 _DOLLAR_TAG = re.compile(r"\$([A-Za-z_\x80-\uffff][A-Za-z0-9_\x80-\uffff]*)?\$")
 _HEX = set("0123456789abcdefABCDEF")

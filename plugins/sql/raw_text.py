@@ -18,11 +18,10 @@ from .errors import (
     SQL_TOO_LONG,
     SqlError,
 )
-from .lexical import mysql_backslash_ambiguity, two_readings
+from .lexical import MYSQL_FAMILY, mysql_backslash_ambiguity, two_readings
 from .refusals import refused
 
 MAX_SQL_BYTES = 1 << 20  # the default of the max_sql_bytes setting
-_MYSQL = ("mysql", "mariadb")
 
 _AMBIGUOUS = {
     "character": (
@@ -65,7 +64,7 @@ def check_raw_text(sql: str, dialect: str, max_bytes: int) -> None:
             hint,
             details={"reason": found.what, "position": found.position},
         )
-    if dialect in _MYSQL and mysql_backslash_ambiguity(sql):
+    if dialect in MYSQL_FAMILY and mysql_backslash_ambiguity(sql):
         raise SqlError(
             SQL_AMBIGUOUS_BACKSLASH,
             "refused: a backslash in a string or comment reads differently with and without NO_BACKSLASH_ESCAPES "

@@ -17,9 +17,8 @@ import re
 from typing import Any
 
 from . import allowlist
+from .lexical import MYSQL_FAMILY
 from .refusals import label, refused, syntax_error
-
-_MYSQL = ("mysql", "mariadb")
 
 _VALUES_FIRST = re.compile(r"^\s*values\b", re.IGNORECASE)
 _LEADING = re.compile(
@@ -119,7 +118,7 @@ def parse_one(sql: str, dialect: str) -> tuple[str, Any]:
     try:
         statements = [s for s in sqlglot.parse(sql, read=read) if s is not None]
     except SqlglotError as exc:
-        if dialect in _MYSQL and _VALUES_FIRST.match(sql):
+        if dialect in MYSQL_FAMILY and _VALUES_FIRST.match(sql):
             # sqlglot reads MariaDB's bare VALUES only inside a FROM; the text itself is unchanged.
             wrapped = f"SELECT * FROM ({sql}\n) AS assay_values"
             try:
@@ -131,7 +130,7 @@ def parse_one(sql: str, dialect: str) -> tuple[str, Any]:
             raise refused(f"{first['word'].upper()} is not a read-only query") from None
         if _FILE_WRITE.search(sql):
             raise refused("INTO OUTFILE/DUMPFILE writes a file") from None
-        if dialect in _MYSQL and _NEXT_VALUE.search(sql):
+        if dialect in MYSQL_FAMILY and _NEXT_VALUE.search(sql):
             raise refused("NEXT VALUE FOR advances a sequence: it is a write") from None
         raise syntax_error(dialect, exc) from None
     except RecursionError:
@@ -155,7 +154,7 @@ def root_kind(root: Any, dialect: str) -> str:
         if dialect == "duckdb":
             return "SHOW"
         shown = ("FULL " if root.args.get("full") else "") + str(root.name or "").upper()
-        if dialect in _MYSQL and shown in allowlist.SHOW_KINDS:
+        if dialect in MYSQL_FAMILY and shown in allowlist.SHOW_KINDS:
             return "SHOW"
         raise refused(f"SHOW {shown} is not on the allow-list of SHOW statements")
     if (

@@ -17,9 +17,8 @@ from typing import Any
 
 from . import allowlist
 from .constructs import SYNTAX, banned_node_types
+from .lexical import MYSQL_FAMILY
 from .refusals import FUNCTION_HINT, label, refused
-
-_MYSQL = ("mysql", "mariadb")
 
 _FILE_LIKE = re.compile(
     r"(/|\\|://|\.(csv|tsv|parquet|json|jsonl|ndjson|txt|gz|zst|xlsx|db|duckdb|sqlite)$)",
@@ -66,7 +65,7 @@ class Checker:
                     raise refused(
                         f"OPERATOR({node.args.get('operator')}) is only allowed over pg_catalog"
                     )
-            elif isinstance(node, exp.PropertyEQ) and self.dialect in _MYSQL:
+            elif isinstance(node, exp.PropertyEQ) and self.dialect in MYSQL_FAMILY:
                 raise refused("assigning a user variable (:=) changes the session")
 
     # --- names ------------------------------------------------------------
@@ -160,7 +159,7 @@ class Checker:
         if self.dialect == "duckdb" and _FILE_LIKE.search(node.name or ""):
             raise refused(f"reading the file {node.name!r} is not allowed")
         system = allowlist.SYSTEM_SCHEMAS.get(self.dialect, frozenset())
-        if self.dialect in _MYSQL:
+        if self.dialect in MYSQL_FAMILY:
             name, schema = name.lower(), schema.lower()
         prefixes = allowlist.SYSTEM_PREFIXES.get(self.dialect, ())
         unqualified = not schema or (

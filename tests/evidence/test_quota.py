@@ -132,3 +132,27 @@ def test_a_capture_reserving_while_another_writes_its_record_is_not_charged_twic
     other.join()
     assert outcomes == ["kept"]
     assert sum(r.byte_size for r in sink.records()) == 8_000
+
+
+def test_the_room_left_counts_a_capture_being_recorded_meanwhile_once(kernel):
+    """``remaining()`` reads the pending holds and the quotas' use in one step: a capture recorded
+    while it asks the catalog (it waits for that step) is counted once, not as pending and used."""
+    sink = _sink(kernel, 10_000)
+    held = [4_000]
+    sink.reserve(4_000)  # pending: 4,000
+    first = capture_file(sink, data=b"a" * 10, name="a.bin", media_type="text/plain")  # used: 10
+    record = first.model_copy(update={"artifact_id": "art_" + uuid.uuid4().hex, "byte_size": 4_000})
+    run_quota = sink.quotas[0]
+    recorder = threading.Thread(target=sink.record, args=([record], held))
+
+    def used_while_a_record_is_written() -> int:
+        if not recorder.is_alive() and held:
+            recorder.start()
+            recorder.join(timeout=0.5)  # blocked on the sink while the room is being read
+        return run_quota.used()
+
+    sink.quotas[0] = Quota("run", 10_000, used_while_a_record_is_written, run_quota.setting)
+    left = sink.remaining()
+    recorder.join()
+    assert left == 10_000 - 10 - 4_000
+    assert sink.remaining() == 10_000 - 10 - 4_000
