@@ -39,7 +39,11 @@ def _package_folders() -> dict[str, Path]:
 
 
 def test_every_package_folder_is_listed_in_pyproject():
-    assert sorted(_package_folders()) == sorted(SETUPTOOLS["packages"])
+    """The code packages, and besides them only folders of data files that say what they ship."""
+    code = _package_folders()
+    data = sorted(set(SETUPTOOLS["packages"]) - set(code))
+    assert sorted(set(SETUPTOOLS["packages"]) & set(code)) == sorted(code)
+    assert data and all(name in SETUPTOOLS["package-data"] for name in data), data
 
 
 def test_entry_points_and_console_script_name_modules_under_assay():
@@ -91,6 +95,12 @@ def test_the_wheel_installs_one_top_level_package(wheel):
     assert (
         "assay/sandbox_runtimes/image/build-sandbox-image.sh" in names
     )  # the image build ships with it
+    assert {
+        "assay/plugins/service/web/index.html",
+        "assay/plugins/service/web/app.js",
+        "assay/plugins/service/web/app.css",
+        "assay/plugins/service/web/static/render.js",
+    } <= set(names)  # and the service's page
     assert "assay/py.typed" in names
 
 
