@@ -33,6 +33,7 @@ from .api_errors import (
     LIMITED,
     NOT_FOUND,
     SERVICE_DATASOURCE_UNKNOWN,
+    artifact_missing,
     error,
     install_error_handlers,
     install_openapi_error_bodies,
@@ -498,12 +499,7 @@ def create_app(kernel: Any, settings: ServiceSettings, tokens: Any) -> FastAPI:
         if not await asyncio.to_thread(
             visible_artifact, kernel, tokens, owner(request), artifact_id
         ):
-            return error(
-                404,
-                "SERVICE_ARTIFACT_NOT_FOUND",
-                f"no artifact {artifact_id!r}",
-                "Use an artifact id one of your runs returned.",
-            )
+            return artifact_missing(artifact_id)
         selectors = {
             k: v for k, v in (("rows", rows), ("field", field), ("path", path)) if v is not None
         }

@@ -17,6 +17,7 @@ from starlette.routing import Match
 
 from assay.kernel.errors import AssayError
 
+from .access import SERVICE_ARTIFACT_NOT_FOUND
 from .api_models import ErrorBody
 from .auth import OUTAGES
 from .limits import Refused
@@ -54,6 +55,15 @@ def error(
 
 def run_missing(run_id: str) -> JSONResponse:
     return error(404, SERVICE_RUN_NOT_FOUND, f"no run {run_id!r}", "List your runs with GET /runs.")
+
+
+def artifact_missing(artifact_id: str) -> JSONResponse:
+    return error(
+        404,
+        SERVICE_ARTIFACT_NOT_FOUND,
+        f"no artifact {artifact_id!r}",
+        "Use an artifact id one of your runs returned.",
+    )
 
 
 def install_openapi_error_bodies(app: FastAPI) -> None:
@@ -145,8 +155,7 @@ def install_error_handlers(app: FastAPI) -> None:
             return error(503, exc.code, exc.message, exc.hint, {"Retry-After": "5"})
         status = (
             404
-            if exc.code
-            in (SERVICE_RUN_NOT_FOUND, "SERVICE_ARTIFACT_NOT_FOUND", "ARTIFACT_NOT_FOUND")
+            if exc.code in (SERVICE_RUN_NOT_FOUND, SERVICE_ARTIFACT_NOT_FOUND, "ARTIFACT_NOT_FOUND")
             else 400
         )
         return error(status, exc.code, exc.message, exc.hint)

@@ -19,6 +19,7 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from .api_errors import (
     SERVICE_REPORT_FORMAT_UNAVAILABLE,
     SERVICE_ROUTE_NOT_FOUND,
+    artifact_missing,
     error,
     run_missing,
 )
@@ -80,12 +81,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
     ) -> Any:
         """The whole artifact (every row kept, not a preview) as CSV or Parquet, hash-verified first."""
         if not await asyncio.to_thread(visible_artifact, kernel, tokens, who(request), artifact_id):
-            return error(
-                404,
-                "SERVICE_ARTIFACT_NOT_FOUND",
-                f"no artifact {artifact_id!r}",
-                "Use an artifact id one of your runs returned.",
-            )
+            return artifact_missing(artifact_id)
         from assay.kernel import evidence as ev
 
         if format == "parquet":
@@ -127,12 +123,7 @@ def add_web_routes(app: FastAPI, kernel: Any, tokens: Any) -> None:
 
         record = await asyncio.to_thread(read)
         if record is None:
-            return error(
-                404,
-                "SERVICE_ARTIFACT_NOT_FOUND",
-                f"no artifact {artifact_id!r}",
-                "Use an artifact id one of your runs returned.",
-            )
+            return artifact_missing(artifact_id)
         return {
             "artifact_id": record.artifact_id,
             "kind": record.kind,
